@@ -1,0 +1,104 @@
+/*
+ * hexplan: plans LLM serving on heterogeneous GPU clusters.  main() parses
+ * the global options and dispatches to one cmd_<name>() per subcommand.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+
+static const char *const estimate_usage[] = {
+	"hexplan estimate -m MODEL -g GPU [--tp N] [--pp N] [--batch B] [--input N] "
+	"[--output N] [--weights bf16|fp8|int4] [--kv fp16|fp8] [-w workload.json] "
+	"[--format json|table]",
+	NULL};
+static const char *const calibrate_usage[] = {
+	"hexplan calibrate -m MODEL -g GPU [-o calibration.json] [--format json|table] "
+	"measurements.csv",
+	NULL};
+static const char *const profiles_usage[] = {
+	"hexplan profiles list [--format json|table]",
+	"hexplan profiles show gpu|model NAME [--format json|table]",
+	NULL};
+
+/* Only commands that work are listed. */
+const hx_command hx_commands[] = {
+	{"estimate", cmd_estimate,
+	 "Predict latency, memory and capacity of one replica configuration.", estimate_usage},
+	{"calibrate", cmd_calibrate,
+	 "Fit the cost model's GPU constants to measured timings.", calibrate_usage},
+	{"profiles", cmd_profiles, "List or show the GPU and model profiles.", profiles_usage},
+	{NULL, NULL, NULL, NULL}};
+
+static void main_usage(FILE *f)
+{
+	fprintf(f, "usage: hexplan [--catalog DIR] [--calibration FILE] <command> [<options>]\n"
+		   "       hexplan --help | --version\n\n");
+	for (const hx_command *c = hx_commands; c->name; c++)
+		for (int i = 0; c->usage[i]; i++)
+			fprintf(f, "  %s\n", c->usage[i]);
+	fprintf(f, "\ncommands:\n");
+	for (const hx_command *c = hx_commands; c->name; c++)
+		fprintf(f, "  %-10s %s\n", c->name, c->summary);
+	fprintf(f, "\nglobal options (before or after the command):\n"
+		   "  --catalog DIR       replace the built-in GPU/model catalog with DIR's\n"
+		   "                      gpus.json and models.json\n"
+		   "  --calibration FILE  apply a calibration written by 'hexplan calibrate'\n"
+		   "  -h, --help          show this help (or a command's)\n"
+		   "  --version           print the version\n\n"
+		   "exit status: 0 ok, 1 error, 2 usage, 3 infeasible, 4 limit reached\n");
+}
+
+int main(int argc, char **argv)
+{
+	hx_cli cli = {0};
+	int i, rc;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			main_usage(stdout);
+			return 0;
+		}
+		if (strcmp(a, "--version") == 0) {
+			printf("hexplan %s\n", PACKAGE_VERSION);
+			return 0;
+		}
+		if ((strcmp(a, "--catalog") == 0 || strcmp(a, "--calibration") == 0)) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "hexplan: error: %s needs an argument\n", a);
+				return HX_EUSAGE;
+			}
+			hx_cli_global(&cli, strcmp(a, "--catalog") == 0 ? HX_OPT_CATALOG : HX_OPT_CALIBRATION,
+				      argv[++i]);
+			continue;
+		}
+		if (strncmp(a, "--catalog=", 10) == 0) {
+			cli.catalog_dir = a + 10;
+			continue;
+		}
+		if (strncmp(a, "--calibration=", 14) == 0) {
+			cli.calibration = a + 14;
+			continue;
+		}
+		break;
+	}
+	if (i >= argc) {
+		main_usage(stderr);
+		return HX_EUSAGE;
+	}
+	for (const hx_command *c = hx_commands; c->name; c++) {
+		if (strcmp(c->name, argv[i]) == 0) {
+			rc = c->fn(&cli, argc - i, argv + i);
+			hx_cli_release(&cli);
+			return rc;
+		}
+	}
+	fprintf(stderr, "hexplan: error: '%s' is not a hexplan command (see 'hexplan --help')\n",
+		argv[i]);
+	return HX_EUSAGE;
+}

@@ -1,0 +1,81 @@
+/*
+ * util: errors, memory, strings, files and the seeded generator that every
+ * other module shares.  Library code reports failure by filling a hx_err and
+ * returning its code; only the command layer prints and exits.
+ */
+#ifndef HX_UTIL_H
+#define HX_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit codes (DESIGN §3); library functions return the same values. */
+enum {
+	HX_OK = 0,
+	HX_EINPUT = 1,      /* bad input, I/O, internal solver error */
+	HX_EUSAGE = 2,      /* command-line misuse */
+	HX_EINFEASIBLE = 3, /* no plan meets the constraints */
+	HX_ELIMIT = 4       /* a limit was reached with no plan */
+};
+
+typedef struct hx_err {
+	int code;
+	char msg[1024];
+} hx_err;
+
+/* Fill ERR (may be NULL) with CODE and a printf-style message; return CODE. */
+int hx_errf(hx_err *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Allocation that never returns NULL: prints one line and aborts. */
+void *hx_xmalloc(size_t n);
+void *hx_xcalloc(size_t n, size_t size);
+void *hx_xrealloc(void *p, size_t n);
+char *hx_xstrdup(const char *s);
+
+/* Copy SRC into DST[N]; return 0, or -1 when it does not fit (DST truncated). */
+int hx_strlcpy(char *dst, const char *src, size_t n);
+
+/* Read a whole file ("-" is stdin) into a new NUL-terminated buffer that the
+ * caller frees; *LEN gets its length.  Returns NULL and fills ERR on failure. */
+char *hx_read_file(const char *path, size_t *len, hx_err *err);
+
+/* Write DATA atomically to PATH: a temporary file in the same directory,
+ * flushed and renamed over PATH, so PATH is either the old file or the whole
+ * new one.  PATH "-" writes to stdout.  Returns 0 or HX_EINPUT. */
+int hx_write_atomic(const char *path, const char *data, size_t len, hx_err *err);
+
+/* Directory part of PATH in a new string ("." when none). */
+char *hx_dirname(const char *path);
+/* PATH joined to DIR unless PATH is absolute; new string. */
+char *hx_path_join(const char *dir, const char *path);
+
+/* Growable string buffer. */
+typedef struct hx_buf {
+	char *s;
+	size_t len, cap;
+} hx_buf;
+void hx_buf_printf(hx_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void hx_buf_free(hx_buf *b);
+
+/* Seeded generator (xoshiro256**); every random choice goes through one. */
+typedef struct hx_rng {
+	uint64_t s[4];
+} hx_rng;
+void hx_rng_seed(hx_rng *r, uint64_t seed);
+uint64_t hx_rng_next(hx_rng *r);
+double hx_rng_uniform(hx_rng *r); /* in (0, 1) */
+double hx_rng_normal(hx_rng *r);
+
+/* Standard normal CDF and its inverse. */
+double hx_norm_cdf(double x);
+double hx_norm_quantile(double p);
+
+/* Median and p-quantile (0..1, linear interpolation) of N values; sorts V. */
+double hx_quantile(double *v, size_t n, double q);
+
+#define HX_GIB (1024.0 * 1024.0 * 1024.0)
+#define HX_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

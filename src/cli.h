@@ -31,6 +31,7 @@ extern const hx_command hx_commands[];
 int cmd_estimate(hx_cli *cli, int argc, char **argv);
 int cmd_calibrate(hx_cli *cli, int argc, char **argv);
 int cmd_profiles(hx_cli *cli, int argc, char **argv);
+int cmd_validate(hx_cli *cli, int argc, char **argv);
 
 /* Long-option values shared by every command. */
 enum {

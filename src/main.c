@@ -24,6 +24,10 @@ static const char *const profiles_usage[] = {
 	"hexplan profiles list [--format json|table]",
 	"hexplan profiles show gpu|model NAME [--format json|table]",
 	NULL};
+static const char *const validate_usage[] = {
+	"hexplan validate [-c cluster.json] [-w workload.json] [-t trace.csv] [-m MODEL] "
+	"[--measurements FILE] [--format json|table]",
+	NULL};
 
 /* Only commands that work are listed. */
 const hx_command hx_commands[] = {
@@ -32,6 +36,7 @@ const hx_command hx_commands[] = {
 	{"calibrate", cmd_calibrate,
 	 "Fit the cost model's GPU constants to measured timings.", calibrate_usage},
 	{"profiles", cmd_profiles, "List or show the GPU and model profiles.", profiles_usage},
+	{"validate", cmd_validate, "Check input files strictly and summarize them.", validate_usage},
 	{NULL, NULL, NULL, NULL}};
 
 static void main_usage(FILE *f)

@@ -37,7 +37,7 @@ static void key_bounds(const char *key, double *lo, double *hi)
 int hx_calib_load(hx_calib *c, const char *path, const hx_catalog *cat, hx_err *err)
 {
 	static const char *const top[] = {"schema", "version", "model", "gpus", "fit", NULL};
-	hx_jr r = {path, err};
+	hx_jr r = {hx_display_path(path), err};
 	json_t *root, *gpus, *fields;
 	const char *gname;
 	char schema[64];
@@ -50,6 +50,14 @@ int hx_calib_load(hx_calib *c, const char *path, const hx_catalog *cat, hx_err *
 	if ((rc = hx_jr_object(&r, root, "", top)) || (rc = hx_jr_version(&r, root)) ||
 	    (rc = hx_jr_str(&r, root, "", "schema", 1, schema, sizeof(schema))))
 		goto out;
+	if (json_object_get(root, "model") && !json_is_string(json_object_get(root, "model"))) {
+		rc = hx_jr_fail(&r, "/model", "must be a string");
+		goto out;
+	}
+	if (json_object_get(root, "fit") && !json_is_object(json_object_get(root, "fit"))) {
+		rc = hx_jr_fail(&r, "/fit", "must be an object");
+		goto out;
+	}
 	if (strcmp(schema, "hexplan.calibration") != 0) {
 		rc = hx_jr_fail(&r, "/schema", "must be \"hexplan.calibration\"");
 		goto out;

@@ -478,8 +478,10 @@ static int hf_int(const hx_jr *r, const json_t *o, const char *key, int *out, in
 		return 0;
 	hx_ptr_key(p, sizeof(p), "", key);
 	if (!json_is_integer(v) || json_integer_value(v) < min ||
-	    json_integer_value(v) > 100000000)
-		return hx_jr_fail(r, p, "must be an integer of at least %d", min);
+	    json_integer_value(v) > 100000000) {
+		hx_jr_fail(r, p, "must be an integer of at least %d", min);
+		return -1;
+	}
 	*out = (int)json_integer_value(v);
 	return 1;
 }
@@ -492,7 +494,7 @@ static int hf_has(const json_t *o, const char *key)
 
 int hx_model_from_hf(const char *path, hx_model *out, hx_err *err)
 {
-	hx_jr r = {path, err};
+	hx_jr r = {hx_display_path(path), err};
 	json_t *root = hx_json_load_file(path, err), *v, *q;
 	hx_arch *a = &out->a;
 	char mt[64] = "";
@@ -597,6 +599,17 @@ int hx_model_from_hf(const char *path, hx_model *out, hx_err *err)
 	}
 	if (a->kv_lora_rank > 0)
 		a->head_dim = a->qk_nope_head_dim + a->qk_rope_head_dim;
+	/* Name the config's own keys when its shape is inconsistent. */
+	if (a->kv_heads > a->heads || a->heads % a->kv_heads) {
+		hx_jr_fail(&r, "/num_key_value_heads", "must divide num_attention_heads (%d), not %d",
+			   a->heads, a->kv_heads);
+		goto out;
+	}
+	if (a->experts > 0 && (a->experts_per_tok < 1 || a->experts_per_tok > a->experts)) {
+		hx_jr_fail(&r, "/num_experts_per_tok", "must be between 1 and the %d experts",
+			   a->experts);
+		goto out;
+	}
 	v = json_object_get(root, "_name_or_path");
 	if (json_is_string(v) && json_string_length(v) > 0 &&
 	    json_string_length(v) < sizeof(out->hf_repo))

@@ -32,17 +32,31 @@ json_t *hx_json_load_text(const char *text, const char *name, hx_err *err)
 json_t *hx_json_load_file(const char *path, hx_err *err)
 {
 	size_t len;
-	char *text = hx_read_file(path, &len, err);
+	char *text = hx_read_file(path, &len, err), *nul;
+	const char *name;
 	json_t *v;
 
 	if (!text)
 		return NULL;
-	if (memchr(text, '\0', len)) {
+	name = hx_display_path(path);
+	if ((nul = memchr(text, '\0', len))) {
+		int line = 1, col = 1;
+		for (const char *p = text; p < nul; p++, col++)
+			if (*p == '\n') {
+				line++;
+				col = 0;
+			}
 		free(text);
-		hx_errf(err, HX_EINPUT, "%s: contains a NUL byte, not JSON text", path);
+		hx_errf(err, HX_EINPUT, "%s:%d:%d: NUL byte in JSON text", name, line, col);
 		return NULL;
 	}
-	v = load_common(text, len, strcmp(path, "-") ? path : "<stdin>", err);
+	if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+		free(text);
+		hx_errf(err, HX_EINPUT,
+			"%s:1:1: a UTF-8 byte order mark is not allowed at the start of JSON text", name);
+		return NULL;
+	}
+	v = load_common(text, len, name, err);
 	free(text);
 	return v;
 }
@@ -82,7 +96,9 @@ int hx_jr_fail(const hx_jr *r, const char *ptr, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return hx_errf(r->err, HX_EINPUT, "%s: %s: %s", r->file, *ptr ? ptr : "/", msg);
+	if (!*ptr) /* the document itself */
+		return hx_errf(r->err, HX_EINPUT, "%s: %s", r->file, msg);
+	return hx_errf(r->err, HX_EINPUT, "%s: %s: %s", r->file, ptr, msg);
 }
 
 static const char *type_name(const json_t *v)

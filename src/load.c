@@ -54,8 +54,11 @@ static int parse_nodes(const hx_jr *r, const json_t *list, const hx_catalog *cat
 		if ((rc = hx_jr_object(r, v, p, keys)) ||
 		    (rc = hx_jr_str(r, v, p, "name", 1, nd->name, sizeof(nd->name))))
 			return rc;
-		if (node_index(c, nd->name) >= 0)
-			return hx_jr_fail(r, p, "duplicate node name \"%s\"", nd->name);
+		if (node_index(c, nd->name) >= 0) {
+			char pn[80];
+			hx_ptr_key(pn, sizeof(pn), p, "name");
+			return hx_jr_fail(r, pn, "duplicate node name \"%s\"", nd->name);
+		}
 		g = json_object_get(v, "gpu");
 		if (!g)
 			return hx_jr_fail(r, p, "missing required key \"gpu\"");
@@ -165,7 +168,7 @@ int hx_cluster_load(hx_cluster *c, const char *path, const hx_catalog *cat, hx_e
 	static const char *const top[] = {"version", "nodes", "links", "defaults",
 		"offers", NULL};
 	static const char *const dkeys[] = {"same_region", "cross_region", NULL};
-	hx_jr r = {path, err};
+	hx_jr r = {hx_display_path(path), err};
 	json_t *root, *v, *d;
 	int rc;
 
@@ -503,8 +506,11 @@ static int parse_classes(const hx_jr *r, const json_t *list, const char *dir,
 		    (rc = hx_jr_num(r, v, p, "share", 1, 1e-9, 1, &c->share)))
 			return rc;
 		for (size_t j = 0; j < i; j++)
-			if (strcmp(w->classes[j].name, c->name) == 0)
-				return hx_jr_fail(r, p, "duplicate class name \"%s\"", c->name);
+			if (strcmp(w->classes[j].name, c->name) == 0) {
+				char pn[80];
+				hx_ptr_key(pn, sizeof(pn), p, "name");
+				return hx_jr_fail(r, pn, "duplicate class name \"%s\"", c->name);
+			}
 		w->nclasses++;
 		for (int k = 0; k < 2; k++) {
 			const char *key = k ? "output_tokens" : "prompt_tokens";
@@ -532,7 +538,7 @@ int hx_workload_load(hx_workload *w, const char *path, hx_err *err)
 		"attainment", NULL};
 	static const char *const vkeys[] = {"token_budget", "max_seqs",
 		"gpu_memory_utilization", NULL};
-	hx_jr r = {path, err};
+	hx_jr r = {hx_display_path(path), err};
 	json_t *root, *v;
 	char *dir = hx_dirname(path);
 	int rc;
@@ -734,6 +740,7 @@ int hx_trace_load(hx_trace *t, const char *path, hx_err *err)
 
 	memset(t, 0, sizeof(*t));
 	text = hx_read_file(path, NULL, err);
+	path = hx_display_path(path);
 	if (!text)
 		return HX_EINPUT;
 	cur = text;
@@ -834,6 +841,7 @@ int hx_meas_load(hx_meas **out, int *n, const char *path, hx_err *err)
 	*out = NULL;
 	*n = 0;
 	text = hx_read_file(path, NULL, err);
+	path = hx_display_path(path);
 	if (!text)
 		return HX_EINPUT;
 	cur = text;
@@ -867,12 +875,17 @@ int hx_meas_load(hx_meas **out, int *n, const char *path, hx_err *err)
 			goto out;
 		}
 		x.phase = k;
-		if (parse_long(f[2], 1, 1024, &v[0]) || parse_long(f[4], 1, 1000000, &v[1]) ||
-		    parse_long(f[5], 1, 10000000, &v[2]) || parse_long(f[6], 0, 10000000, &v[3])) {
-			hx_errf(err, HX_EINPUT,
-				"%s:%d: tp, batch and tokens must be positive integers, context a non-negative one",
-				path, lineno);
-			goto out;
+		{
+			static const char *const names[] = {"tp", "batch", "tokens", "context"};
+			static const int col[] = {2, 4, 5, 6};
+			static const long lo[] = {1, 1, 1, 0}, hi[] = {1024, 1000000, 10000000, 10000000};
+			for (int j = 0; j < 4; j++) {
+				if (parse_long(f[col[j]], lo[j], hi[j], &v[j])) {
+					hx_errf(err, HX_EINPUT, "%s:%d: %s must be an integer from %ld to %ld, not \"%s\"",
+						path, lineno, names[j], lo[j], hi[j], f[col[j]]);
+					goto out;
+				}
+			}
 		}
 		if (parse_double(f[7], &x.ms) || x.ms <= 0) {
 			hx_errf(err, HX_EINPUT, "%s:%d: ms must be a positive number, not \"%s\"", path,

@@ -85,7 +85,7 @@ char *hx_read_file(const char *path, size_t *len, hx_err *err)
 
 	f = is_stdin ? stdin : fopen(path, "rb");
 	if (!f) {
-		hx_errf(err, HX_EINPUT, "%s: %s", path, strerror(errno));
+		hx_errf(err, HX_EINPUT, "%s: %s", hx_display_path(path), strerror(errno));
 		return NULL;
 	}
 	for (;;) {
@@ -165,6 +165,11 @@ out:
 	free(tmp);
 	free(dir);
 	return rc;
+}
+
+const char *hx_display_path(const char *path)
+{
+	return strcmp(path, "-") == 0 ? "<stdin>" : path;
 }
 
 char *hx_dirname(const char *path)

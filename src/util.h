@@ -46,6 +46,8 @@ char *hx_read_file(const char *path, size_t *len, hx_err *err);
  * new one.  PATH "-" writes to stdout.  Returns 0 or HX_EINPUT. */
 int hx_write_atomic(const char *path, const char *data, size_t len, hx_err *err);
 
+/* PATH as messages name it: "<stdin>" for "-". */
+const char *hx_display_path(const char *path);
 /* Directory part of PATH in a new string ("." when none). */
 char *hx_dirname(const char *path);
 /* PATH joined to DIR unless PATH is absolute; new string. */

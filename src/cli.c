@@ -22,6 +22,26 @@ int hx_cli_global(hx_cli *cli, int opt, const char *arg)
 	return 1;
 }
 
+int hx_cli_common(hx_cli *cli, const char *cmd, int opt, char **argv, int *table)
+{
+	switch (opt) {
+	case 'h':
+		return hx_cli_help(cmd);
+	case HX_OPT_FORMAT:
+		if (table)
+			return hx_cli_format(cmd, optarg, table) ? HX_EUSAGE : HX_CLI_GO;
+		break;
+	case ':':
+		return hx_cli_usage_error(cmd, "%s needs an argument", argv[optind - 1]);
+	case '?':
+		return hx_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+	default:
+		if (hx_cli_global(cli, opt, optarg))
+			return HX_CLI_GO;
+	}
+	return hx_cli_usage_error(cmd, "unknown option");
+}
+
 const hx_catalog *hx_cli_catalog(hx_cli *cli, int *rc)
 {
 	hx_err err = {0};

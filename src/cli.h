@@ -45,6 +45,13 @@ enum {
 	{"calibration", required_argument, NULL, HX_OPT_CALIBRATION},    \
 	{"help", no_argument, NULL, 'h'}
 
+/* What hx_cli_common returns when the option was an ordinary one. */
+#define HX_CLI_GO (-1)
+/* Handle what every command's getopt loop shares: -h (prints the usage),
+ * --format (TABLE may be NULL when the command has none), the global
+ * options, and getopt's ':' and '?'.  Returns HX_CLI_GO to go on, or the
+ * exit code to return now. */
+int hx_cli_common(hx_cli *cli, const char *cmd, int opt, char **argv, int *table);
 /* Handle a global option: 1 if OPT was one. */
 int hx_cli_global(hx_cli *cli, int opt, const char *arg);
 /* The catalog, with the calibration applied; NULL after printing an error

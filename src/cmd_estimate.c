@@ -238,7 +238,6 @@ int cmd_estimate(hx_cli *cli, int argc, char **argv)
 		case 'm': a.model = optarg; break;
 		case 'g': a.gpu = optarg; break;
 		case 'w': a.workload = optarg; break;
-		case 'h': return hx_cli_help(CMD);
 		case OPT_TP: rc = hx_cli_int(CMD, "--tp", optarg, 1, 1024, &a.tp); break;
 		case OPT_PP: rc = hx_cli_int(CMD, "--pp", optarg, 1, HX_MAX_STAGES, &a.pp); break;
 		case OPT_BATCH: rc = hx_cli_int(CMD, "--batch", optarg, 1, 1000000, &a.batch); break;
@@ -255,12 +254,10 @@ int cmd_estimate(hx_cli *cli, int argc, char **argv)
 			if (a.kvdt != HX_DT_FP16 && a.kvdt != HX_DT_BF16 && a.kvdt != HX_DT_FP8)
 				return hx_cli_usage_error(CMD, "--kv must be fp16, bf16 or fp8, not \"%s\"", optarg);
 			break;
-		case HX_OPT_FORMAT: rc = hx_cli_format(CMD, optarg, &a.table); break;
-		case ':': return hx_cli_usage_error(CMD, "%s needs an argument", argv[optind - 1]);
-		case '?': return hx_cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
 		default:
-			if (!hx_cli_global(cli, c, optarg))
-				return hx_cli_usage_error(CMD, "unknown option");
+			if ((rc = hx_cli_common(cli, CMD, c, argv, &a.table)) != HX_CLI_GO)
+				return rc;
+			rc = 0;
 		}
 		if (rc)
 			return rc;

@@ -94,16 +94,9 @@ int cmd_validate(hx_cli *cli, int argc, char **argv)
 		case 't': tpath = optarg; break;
 		case 'm': model = optarg; break;
 		case OPT_MEAS: mpath = optarg; break;
-		case 'h': return hx_cli_help(CMD);
-		case HX_OPT_FORMAT:
-			if ((rc = hx_cli_format(CMD, optarg, &table)))
-				return rc;
-			break;
-		case ':': return hx_cli_usage_error(CMD, "%s needs an argument", argv[optind - 1]);
-		case '?': return hx_cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
 		default:
-			if (!hx_cli_global(cli, c, optarg))
-				return hx_cli_usage_error(CMD, "unknown option");
+			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
+				return rc;
 		}
 	}
 	if (optind < argc)

@@ -189,21 +189,33 @@ static int field(const hx_jr *r, const json_t *obj, const char *ptr, const char 
 	return 1;
 }
 
+/* A finite number at KEY: 1 found (*X set, P its pointer), 0 absent and
+ * optional, or -HX_EINPUT. */
+static int number(const hx_jr *r, const json_t *obj, const char *ptr, const char *key,
+		  int required, char *p, size_t pn, double *x)
+{
+	json_t *v;
+	int f = field(r, obj, ptr, key, required, p, pn, &v);
+
+	if (f <= 0)
+		return f;
+	if (!json_is_number(v))
+		return -hx_jr_fail(r, p, "must be a number, not %s", type_name(v));
+	*x = json_number_value(v);
+	if (!isfinite(*x))
+		return -hx_jr_fail(r, p, "must be a finite number");
+	return 1;
+}
+
 int hx_jr_num(const hx_jr *r, const json_t *obj, const char *ptr, const char *key,
 	      int required, double lo, double hi, double *out)
 {
 	char p[512];
-	json_t *v;
 	double x;
-	int f = field(r, obj, ptr, key, required, p, sizeof(p), &v);
+	int f = number(r, obj, ptr, key, required, p, sizeof(p), &x);
 
 	if (f <= 0)
 		return -f;
-	if (!json_is_number(v))
-		return hx_jr_fail(r, p, "must be a number, not %s", type_name(v));
-	x = json_number_value(v);
-	if (!isfinite(x))
-		return hx_jr_fail(r, p, "must be a finite number");
 	if (x < lo || x > hi)
 		return hx_jr_fail(r, p, "must be between %g and %g, not %g", lo, hi, x);
 	*out = x;
@@ -214,16 +226,12 @@ int hx_jr_pos(const hx_jr *r, const json_t *obj, const char *ptr, const char *ke
 	      int required, double *out)
 {
 	char p[512];
-	json_t *v;
 	double x;
-	int f = field(r, obj, ptr, key, required, p, sizeof(p), &v);
+	int f = number(r, obj, ptr, key, required, p, sizeof(p), &x);
 
 	if (f <= 0)
 		return -f;
-	if (!json_is_number(v))
-		return hx_jr_fail(r, p, "must be a number, not %s", type_name(v));
-	x = json_number_value(v);
-	if (!isfinite(x) || x <= 0 || x > 1e15)
+	if (x <= 0 || x > 1e15)
 		return hx_jr_fail(r, p, "must be a positive number, not %g", x);
 	*out = x;
 	return 0;

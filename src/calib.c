@@ -122,7 +122,7 @@ double hx_calib_predict(const hx_model *m, const hx_gpu *g, const hx_meas *x)
 	hx_replica r;
 	hx_batch b = {0};
 	hx_iter it;
-	hx_dtype wdt = m->a.dtype == HX_DT_FP16 ? HX_DT_FP16 : m->a.dtype;
+	hx_dtype wdt = m->a.dtype;
 
 	if (x->phase == HX_PHASE_LINEAR)
 		return hx_cost_linear(m, g, x->tp, wdt, m->a.layers - 1, x->tokens) * 1e3;

@@ -78,6 +78,11 @@ static int run(hx_cli *cli, const est_args *a)
 	if ((rc = hx_replica_uniform(&r, &m, g, (int)a->tp, (int)a->pp, wdt, kvdt, bw_gbps,
 				     lat_ms, &err)))
 		return hx_cli_usage_error(CMD, "%s", err.msg);
+	if (a->tp > 8) /* a TP group larger than a node all-reduces over the network */
+		for (int i = 0; i < r.nstages; i++) {
+			r.stage[i].tp_bw_gb_s = 100 / 8.0;
+			r.stage[i].tp_latency_us = 20;
+		}
 	if (a->workload) {
 		if ((rc = hx_workload_load(&w, a->workload, &err)))
 			return hx_cli_fail(&err);
@@ -192,9 +197,12 @@ static int run(hx_cli *cli, const est_args *a)
 		hx_buf_printf(&t, "memory    %.1f GiB weights per GPU, %.1f GiB KV: %.0f tokens, max batch %.0f\n",
 			      mem.st[0].weights_b / HX_GIB, mem.st[0].kv_b / HX_GIB, mem.kv_tokens,
 			      floor(mem.kv_tokens / (a->input + a->output)));
-		if (have_w)
+		if (have_w && cap.rps > 0)
 			hx_buf_printf(&t, "capacity  %.3f req/s at the SLO (batch %.1f, tpot %.2f ms, ttft p%g %.1f ms; bound by %s)\n",
 				      cap.rps, cap.batch, cap.tpot_ms, w.slo.percentile, cap.ttft_ms,
+				      cap.binding);
+		else if (have_w)
+			hx_buf_printf(&t, "capacity  0 req/s: even one request misses the SLO (bound by %s)\n",
 				      cap.binding);
 		text = t.s;
 		t.s = NULL;

@@ -1,6 +1,7 @@
 /*
- * cost: see cost.h.  Per layer, every GEMM is a roofline
- * max(FLOPs / (peak * e_compute), bytes / (bandwidth * e_mem), kernel floor);
+ * cost: see cost.h.  Per layer, every GEMM is a roofline of FLOPs / (peak *
+ * e_compute) and bytes / (bandwidth * e_mem), its corner smoothed (the 2-norm
+ * of the two), never below the kernel floor;
  * the per-token ops around them (norms, rotary, activation, residual adds)
  * are memory-bound kernels with the same floor; attention reads the KV cache
  * (decode) or does 4 n (c + n/2) d_head heads FLOPs (prefill chunks); TP adds
@@ -410,8 +411,9 @@ double hx_cost_kv_transfer(const hx_model *m, hx_dtype kvdt, double tokens,
  * iterations of time t (with PP: the micro-batch cycle).  By Little's law the
  * decode batch is B = L * O * t (O: mean output tokens) and each iteration
  * also carries p = L * P * t prompt tokens (P: mean prompt; chunked prefill
- * shares iterations with decode), so t solves t = T(B, p); the fixed point is
- * found by iteration.  L is sustainable when
+ * shares iterations with decode), so t solves t = T(B, p); T grows with t,
+ * so the fixed point is found by bisection below the TPOT SLO.  L is
+ * sustainable when
  *   - t <= the TPOT SLO (a request's TPOT is the mean of its iterations),
  *   - B <= max_seqs and B + p <= the token budget,
  *   - B * (P + O/2) <= the KV capacity (mean occupancy),
@@ -427,43 +429,47 @@ typedef struct cap_eval {
 	double t, batch, ttft;
 } cap_eval;
 
+/* Iteration time at rate LAMBDA if iterations took T: T(B, p) above. */
+static double iter_at(const hx_replica *r, double lambda, double P, double O, double t)
+{
+	hx_batch b = {0};
+	hx_iter it;
+
+	hx_batch_add_decode(&b, lambda * O * t, P + O / 2);
+	hx_batch_add_prefill(&b, lambda * t, P, 0);
+	return hx_cost_cycle(r, &b, &it);
+}
+
 static void cap_check(const hx_replica *r, const hx_workload *w, double kv_tokens,
 		      double lambda, cap_eval *ev)
 {
 	double P = hx_dist_mean(&w->prompt), O = hx_dist_mean(&w->output);
 	double q = w->slo.percentile / 100, Pq = hx_dist_quantile(&w->prompt, q);
-	double budget = w->serving.token_budget, t, tnext = 0, B = 0, p = 0;
-	hx_iter it;
-	int i;
+	double budget = w->serving.token_budget, tmax = w->slo.tpot_ms * 1e-3;
+	double lo = 0, hi = tmax, B, p;
 
 	ev->ok = 0;
 	ev->ttft = INFINITY;
-	t = 0;
-	for (i = 0; i < 200; i++) {
-		hx_batch b = {0};
-		B = lambda * O * t;
-		p = lambda * P * t;
-		if (B + p > budget * 1.5 || t > 600)
-			break;
-		hx_batch_add_decode(&b, B, P + O / 2);
-		hx_batch_add_prefill(&b, lambda * t, P, 0);
-		tnext = hx_cost_cycle(r, &b, &it);
-		if (fabs(tnext - t) <= 1e-9 * tnext) {
-			t = tnext;
-			break;
-		}
-		t = tnext;
-	}
-	B = lambda * O * t;
-	p = lambda * P * t;
-	ev->t = t;
-	ev->batch = B;
-	if (i == 200 || B + p > budget || t > 600) {
-		ev->binding = "budget";
+	ev->t = INFINITY;
+	/* T grows with t (more work per iteration), so a fixed point at or
+	 * below the TPOT SLO exists exactly when T(tmax) <= tmax. */
+	if (iter_at(r, lambda, P, O, tmax) > tmax) {
+		ev->binding = "tpot";
 		return;
 	}
-	if (t * 1e3 > w->slo.tpot_ms) {
-		ev->binding = "tpot";
+	for (int i = 0; i < 60; i++) {
+		double mid = (lo + hi) / 2;
+		if (iter_at(r, lambda, P, O, mid) > mid)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	ev->t = hi;
+	B = lambda * O * hi;
+	p = lambda * P * hi;
+	ev->batch = B;
+	if (B + p > budget) {
+		ev->binding = "budget";
 		return;
 	}
 	if (B > w->serving.max_seqs) {
@@ -475,7 +481,7 @@ static void cap_check(const hx_replica *r, const hx_workload *w, double kv_token
 		return;
 	}
 	{
-		double c = budget - B, u = p / c;
+		double c = budget - B, u = p / c, t = hi;
 		double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
 		double cs2 = hx_dist_cv2(&w->prompt), service = P / c * t, wait = 0;
 		if (u >= 1) {
@@ -538,7 +544,7 @@ int hx_cost_capacity(const hx_replica *r, const hx_workload *w, hx_capacity *out
 	}
 	if (!out->binding) {
 		cap_check(r, w, mem.kv_tokens, hi, &ev);
-		out->binding = ev.binding ? ev.binding : "budget";
+		out->binding = ev.binding ? ev.binding : "tpot";
 	}
 	out->rps = lo;
 	out->tokens_per_s = lo * O;

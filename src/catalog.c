@@ -211,6 +211,37 @@ int hx_arch_parse(const hx_jr *r, const json_t *v, const char *ptr, hx_arch *out
 	return 0;
 }
 
+json_t *hx_gpu_to_json(const hx_gpu *g)
+{
+	json_t *o = json_object();
+	hx_gpu *mg = (hx_gpu *)g;
+
+	hx_jset_str(o, "name", g->name);
+	hx_jset_str(o, "vendor", g->vendor);
+	hx_jset_str(o, "product", g->product);
+	hx_jset_str(o, "intra_link", g->intra_link);
+	for (int i = 0; hx_gpu_num_keys[i]; i++)
+		json_object_set_new(o, hx_gpu_num_keys[i],
+				    json_real(*hx_gpu_field(mg, hx_gpu_num_keys[i])));
+	hx_jset_str(o, "price_date", g->price_date);
+	hx_jset_str(o, "price_source", g->price_source);
+	return o;
+}
+
+json_t *hx_arch_to_json(const hx_arch *x)
+{
+	json_t *a = json_object();
+	hx_arch *mx = (hx_arch *)x;
+
+	for (int i = 0; arch_int_keys[i]; i++)
+		hx_jset_int(a, arch_int_keys[i], *arch_int(mx, i));
+	for (int i = 0; arch_bool_keys[i]; i++)
+		json_object_set_new(a, arch_bool_keys[i], json_boolean(*arch_bool(mx, i)));
+	hx_jset_str(a, "norm", x->norm_layer ? "layer" : "rms");
+	hx_jset_str(a, "dtype", hx_dtype_name(x->dtype));
+	return a;
+}
+
 int hx_arch_check(const hx_arch *a, const char *what, hx_err *err)
 {
 	if (a->layers < 1 || a->hidden < 1 || a->heads < 1 || a->vocab < 1)

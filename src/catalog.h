@@ -114,6 +114,10 @@ int hx_gpu_parse(const struct hx_jr *r, const struct json_t *v, const char *ptr,
 /* Parse a model "arch" object (the keys of profiles/models.json). */
 int hx_arch_parse(const struct hx_jr *r, const struct json_t *v, const char *ptr,
 		  hx_arch *out);
+/* JSON of a GPU profile / an architecture, with the keys the parsers
+ * read: new references. */
+struct json_t *hx_gpu_to_json(const hx_gpu *g);
+struct json_t *hx_arch_to_json(const hx_arch *a);
 /* Check the architecture's internal consistency; 0 or HX_EINPUT. */
 int hx_arch_check(const hx_arch *a, const char *what, hx_err *err);
 #endif

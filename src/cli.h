@@ -32,6 +32,10 @@ int cmd_estimate(hx_cli *cli, int argc, char **argv);
 int cmd_calibrate(hx_cli *cli, int argc, char **argv);
 int cmd_profiles(hx_cli *cli, int argc, char **argv);
 int cmd_validate(hx_cli *cli, int argc, char **argv);
+int cmd_plan(hx_cli *cli, int argc, char **argv);
+int cmd_simulate(hx_cli *cli, int argc, char **argv);
+int cmd_check(hx_cli *cli, int argc, char **argv);
+int cmd_trace(hx_cli *cli, int argc, char **argv);
 
 /* Long-option values shared by every command. */
 enum {

@@ -9,25 +9,9 @@
 
 #define CMD "profiles"
 
-static json_t *gpu_json(const hx_gpu *g)
-{
-	json_t *o = json_object();
-	hx_gpu *mg = (hx_gpu *)g;
-
-	hx_jset_str(o, "name", g->name);
-	hx_jset_str(o, "vendor", g->vendor);
-	hx_jset_str(o, "product", g->product);
-	hx_jset_str(o, "intra_link", g->intra_link);
-	for (int i = 0; hx_gpu_num_keys[i]; i++)
-		hx_jset_num(o, hx_gpu_num_keys[i], *hx_gpu_field(mg, hx_gpu_num_keys[i]));
-	hx_jset_str(o, "price_date", g->price_date);
-	hx_jset_str(o, "price_source", g->price_source);
-	return o;
-}
-
 static json_t *model_json(const hx_model *m)
 {
-	json_t *o = json_object(), *a = json_object();
+	json_t *o = json_object(), *a = hx_arch_to_json(&m->a);
 	const hx_arch *x = &m->a;
 
 	hx_jset_str(o, "name", m->name);
@@ -36,32 +20,6 @@ static json_t *model_json(const hx_model *m)
 	hx_jset_num(o, "active_params_b", hx_model_active_params(x) / 1e9);
 	hx_jset_num(o, "published_params_b", m->published_params_b);
 	hx_jset_num(o, "weights_gib", hx_model_params(x) * hx_dtype_bytes(x->dtype) / HX_GIB);
-	hx_jset_int(a, "layers", x->layers);
-	hx_jset_int(a, "hidden", x->hidden);
-	hx_jset_int(a, "heads", x->heads);
-	hx_jset_int(a, "kv_heads", x->kv_heads);
-	hx_jset_int(a, "head_dim", x->head_dim);
-	hx_jset_int(a, "intermediate", x->intermediate);
-	hx_jset_int(a, "vocab", x->vocab);
-	json_object_set_new(a, "gated_mlp", json_boolean(x->gated_mlp));
-	json_object_set_new(a, "tied_embeddings", json_boolean(x->tied_embeddings));
-	json_object_set_new(a, "attn_bias", json_boolean(x->attn_bias));
-	json_object_set_new(a, "mlp_bias", json_boolean(x->mlp_bias));
-	json_object_set_new(a, "qk_norm", json_boolean(x->qk_norm));
-	hx_jset_str(a, "norm", x->norm_layer ? "layer" : "rms");
-	hx_jset_int(a, "learned_pos", x->learned_pos);
-	hx_jset_int(a, "experts", x->experts);
-	hx_jset_int(a, "experts_per_tok", x->experts_per_tok);
-	hx_jset_int(a, "moe_intermediate", x->moe_intermediate);
-	hx_jset_int(a, "shared_experts", x->shared_experts);
-	hx_jset_int(a, "first_dense_layers", x->first_dense_layers);
-	hx_jset_int(a, "kv_lora_rank", x->kv_lora_rank);
-	hx_jset_int(a, "q_lora_rank", x->q_lora_rank);
-	hx_jset_int(a, "qk_rope_head_dim", x->qk_rope_head_dim);
-	hx_jset_int(a, "qk_nope_head_dim", x->qk_nope_head_dim);
-	hx_jset_int(a, "v_head_dim", x->v_head_dim);
-	hx_jset_int(a, "max_context", x->max_context);
-	hx_jset_str(a, "dtype", hx_dtype_name(x->dtype));
 	json_object_set_new(o, "arch", a);
 	return o;
 }
@@ -141,7 +99,7 @@ static int show(hx_cli *cli, const hx_catalog *cat, const char *kind, const char
 			hx_errf(&err, HX_EINPUT, "unknown GPU \"%s\" (see 'hexplan profiles list')", name);
 			return hx_cli_fail(&err);
 		}
-		o = gpu_json(g);
+		o = hx_gpu_to_json(g);
 	} else if (strcmp(kind, "model") == 0) {
 		if (hx_model_resolve(cat, name, &m, &err))
 			return hx_cli_fail(&err);

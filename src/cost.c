@@ -228,9 +228,30 @@ void hx_cost_iter(const hx_replica *r, const hx_batch *b, hx_iter *out)
 	memset(out, 0, sizeof(*out));
 	for (int i = 0; i < r->nstages; i++) {
 		const hx_stage *s = &r->stage[i];
+		const hx_arch *a = &r->model->a;
 		double t = 0;
-		for (int l = s->first; l < s->last; l++)
-			t += hx_cost_layer(r, s, l, b, &out->sum);
+		/* Layers of one kind (dense or MoE) cost the same: price one of
+		 * each kind and multiply (the simulator calls this per iteration). */
+		int ndense = 0, nmoe = 0, dense_at = -1, moe_at = -1;
+		for (int l = s->first; l < s->last; l++) {
+			if (hx_layer_is_moe(a, l)) {
+				nmoe++;
+				moe_at = l;
+			} else {
+				ndense++;
+				dense_at = l;
+			}
+		}
+		for (int k = 0; k < 2; k++) {
+			hx_breakdown one = {0};
+			int n = k ? nmoe : ndense;
+			if (n == 0)
+				continue;
+			t += n * hx_cost_layer(r, s, k ? moe_at : dense_at, b, &one);
+			out->sum.linear_s += n * one.linear_s;
+			out->sum.attention_s += n * one.attention_s;
+			out->sum.comm_s += n * one.comm_s;
+		}
 		if (i == r->nstages - 1) {
 			double h = head_s(r, s, b);
 			t += h;
@@ -408,19 +429,26 @@ double hx_cost_kv_transfer(const hx_model *m, hx_dtype kvdt, double tokens,
 
 /*
  * The rule (the simulator is its judge).  At a request rate L a replica runs
- * iterations of time t (with PP: the micro-batch cycle).  By Little's law the
- * decode batch is B = L * O * t (O: mean output tokens) and each iteration
- * also carries p = L * P * t prompt tokens (P: mean prompt; chunked prefill
- * shares iterations with decode), so t solves t = T(B, p); T grows with t,
- * so the fixed point is found by bisection below the TPOT SLO.  L is
- * sustainable when
- *   - t <= the TPOT SLO (a request's TPOT is the mean of its iterations),
- *   - B <= max_seqs and B + p <= the token budget,
- *   - B * (P + O/2) <= the KV capacity (mean occupancy),
- *   - the percentile TTFT <= the TTFT SLO: the prompt at that percentile
- *     needs ceil(Pq / c) iterations, c = budget - B the room for prefill, after
- *     a queueing wait for that room (Kingman's G/G/1 approximation with
- *     utilization u = p / c and an exponential tail at the percentile).
+ * iterations of mean time t (with PP: the micro-batch cycle).  By Little's
+ * law the decode batch is B = L * O * t (O: mean output tokens) and each
+ * iteration also carries p = L * P * t prompt tokens (P: mean prompt;
+ * chunked prefill shares iterations with decode), so t solves t = T(B, p).
+ * T grows with t, so the fixed point exists below the TPOT SLO exactly when
+ * T at the SLO is within it; it is found by bisection.  Then:
+ *   - B <= max_seqs and B + p <= the token budget;
+ *   - KV: the running sequences hold, on average, L t (P O + E[O^2]/2)
+ *     tokens (longer outputs stay longer); that mean plus two standard
+ *     deviations must fit the KV cache;
+ *   - the fraction of requests that miss the SLO must stay within
+ *     1 - attainment.  A request with n = O - 1 decode steps has TPOT
+ *     t0 + S / n, where t0 = T(B, 0) and S the stalls of the requests that
+ *     arrive during its n t seconds of decoding (compound Poisson: their
+ *     prompts share its iterations; a stall is what a whole prompt adds to
+ *     the iterations that carry it).  Its TTFT is a queueing wait for prefill room
+ *     (Kingman's G/G/1 approximation with utilization u = p / (budget - B)
+ *     and an exponential tail) plus ceil(P / c) iterations that each carry
+ *     a chunk of it.  Both are averaged over quantiles of the output and
+ *     prompt distributions.
  * Capacity is the largest such L, found by bisection.
  */
 typedef struct cap_eval {
@@ -428,6 +456,21 @@ typedef struct cap_eval {
 	const char *binding;
 	double t, batch, ttft;
 } cap_eval;
+
+#define CAP_QUANTILES 48
+
+/* Moments of a length distribution by its quantiles. */
+static void dist_moments(const hx_dist *d, double m[4])
+{
+	m[0] = 1;
+	m[1] = m[2] = m[3] = 0;
+	for (int i = 0; i < 256; i++) {
+		double x = hx_dist_quantile(d, (i + 0.5) / 256);
+		m[1] += x / 256;
+		m[2] += x * x / 256;
+		m[3] += x * x * x / 256;
+	}
+}
 
 /* Iteration time at rate LAMBDA if iterations took T: T(B, p) above. */
 static double iter_at(const hx_replica *r, double lambda, double P, double O, double t)
@@ -440,19 +483,46 @@ static double iter_at(const hx_replica *r, double lambda, double P, double O, do
 	return hx_cost_cycle(r, &b, &it);
 }
 
+/* P(S > x) for S the sum of K ~ Poisson(M) prompts with moments PM: a
+ * Fenton-Wilkinson lognormal for each k, the Poisson terms summed. */
+static double compound_tail(double m, const double pm[4], double x)
+{
+	double mean = pm[1], var = fmax(pm[2] - pm[1] * pm[1], 1e-9), tail = 0, pk;
+	int kmax;
+
+	if (x < 0)
+		return 1;
+	if (m <= 0)
+		return 0;
+	if (m > 60) { /* many arrivals: normal */
+		double mu = m * mean, sd = sqrt(m * pm[2]);
+		return 1 - hx_norm_cdf((x - mu) / sd);
+	}
+	kmax = (int)(m + 10 * sqrt(m) + 20);
+	pk = exp(-m);
+	for (int k = 1; k <= kmax; k++) {
+		double mk = k * mean, vk = k * var, s2 = log(1 + vk / (mk * mk));
+		double mu = log(mk) - s2 / 2;
+		pk *= m / k;
+		tail += pk * (x <= 0 ? 1 : 1 - hx_norm_cdf((log(x) - mu) / sqrt(s2)));
+	}
+	return tail;
+}
+
 static void cap_check(const hx_replica *r, const hx_workload *w, double kv_tokens,
 		      double lambda, cap_eval *ev)
 {
 	double P = hx_dist_mean(&w->prompt), O = hx_dist_mean(&w->output);
 	double q = w->slo.percentile / 100, Pq = hx_dist_quantile(&w->prompt, q);
 	double budget = w->serving.token_budget, tmax = w->slo.tpot_ms * 1e-3;
-	double lo = 0, hi = tmax, B, p;
+	double allow = 1 - w->slo.attainment, lo = 0, hi = tmax, B, p, t, t0;
+	double pm[4], om[4], miss_tpot = 0, miss_ttft = 0, burst = 1;
+	hx_batch b = {0};
+	hx_iter it;
 
 	ev->ok = 0;
 	ev->ttft = INFINITY;
 	ev->t = INFINITY;
-	/* T grows with t (more work per iteration), so a fixed point at or
-	 * below the TPOT SLO exists exactly when T(tmax) <= tmax. */
 	if (iter_at(r, lambda, P, O, tmax) > tmax) {
 		ev->binding = "tpot";
 		return;
@@ -464,10 +534,9 @@ static void cap_check(const hx_replica *r, const hx_workload *w, double kv_token
 		else
 			hi = mid;
 	}
-	ev->t = hi;
-	B = lambda * O * hi;
-	p = lambda * P * hi;
-	ev->batch = B;
+	t = ev->t = hi;
+	B = ev->batch = lambda * O * t;
+	p = lambda * P * t;
 	if (B + p > budget) {
 		ev->binding = "budget";
 		return;
@@ -476,27 +545,116 @@ static void cap_check(const hx_replica *r, const hx_workload *w, double kv_token
 		ev->binding = "batch";
 		return;
 	}
-	if (B * (P + O / 2) > kv_tokens) {
-		ev->binding = "kv";
+	dist_moments(&w->prompt, pm);
+	dist_moments(&w->output, om);
+	{
+		/* Occupancy of the KV cache: mean and spread of an M/G/inf system. */
+		double mean = lambda * t * (P * om[1] + om[2] / 2);
+		double second = lambda * t * (om[1] * pm[2] + om[2] * pm[1] + om[3] / 4);
+		if (mean + 2 * sqrt(second) > kv_tokens) {
+			ev->binding = "kv";
+			return;
+		}
+	}
+	/* TPOT misses: prefill interference on short outputs.  Each request
+	 * that arrives while a tagged one decodes stalls its iterations by the
+	 * time its prompt adds to them (a roofline is flat at small batches, so
+	 * the stall of a whole prompt, not a mean token cost). */
+	hx_batch_add_decode(&b, B, P + O / 2);
+	t0 = hx_cost_cycle(r, &b, &it);
+	{
+		double c = fmax(budget - B, 1), sm[4] = {1, 0, 0, 0};
+		double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
+		for (int i = 0; i < CAP_QUANTILES; i++) {
+			double len = hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES);
+			double chunks = fmax(1, ceil_div(len, c)), stall;
+			hx_batch bc = {0};
+			hx_batch_add_decode(&bc, B, P + O / 2);
+			hx_batch_add_prefill(&bc, 1, fmin(len, c), len / 2);
+			stall = chunks * fmax(hx_cost_cycle(r, &bc, &it) - t0, 0);
+			sm[1] += stall / CAP_QUANTILES;
+			sm[2] += stall * stall / CAP_QUANTILES;
+		}
+		/* Bursty arrivals (gamma, cv > 1): counts over a window vary cv^2
+		 * times more than Poisson ones; match that with Poisson bursts of
+		 * cv^2 requests each. */
+		if (ca2 > 1) {
+			double var = sm[2] - sm[1] * sm[1];
+			sm[1] *= ca2;
+			sm[2] = ca2 * var + sm[1] * sm[1];
+			burst = ca2;
+		}
+		for (int i = 0; i < CAP_QUANTILES; i++) {
+			double o = floor(hx_dist_quantile(&w->output, (i + 0.5) / CAP_QUANTILES) + 0.5);
+			double n = o - 1;
+			if (n < 1)
+				continue;
+			if (t0 > tmax) {
+				miss_tpot += 1.0 / CAP_QUANTILES;
+				continue;
+			}
+			miss_tpot += compound_tail(lambda * n * t / burst, sm, (tmax - t0) * n) /
+				     CAP_QUANTILES;
+		}
+	}
+	if (miss_tpot > allow) {
+		ev->binding = "tpot";
 		return;
 	}
+	/* TTFT misses: waiting for prefill room, then the prompt's chunks. */
 	{
-		double c = budget - B, u = p / c, t = hi;
+		double c = budget - B, u = p / c;
 		double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
-		double cs2 = hx_dist_cv2(&w->prompt), service = P / c * t, wait = 0;
+		double cs2 = hx_dist_cv2(&w->prompt), service = P / c * t;
+		double scale = (ca2 + cs2) / 2 * service / fmax(1 - u, 1e-9);
 		if (u >= 1) {
 			ev->binding = "ttft";
 			return;
 		}
-		if (u > 1 - q)
-			wait = (ca2 + cs2) / 2 * service / (1 - u) * log(u / (1 - q));
-		ev->ttft = wait + fmax(1, ceil_div(Pq, c)) * t;
-		if (ev->ttft * 1e3 > w->slo.ttft_ms) {
-			ev->binding = "ttft";
-			return;
+		for (int i = 0; i <= CAP_QUANTILES; i++) {
+			/* The last point is the percentile prompt, for the report. */
+			double len = i < CAP_QUANTILES
+				? hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES) : Pq;
+			double chunks = fmax(1, ceil_div(len, c)), t_chunk, left;
+			hx_batch bc = {0};
+			hx_batch_add_decode(&bc, B, P + O / 2);
+			hx_batch_add_prefill(&bc, 1, fmin(len, c), len / 2);
+			t_chunk = fmax(t, hx_cost_cycle(r, &bc, &it));
+			left = w->slo.ttft_ms * 1e-3 - chunks * t_chunk;
+			if (i == CAP_QUANTILES) {
+				double wq = u > 1 - q ? scale * log(u / (1 - q)) : 0;
+				ev->ttft = wq + chunks * t_chunk;
+				break;
+			}
+			miss_ttft += (left < 0 ? 1 : u * exp(-left / fmax(scale, 1e-12))) / CAP_QUANTILES;
 		}
 	}
+	if (miss_tpot + miss_ttft > allow) {
+		ev->binding = miss_ttft > miss_tpot ? "ttft" : "tpot";
+		return;
+	}
 	ev->ok = 1;
+}
+
+void hx_cost_at_rate(const hx_replica *r, const hx_workload *w, double lambda,
+		     hx_capacity *out)
+{
+	hx_memory mem;
+	cap_eval ev;
+
+	memset(out, 0, sizeof(*out));
+	hx_cost_memory(r, w->serving.mem_util, &mem);
+	if (!mem.fits) {
+		out->binding = "memory";
+		return;
+	}
+	cap_check(r, w, mem.kv_tokens, lambda, &ev);
+	out->rps = ev.ok ? lambda : 0;
+	out->binding = ev.ok ? NULL : ev.binding;
+	out->tokens_per_s = out->rps * hx_dist_mean(&w->output);
+	out->batch = ev.batch;
+	out->tpot_ms = ev.t * 1e3;
+	out->ttft_ms = ev.ttft * 1e3;
 }
 
 int hx_cost_capacity(const hx_replica *r, const hx_workload *w, hx_capacity *out)

@@ -13,6 +13,11 @@
 
 #define HX_MAX_STAGES 64
 
+/* The KV cache every replica must keep beyond its weights, in tokens: one
+ * long request.  Planners may ask for more (the workload's percentile
+ * request); `check` holds every plan to at least this. */
+#define HX_KV_RESERVE_TOKENS 4096
+
 /* One pipeline stage: TP GPUs of one type holding layers [first, last). */
 typedef struct hx_stage {
 	const hx_gpu *gpu;
@@ -132,5 +137,11 @@ typedef struct hx_capacity {
 } hx_capacity;
 
 int hx_cost_capacity(const hx_replica *r, const hx_workload *w, hx_capacity *out);
+
+/* The operating point of a replica at request rate LAMBDA (the same rule):
+ * OUT's rps is LAMBDA when sustainable, else 0 with binding set; tpot_ms,
+ * ttft_ms and batch describe the steady state when one exists. */
+void hx_cost_at_rate(const hx_replica *r, const hx_workload *w, double lambda,
+		     hx_capacity *out);
 
 #endif

@@ -335,16 +335,6 @@ int hx_jr_version(const hx_jr *r, const json_t *obj)
 	return 0;
 }
 
-double hx_round6(double v)
-{
-	char s[32];
-
-	if (!isfinite(v) || v == 0)
-		return v;
-	snprintf(s, sizeof(s), "%.6g", v);
-	return strtod(s, NULL);
-}
-
 void hx_jset_num(json_t *obj, const char *key, double v)
 {
 	json_object_set_new(obj, key, isfinite(v) ? json_real(hx_round6(v)) : json_null());

@@ -66,7 +66,5 @@ void hx_ptr_index(char *out, size_t n, const char *ptr, size_t index);
 void hx_jset_num(json_t *obj, const char *key, double v);
 void hx_jset_int(json_t *obj, const char *key, long v);
 void hx_jset_str(json_t *obj, const char *key, const char *v);
-/* Round V to 6 significant digits so that printed figures are stable. */
-double hx_round6(double v);
 
 #endif

@@ -828,6 +828,7 @@ void hx_trace_release(hx_trace *t)
 	free(t->arrival_s);
 	free(t->input);
 	free(t->output);
+	free(t->cls);
 	memset(t, 0, sizeof(*t));
 }
 

@@ -11,6 +11,22 @@
 #include "cli.h"
 
 
+static const char *const plan_usage[] = {
+	"hexplan plan -c cluster.json -w workload.json [-m MODEL] [--mode baseline] [--seed N] "
+	"[-o plan.json] [--format json|table]",
+	"hexplan plan -p plan.json [--format json|table]",
+	NULL};
+static const char *const simulate_usage[] = {
+	"hexplan simulate -p plan.json -w workload.json [-t trace.csv] [--requests N] [--rate R] "
+	"[--capacity] [--seed N] [-o report.json] [--per-request FILE] [--format json|table]",
+	NULL};
+static const char *const check_usage[] = {
+	"hexplan check -p plan.json -c cluster.json [--format json|table]",
+	NULL};
+static const char *const trace_usage[] = {
+	"hexplan trace (-w workload.json | --rate R --shape conversation|code|FILE) "
+	"--duration S [--rate R] [--seed N] [-o trace.csv]",
+	NULL};
 static const char *const estimate_usage[] = {
 	"hexplan estimate -m MODEL -g GPU [--tp N] [--pp N] [--batch B] [--input N] "
 	"[--output N] [--weights bf16|fp8|int4] [--kv fp16|fp8] [-w workload.json] "
@@ -31,6 +47,12 @@ static const char *const validate_usage[] = {
 
 /* Only commands that work are listed. */
 const hx_command hx_commands[] = {
+	{"plan", cmd_plan, "Plan a deployment of a model on a cluster for a workload.", plan_usage},
+	{"simulate", cmd_simulate, "Replay requests against a plan and report what it delivers.",
+	 simulate_usage},
+	{"check", cmd_check, "Verify a plan against its cluster, independently of the planners.",
+	 check_usage},
+	{"trace", cmd_trace, "Write a synthetic request trace.", trace_usage},
 	{"estimate", cmd_estimate,
 	 "Predict latency, memory and capacity of one replica configuration.", estimate_usage},
 	{"calibrate", cmd_calibrate,

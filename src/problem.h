@@ -115,6 +115,7 @@ typedef struct hx_trace {
 	int n;
 	double *arrival_s;
 	int *input, *output;
+	int *cls; /* class index per request (workload classes), or NULL */
 } hx_trace;
 
 /* Read the Azure format (TIMESTAMP,ContextTokens,GeneratedTokens) or

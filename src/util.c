@@ -313,6 +313,16 @@ double hx_norm_quantile(double p)
 	return x - u / (1 + x * u / 2);
 }
 
+double hx_round6(double v)
+{
+	char s[32];
+
+	if (!isfinite(v) || v == 0)
+		return v;
+	snprintf(s, sizeof(s), "%.6g", v);
+	return strtod(s, NULL);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

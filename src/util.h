@@ -74,6 +74,9 @@ double hx_rng_normal(hx_rng *r);
 double hx_norm_cdf(double x);
 double hx_norm_quantile(double p);
 
+/* V rounded to 6 significant digits, so printed figures are stable. */
+double hx_round6(double v);
+
 /* Median and p-quantile (0..1, linear interpolation) of N values; sorts V. */
 double hx_quantile(double *v, size_t n, double q);
 

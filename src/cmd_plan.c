@@ -1,0 +1,124 @@
+/* plan: make a deployment plan (or print an existing one). */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "plan.h"
+#include "planners.h"
+
+#define CMD "plan"
+
+enum { OPT_MODE = 2200, OPT_SEED };
+
+static int show(const char *path, int table)
+{
+	hx_plan p;
+	hx_err err = {0};
+	char *text;
+	int rc;
+
+	if ((rc = hx_plan_load(&p, path, &err)))
+		return hx_cli_fail(&err);
+	text = table ? hx_plan_table(&p) : hx_plan_dump(&p);
+	rc = hx_cli_output("-", text);
+	free(text);
+	hx_plan_release(&p);
+	return rc;
+}
+
+int cmd_plan(hx_cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"cluster", required_argument, NULL, 'c'},
+		{"workload", required_argument, NULL, 'w'},
+		{"model", required_argument, NULL, 'm'},
+		{"plan", required_argument, NULL, 'p'},
+		{"output", required_argument, NULL, 'o'},
+		{"mode", required_argument, NULL, OPT_MODE},
+		{"seed", required_argument, NULL, OPT_SEED},
+		{"format", required_argument, NULL, HX_OPT_FORMAT},
+		HX_GLOBAL_LONGOPTS,
+		{NULL, 0, NULL, 0}};
+	const char *cpath = NULL, *wpath = NULL, *model = NULL, *ppath = NULL, *out = NULL;
+	const char *mode = "baseline";
+	const hx_catalog *cat;
+	hx_cluster cluster;
+	hx_workload w;
+	hx_model m;
+	hx_plan p;
+	hx_problem pb;
+	hx_err err = {0};
+	long seed = 1;
+	int c, rc, table = 0, have_c = 0, have_w = 0, have_p = 0;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":c:w:m:p:o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': cpath = optarg; break;
+		case 'w': wpath = optarg; break;
+		case 'm': model = optarg; break;
+		case 'p': ppath = optarg; break;
+		case 'o': out = optarg; break;
+		case OPT_MODE: mode = optarg; break;
+		case OPT_SEED:
+			if ((rc = hx_cli_int(CMD, "--seed", optarg, 0, 0x7fffffffL, &seed)))
+				return rc;
+			break;
+		default:
+			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
+				return rc;
+		}
+	}
+	if (optind < argc)
+		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+	if (ppath) {
+		if (cpath || wpath || model || out)
+			return hx_cli_usage_error(CMD, "-p prints a plan: it takes no -c, -w, -m or -o");
+		return show(ppath, table);
+	}
+	if (!cpath || !wpath)
+		return hx_cli_usage_error(CMD, "-c cluster.json and -w workload.json are required");
+	if (strcmp(mode, "baseline") != 0)
+		return hx_cli_usage_error(CMD, "unknown mode '%s' (this hexplan plans: baseline)", mode);
+	if (!(cat = hx_cli_catalog(cli, &rc)))
+		return rc;
+	if ((rc = hx_cluster_load(&cluster, cpath, cat, &err)))
+		return hx_cli_fail(&err);
+	have_c = 1;
+	if ((rc = hx_workload_load(&w, wpath, &err)))
+		goto out;
+	have_w = 1;
+	if (!model && !w.model[0]) {
+		rc = hx_errf(&err, HX_EUSAGE, "give -m MODEL (the workload names no model)");
+		goto out;
+	}
+	if ((rc = hx_model_resolve(cat, model ? model : w.model, &m, &err)))
+		goto out;
+	pb = (hx_problem){cat, &cluster, &w, &m, (uint64_t)seed, cpath, wpath, cli->calibration};
+	if ((rc = hx_plan_baseline(&pb, &p, &err)))
+		goto out;
+	have_p = 1;
+	if (out && (rc = hx_plan_write(&p, out, &err)))
+		goto out;
+	if (table || !out) {
+		char *text = table ? hx_plan_table(&p) : hx_plan_dump(&p);
+		rc = hx_cli_output("-", text);
+		free(text);
+	}
+out:
+	if (rc && err.msg[0]) {
+		hx_cli_fail(&err);
+		if (rc == HX_EUSAGE)
+			hx_cli_usage_error(CMD, "no model");
+	}
+	if (have_p)
+		hx_plan_release(&p);
+	if (have_w)
+		hx_workload_release(&w);
+	if (have_c)
+		hx_cluster_release(&cluster);
+	return rc;
+}

@@ -1,0 +1,40 @@
+/*
+ * planners: every mode turns the same problem into the same struct plan
+ * (plan.h).  plan_<mode>.c holds one mode; the helpers here are what all of
+ * them share: the problem they read, the shape of a replica on concrete
+ * GPUs, and the predictions and digests every plan carries.
+ */
+#ifndef HX_PLANNERS_H
+#define HX_PLANNERS_H
+
+#include <stdint.h>
+
+#include "catalog.h"
+#include "plan.h"
+#include "problem.h"
+
+typedef struct hx_problem {
+	const hx_catalog *cat;
+	const hx_cluster *cluster;
+	const hx_workload *workload;
+	const hx_model *model;
+	uint64_t seed;
+	const char *cluster_path, *workload_path, *calibration_path; /* for digests */
+} hx_problem;
+
+/* baseline: what an operator does by hand (DESIGN §6).  Exit-3 problems
+ * (the model fits on no node or set of nodes) return HX_EINFEASIBLE with ERR
+ * saying what binds. */
+int hx_plan_baseline(const hx_problem *pb, hx_plan *out, hx_err *err);
+
+/* The KV reserve (tokens) a replica of the workload's model needs: one
+ * request at the SLO percentile, and at least HX_KV_RESERVE_TOKENS. */
+double hx_plan_kv_reserve(const hx_workload *w);
+
+/* Fill what every plan carries besides its groups: digests, embedded GPU
+ * profiles of the nodes it uses, per-group capacity, ingress weights in
+ * proportion to capacity (when WEIGHTS is set) and the plan's predictions at
+ * the workload's rate. */
+int hx_plan_finish(const hx_problem *pb, hx_plan *p, int weights, hx_err *err);
+
+#endif

@@ -1,0 +1,195 @@
+/* Check suite: the plan format round-trips; the baseline planner's rules. */
+#include "config.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "plan.h"
+#include "planners.h"
+#include "sha256.h"
+
+static hx_catalog cat;
+static char path_buf[1024];
+
+static const char *src(const char *rel)
+{
+	snprintf(path_buf, sizeof(path_buf), "%s/%s",
+		 getenv("top_srcdir") ? getenv("top_srcdir") : ".", rel);
+	return path_buf;
+}
+
+static void setup(void)
+{
+	hx_err err = {0};
+	ck_assert_msg(hx_catalog_load(&cat, NULL, &err) == 0, "%s", err.msg);
+}
+
+static void teardown(void)
+{
+	hx_catalog_release(&cat);
+}
+
+/* The baseline plan of a cluster for a workload and model. */
+static void baseline(const char *cluster, const char *workload, const char *model, hx_plan *p)
+{
+	hx_cluster c;
+	hx_workload w;
+	hx_model m;
+	hx_problem pb;
+	hx_err err = {0};
+	char cpath[1024], wpath[1024];
+
+	hx_strlcpy(cpath, src(cluster), sizeof(cpath));
+	hx_strlcpy(wpath, src(workload), sizeof(wpath));
+	ck_assert_msg(hx_cluster_load(&c, cpath, &cat, &err) == 0, "%s", err.msg);
+	ck_assert_msg(hx_workload_load(&w, wpath, &err) == 0, "%s", err.msg);
+	ck_assert(hx_model_resolve(&cat, model, &m, &err) == 0);
+	pb = (hx_problem){&cat, &c, &w, &m, 7, cpath, wpath, NULL};
+	ck_assert_msg(hx_plan_baseline(&pb, p, &err) == 0, "%s", err.msg);
+	hx_workload_release(&w);
+	hx_cluster_release(&c);
+}
+
+START_TEST(test_sha256)
+{
+	char d[72];
+	hx_sha256_hex("abc", 3, d);
+	ck_assert_str_eq(d, "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	hx_sha256_hex("", 0, d);
+	ck_assert_str_eq(d, "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	/* 56 bytes: the padding spills into a second block. */
+	hx_sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, d);
+	ck_assert_str_eq(d, "sha256:248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+END_TEST
+
+/* Written, read back and written again: the same bytes; and the same plan. */
+START_TEST(test_round_trip)
+{
+	hx_plan p, q;
+	hx_err err = {0};
+	char *a, *b;
+
+	baseline("examples/clusters/mixed.json", "examples/workloads/chat.json", "llama-3.1-70b", &p);
+	a = hx_plan_dump(&p);
+	ck_assert_msg(hx_plan_parse_text(&q, a, "plan", &err) == 0, "%s", err.msg);
+	b = hx_plan_dump(&q);
+	ck_assert_str_eq(a, b);
+	ck_assert_int_eq(q.ngroups, p.ngroups);
+	for (int g = 0; g < p.ngroups; g++) {
+		ck_assert_int_eq(q.groups[g].nreplicas, p.groups[g].nreplicas);
+		ck_assert(q.groups[g].capacity_rps == p.groups[g].capacity_rps);
+		for (int r = 0; r < p.groups[g].nreplicas; r++)
+			for (int s = 0; s < p.groups[g].nstages; s++)
+				for (int k = 0; k < p.groups[g].replicas[r].ngpus[s]; k++) {
+					ck_assert_str_eq(q.groups[g].replicas[r].gpus[s][k].node,
+							 p.groups[g].replicas[r].gpus[s][k].node);
+					ck_assert_int_eq(q.groups[g].replicas[r].gpus[s][k].index,
+							 p.groups[g].replicas[r].gpus[s][k].index);
+				}
+	}
+	ck_assert(q.predicted.capacity_rps == p.predicted.capacity_rps);
+	ck_assert(memcmp(&q.models[0].a, &p.models[0].a, sizeof(hx_arch)) == 0);
+	ck_assert_int_eq(q.solver.seed, 7);
+	free(a);
+	free(b);
+	hx_plan_release(&q);
+	hx_plan_release(&p);
+}
+END_TEST
+
+/* Every GPU once, power-of-two TP, weights proportional to capacity. */
+START_TEST(test_baseline_rules)
+{
+	hx_plan p;
+	int used = 0;
+	double wsum = 0;
+
+	baseline("examples/clusters/mixed.json", "examples/workloads/chat.json", "llama-3.1-70b", &p);
+	for (int g = 0; g < p.ngroups; g++) {
+		const hx_plan_group *grp = &p.groups[g];
+		ck_assert_int_eq(grp->nstages, 1);
+		ck_assert((grp->stage[0].tp & (grp->stage[0].tp - 1)) == 0);
+		ck_assert(grp->capacity_rps > 0);
+		for (int r = 0; r < grp->nreplicas; r++)
+			used += grp->replicas[r].ngpus[0];
+	}
+	ck_assert_int_eq(used, 64);
+	for (int i = 0; i < p.ningress; i++)
+		wsum += p.ingress[i].weight;
+	ck_assert(fabs(wsum - 1) < 1e-9);
+	/* the smallest TP that holds 70B with its KV reserve: 2 H100, 4 L40S */
+	ck_assert_int_eq(p.groups[0].stage[0].tp, 2);
+	ck_assert_str_eq(p.groups[2].stage[0].gpu, "l40s");
+	ck_assert_int_eq(p.groups[2].stage[0].tp, 4);
+	ck_assert(strncmp(p.cluster_digest, "sha256:", 7) == 0);
+	hx_plan_release(&p);
+}
+END_TEST
+
+/* A model no single node holds: the fewest whole nodes of one type, PP. */
+START_TEST(test_baseline_pipeline)
+{
+	hx_plan p;
+
+	baseline("examples/clusters/mixed.json", "examples/workloads/chat.json", "llama-3.1-405b", &p);
+	/* two H100 nodes make one replica, four A100 nodes two; L40S none */
+	ck_assert_int_eq(p.ngroups, 2);
+	ck_assert_str_eq(p.groups[0].stage[0].gpu, "h100-sxm");
+	ck_assert_int_eq(p.groups[0].nreplicas, 1);
+	ck_assert_str_eq(p.groups[1].stage[0].gpu, "a100-80g");
+	ck_assert_int_eq(p.groups[1].nreplicas, 2);
+	for (int g = 0; g < 2; g++) {
+		ck_assert_int_eq(p.groups[g].nstages, 2);
+		ck_assert_int_eq(p.groups[g].stage[0].tp, 8);
+		ck_assert_str_eq(p.groups[g].stage[1].gpu, p.groups[g].stage[0].gpu);
+		ck_assert_int_eq(p.groups[g].stage[1].last, 126);
+		ck_assert(p.groups[g].replicas[0].link[0].bw_gbps == 100);
+		ck_assert(strcmp(p.groups[g].replicas[0].gpus[0][0].node,
+				 p.groups[g].replicas[0].gpus[1][0].node) != 0);
+	}
+	hx_plan_release(&p);
+}
+END_TEST
+
+START_TEST(test_reader_rejects)
+{
+	hx_plan p;
+	hx_err err = {0};
+	ck_assert_int_eq(hx_plan_parse_text(&p, "{\"schema\": \"x\", \"version\": 1}", "t.json", &err),
+			 HX_EINPUT);
+	ck_assert_str_eq(err.msg, "t.json: /schema: must be \"hexplan.plan\"");
+	ck_assert_int_eq(hx_plan_parse_text(&p, "{\"schema\": \"hexplan.plan\", \"version\": 1, "
+					     "\"mode\": \"x\", \"bogus\": 1}", "t.json", &err),
+			 HX_EINPUT);
+	ck_assert_str_eq(err.msg, "t.json: /bogus: unknown key");
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("plan");
+	TCase *tc = tcase_create("plan");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_sha256);
+	tcase_add_test(tc, test_round_trip);
+	tcase_add_test(tc, test_baseline_rules);
+	tcase_add_test(tc, test_baseline_pipeline);
+	tcase_add_test(tc, test_reader_rejects);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

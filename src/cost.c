@@ -34,6 +34,11 @@ static double kv_token_layer_gpu(const hx_arch *a, int tp, hx_dtype kvdt)
 	return 2.0 * kv_heads_gpu(a, tp) * a->head_dim * hx_dtype_bytes(kvdt);
 }
 
+double hx_kv_bytes_token_layer_gpu(const hx_model *m, int tp, hx_dtype kvdt)
+{
+	return kv_token_layer_gpu(&m->a, tp, kvdt);
+}
+
 double hx_kv_bytes_per_token(const hx_model *m, hx_dtype kvdt)
 {
 	return kv_token_layer_gpu(&m->a, 1, kvdt) * m->a.layers;

@@ -119,6 +119,9 @@ void hx_cost_memory(const hx_replica *r, double mem_util, hx_memory *out);
 /* KV bytes per token of the whole model (all layers, unsharded): what a
  * disaggregated replica sends per prompt token. */
 double hx_kv_bytes_per_token(const hx_model *m, hx_dtype kvdt);
+/* KV bytes per token per layer that one GPU of a TP group holds (KV heads
+ * split by TP, replicated when TP exceeds them; an MLA latent unsplit). */
+double hx_kv_bytes_token_layer_gpu(const hx_model *m, int tp, hx_dtype kvdt);
 /* Weight bytes of the whole model at WDT. */
 double hx_model_weight_bytes(const hx_model *m, hx_dtype wdt);
 /* Seconds to move the KV of TOKENS prompt tokens over a link. */

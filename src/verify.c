@@ -103,21 +103,11 @@ static void check_stages(const hx_plan *p, int gi, vlist *l)
 	}
 }
 
-/* KV bytes per token that one GPU of stage S holds: the cost model's rule
- * (KV heads split by TP, replicated when TP exceeds them; an MLA latent is
- * not split), built from its whole-model figure. */
+/* KV bytes per token that one GPU of stage S holds. */
 static double stage_kv_bytes_per_token(const hx_replica *rep, int s)
 {
-	const hx_arch *a = &rep->model->a;
 	const hx_stage *st = &rep->stage[s];
-	double layer_b = hx_kv_bytes_per_token(rep->model, rep->kvdt) / a->layers;
-	double heads_gpu;
-
-	if (a->kv_lora_rank <= 0 && a->kv_heads > 0) {
-		heads_gpu = a->kv_heads >= st->tp ? (double)a->kv_heads / st->tp : 1.0;
-		layer_b *= heads_gpu / a->kv_heads;
-	}
-	return layer_b * (st->last - st->first);
+	return hx_kv_bytes_token_layer_gpu(rep->model, st->tp, rep->kvdt) * (st->last - st->first);
 }
 
 /* Memory of each stage of replica R, on the GPU of every node its placement

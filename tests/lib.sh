@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Shared helpers for the CLI tests (sourced by tests/cli/*.sh).
 # Run by 'make check' with HEXPLAN, top_srcdir and top_builddir set; a test
 # may also be run by hand from the top of the tree: sh tests/cli/foo.sh

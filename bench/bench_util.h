@@ -1,0 +1,54 @@
+/* Helpers the benchmarks share: a generated cluster and its baseline plan. */
+#ifndef HX_BENCH_UTIL_H
+#define HX_BENCH_UTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "plan.h"
+#include "planners.h"
+
+static inline double bench_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Baseline plan of MODEL on NGPUS GPUs of type GPU (nodes of 8) for the
+ * workload at WPATH.  Exits on error: a benchmark has no one to tell. */
+static inline void bench_plan(const hx_catalog *cat, const char *gpu, int ngpus,
+			      const char *model, const char *wpath, hx_workload *w, hx_plan *p)
+{
+	char cpath[] = "/tmp/hx-bench-cluster-XXXXXX";
+	int fd = mkstemp(cpath);
+	FILE *f = fdopen(fd, "w");
+	hx_cluster c;
+	hx_model m;
+	hx_problem pb;
+	hx_err err = {0};
+
+	fprintf(f, "{\"version\": 1, \"nodes\": [");
+	for (int i = 0; i * 8 < ngpus; i++)
+		fprintf(f, "%s{\"name\": \"n%d\", \"gpu\": \"%s\", \"count\": %d}", i ? ", " : "", i,
+			gpu, ngpus - i * 8 < 8 ? ngpus - i * 8 : 8);
+	fprintf(f, "]}\n");
+	fclose(f);
+	if (hx_cluster_load(&c, cpath, cat, &err) || hx_workload_load(w, wpath, &err) ||
+	    hx_model_resolve(cat, model, &m, &err)) {
+		fprintf(stderr, "bench: %s\n", err.msg);
+		exit(1);
+	}
+	pb = (hx_problem){cat, &c, w, &m, 1, cpath, wpath, NULL};
+	if (hx_plan_baseline(&pb, p, &err)) {
+		fprintf(stderr, "bench: %s\n", err.msg);
+		exit(1);
+	}
+	hx_cluster_release(&c);
+	unlink(cpath);
+}
+
+#endif

@@ -10,7 +10,7 @@
 
 #define CMD "plan"
 
-enum { OPT_MODE = 2200, OPT_SEED };
+enum { OPT_MODE = 2200, OPT_SEED, OPT_OBJECTIVE, OPT_TIME_LIMIT, OPT_GAP, OPT_LP, OPT_VERBOSE };
 
 static int show(const char *path, int table)
 {
@@ -38,6 +38,11 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		{"output", required_argument, NULL, 'o'},
 		{"mode", required_argument, NULL, OPT_MODE},
 		{"seed", required_argument, NULL, OPT_SEED},
+		{"objective", required_argument, NULL, OPT_OBJECTIVE},
+		{"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
+		{"gap", required_argument, NULL, OPT_GAP},
+		{"lp", required_argument, NULL, OPT_LP},
+		{"verbose", no_argument, NULL, OPT_VERBOSE},
 		{"format", required_argument, NULL, HX_OPT_FORMAT},
 		HX_GLOBAL_LONGOPTS,
 		{NULL, 0, NULL, 0}};
@@ -51,7 +56,8 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	hx_problem pb;
 	hx_err err = {0};
 	long seed = 1;
-	int c, rc, table = 0, have_c = 0, have_w = 0, have_p = 0;
+	int c, rc, table = 0, have_c = 0, have_w = 0, have_p = 0, colocated = 0;
+	hx_plan_opts po = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0};
 
 	optind = 1;
 	opterr = 0;
@@ -67,6 +73,26 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 			if ((rc = hx_cli_int(CMD, "--seed", optarg, 0, 0x7fffffffL, &seed)))
 				return rc;
 			break;
+		case OPT_OBJECTIVE:
+			if (strcmp(optarg, "capacity") == 0)
+				po.objective = HX_OBJ_CAPACITY;
+			else if (strcmp(optarg, "cost") == 0)
+				po.objective = HX_OBJ_COST;
+			else if (strcmp(optarg, "latency") == 0)
+				po.objective = HX_OBJ_LATENCY;
+			else
+				return hx_cli_usage_error(CMD, "--objective must be capacity, cost or latency, not \"%s\"", optarg);
+			break;
+		case OPT_TIME_LIMIT:
+			if ((rc = hx_cli_num(CMD, "--time-limit", optarg, 1e-3, 1e7, &po.time_limit_s)))
+				return rc;
+			break;
+		case OPT_GAP:
+			if ((rc = hx_cli_num(CMD, "--gap", optarg, 0, 1, &po.gap)))
+				return rc;
+			break;
+		case OPT_LP: po.lp_path = optarg; break;
+		case OPT_VERBOSE: po.verbose = 1; break;
 		default:
 			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
 				return rc;
@@ -81,8 +107,12 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	}
 	if (!cpath || !wpath)
 		return hx_cli_usage_error(CMD, "-c cluster.json and -w workload.json are required");
-	if (strcmp(mode, "baseline") != 0)
-		return hx_cli_usage_error(CMD, "unknown mode '%s' (this hexplan plans: baseline)", mode);
+	if (strcmp(mode, "colocated") == 0)
+		colocated = 1;
+	else if (strcmp(mode, "baseline") != 0)
+		return hx_cli_usage_error(CMD, "unknown mode '%s' (this hexplan plans: baseline, colocated)", mode);
+	if (!colocated && (po.objective != HX_OBJ_CAPACITY || po.lp_path || po.gap > 0))
+		return hx_cli_usage_error(CMD, "--objective, --gap and --lp need a solver mode (colocated)");
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;
 	if ((rc = hx_cluster_load(&cluster, cpath, cat, &err)))
@@ -98,7 +128,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	if ((rc = hx_model_resolve(cat, model ? model : w.model, &m, &err)))
 		goto out;
 	pb = (hx_problem){cat, &cluster, &w, &m, (uint64_t)seed, cpath, wpath, cli->calibration};
-	if ((rc = hx_plan_baseline(&pb, &p, &err)))
+	if ((rc = colocated ? hx_plan_colocated(&pb, &po, &p, &err) : hx_plan_baseline(&pb, &p, &err)))
 		goto out;
 	have_p = 1;
 	if (out && (rc = hx_plan_write(&p, out, &err)))

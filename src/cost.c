@@ -281,16 +281,19 @@ void hx_cost_iter(const hx_replica *r, const hx_batch *b, hx_iter *out)
 
 double hx_cost_cycle(const hx_replica *r, const hx_batch *b, hx_iter *out)
 {
-	int pp = r->nstages;
+	/* As many micro-batches as stages, but no more than there are
+	 * sequences to split (one sequence passes the stages one by one). */
+	double units = b->decode_seqs + b->prefill_seqs;
+	int m = (int)fmin(r->nstages, fmax(1, ceil(units - 1e-9)));
 	hx_batch mb;
 
-	if (pp <= 1) {
+	if (m <= 1) {
 		hx_cost_iter(r, b, out);
 		return out->cycle_s;
 	}
-	mb = hx_batch_scale(b, 1.0 / pp);
+	mb = hx_batch_scale(b, 1.0 / m);
 	hx_cost_iter(r, &mb, out);
-	out->cycle_s = fmax(out->latency_s, pp * out->bottleneck_s + out->overhead_s);
+	out->cycle_s = fmax(out->latency_s, m * out->bottleneck_s + out->overhead_s);
 	return out->cycle_s;
 }
 

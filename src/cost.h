@@ -92,9 +92,10 @@ typedef struct hx_iter {
 /* One iteration of batch B (whole replica, one micro-batch: PP stages run
  * it one after the other). */
 void hx_cost_iter(const hx_replica *r, const hx_batch *b, hx_iter *out);
-/* One iteration with the batch split into PP micro-batches that overlap in
- * the pipeline: cycle_s = max(latency(b/pp), pp * bottleneck(b/pp) +
- * overhead).  Equals hx_cost_iter's latency for one stage. */
+/* One iteration with the batch split into m micro-batches that overlap in
+ * the pipeline, m = min(stages, sequences in the batch): cycle_s =
+ * max(latency(b/m), m * bottleneck(b/m) + overhead).  Equals hx_cost_iter's
+ * latency for one stage or one sequence. */
 double hx_cost_cycle(const hx_replica *r, const hx_batch *b, hx_iter *out);
 
 /* Memory, per GPU of each stage. */

@@ -12,8 +12,9 @@
 
 
 static const char *const plan_usage[] = {
-	"hexplan plan -c cluster.json -w workload.json [-m MODEL] [--mode baseline] [--seed N] "
-	"[-o plan.json] [--format json|table]",
+	"hexplan plan -c cluster.json -w workload.json [-m MODEL] [--mode baseline|colocated] "
+	"[--objective capacity|cost|latency] [--time-limit S] [--gap G] [--seed N] [-o plan.json] "
+	"[--lp FILE] [--format json|table]",
 	"hexplan plan -p plan.json [--format json|table]",
 	NULL};
 static const char *const simulate_usage[] = {

@@ -27,6 +27,23 @@ typedef struct hx_problem {
  * saying what binds. */
 int hx_plan_baseline(const hx_problem *pb, hx_plan *out, hx_err *err);
 
+enum { HX_OBJ_CAPACITY, HX_OBJ_COST, HX_OBJ_LATENCY };
+
+typedef struct hx_plan_opts {
+	int objective;       /* HX_OBJ_* */
+	double time_limit_s; /* safety stop (0: none) */
+	double gap;          /* relative MIP gap to stop at (0: optimal) */
+	long node_limit;     /* branch-and-bound nodes per solve (0: default) */
+	const char *lp_path; /* write the (last) MILP in CPLEX LP format */
+	int verbose;
+} hx_plan_opts;
+
+/* colocated (HexGen): asymmetric TP/PP replicas over mixed GPUs chosen by a
+ * MILP over the candidate shapes (candidates.h): maximize capacity at the
+ * SLO, or the cheapest set that carries the workload's rate, or the lowest
+ * percentile TTFT bound at that rate. */
+int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err);
+
 /* The KV reserve (tokens) a replica of the workload's model needs: one
  * request at the SLO percentile, and at least HX_KV_RESERVE_TOKENS. */
 double hx_plan_kv_reserve(const hx_workload *w);

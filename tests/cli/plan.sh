@@ -50,7 +50,7 @@ cp "$TMP/p.json" "$TMP/keep.json"
 run plan -c examples/clusters/h100-node.json -w examples/workloads/chat.json -m deepseek-v3 -o "$TMP/keep.json"
 cmp -s "$TMP/keep.json" "$TMP/p.json" && ok || fail "a failed plan touched the old file"
 
-run plan -c examples/clusters/mixed.json -w examples/workloads/chat.json --mode colocated
+run plan -c examples/clusters/mixed.json -w examples/workloads/chat.json --mode bogus
 expect_rc 2 "unknown mode"
 run plan -c examples/clusters/mixed.json
 expect_rc 2 "no workload"

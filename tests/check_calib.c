@@ -9,6 +9,7 @@
 
 #include "calib.h"
 #include "catalog.h"
+#include "check_util.h"
 
 static hx_catalog cat;
 
@@ -119,10 +120,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hx_check_run(suite());
 }

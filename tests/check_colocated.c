@@ -11,6 +11,7 @@
 #include "candidates.h"
 #include "planners.h"
 #include "verify.h"
+#include "check_util.h"
 
 static hx_catalog cat;
 static hx_workload chat;
@@ -210,10 +211,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hx_check_run(suite());
 }

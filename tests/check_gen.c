@@ -10,6 +10,7 @@
 
 #include "gen.h"
 #include "problem.h"
+#include "check_util.h"
 
 static char tmpdir[] = "/tmp/hx-check-gen.XXXXXX";
 
@@ -369,16 +370,12 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr;
 	int failed;
 	char cmd[300];
 
 	if (!mkdtemp(tmpdir))
 		return 99;
-	sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	failed = hx_check_run(suite()) != EXIT_SUCCESS;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)
 		failed++;

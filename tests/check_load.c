@@ -9,6 +9,7 @@
 
 #include "catalog.h"
 #include "problem.h"
+#include "check_util.h"
 
 static hx_catalog cat;
 static char tmpdir[] = "/tmp/hx-check-load.XXXXXX";
@@ -189,16 +190,12 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr;
 	int failed;
 	char cmd[300];
 
 	if (!mkdtemp(tmpdir))
 		return 99;
-	sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	failed = hx_check_run(suite()) != EXIT_SUCCESS;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)
 		failed++;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "milp.h"
+#include "check_util.h"
 
 /* Random small knapsacks with 2 resources and integer counts: the MILP's
  * optimum equals exhaustive search. */
@@ -171,10 +172,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hx_check_run(suite());
 }

@@ -10,17 +10,9 @@
 #include "plan.h"
 #include "planners.h"
 #include "sha256.h"
+#include "check_util.h"
 
 static hx_catalog cat;
-static char path_buf[1024];
-
-static const char *src(const char *rel)
-{
-	snprintf(path_buf, sizeof(path_buf), "%s/%s",
-		 getenv("top_srcdir") ? getenv("top_srcdir") : ".", rel);
-	return path_buf;
-}
-
 static void setup(void)
 {
 	hx_err err = {0};
@@ -42,8 +34,8 @@ static void baseline(const char *cluster, const char *workload, const char *mode
 	hx_err err = {0};
 	char cpath[1024], wpath[1024];
 
-	hx_strlcpy(cpath, src(cluster), sizeof(cpath));
-	hx_strlcpy(wpath, src(workload), sizeof(wpath));
+	hx_strlcpy(cpath, hx_check_src(cluster), sizeof(cpath));
+	hx_strlcpy(wpath, hx_check_src(workload), sizeof(wpath));
 	ck_assert_msg(hx_cluster_load(&c, cpath, &cat, &err) == 0, "%s", err.msg);
 	ck_assert_msg(hx_workload_load(&w, wpath, &err) == 0, "%s", err.msg);
 	ck_assert(hx_model_resolve(&cat, model, &m, &err) == 0);
@@ -186,10 +178,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hx_check_run(suite());
 }

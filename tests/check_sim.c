@@ -12,23 +12,15 @@
 #include "plan.h"
 #include "planners.h"
 #include "sim.h"
+#include "check_util.h"
 
 static hx_catalog cat;
 static hx_workload chat;
-static char path_buf[1024];
-
-static const char *src(const char *rel)
-{
-	snprintf(path_buf, sizeof(path_buf), "%s/%s",
-		 getenv("top_srcdir") ? getenv("top_srcdir") : ".", rel);
-	return path_buf;
-}
-
 static void setup(void)
 {
 	hx_err err = {0};
 	ck_assert_msg(hx_catalog_load(&cat, NULL, &err) == 0, "%s", err.msg);
-	ck_assert_msg(hx_workload_load(&chat, src("examples/workloads/chat.json"), &err) == 0, "%s",
+	ck_assert_msg(hx_workload_load(&chat, hx_check_src("examples/workloads/chat.json"), &err) == 0, "%s",
 		      err.msg);
 }
 
@@ -46,7 +38,7 @@ static void baseline(const char *cluster, const char *model, hx_plan *p)
 	hx_err err = {0};
 	char cpath[1024];
 
-	hx_strlcpy(cpath, src(cluster), sizeof(cpath));
+	hx_strlcpy(cpath, hx_check_src(cluster), sizeof(cpath));
 	ck_assert_msg(hx_cluster_load(&c, cpath, &cat, &err) == 0, "%s", err.msg);
 	ck_assert(hx_model_resolve(&cat, model, &m, &err) == 0);
 	pb = (hx_problem){&cat, &c, &chat, &m, 1, cpath, cpath, NULL};
@@ -171,7 +163,7 @@ START_TEST(test_disaggregated)
 	hx_sim_opts o = {1, 1, NULL, NULL};
 	int decode_side = 0;
 
-	ck_assert_msg(hx_plan_load(&p, src("tests/data/plans/mixed-disagg.json"), &err) == 0, "%s",
+	ck_assert_msg(hx_plan_load(&p, hx_check_src("tests/data/plans/mixed-disagg.json"), &err) == 0, "%s",
 		      err.msg);
 	ck_assert(hx_gen_workload(&chat, 5, 2000, 0, 1, &t, &err) == 0);
 	ck_assert_msg(hx_simulate(&p, &chat, &t, &o, &r, &err) == 0, "%s", err.msg);
@@ -249,10 +241,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hx_check_run(suite());
 }

@@ -11,6 +11,7 @@
 #include "plan.h"
 #include "problem.h"
 #include "verify.h"
+#include "check_util.h"
 
 static hx_catalog cat;
 static hx_cluster mixed;
@@ -366,11 +367,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hx_check_run(suite());
 }

@@ -202,10 +202,14 @@ int hx_arch_parse(const hx_jr *r, const json_t *v, const char *ptr, hx_arch *out
 	if ((rc = hx_jr_enum(r, v, ptr, "norm", 0, norms, &idx)))
 		return rc;
 	out->norm_layer = idx == 1;
-	idx = HX_DT_BF16;
-	if ((rc = hx_jr_enum(r, v, ptr, "dtype", 0, dtype_names, &idx)))
-		return rc;
-	out->dtype = (hx_dtype)idx;
+	{
+		/* Weights as served: fp32 checkpoints are served in 16 bits. */
+		static const char *const served[] = {"bf16", "fp16", "fp8", "int4", NULL};
+		idx = 0;
+		if ((rc = hx_jr_enum(r, v, ptr, "dtype", 0, served, &idx)))
+			return rc;
+		out->dtype = (hx_dtype)hx_dtype_parse(served[idx]);
+	}
 	if (!out->max_context)
 		out->max_context = 4096;
 	return 0;

@@ -42,7 +42,6 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		{"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
 		{"gap", required_argument, NULL, OPT_GAP},
 		{"lp", required_argument, NULL, OPT_LP},
-		{"verbose", no_argument, NULL, OPT_VERBOSE},
 		{"format", required_argument, NULL, HX_OPT_FORMAT},
 		HX_GLOBAL_LONGOPTS,
 		{NULL, 0, NULL, 0}};
@@ -92,7 +91,6 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 				return rc;
 			break;
 		case OPT_LP: po.lp_path = optarg; break;
-		case OPT_VERBOSE: po.verbose = 1; break;
 		default:
 			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
 				return rc;
@@ -111,8 +109,9 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		colocated = 1;
 	else if (strcmp(mode, "baseline") != 0)
 		return hx_cli_usage_error(CMD, "unknown mode '%s' (this hexplan plans: baseline, colocated)", mode);
-	if (!colocated && (po.objective != HX_OBJ_CAPACITY || po.lp_path || po.gap > 0))
-		return hx_cli_usage_error(CMD, "--objective, --gap and --lp need a solver mode (colocated)");
+	if (!colocated && (po.objective != HX_OBJ_CAPACITY || po.lp_path || po.gap > 0 ||
+			   po.time_limit_s > 0))
+		return hx_cli_usage_error(CMD, "--objective, --time-limit, --gap and --lp need a solver mode (colocated)");
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;
 	if ((rc = hx_cluster_load(&cluster, cpath, cat, &err)))
@@ -122,7 +121,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		goto out;
 	have_w = 1;
 	if (!model && !w.model[0]) {
-		rc = hx_errf(&err, HX_EUSAGE, "give -m MODEL (the workload names no model)");
+		rc = hx_cli_usage_error(CMD, "give -m MODEL (the workload names no model)");
 		goto out;
 	}
 	if ((rc = hx_model_resolve(cat, model ? model : w.model, &m, &err)))
@@ -139,11 +138,8 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		free(text);
 	}
 out:
-	if (rc && err.msg[0]) {
+	if (rc && err.msg[0])
 		hx_cli_fail(&err);
-		if (rc == HX_EUSAGE)
-			hx_cli_usage_error(CMD, "no model");
-	}
 	if (have_p)
 		hx_plan_release(&p);
 	if (have_w)

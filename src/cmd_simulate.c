@@ -115,8 +115,9 @@ static char *records_csv(const hx_plan *p, const hx_sim_report *r)
 				      x->output, x->preemptions, x->escalations);
 			continue;
 		}
-		hx_buf_printf(&t, "%d,%.6f,%d,%d,%s,%d,%.3f,%.3f,%.3f,%d,%d,%d,0\n", i, x->arrival_s,
-			      x->input, x->output, p->groups[x->group].name, x->replica,
+		hx_buf_printf(&t, "%d,%.6f,%d,%d,%s,%s,%.3f,%.3f,%.3f,%d,%d,%d,0\n", i, x->arrival_s,
+			      x->input, x->output, p->groups[x->group].name,
+			      p->groups[x->group].replicas[x->replica].id,
 			      (x->first_token_s - x->arrival_s) * 1e3,
 			      x->output > 1 ? (x->finish_s - x->first_token_s) * 1e3 / (x->output - 1) : 0,
 			      (x->finish_s - x->arrival_s) * 1e3, x->met_slo, x->preemptions,
@@ -162,7 +163,7 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 		case 'w': wpath = optarg; break;
 		case 't': tpath = optarg; break;
 		case 'o': out = optarg; break;
-		case OPT_REQUESTS: rc = hx_cli_int(CMD, "--requests", optarg, 1, 100000000, &nreq); break;
+		case OPT_REQUESTS: rc = hx_cli_int(CMD, "--requests", optarg, 1, 50000000, &nreq); break;
 		case OPT_RATE: rc = hx_cli_num(CMD, "--rate", optarg, 1e-9, 1e9, &rate); break;
 		case OPT_CAPACITY: capacity = 1; break;
 		case OPT_SEED: rc = hx_cli_int(CMD, "--seed", optarg, 0, 0x7fffffffL, &seed); break;
@@ -181,6 +182,8 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 		return hx_cli_usage_error(CMD, "-p plan.json and -w workload.json are required");
 	if (capacity && tpath)
 		return hx_cli_usage_error(CMD, "--capacity draws its requests from the workload: no -t");
+	if (capacity && rate > 0)
+		return hx_cli_usage_error(CMD, "--capacity searches the rate itself: no --rate");
 	o.seed = (uint64_t)seed;
 	if ((rc = hx_plan_load(&p, ppath, &err)))
 		goto out;

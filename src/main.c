@@ -25,8 +25,8 @@ static const char *const check_usage[] = {
 	"hexplan check -p plan.json -c cluster.json [--format json|table]",
 	NULL};
 static const char *const trace_usage[] = {
-	"hexplan trace (-w workload.json | --rate R --shape conversation|code|FILE) "
-	"--duration S [--rate R] [--seed N] [-o trace.csv]",
+	"hexplan trace (-w workload.json [--rate R] | --rate R --shape conversation|code|FILE) "
+	"--duration S [--seed N] [-o trace.csv]",
 	NULL};
 static const char *const estimate_usage[] = {
 	"hexplan estimate -m MODEL -g GPU [--tp N] [--pp N] [--batch B] [--input N] "

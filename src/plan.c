@@ -171,8 +171,13 @@ void hx_file_digest(const char *path, char out[72])
 {
 	hx_err err;
 	size_t len;
-	char *text = hx_read_file(path, &len, &err);
+	char *text;
 
+	if (strcmp(path, "-") == 0) { /* already read: nothing to digest */
+		strcpy(out, "stdin");
+		return;
+	}
+	text = hx_read_file(path, &len, &err);
 	out[0] = '\0';
 	if (!text)
 		return;
@@ -490,6 +495,8 @@ static int parse_group(const hx_jr *r, const json_t *v, const char *ptr, hx_plan
 		if (!json_is_array(l) || json_array_size(l) != 2 ||
 		    !json_is_integer(json_array_get(l, 0)) || !json_is_integer(json_array_get(l, 1)) ||
 		    json_integer_value(json_array_get(l, 0)) < 0 ||
+		    json_integer_value(json_array_get(l, 0)) > 1000000 ||
+		    json_integer_value(json_array_get(l, 1)) < 0 ||
 		    json_integer_value(json_array_get(l, 1)) > 1000000)
 			return hx_jr_fail(r, pl, "must be a pair [first, last) of layer indexes");
 		x->first = (int)json_integer_value(json_array_get(l, 0));

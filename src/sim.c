@@ -67,6 +67,7 @@ typedef struct link {
 	int n, cap;
 	double last;
 	long version;
+	int due; /* the request whose transfer the pending event ends */
 } link;
 
 typedef struct sim {
@@ -198,16 +199,22 @@ static int pick_group(sim *s, const req *r)
 	if (r->step == 0) {
 		const char *cls = class_name(s, r->cls);
 		int specific = 0;
-		for (int i = 0; i < p->ningress; i++)
+		int any = 0, open = 0;
+		for (int i = 0; i < p->ningress; i++) {
 			if (p->ingress[i].from[0] && strcmp(p->ingress[i].from, cls) == 0)
 				specific = 1;
+			open |= !p->ingress[i].from[0];
+		}
+		/* A request of no known class (from a trace) may take any route
+		 * when none is for all traffic. */
+		any = !specific && !open;
 		for (int pass = 0; pass < 2; pass++) {
 			double acc = 0;
 			u = pass ? hx_rng_uniform(&s->rng) * total : 0;
 			for (int i = 0; i < p->ningress; i++) {
 				const hx_route *rt = &p->ingress[i];
 				int g;
-				if (specific ? strcmp(rt->from, cls) != 0 : rt->from[0] != '\0')
+				if (!any && (specific ? strcmp(rt->from, cls) != 0 : rt->from[0] != '\0'))
 					continue;
 				g = hx_plan_group_index(p, rt->to);
 				if (g < 0 || rt->weight <= 0 || p->groups[g].nreplicas == 0)
@@ -460,7 +467,10 @@ static void link_schedule(sim *s, int li)
 
 	l->version++;
 	for (int i = 0; i < l->n; i++)
-		least = fmin(least, l->x[i].left);
+		if (l->x[i].left < least) {
+			least = l->x[i].left;
+			l->due = l->x[i].req;
+		}
 	if (l->n > 0)
 		push(s, s->now + fmax(0, least) / (l->bw / l->n), EV_XFER, li, 0, l->version);
 }
@@ -544,8 +554,10 @@ static void xfer_done(sim *s, int li)
 
 	link_advance(s, l);
 	while (i < l->n) {
-		/* Within a nanosecond of done (floating point leaves crumbs). */
-		if (l->x[i].left <= fmax(1, l->bw * 1e-9)) {
+		/* The transfer this event was for ends now, whatever crumbs
+		 * floating point left (late in a long run a clock step can
+		 * exceed them); others within a nanosecond end with it. */
+		if (l->x[i].req == l->due || l->x[i].left <= fmax(1, l->bw * 1e-9)) {
 			push(s, s->now + l->x[i].latency_s, EV_DELIVER, l->x[i].req, l->x[i].to, 0);
 			l->x[i] = l->x[--l->n];
 			continue;
@@ -684,7 +696,7 @@ static void report(sim *s, hx_sim_report *out, int keep)
 			x->input = r->input;
 			x->output = r->output;
 			x->group = r->dropped ? -1 : r->group;
-			x->replica = r->dropped ? -1 : r->replica;
+			x->replica = r->dropped ? -1 : r->replica - s->group_first[r->group];
 			x->preemptions = r->preempt;
 			x->escalations = r->esc;
 			x->dropped = r->dropped;
@@ -694,6 +706,8 @@ static void report(sim *s, hx_sim_report *out, int keep)
 	percentiles(ttft, k, out->ttft_ms);
 	percentiles(tpot, ntpot, out->tpot_ms);
 	percentiles(e2e, k, out->e2e_ms);
+	/* Everything is measured from the first arrival. */
+	end = fmax(end - first_arrival, 0);
 	out->makespan_s = end;
 	out->offered_s = n ? s->reqs[n - 1].arrival - first_arrival : 0;
 	out->offered_rps = out->offered_s > 0 ? (n - 1) / out->offered_s : 0;

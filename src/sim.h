@@ -29,7 +29,8 @@ typedef struct hx_sim_opts {
 typedef struct hx_sim_record {
 	double arrival_s, first_token_s, finish_s;
 	int input, output;
-	int group, replica;   /* where it finished (decode side); -1 when dropped */
+	int group, replica;   /* where it finished (decode side): group index and
+			       * replica index within it; -1 when dropped */
 	int preemptions, escalations;
 	int dropped, met_slo;
 } hx_sim_record;

@@ -55,7 +55,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	hx_problem pb;
 	hx_err err = {0};
 	long seed = 1;
-	int c, rc, table = 0, have_c = 0, have_w = 0, have_p = 0, colocated = 0;
+	int c, rc, table = 0, have_c = 0, have_w = 0, have_p = 0, colocated = 0, disagg = 0;
 	hx_plan_opts po = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0};
 
 	optind = 1;
@@ -107,8 +107,10 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		return hx_cli_usage_error(CMD, "-c cluster.json and -w workload.json are required");
 	if (strcmp(mode, "colocated") == 0)
 		colocated = 1;
+	else if (strcmp(mode, "disagg") == 0)
+		disagg = 1;
 	else if (strcmp(mode, "baseline") != 0)
-		return hx_cli_usage_error(CMD, "unknown mode '%s' (this hexplan plans: baseline, colocated)", mode);
+		return hx_cli_usage_error(CMD, "unknown mode '%s' (this hexplan plans: baseline, colocated, disagg)", mode);
 	if (!colocated && (po.objective != HX_OBJ_CAPACITY || po.lp_path || po.gap > 0 ||
 			   po.time_limit_s > 0))
 		return hx_cli_usage_error(CMD, "--objective, --time-limit, --gap and --lp need a solver mode (colocated)");
@@ -127,7 +129,9 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	if ((rc = hx_model_resolve(cat, model ? model : w.model, &m, &err)))
 		goto out;
 	pb = (hx_problem){cat, &cluster, &w, &m, (uint64_t)seed, cpath, wpath, cli->calibration};
-	if ((rc = colocated ? hx_plan_colocated(&pb, &po, &p, &err) : hx_plan_baseline(&pb, &p, &err)))
+	if ((rc = colocated ? hx_plan_colocated(&pb, &po, &p, &err)
+		  : disagg  ? hx_plan_disagg(&pb, &po, &p, &err)
+			    : hx_plan_baseline(&pb, &p, &err)))
 		goto out;
 	have_p = 1;
 	if (out && (rc = hx_plan_write(&p, out, &err)))

@@ -481,13 +481,16 @@ static void dist_moments(const hx_dist *d, double m[4])
 }
 
 /* Iteration time at rate LAMBDA if iterations took T: T(B, p) above. */
-static double iter_at(const hx_replica *r, double lambda, double P, double O, double t)
+static double iter_at(const hx_replica *r, int phase, double lambda, double P, double O,
+		      double t)
 {
 	hx_batch b = {0};
 	hx_iter it;
 
-	hx_batch_add_decode(&b, lambda * O * t, P + O / 2);
-	hx_batch_add_prefill(&b, lambda * t, P, 0);
+	if (phase != HX_SERVE_PREFILL)
+		hx_batch_add_decode(&b, lambda * O * t, P + O / 2);
+	if (phase != HX_SERVE_DECODE)
+		hx_batch_add_prefill(&b, lambda * t, P, 0);
 	return hx_cost_cycle(r, &b, &it);
 }
 
@@ -517,12 +520,15 @@ static double compound_tail(double m, const double pm[4], double x)
 	return tail;
 }
 
-static void cap_check(const hx_replica *r, const hx_workload *w, double kv_tokens,
+static void cap_check(const hx_replica *r, const hx_workload *w, int phase, double kv_tokens,
 		      double lambda, cap_eval *ev)
 {
 	double P = hx_dist_mean(&w->prompt), O = hx_dist_mean(&w->output);
 	double q = w->slo.percentile / 100, Pq = hx_dist_quantile(&w->prompt, q);
-	double budget = w->serving.token_budget, tmax = w->slo.tpot_ms * 1e-3;
+	double budget = w->serving.token_budget;
+	/* A prefill-only replica has no TPOT to keep: its iterations may take
+	 * up to the TTFT SLO. */
+	double tmax = (phase == HX_SERVE_PREFILL ? w->slo.ttft_ms : w->slo.tpot_ms) * 1e-3;
 	double allow = 1 - w->slo.attainment, lo = 0, hi = tmax, B, p, t, t0;
 	double pm[4], om[4], miss_tpot = 0, miss_ttft = 0, burst = 1;
 	hx_batch b = {0};
@@ -531,20 +537,20 @@ static void cap_check(const hx_replica *r, const hx_workload *w, double kv_token
 	ev->ok = 0;
 	ev->ttft = INFINITY;
 	ev->t = INFINITY;
-	if (iter_at(r, lambda, P, O, tmax) > tmax) {
+	if (iter_at(r, phase, lambda, P, O, tmax) > tmax) {
 		ev->binding = "tpot";
 		return;
 	}
 	for (int i = 0; i < 60; i++) {
 		double mid = (lo + hi) / 2;
-		if (iter_at(r, lambda, P, O, mid) > mid)
+		if (iter_at(r, phase, lambda, P, O, mid) > mid)
 			lo = mid;
 		else
 			hi = mid;
 	}
 	t = ev->t = hi;
-	B = ev->batch = lambda * O * t;
-	p = lambda * P * t;
+	B = ev->batch = phase == HX_SERVE_PREFILL ? 0 : lambda * O * t;
+	p = phase == HX_SERVE_DECODE ? 0 : lambda * P * t;
 	if (B + p > budget) {
 		ev->binding = "budget";
 		return;
@@ -555,7 +561,20 @@ static void cap_check(const hx_replica *r, const hx_workload *w, double kv_token
 	}
 	dist_moments(&w->prompt, pm);
 	dist_moments(&w->output, om);
-	{
+	if (phase == HX_SERVE_DECODE) {
+		/* KV arrives whole; no prompt stalls the decode iterations, and
+		 * TTFT is the prefill side's. */
+		double mean = lambda * t * (P * om[1] + om[2] / 2);
+		double second = lambda * t * (om[1] * pm[2] + om[2] * pm[1] + om[3] / 4);
+		ev->ttft = 0;
+		if (mean + 2 * sqrt(second) > kv_tokens) {
+			ev->binding = "kv";
+			return;
+		}
+		ev->ok = 1;
+		return;
+	}
+	if (phase != HX_SERVE_PREFILL) {
 		/* Occupancy of the KV cache: mean and spread of an M/G/inf system. */
 		double mean = lambda * t * (P * om[1] + om[2] / 2);
 		double second = lambda * t * (om[1] * pm[2] + om[2] * pm[1] + om[3] / 4);
@@ -564,45 +583,47 @@ static void cap_check(const hx_replica *r, const hx_workload *w, double kv_token
 			return;
 		}
 	}
-	/* TPOT misses: prefill interference on short outputs.  Each request
-	 * that arrives while a tagged one decodes stalls its iterations by the
-	 * time its prompt adds to them (a roofline is flat at small batches, so
-	 * the stall of a whole prompt, not a mean token cost). */
-	hx_batch_add_decode(&b, B, P + O / 2);
-	t0 = hx_cost_cycle(r, &b, &it);
-	{
-		double c = fmax(budget - B, 1), sm[4] = {1, 0, 0, 0};
-		double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
-		for (int i = 0; i < CAP_QUANTILES; i++) {
-			double len = hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES);
-			double chunks = fmax(1, ceil_div(len, c)), stall;
-			hx_batch bc = {0};
-			hx_batch_add_decode(&bc, B, P + O / 2);
-			hx_batch_add_prefill(&bc, 1, fmin(len, c), len / 2);
-			stall = chunks * fmax(hx_cost_cycle(r, &bc, &it) - t0, 0);
-			sm[1] += stall / CAP_QUANTILES;
-			sm[2] += stall * stall / CAP_QUANTILES;
-		}
-		/* Bursty arrivals (gamma, cv > 1): counts over a window vary cv^2
-		 * times more than Poisson ones; match that with Poisson bursts of
-		 * cv^2 requests each. */
-		if (ca2 > 1) {
-			double var = sm[2] - sm[1] * sm[1];
-			sm[1] *= ca2;
-			sm[2] = ca2 * var + sm[1] * sm[1];
-			burst = ca2;
-		}
-		for (int i = 0; i < CAP_QUANTILES; i++) {
-			double o = floor(hx_dist_quantile(&w->output, (i + 0.5) / CAP_QUANTILES) + 0.5);
-			double n = o - 1;
-			if (n < 1)
-				continue;
-			if (t0 > tmax) {
-				miss_tpot += 1.0 / CAP_QUANTILES;
-				continue;
+	if (phase == HX_SERVE_BOTH) {
+		/* TPOT misses: prefill interference on short outputs.  Each request
+		 * that arrives while a tagged one decodes stalls its iterations by the
+		 * time its prompt adds to them (a roofline is flat at small batches, so
+		 * the stall of a whole prompt, not a mean token cost). */
+		hx_batch_add_decode(&b, B, P + O / 2);
+		t0 = hx_cost_cycle(r, &b, &it);
+		{
+			double c = fmax(budget - B, 1), sm[4] = {1, 0, 0, 0};
+			double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
+			for (int i = 0; i < CAP_QUANTILES; i++) {
+				double len = hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES);
+				double chunks = fmax(1, ceil_div(len, c)), stall;
+				hx_batch bc = {0};
+				hx_batch_add_decode(&bc, B, P + O / 2);
+				hx_batch_add_prefill(&bc, 1, fmin(len, c), len / 2);
+				stall = chunks * fmax(hx_cost_cycle(r, &bc, &it) - t0, 0);
+				sm[1] += stall / CAP_QUANTILES;
+				sm[2] += stall * stall / CAP_QUANTILES;
 			}
-			miss_tpot += compound_tail(lambda * n * t / burst, sm, (tmax - t0) * n) /
-				     CAP_QUANTILES;
+			/* Bursty arrivals (gamma, cv > 1): counts over a window vary cv^2
+			 * times more than Poisson ones; match that with Poisson bursts of
+			 * cv^2 requests each. */
+			if (ca2 > 1) {
+				double var = sm[2] - sm[1] * sm[1];
+				sm[1] *= ca2;
+				sm[2] = ca2 * var + sm[1] * sm[1];
+				burst = ca2;
+			}
+			for (int i = 0; i < CAP_QUANTILES; i++) {
+				double o = floor(hx_dist_quantile(&w->output, (i + 0.5) / CAP_QUANTILES) + 0.5);
+				double n = o - 1;
+				if (n < 1)
+					continue;
+				if (t0 > tmax) {
+					miss_tpot += 1.0 / CAP_QUANTILES;
+					continue;
+				}
+				miss_tpot += compound_tail(lambda * n * t / burst, sm, (tmax - t0) * n) /
+					     CAP_QUANTILES;
+			}
 		}
 	}
 	if (miss_tpot > allow) {
@@ -647,6 +668,12 @@ static void cap_check(const hx_replica *r, const hx_workload *w, double kv_token
 void hx_cost_at_rate(const hx_replica *r, const hx_workload *w, double lambda,
 		     hx_capacity *out)
 {
+	hx_cost_at_rate_phase(r, w, HX_SERVE_BOTH, lambda, out);
+}
+
+void hx_cost_at_rate_phase(const hx_replica *r, const hx_workload *w, int phase, double lambda,
+			   hx_capacity *out)
+{
 	hx_memory mem;
 	cap_eval ev;
 
@@ -656,7 +683,7 @@ void hx_cost_at_rate(const hx_replica *r, const hx_workload *w, double lambda,
 		out->binding = "memory";
 		return;
 	}
-	cap_check(r, w, mem.kv_tokens, lambda, &ev);
+	cap_check(r, w, phase, mem.kv_tokens, lambda, &ev);
 	out->rps = ev.ok ? lambda : 0;
 	out->binding = ev.ok ? NULL : ev.binding;
 	out->tokens_per_s = out->rps * hx_dist_mean(&w->output);
@@ -667,6 +694,12 @@ void hx_cost_at_rate(const hx_replica *r, const hx_workload *w, double lambda,
 
 int hx_cost_capacity(const hx_replica *r, const hx_workload *w, hx_capacity *out)
 {
+	return hx_cost_capacity_phase(r, w, HX_SERVE_BOTH, out);
+}
+
+int hx_cost_capacity_phase(const hx_replica *r, const hx_workload *w, int phase,
+			   hx_capacity *out)
+{
 	hx_memory mem;
 	cap_eval ev, best = {0};
 	double lo = 0, hi = 0.01, P = hx_dist_mean(&w->prompt), O = hx_dist_mean(&w->output);
@@ -676,12 +709,13 @@ int hx_cost_capacity(const hx_replica *r, const hx_workload *w, hx_capacity *out
 	hx_cost_memory(r, w->serving.mem_util, &mem);
 	out->max_batch = fmin(floor(mem.kv_tokens / (P + O)), w->serving.max_seqs);
 	if (!mem.fits || mem.kv_tokens < hx_dist_quantile(&w->prompt, w->slo.percentile / 100) +
-						  hx_dist_quantile(&w->output, w->slo.percentile / 100)) {
+						  (phase == HX_SERVE_PREFILL ? 0 :
+						   hx_dist_quantile(&w->output, w->slo.percentile / 100))) {
 		out->binding = "memory";
 		return 0;
 	}
 	/* Does even a trickle meet the SLO? */
-	cap_check(r, w, mem.kv_tokens, 1e-9, &ev);
+	cap_check(r, w, phase, mem.kv_tokens, 1e-9, &ev);
 	if (!ev.ok) {
 		out->binding = ev.binding;
 		out->tpot_ms = ev.t * 1e3;
@@ -690,7 +724,7 @@ int hx_cost_capacity(const hx_replica *r, const hx_workload *w, hx_capacity *out
 	}
 	best = ev;
 	for (i = 0; i < 60; i++) {
-		cap_check(r, w, mem.kv_tokens, hi, &ev);
+		cap_check(r, w, phase, mem.kv_tokens, hi, &ev);
 		if (!ev.ok)
 			break;
 		best = ev;
@@ -699,7 +733,7 @@ int hx_cost_capacity(const hx_replica *r, const hx_workload *w, hx_capacity *out
 	}
 	for (i = 0; i < 50 && hi - lo > 1e-6 * hi; i++) {
 		double mid = (lo + hi) / 2;
-		cap_check(r, w, mem.kv_tokens, mid, &ev);
+		cap_check(r, w, phase, mem.kv_tokens, mid, &ev);
 		if (ev.ok) {
 			lo = mid;
 			best = ev;
@@ -709,7 +743,7 @@ int hx_cost_capacity(const hx_replica *r, const hx_workload *w, hx_capacity *out
 		}
 	}
 	if (!out->binding) {
-		cap_check(r, w, mem.kv_tokens, hi, &ev);
+		cap_check(r, w, phase, mem.kv_tokens, hi, &ev);
 		out->binding = ev.binding ? ev.binding : "tpot";
 	}
 	out->rps = lo;

@@ -142,10 +142,22 @@ typedef struct hx_capacity {
 
 int hx_cost_capacity(const hx_replica *r, const hx_workload *w, hx_capacity *out);
 
+/* What a replica does: both phases (aggregated), or only prefill or only
+ * decode (disaggregated; a decode replica receives whole KV caches). */
+enum { HX_SERVE_BOTH, HX_SERVE_PREFILL, HX_SERVE_DECODE };
+/* Capacity for one phase: a prefill replica is held to the TTFT SLO (its
+ * requests' queueing and prompt iterations), a decode replica to the TPOT
+ * SLO and its KV cache. */
+int hx_cost_capacity_phase(const hx_replica *r, const hx_workload *w, int phase,
+			   hx_capacity *out);
+
 /* The operating point of a replica at request rate LAMBDA (the same rule):
  * OUT's rps is LAMBDA when sustainable, else 0 with binding set; tpot_ms,
  * ttft_ms and batch describe the steady state when one exists. */
 void hx_cost_at_rate(const hx_replica *r, const hx_workload *w, double lambda,
 		     hx_capacity *out);
+/* The same for one phase (HX_SERVE_*, declared below). */
+void hx_cost_at_rate_phase(const hx_replica *r, const hx_workload *w, int phase, double lambda,
+			   hx_capacity *out);
 
 #endif

@@ -189,6 +189,12 @@ static const hx_node *node_named(const hx_cluster *c, const char *name)
 	return NULL;
 }
 
+static int phase_of(hx_role r)
+{
+	return r == HX_ROLE_PREFILL ? HX_SERVE_PREFILL
+	       : r == HX_ROLE_DECODE ? HX_SERVE_DECODE : HX_SERVE_BOTH;
+}
+
 int hx_plan_finish(const hx_problem *pb, hx_plan *p, int weights, hx_err *err)
 {
 	const hx_workload *w = pb->workload;
@@ -227,7 +233,7 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int weights, hx_err *err)
 			hx_capacity c;
 			if ((rc = hx_plan_replica_cost(p, grp, &grp->replicas[r], &rep, err)))
 				return rc;
-			hx_cost_capacity(&rep, w, &c);
+			hx_cost_capacity_phase(&rep, w, phase_of(grp->role), &c);
 			if (c.rps < cap) {
 				cap = c.rps;
 				batch = c.max_batch;
@@ -270,7 +276,8 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int weights, hx_err *err)
 			hx_replica rep;
 			hx_capacity c;
 			hx_plan_replica_cost(p, grp, &grp->replicas[r], &rep, NULL);
-			hx_cost_at_rate(&rep, w, fmin(served * share / grp->nreplicas, grp->capacity_rps), &c);
+			hx_cost_at_rate_phase(&rep, w, phase_of(grp->role),
+					      fmin(served * share / grp->nreplicas, grp->capacity_rps), &c);
 			if (isfinite(c.ttft_ms))
 				ttft = fmax(ttft, c.ttft_ms);
 			if (isfinite(c.tpot_ms))

@@ -44,6 +44,14 @@ typedef struct hx_plan_opts {
  * percentile TTFT bound at that rate. */
 int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err);
 
+/* disagg (HexGen-2, ThunderServe): prefill and decode on different nodes.
+ * The node graph (links weighted by bandwidth) is partitioned into groups;
+ * each group takes a role; a max-flow in requests/s from prefill replicas
+ * through the NICs and links that carry their KV caches to decode replicas
+ * scores the assignment and gives the routing weights; single nodes then
+ * flip roles while that raises the flow. */
+int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err);
+
 /* The KV reserve (tokens) a replica of the workload's model needs: one
  * request at the SLO percentile, and at least HX_KV_RESERVE_TOKENS. */
 double hx_plan_kv_reserve(const hx_workload *w);

@@ -521,7 +521,10 @@ static void iteration_done(sim *s, int ri)
 			q->kv += q->chunk;
 			rp->kv_used += q->chunk;
 			if (q->prefilled >= q->prompt) {
-				if (r->generated == 0)
+				/* A disaggregated request's first token reaches the
+				 * user from the decode side: TTFT includes the KV
+				 * transfer. */
+				if (r->generated == 0 && rp->role != HX_ROLE_PREFILL)
 					r->first = s->now;
 				r->generated++;
 				emitted = 1;
@@ -536,8 +539,11 @@ static void iteration_done(sim *s, int ri)
 			int id = q->req;
 			rp->kv_used -= q->kv;
 			rp->run[i] = rp->run[--rp->nrun];
-			if (r->generated >= r->output)
+			if (r->generated >= r->output) {
+				if (r->first < 0) /* a one-token answer straight from prefill */
+					r->first = s->now;
 				finish(s, id);
+			}
 			else
 				send_kv(s, rp, id);
 			continue;
@@ -783,6 +789,8 @@ int hx_simulate(const hx_plan *p, const hx_workload *w, const hx_trace *t,
 				xfer_done(&s, e.a);
 			break;
 		case EV_DELIVER:
+			if (s.reqs[e.a].first < 0)
+				s.reqs[e.a].first = s.now;
 			enqueue(&s, e.b, e.a);
 			break;
 		}

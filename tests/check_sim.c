@@ -170,8 +170,12 @@ START_TEST(test_disaggregated)
 	ck_assert_int_eq(r.finished + r.dropped, 2000);
 	ck_assert_int_eq(r.dropped, 0);
 	ck_assert_int_eq(r.kv_overflows, 0);
-	for (int i = 0; i < r.nrecords; i++)
-		decode_side += p.groups[r.records[i].group].role == HX_ROLE_DECODE;
+	for (int i = 0; i < r.nrecords; i++) {
+		const hx_sim_record *x = &r.records[i];
+		decode_side += p.groups[x->group].role == HX_ROLE_DECODE || x->output == 1;
+		/* TTFT includes the KV transfer: never before the prefill ends */
+		ck_assert(x->first_token_s >= x->arrival_s && x->finish_s >= x->first_token_s);
+	}
 	ck_assert_int_eq(decode_side, 2000);
 	hx_sim_report_release(&r);
 	hx_trace_release(&t);

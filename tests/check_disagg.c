@@ -1,0 +1,152 @@
+/* Check suite: the disaggregated planner on toy clusters whose optimum is
+ * computed by hand from the cost model, and its plans pass check. */
+#include "config.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cost.h"
+#include "planners.h"
+#include "verify.h"
+#include "check_util.h"
+
+static hx_catalog cat;
+static hx_workload code;
+
+static void setup(void)
+{
+	hx_err err = {0};
+	ck_assert_msg(hx_catalog_load(&cat, NULL, &err) == 0, "%s", err.msg);
+	ck_assert_msg(hx_workload_load(&code, hx_check_src("examples/workloads/code.json"), &err) == 0,
+		      "%s", err.msg);
+}
+
+static void teardown(void)
+{
+	hx_workload_release(&code);
+	hx_catalog_release(&cat);
+}
+
+/* The most a node of COUNT GPUS carries in PHASE (best TP), as the planner
+ * prices it (prefill against the TTFT SLO less the percentile prompt's
+ * transfer). */
+static double node_cap(const hx_model *m, const char *gpu, int count, int phase,
+		       const hx_workload *w)
+{
+	double best = 0;
+	for (int tp = 1; tp <= count; tp++) {
+		hx_replica r;
+		hx_capacity c;
+		if (count % tp || m->a.heads % tp)
+			continue;
+		hx_replica_uniform(&r, m, hx_catalog_gpu(&cat, gpu), tp, 1, m->a.dtype, HX_DT_FP16, 100,
+				   0, NULL);
+		hx_cost_capacity_phase(&r, w, phase, &c);
+		best = fmax(best, c.rps * (count / tp));
+	}
+	return best;
+}
+
+/* Two nodes joined by one link: the optimum is the better of the two
+ * orientations, min(prefill of one, link, NICs, decode of the other). */
+START_TEST(test_two_node_optimum)
+{
+	static const char *json =
+		"{\"version\": 1, \"nodes\": [{\"name\": \"a\", \"gpu\": \"h100-sxm\", \"count\": 4, \"nic_gbps\": 400},"
+		" {\"name\": \"b\", \"gpu\": \"l40s\", \"count\": 4, \"nic_gbps\": 400}],"
+		" \"links\": [{\"a\": \"a\", \"b\": \"b\", \"bw_gbps\": 25, \"latency_ms\": 0.02}],"
+		" \"defaults\": {\"same_region\": {\"bw_gbps\": 25, \"latency_ms\": 0.02}}}";
+	char path[] = "/tmp/hx-disagg-XXXXXX";
+	int fd = mkstemp(path);
+	hx_cluster c;
+	hx_model m;
+	hx_problem pb;
+	hx_plan p;
+	hx_plan_opts o = {0, 0, 0, 0, NULL, 0};
+	hx_err err = {0};
+	hx_workload wp;
+	hx_violation *v = NULL;
+	int nv = 0;
+	double P, link, want, pa, pbb, da, db, Pq;
+
+	ck_assert(write(fd, json, strlen(json)) == (ssize_t)strlen(json));
+	close(fd);
+	ck_assert_msg(hx_cluster_load(&c, path, &cat, &err) == 0, "%s", err.msg);
+	ck_assert(hx_model_resolve(&cat, "llama-3.1-8b", &m, &err) == 0);
+	P = hx_dist_mean(&code.prompt);
+	Pq = hx_dist_quantile(&code.prompt, code.slo.percentile / 100);
+	wp = code;
+	wp.slo.ttft_ms -= 1e3 * hx_cost_kv_transfer(&m, HX_DT_FP16, Pq, 25, 0.02);
+	pa = node_cap(&m, "h100-sxm", 4, HX_SERVE_PREFILL, &wp);
+	pbb = node_cap(&m, "l40s", 4, HX_SERVE_PREFILL, &wp);
+	da = node_cap(&m, "h100-sxm", 4, HX_SERVE_DECODE, &code);
+	db = node_cap(&m, "l40s", 4, HX_SERVE_DECODE, &code);
+	link = 25e9 / 8 / (hx_kv_bytes_per_token(&m, HX_DT_FP16) * P);
+	want = fmax(fmin(fmin(pa, link), db), fmin(fmin(pbb, link), da));
+
+	pb = (hx_problem){&cat, &c, &code, &m, 1, path, path, NULL};
+	ck_assert_msg(hx_plan_disagg(&pb, &o, &p, &err) == 0, "%s", err.msg);
+	ck_assert_msg(fabs(p.predicted.capacity_rps - want) <= 1e-4 * want,
+		      "planner %.6f vs hand %.6f (pa %g pb %g da %g db %g link %g)",
+		      p.predicted.capacity_rps, want, pa, pbb, da, db, link);
+	ck_assert(p.solver.bound >= p.predicted.capacity_rps - 1e-9);
+	ck_assert(hx_verify_plan(&p, &c, &v, &nv) == 0);
+	ck_assert_msg(nv == 0, "%s", nv ? v[0].msg : "");
+	free(v);
+	hx_plan_release(&p);
+	hx_cluster_release(&c);
+	unlink(path);
+}
+END_TEST
+
+/* The mixed example: valid plans, weights summing to one, one role per node. */
+START_TEST(test_mixed_valid)
+{
+	hx_cluster c;
+	hx_model m;
+	hx_problem pb;
+	hx_plan p;
+	hx_plan_opts o = {0, 0, 0, 0, NULL, 0};
+	hx_err err = {0};
+	hx_violation *v = NULL;
+	int nv = 0, pre = 0, dec = 0;
+	char path[1024];
+
+	hx_strlcpy(path, hx_check_src("examples/clusters/mixed.json"), sizeof(path));
+	ck_assert(hx_cluster_load(&c, path, &cat, &err) == 0);
+	ck_assert(hx_model_resolve(&cat, "llama-3.1-8b", &m, &err) == 0);
+	pb = (hx_problem){&cat, &c, &code, &m, 1, path, path, NULL};
+	ck_assert_msg(hx_plan_disagg(&pb, &o, &p, &err) == 0, "%s", err.msg);
+	for (int g = 0; g < p.ngroups; g++) {
+		pre += p.groups[g].role == HX_ROLE_PREFILL;
+		dec += p.groups[g].role == HX_ROLE_DECODE;
+	}
+	ck_assert(pre > 0 && dec > 0);
+	ck_assert(p.nkv > 0);
+	ck_assert(hx_verify_plan(&p, &c, &v, &nv) == 0);
+	ck_assert_msg(nv == 0, "%s", nv ? v[0].msg : "");
+	free(v);
+	hx_plan_release(&p);
+	hx_cluster_release(&c);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("disagg");
+	TCase *tc = tcase_create("disagg");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_two_node_optimum);
+	tcase_add_test(tc, test_mixed_valid);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return hx_check_run(suite());
+}

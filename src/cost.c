@@ -538,7 +538,7 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 	ev->ttft = INFINITY;
 	ev->t = INFINITY;
 	if (iter_at(r, phase, lambda, P, O, tmax) > tmax) {
-		ev->binding = "tpot";
+		ev->binding = phase == HX_SERVE_PREFILL ? "ttft" : "tpot";
 		return;
 	}
 	for (int i = 0; i < 60; i++) {

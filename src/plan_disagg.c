@@ -503,6 +503,20 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 					tpot = fmax(tpot, cap.tpot_ms);
 			}
 		}
+		/* Prefill groups as the flow saw them (TTFT less the transfer);
+		 * the user's TTFT adds the percentile prompt's transfer. */
+		for (int gi = 0; gi < p->ngroups; gi++) {
+			hx_plan_group *gp = &p->groups[gi];
+			hx_replica rep;
+			hx_capacity cap;
+			if (gp->role != HX_ROLE_PREFILL)
+				continue;
+			hx_plan_replica_cost(p, gp, &gp->replicas[0], &rep, NULL);
+			hx_cost_capacity_phase(&rep, &d.wp, HX_SERVE_PREFILL, &cap);
+			gp->capacity_rps = hx_round6(cap.rps);
+		}
+		if (ttft > 0)
+			ttft += pb->workload->slo.ttft_ms - d.wp.slo.ttft_ms;
 		p->predicted.capacity_rps = hx_round6(value);
 		p->predicted.throughput_tps = hx_round6(lambda * O);
 		p->predicted.ttft_ms_p99 = hx_round6(ttft);

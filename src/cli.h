@@ -36,6 +36,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv);
 int cmd_simulate(hx_cli *cli, int argc, char **argv);
 int cmd_check(hx_cli *cli, int argc, char **argv);
 int cmd_trace(hx_cli *cli, int argc, char **argv);
+int cmd_export(hx_cli *cli, int argc, char **argv);
 
 /* Long-option values shared by every command. */
 enum {

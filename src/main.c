@@ -28,6 +28,10 @@ static const char *const trace_usage[] = {
 	"hexplan trace (-w workload.json [--rate R] | --rate R --shape conversation|code|FILE) "
 	"--duration S [--seed N] [-o trace.csv]",
 	NULL};
+static const char *const export_usage[] = {
+	"hexplan export -p plan.json --to launch|k8s|kserve|dot [-c cluster.json] "
+	"[--engine vllm|sglang] [--format json|sh] [--lossy] [-o DIR|FILE|-]",
+	NULL};
 static const char *const estimate_usage[] = {
 	"hexplan estimate -m MODEL -g GPU [--tp N] [--pp N] [--batch B] [--input N] "
 	"[--output N] [--weights bf16|fp8|int4] [--kv fp16|fp8] [-w workload.json] "
@@ -54,6 +58,8 @@ const hx_command hx_commands[] = {
 	{"check", cmd_check, "Verify a plan against its cluster, independently of the planners.",
 	 check_usage},
 	{"trace", cmd_trace, "Write a synthetic request trace.", trace_usage},
+	{"export", cmd_export, "Write launch commands, Kubernetes or KServe manifests, or a picture of a plan.",
+	 export_usage},
 	{"estimate", cmd_estimate,
 	 "Predict latency, memory and capacity of one replica configuration.", estimate_usage},
 	{"calibrate", cmd_calibrate,

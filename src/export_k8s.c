@@ -1,0 +1,12 @@
+/* export_k8s: being written. */
+#include "config.h"
+
+#include "export.h"
+
+int hx_export_k8s(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err)
+{
+	(void)p;
+	(void)o;
+	(void)out;
+	return hx_errf(err, HX_EINPUT, "export to k8s is not built yet");
+}

@@ -10,7 +10,8 @@
  * nodes -> the decode node's NIC -> decode replicas (their capacity at the
  * TPOT SLO) -> sink, each NIC and link a capacity shared by every pair that
  * crosses it (bandwidth / KV bytes of a mean prompt).  The edge flows give
- * the ingress and KV routing weights.  (4) Refine: flip single nodes'
+ * the ingress and KV routing weights (a node's decode replicas share what
+ * reaches the node evenly).  (4) Refine: flip single nodes'
  * roles (moving them between the prefill and decode sides) while the flow
  * grows.  The bound is the best split ignoring links (nodes sorted by
  * prefill/decode ratio, the last one split fractionally).
@@ -230,7 +231,7 @@ static int emit(dctx *d, const int *role, hx_plan *p, double *value, hx_err *err
 	net x;
 	hx_flow_result res;
 	int n = d->n, *group_of = hx_xmalloc((size_t)n * sizeof(int)), rc;
-	double *pair_flow, *dec_flow;
+	double *pair_flow;
 
 	build(d, role, &x);
 	if ((rc = hx_flow_max(&x.g, 0, 1, &res, err))) {
@@ -298,7 +299,6 @@ static int emit(dctx *d, const int *role, hx_plan *p, double *value, hx_err *err
 	 * node b, in proportion to the flow on link (a, b) and to the decode
 	 * replicas' shares of what reaches b. */
 	pair_flow = hx_xcalloc((size_t)n * n, sizeof(double));
-	dec_flow = hx_xcalloc((size_t)n, sizeof(double));
 	for (int a = 0; a < n; a++)
 		for (int b = 0; b < n; b++) {
 			int lv = x.pair[a * n + b];
@@ -308,9 +308,6 @@ static int emit(dctx *d, const int *role, hx_plan *p, double *value, hx_err *err
 				if (x.g.from[e] == lv && x.g.to[e] == lv + 1)
 					pair_flow[a * n + b] = res.flow[e];
 		}
-	for (int b = 0; b < n; b++)
-		for (int k = 0; k < x.nrep[b] && role[b] == 1; k++)
-			dec_flow[b] += res.flow[x.rep_edge[x.rep0[b] + k]];
 	for (int a = 0; a < n; a++) {
 		double out = 0;
 		if (group_of[a] < 0 || role[a] != 0)
@@ -326,8 +323,10 @@ static int emit(dctx *d, const int *role, hx_plan *p, double *value, hx_err *err
 					continue;
 				for (int j = 0; j < x.nrep[b]; j++) {
 					double share = out > 0 ? pair_flow[a * n + b] / out : 1.0;
-					double dj = dec_flow[b] > 0 ? res.flow[x.rep_edge[x.rep0[b] + j]] / dec_flow[b]
-								    : 1.0 / x.nrep[b];
+					/* A node's decode replicas are alike: spread over
+					 * all of them (the flow's own split among equal
+					 * edges is arbitrary, often all on one). */
+					double dj = 1.0 / x.nrep[b];
 					hx_route *rt;
 					hx_linkspec l = hx_cluster_link(c, a, b);
 					char link[160];
@@ -359,7 +358,6 @@ static int emit(dctx *d, const int *role, hx_plan *p, double *value, hx_err *err
 		}
 	}
 	free(pair_flow);
-	free(dec_flow);
 	free(group_of);
 	hx_flow_result_release(&res);
 	net_release(&x);

@@ -3,6 +3,8 @@
 
 #include "export.h"
 
+#include "cost.h"
+
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -78,6 +80,24 @@ const char *hx_export_host(const hx_export_opts *o, const char *node)
 			if (strcmp(o->cluster->nodes[i].name, node) == 0 && o->cluster->nodes[i].host[0])
 				return o->cluster->nodes[i].host;
 	return node;
+}
+
+int hx_export_max_model_len(const hx_plan *p, const hx_plan_group *g)
+{
+	const hx_model *m = hx_plan_model(p, g->model);
+	hx_replica r;
+	hx_memory mem;
+	double len;
+
+	if (!m)
+		return 0;
+	len = m->a.max_context;
+	if (g->nreplicas > 0 && hx_plan_replica_cost(p, g, &g->replicas[0], &r, NULL) == 0) {
+		hx_cost_memory(&r, 0.9, &mem);
+		if (mem.fits && mem.kv_tokens < len)
+			len = mem.kv_tokens;
+	}
+	return len >= 1 ? (int)len : 1;
 }
 
 const hx_gpu *hx_export_gpu(const hx_plan *p, const hx_export_opts *o, const char *node,

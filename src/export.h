@@ -59,4 +59,9 @@ const char *hx_export_host(const hx_export_opts *o, const char *node);
 const hx_gpu *hx_export_gpu(const hx_plan *p, const hx_export_opts *o, const char *node,
 			    const char *gpu);
 
+/* The context length an engine should allow a replica of group G: the
+ * model's, or what the replica's KV cache holds when that is less (an
+ * engine refuses to start when one sequence of its max length cannot fit). */
+int hx_export_max_model_len(const hx_plan *p, const hx_plan_group *g);
+
 #endif

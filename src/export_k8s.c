@@ -193,6 +193,7 @@ int hx_kgroup_init(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, int 
 	int rc, total = 0;
 
 	memset(k, 0, sizeof(*k));
+	k->plan = p;
 	k->g = g;
 	hx_yaml_printable(gn, sizeof(gn), g->name);
 	snprintf(k->key, sizeof(k->key), "%.52s", key);
@@ -397,7 +398,7 @@ static void vllm_serve(argv_t *a, const hx_kgroup *k, int port, int ray)
 	argi(a, k->pp);
 	if (k->m->a.max_context > 0) {
 		arg(a, "--max-model-len");
-		argi(a, k->m->a.max_context);
+		argi(a, hx_export_max_model_len(k->plan, k->g));
 	}
 	switch (g->wdt) {
 	case HX_DT_BF16: arg(a, "--dtype"); arg(a, "bfloat16"); break;

@@ -461,7 +461,7 @@ static void fill_procs(ctx *c)
 			add_int(&x->argv, "--tensor-parallel-size", tp);
 			add_int(&x->argv, "--pipeline-parallel-size", g->nstages);
 			if (m->a.max_context > 0)
-				add_int(&x->argv, "--max-model-len", m->a.max_context);
+				add_int(&x->argv, "--max-model-len", hx_export_max_model_len(c->p, g));
 			add(&x->argv, "--gpu-memory-utilization");
 			add(&x->argv, "0.9");
 			if (x->port)

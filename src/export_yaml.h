@@ -203,6 +203,7 @@ typedef struct hx_kpod {
 
 /* A replica group as Kubernetes sees it. */
 typedef struct hx_kgroup {
+	const hx_plan *plan;
 	const hx_plan_group *g;
 	const hx_model *m;
 	char key[56];     /* unique DNS-1123 label of the group: hexplan.dev/group */

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int hx_errf(hx_err *err, int code, const char *fmt, ...)
@@ -131,6 +132,17 @@ int hx_write_atomic(const char *path, const char *data, size_t len, hx_err *err)
 		hx_errf(err, HX_EINPUT, "%s: cannot create a temporary file: %s", path,
 			strerror(errno));
 		goto out;
+	}
+	{
+		/* mkstemp makes 0600: give the file the mode the old one had, or
+		 * what creating it would (0666 less the umask). */
+		struct stat st;
+		mode_t mask = umask(0);
+		umask(mask);
+		if (fchmod(fd, stat(path, &st) == 0 ? st.st_mode & 07777 : 0666 & ~mask) != 0) {
+			hx_errf(err, HX_EINPUT, "%s: %s", path, strerror(errno));
+			goto out;
+		}
 	}
 	while (off < len) {
 		ssize_t w = write(fd, data + off, len - off);

@@ -8,6 +8,9 @@ expect_rc 0 "baseline plan"
 [ -s "$TMP/out" ] && fail "plan -o printed on stdout" || ok
 run check -p "$TMP/p.json" -c examples/clusters/mixed.json
 expect_rc 0 "check accepts the baseline plan"
+# Written atomically, yet with the mode a plain create would give.
+want=$(printf '%o' $((0666 & ~$(umask))))
+[ "$(stat -c %a "$TMP/p.json")" = "$want" ] && ok || fail "plan file mode $(stat -c %a "$TMP/p.json"), expected $want"
 expect_out '"valid": true' "check says valid"
 
 run plan -c examples/clusters/mixed.json -w examples/workloads/chat.json -m llama-3.1-70b

@@ -82,6 +82,24 @@ const char *hx_export_host(const hx_export_opts *o, const char *node)
 	return node;
 }
 
+int hx_export_precision_args(int engine, hx_dtype wdt, hx_dtype kvdt, const char *args[4])
+{
+	int n = 0;
+
+	switch (wdt) {
+	case HX_DT_BF16: args[n++] = "--dtype"; args[n++] = "bfloat16"; break;
+	case HX_DT_FP16: args[n++] = "--dtype"; args[n++] = "float16"; break;
+	case HX_DT_FP32: args[n++] = "--dtype"; args[n++] = "float32"; break;
+	case HX_DT_FP8: args[n++] = "--quantization"; args[n++] = "fp8"; break;
+	default: break;
+	}
+	if (kvdt == HX_DT_FP8) {
+		args[n++] = "--kv-cache-dtype";
+		args[n++] = engine == HX_ENGINE_SGLANG ? "fp8_e4m3" : "fp8";
+	}
+	return n;
+}
+
 int hx_export_max_model_len(const hx_plan *p, const hx_plan_group *g)
 {
 	const hx_model *m = hx_plan_model(p, g->model);

@@ -59,6 +59,11 @@ const char *hx_export_host(const hx_export_opts *o, const char *node);
 const hx_gpu *hx_export_gpu(const hx_plan *p, const hx_export_opts *o, const char *node,
 			    const char *gpu);
 
+/* The engine flags for weights WDT and KV cache KVDT (HX_ENGINE_*): up to
+ * four static strings into ARGS; returns how many.  int4 checkpoints carry
+ * their own quantization config: no flag. */
+int hx_export_precision_args(int engine, hx_dtype wdt, hx_dtype kvdt, const char *args[4]);
+
 /* The context length an engine should allow a replica of group G: the
  * model's, or what the replica's KV cache holds when that is less (an
  * engine refuses to start when one sequence of its max length cannot fit). */

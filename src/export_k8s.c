@@ -212,6 +212,9 @@ int hx_kgroup_init(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, int 
 			       k->m->name, k->m->name)))
 		return rc;
 	k->tp = g->stage[0].tp;
+	for (int s2 = 1; s2 < g->nstages; s2++) /* --lossy: the smallest fits every pod */
+		if (g->stage[s2].tp < k->tp)
+			k->tp = g->stage[s2].tp;
 	k->pp = g->nstages;
 	for (int s = 1; s < g->nstages; s++)
 		if (g->stage[s].tp != k->tp) {
@@ -400,16 +403,11 @@ static void vllm_serve(argv_t *a, const hx_kgroup *k, int port, int ray)
 		arg(a, "--max-model-len");
 		argi(a, hx_export_max_model_len(k->plan, k->g));
 	}
-	switch (g->wdt) {
-	case HX_DT_BF16: arg(a, "--dtype"); arg(a, "bfloat16"); break;
-	case HX_DT_FP16: arg(a, "--dtype"); arg(a, "float16"); break;
-	case HX_DT_FP32: arg(a, "--dtype"); arg(a, "float32"); break;
-	case HX_DT_FP8: arg(a, "--quantization"); arg(a, "fp8"); break;
-	default: break;
-	}
-	if (g->kvdt == HX_DT_FP8) {
-		arg(a, "--kv-cache-dtype");
-		arg(a, "fp8");
+	{
+		const char *prec[4];
+		int n = hx_export_precision_args(HX_ENGINE_VLLM, g->wdt, g->kvdt, prec);
+		for (int i = 0; i < n; i++)
+			arg(a, prec[i]);
 	}
 	if (g->role != HX_ROLE_AGGREGATED) {
 		arg(a, "--kv-transfer-config");

@@ -464,6 +464,12 @@ static void fill_procs(ctx *c)
 				add_int(&x->argv, "--max-model-len", hx_export_max_model_len(c->p, g));
 			add(&x->argv, "--gpu-memory-utilization");
 			add(&x->argv, "0.9");
+			{
+				const char *prec[4];
+				int n = hx_export_precision_args(HX_ENGINE_VLLM, g->wdt, g->kvdt, prec);
+				for (int a = 0; a < n; a++)
+					add(&x->argv, prec[a]);
+			}
 			if (x->port)
 				add_int(&x->argv, "--port", x->port);
 			if (x->nnodes > 1) {
@@ -492,7 +498,13 @@ static void fill_procs(ctx *c)
 			add_int(&x->argv, "--tp-size", tp);
 			add_int(&x->argv, "--pp-size", g->nstages);
 			if (m->a.max_context > 0)
-				add_int(&x->argv, "--context-length", m->a.max_context);
+				add_int(&x->argv, "--context-length", hx_export_max_model_len(c->p, g));
+			{
+				const char *prec[4];
+				int n = hx_export_precision_args(HX_ENGINE_SGLANG, g->wdt, g->kvdt, prec);
+				for (int a = 0; a < n; a++)
+					add(&x->argv, prec[a]);
+			}
 			if (x->port) {
 				add(&x->argv, "--host");
 				add(&x->argv, "0.0.0.0");

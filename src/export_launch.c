@@ -897,6 +897,17 @@ static char *sh_script(const ctx *c, const char *what, char *body, int dollar)
 	return b.s;
 }
 
+/* ARGV as one background command line: "word word ... &". */
+static void sh_background(hx_buf *b, const args *argv, int *dollar)
+{
+	for (int k = 0; k < argv->n; k++) {
+		if (k)
+			hx_buf_printf(b, " ");
+		sh_word(b, argv->a[k].s, argv->a[k].input, dollar);
+	}
+	hx_buf_printf(b, " &\n");
+}
+
 static char *host_script(const ctx *c, int hi)
 {
 	hx_buf b = {0};
@@ -923,12 +934,7 @@ static char *host_script(const ctx *c, int hi)
 			sh_word(&b, x->env[k].value, 1, &dollar);
 			hx_buf_printf(&b, " ");
 		}
-		for (int k = 0; k < x->argv.n; k++) {
-			if (k)
-				hx_buf_printf(&b, " ");
-			sh_word(&b, x->argv.a[k].s, x->argv.a[k].input, &dollar);
-		}
-		hx_buf_printf(&b, " &\n");
+		sh_background(&b, &x->argv, &dollar);
 	}
 	hx_buf_printf(&b, "\nwait\n");
 	return sh_script(c, what, b.s, dollar);
@@ -987,12 +993,7 @@ static char *router_script(const ctx *c)
 			hx_buf_printf(&b, "litellm --config \"$here/router.yaml\" --port %d &\n", x->port);
 			continue;
 		}
-		for (int k = 0; k < x->argv.n; k++) {
-			if (k)
-				hx_buf_printf(&b, " ");
-			sh_word(&b, x->argv.a[k].s, x->argv.a[k].input, &dollar);
-		}
-		hx_buf_printf(&b, " &\n");
+		sh_background(&b, &x->argv, &dollar);
 	}
 	hx_buf_printf(&b, "\nwait\n");
 	return sh_script(c, "The router(s) in front of the serving processes.", b.s, dollar);

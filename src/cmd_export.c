@@ -90,14 +90,6 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 	}
 	if ((rc = fns[t](&p, &eo, &xo, &err)))
 		goto out;
-	if (xo.lost.len > 0) {
-		/* what a lossy export could not express */
-		char *line = xo.lost.s, *nl;
-		for (; *line; line = nl + 1) {
-			nl = strchr(line, '\n');
-			fprintf(stderr, "hexplan: lossy: %.*s\n", (int)(nl - line), line);
-		}
-	}
 	if (!out || strcmp(out, "-") == 0) {
 		if (xo.n != 1) {
 			rc = hx_cli_usage_error(CMD, "this export writes %d files: give -o DIR", xo.n);
@@ -120,6 +112,14 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 					chmod(path, 0755);
 				free(path);
 			}
+		}
+	}
+	if (!rc && xo.lost.len > 0) {
+		/* what the lossy export could not express, once it is written */
+		char *line = xo.lost.s, *nl;
+		for (; *line; line = nl + 1) {
+			nl = strchr(line, '\n');
+			fprintf(stderr, "hexplan: lossy: %.*s\n", (int)(nl - line), line);
 		}
 	}
 out:

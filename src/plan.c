@@ -91,6 +91,21 @@ hx_route *hx_plan_add_route(hx_route **list, int *n)
 	return &(*list)[(*n)++];
 }
 
+void hx_routes_normalize(hx_route *r, int n)
+{
+	double total = 0, acc = 0;
+
+	for (int i = 0; i < n; i++)
+		total += r[i].weight;
+	for (int i = 0; i < n; i++) {
+		r[i].weight = hx_round6(total > 0 ? r[i].weight / total : 1.0 / n);
+		if (i + 1 < n)
+			acc += r[i].weight;
+	}
+	if (n > 0)
+		r[n - 1].weight = hx_round6(1 - acc);
+}
+
 const hx_model *hx_plan_model(const hx_plan *p, const char *name)
 {
 	for (int i = 0; i < p->nmodels; i++)

@@ -110,6 +110,10 @@ hx_plan_group *hx_plan_add_group(hx_plan *p);
 hx_plan_replica *hx_plan_add_replica(hx_plan_group *g);
 hx_route *hx_plan_add_route(hx_route **list, int *n);
 
+/* Make the N weights of R sum to exactly 1 as written: divide by their sum
+ * (all equal when it is 0), round to 6 digits, the last taking the rest. */
+void hx_routes_normalize(hx_route *r, int n);
+
 /* Lookups by name: borrowed, or NULL. */
 const hx_model *hx_plan_model(const hx_plan *p, const char *name);
 const hx_gpu *hx_plan_gpu(const hx_plan *p, const char *name);

@@ -43,7 +43,7 @@ static hx_plan_group *group_for(hx_plan *p, const hx_problem *pb, const hx_gpu *
 				int pp)
 {
 	hx_plan_group *grp;
-	int layers = pb->model->a.layers, first = 0;
+	hx_replica even;
 
 	for (int i = 0; i < p->ngroups; i++) {
 		grp = &p->groups[i];
@@ -58,13 +58,13 @@ static hx_plan_group *group_for(hx_plan *p, const hx_problem *pb, const hx_gpu *
 	grp->wdt = pb->model->a.dtype;
 	grp->kvdt = HX_DT_FP16;
 	grp->nstages = pp;
+	/* the cost model's even split (fits() priced the same shape) */
+	hx_replica_uniform(&even, pb->model, g, tp, pp, grp->wdt, grp->kvdt, 100, 0, NULL);
 	for (int s = 0; s < pp; s++) {
-		int n = layers / pp + (s < layers % pp);
 		hx_strlcpy(grp->stage[s].gpu, g->name, sizeof(grp->stage[s].gpu));
 		grp->stage[s].tp = tp;
-		grp->stage[s].first = first;
-		grp->stage[s].last = first + n;
-		first += n;
+		grp->stage[s].first = even.stage[s].first;
+		grp->stage[s].last = even.stage[s].last;
 	}
 	return grp;
 }
@@ -253,16 +253,7 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int weights, hx_err *err)
 			rt->weight = total > 0 ? p->groups[g].capacity_rps * p->groups[g].nreplicas / total
 					       : 1.0 / p->ngroups;
 		}
-		/* Weights that sum to exactly 1 after rounding: the last takes the rest. */
-		{
-			double sum = 0;
-			for (int i = 0; i < p->ningress; i++) {
-				p->ingress[i].weight = hx_round6(p->ingress[i].weight);
-				if (i + 1 < p->ningress)
-					sum += p->ingress[i].weight;
-			}
-			p->ingress[p->ningress - 1].weight = hx_round6(1 - sum);
-		}
+		hx_routes_normalize(p->ingress, p->ningress);
 	}
 	/* The operating point at the workload's rate (at capacity when above it). */
 	served = fmin(lambda, total);

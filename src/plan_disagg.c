@@ -285,16 +285,7 @@ static int emit(dctx *d, const int *role, hx_plan *p, double *value, hx_err *err
 		hx_strlcpy(rt->to, p->groups[group_of[i]].name, sizeof(rt->to));
 		rt->weight = res.value > 0 ? f / res.value : 0;
 	}
-	{
-		double sum = 0;
-		for (int i = 0; i < p->ningress; i++) {
-			p->ingress[i].weight = hx_round6(p->ingress[i].weight);
-			if (i + 1 < p->ningress)
-				sum += p->ingress[i].weight;
-		}
-		if (p->ningress > 0)
-			p->ingress[p->ningress - 1].weight = hx_round6(1 - sum);
-	}
+	hx_routes_normalize(p->ingress, p->ningress);
 	/* KV: from each prefill replica of node a to each decode replica of
 	 * node b, in proportion to the flow on link (a, b) and to the decode
 	 * replicas' shares of what reaches b. */
@@ -317,7 +308,6 @@ static int emit(dctx *d, const int *role, hx_plan *p, double *value, hx_err *err
 		for (int k = 0; k < x.nrep[a]; k++) {
 			const hx_plan_replica *from = &p->groups[group_of[a]].replicas[k];
 			int first = p->nkv;
-			double wsum = 0;
 			for (int b = 0; b < n; b++) {
 				if (group_of[b] < 0 || role[b] != 1)
 					continue;
@@ -340,21 +330,9 @@ static int emit(dctx *d, const int *role, hx_plan *p, double *value, hx_err *err
 					hx_strlcpy(rt->link, link, sizeof(rt->link));
 					rt->bw_gbps = fmin(l.bw_gbps, fmin(c->nodes[a].nic_gbps, c->nodes[b].nic_gbps));
 					rt->latency_ms = l.latency_ms;
-					wsum += rt->weight;
 				}
 			}
-			/* Normalize and round so the weights sum to exactly 1. */
-			{
-				double acc = 0;
-				for (int i = first; i < p->nkv; i++) {
-					p->kv[i].weight = hx_round6(wsum > 0 ? p->kv[i].weight / wsum
-									     : 1.0 / (p->nkv - first));
-					if (i + 1 < p->nkv)
-						acc += p->kv[i].weight;
-				}
-				if (p->nkv > first)
-					p->kv[p->nkv - 1].weight = hx_round6(1 - acc);
-			}
+			hx_routes_normalize(p->kv + first, p->nkv - first);
 		}
 	}
 	free(pair_flow);

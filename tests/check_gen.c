@@ -370,14 +370,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	int failed;
-	char cmd[300];
-
-	if (!mkdtemp(tmpdir))
-		return 99;
-	failed = hx_check_run(suite()) != EXIT_SUCCESS;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		failed++;
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hx_check_run_in(suite(), tmpdir);
 }

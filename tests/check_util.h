@@ -18,6 +18,22 @@ static inline int hx_check_run(Suite *s)
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+/* Run suite S with the scratch directory TMPDIR (a mkdtemp template) made
+ * first and removed after. */
+static inline int hx_check_run_in(Suite *s, char *tmpdir)
+{
+	char cmd[300];
+	int failed;
+
+	if (!mkdtemp(tmpdir))
+		return 99;
+	failed = hx_check_run(s) != EXIT_SUCCESS;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		failed = 1;
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 /* REL under the source tree ($top_srcdir, else "."): a static buffer. */
 static inline const char *hx_check_src(const char *rel)
 {

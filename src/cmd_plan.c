@@ -12,6 +12,43 @@
 
 enum { OPT_MODE = 2200, OPT_SEED, OPT_OBJECTIVE, OPT_TIME_LIMIT, OPT_GAP, OPT_LP, OPT_VERBOSE };
 
+static int plan_baseline(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err)
+{
+	(void)o;
+	return hx_plan_baseline(pb, out, err);
+}
+
+/* The modes this hexplan plans, in the order --help and errors name them.
+ * SOLVER: takes --objective, --time-limit, --gap and --lp. */
+static const struct mode {
+	const char *name;
+	int (*run)(const hx_problem *, const hx_plan_opts *, hx_plan *, hx_err *);
+	int solver;
+} modes[] = {
+	{"baseline", plan_baseline, 0},
+	{"colocated", hx_plan_colocated, 1},
+	{"disagg", hx_plan_disagg, 0},
+};
+#define NMODES ((int)(sizeof(modes) / sizeof(modes[0])))
+
+static const struct mode *find_mode(const char *name)
+{
+	for (int i = 0; i < NMODES; i++)
+		if (strcmp(modes[i].name, name) == 0)
+			return &modes[i];
+	return NULL;
+}
+
+static int unknown_mode(const char *name)
+{
+	char list[256] = "";
+	for (int i = 0; i < NMODES; i++) {
+		strcat(list, i ? (i == NMODES - 1 ? " and " : ", ") : "");
+		strcat(list, modes[i].name);
+	}
+	return hx_cli_usage_error(CMD, "unknown mode '%s' (this hexplan plans: %s)", name, list);
+}
+
 static int show(const char *path, int table)
 {
 	hx_plan p;
@@ -55,7 +92,8 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	hx_problem pb;
 	hx_err err = {0};
 	long seed = 1;
-	int c, rc, table = 0, have_c = 0, have_w = 0, have_p = 0, colocated = 0, disagg = 0;
+	const struct mode *md;
+	int c, rc, table = 0, have_c = 0, have_w = 0, have_p = 0;
 	hx_plan_opts po = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0};
 
 	optind = 1;
@@ -105,14 +143,10 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	}
 	if (!cpath || !wpath)
 		return hx_cli_usage_error(CMD, "-c cluster.json and -w workload.json are required");
-	if (strcmp(mode, "colocated") == 0)
-		colocated = 1;
-	else if (strcmp(mode, "disagg") == 0)
-		disagg = 1;
-	else if (strcmp(mode, "baseline") != 0)
-		return hx_cli_usage_error(CMD, "unknown mode '%s' (this hexplan plans: baseline, colocated, disagg)", mode);
-	if (!colocated && (po.objective != HX_OBJ_CAPACITY || po.lp_path || po.gap > 0 ||
-			   po.time_limit_s > 0))
+	if (!(md = find_mode(mode)))
+		return unknown_mode(mode);
+	if (!md->solver && (po.objective != HX_OBJ_CAPACITY || po.lp_path || po.gap > 0 ||
+			    po.time_limit_s > 0))
 		return hx_cli_usage_error(CMD, "--objective, --time-limit, --gap and --lp need a solver mode (colocated)");
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;
@@ -129,9 +163,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	if ((rc = hx_model_resolve(cat, model ? model : w.model, &m, &err)))
 		goto out;
 	pb = (hx_problem){cat, &cluster, &w, &m, (uint64_t)seed, cpath, wpath, cli->calibration};
-	if ((rc = colocated ? hx_plan_colocated(&pb, &po, &p, &err)
-		  : disagg  ? hx_plan_disagg(&pb, &po, &p, &err)
-			    : hx_plan_baseline(&pb, &p, &err)))
+	if ((rc = md->run(&pb, &po, &p, &err)))
 		goto out;
 	have_p = 1;
 	if (out && (rc = hx_plan_write(&p, out, &err)))

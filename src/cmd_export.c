@@ -105,13 +105,17 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 				rc = hx_errf(&err, HX_EINPUT, "%s: %s", out, strerror(errno));
 				goto out;
 			}
-			for (int i = 0; i < xo.n && !rc; i++) {
-				char *path = hx_path_join(out, xo.f[i].name);
-				rc = hx_write_atomic(path, xo.f[i].text, strlen(xo.f[i].text), &err);
-				if (!rc && strstr(xo.f[i].name, ".sh"))
-					chmod(path, 0755);
-				free(path);
+			hx_out_file *of = hx_xcalloc((size_t)xo.n, sizeof(*of));
+			for (int i = 0; i < xo.n; i++) {
+				of[i].path = hx_path_join(out, xo.f[i].name);
+				of[i].data = xo.f[i].text;
+				of[i].len = strlen(xo.f[i].text);
+				of[i].mode = strstr(xo.f[i].name, ".sh") ? 0755 : 0;
 			}
+			rc = hx_write_files_atomic(of, xo.n, &err);
+			for (int i = 0; i < xo.n; i++)
+				free((char *)of[i].path);
+			free(of);
 		}
 	}
 	if (!rc && xo.lost.len > 0) {

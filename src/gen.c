@@ -8,7 +8,6 @@
 #include <string.h>
 
 /* More requests than this would take gigabytes; nobody replays that many. */
-#define MAX_REQUESTS 50000000
 
 /* Where the lengths come from: a workload (per class when it has classes),
  * two distributions, or (input, output) pairs of a trace. */
@@ -120,14 +119,14 @@ static int generate(int process, double cv, double rate_rps, int n, double durat
 	if (n <= 0 && (!(duration_s > 0) || !isfinite(duration_s)))
 		return hx_errf(err, HX_EINPUT,
 			       "give a number of requests or a positive duration to generate");
-	if (n > MAX_REQUESTS)
+	if (n > HX_MAX_REQUESTS)
 		return hx_errf(err, HX_EINPUT, "%d requests are more than the limit of %d", n,
-			       MAX_REQUESTS);
+			       HX_MAX_REQUESTS);
 	expect = rate_rps * duration_s;
-	if (n <= 0 && expect > MAX_REQUESTS)
+	if (n <= 0 && expect > HX_MAX_REQUESTS)
 		return hx_errf(err, HX_EINPUT,
 			       "%g req/s over %g s gives about %.3g requests, more than the limit of %d",
-			       rate_rps, duration_s, expect, MAX_REQUESTS);
+			       rate_rps, duration_s, expect, HX_MAX_REQUESTS);
 	if (l->sample && l->sample->n <= 0)
 		return hx_errf(err, HX_EINPUT, "the sample trace has no requests");
 	cap = n > 0 ? n : (int)(expect + 4 * sqrt(expect) * (process == HX_ARRIVAL_GAMMA ? cv : 1)) + 16;
@@ -138,13 +137,13 @@ static int generate(int process, double cv, double rate_rps, int n, double durat
 		if (n <= 0 && now > duration_s)
 			break;
 		if (i == cap) {
-			if (cap >= MAX_REQUESTS) {
+			if (cap >= HX_MAX_REQUESTS) {
 				hx_trace_release(out);
 				return hx_errf(err, HX_EINPUT,
-					       "more than %d requests arrived in %g s", MAX_REQUESTS,
+					       "more than %d requests arrived in %g s", HX_MAX_REQUESTS,
 					       duration_s);
 			}
-			cap = cap > MAX_REQUESTS / 2 ? MAX_REQUESTS : cap * 2;
+			cap = cap > HX_MAX_REQUESTS / 2 ? HX_MAX_REQUESTS : cap * 2;
 			grow(out, cap, with_cls);
 		}
 		out->arrival_s[i] = now;

@@ -43,6 +43,9 @@ static int parse_nodes(const hx_jr *r, const json_t *list, const hx_catalog *cat
 
 	if ((rc = hx_jr_array(r, list, "/nodes", 0, &n)))
 		return rc;
+	if (n > HX_MAX_NODES)
+		return hx_jr_fail(r, "/nodes", "%zu nodes are more than hexplan's limit of %d", n,
+				  HX_MAX_NODES);
 	c->nodes = hx_xcalloc(n, sizeof(hx_node));
 	for (i = 0; i < n; i++) {
 		json_t *v = json_array_get(list, i), *g;
@@ -88,6 +91,9 @@ static int parse_links(const hx_jr *r, const json_t *list, hx_cluster *c)
 
 	if ((rc = hx_jr_array(r, list, "/links", 0, &n)))
 		return rc;
+	if (n > HX_MAX_LINKS)
+		return hx_jr_fail(r, "/links", "%zu links are more than hexplan's limit of %d", n,
+				  HX_MAX_LINKS);
 	c->links = hx_xcalloc(n, sizeof(hx_link));
 	for (i = 0; i < n; i++) {
 		json_t *v = json_array_get(list, i);
@@ -133,6 +139,9 @@ static int parse_offers(const hx_jr *r, const json_t *list, const hx_catalog *ca
 
 	if ((rc = hx_jr_array(r, list, "/offers", 0, &n)))
 		return rc;
+	if (n > HX_MAX_OFFERS)
+		return hx_jr_fail(r, "/offers", "%zu offers are more than hexplan's limit of %d", n,
+				  HX_MAX_OFFERS);
 	c->offers = hx_xcalloc(n, sizeof(hx_offer));
 	for (i = 0; i < n; i++) {
 		json_t *v = json_array_get(list, i), *g;
@@ -151,7 +160,7 @@ static int parse_offers(const hx_jr *r, const json_t *list, const hx_catalog *ca
 			return rc;
 		o->usd_per_hour = o->gpu.usd_per_hour;
 		strcpy(o->region, "default");
-		if ((rc = hx_jr_int(r, v, p, "max_count", 1, 1, 1000000, &max_count)) ||
+		if ((rc = hx_jr_int(r, v, p, "max_count", 1, 1, HX_MAX_OFFER_GPUS, &max_count)) ||
 		    (rc = hx_jr_int(r, v, p, "gpus_per_node", 0, 1, 64, &per_node)) ||
 		    (rc = hx_jr_num(r, v, p, "usd_per_hour", 0, 0, 1e6, &o->usd_per_hour)) ||
 		    (rc = hx_jr_str(r, v, p, "region", 0, o->region, sizeof(o->region))))
@@ -195,6 +204,11 @@ int hx_cluster_load(hx_cluster *c, const char *path, const hx_catalog *cat, hx_e
 		if ((v = json_object_get(d, "cross_region")) &&
 		    (rc = parse_linkspec(&r, v, "/defaults/cross_region", &c->cross_region)))
 			goto out;
+	}
+	if (hx_cluster_gpus(c) > HX_MAX_CLUSTER_GPUS) {
+		rc = hx_jr_fail(&r, "/nodes", "%d GPUs are more than hexplan's limit of %d per cluster",
+				hx_cluster_gpus(c), HX_MAX_CLUSTER_GPUS);
+		goto out;
 	}
 	if (c->nnodes == 0 && c->noffers == 0) {
 		rc = hx_jr_fail(&r, "", "a cluster needs at least one node or offer");
@@ -361,6 +375,9 @@ static int parse_dist(const hx_jr *r, const json_t *v, const char *ptr,
 		hx_ptr_key(p, sizeof(p), ptr, "buckets");
 		if ((rc = hx_jr_array(r, b, p, 1, &n)))
 			return rc;
+		if (n > HX_MAX_BUCKETS)
+			return hx_jr_fail(r, p, "%zu buckets are more than hexplan's limit of %d", n,
+					  HX_MAX_BUCKETS);
 		pairs = hx_xcalloc(n, sizeof(*pairs));
 		for (i = 0; i < n; i++) {
 			json_t *e = json_array_get(b, i);
@@ -494,6 +511,9 @@ static int parse_classes(const hx_jr *r, const json_t *list, const char *dir,
 
 	if ((rc = hx_jr_array(r, list, "/classes", 1, &n)))
 		return rc;
+	if (n > HX_MAX_CLASSES)
+		return hx_jr_fail(r, "/classes", "%zu classes are more than hexplan's limit of %d", n,
+				  HX_MAX_CLASSES);
 	w->classes = hx_xcalloc(n, sizeof(hx_class));
 	for (i = 0; i < n; i++) {
 		json_t *v = json_array_get(list, i), *d;
@@ -739,7 +759,7 @@ int hx_trace_load(hx_trace *t, const char *path, hx_err *err)
 	double t0 = 0, prev = 0;
 
 	memset(t, 0, sizeof(*t));
-	text = hx_read_file(path, NULL, err);
+	text = hx_read_file_max(path, HX_MAX_CSV_BYTES, NULL, err);
 	path = hx_display_path(path);
 	if (!text)
 		return HX_EINPUT;
@@ -799,6 +819,11 @@ int hx_trace_load(hx_trace *t, const char *path, hx_err *err)
 				lineno, azure ? "GeneratedTokens" : "output_tokens", f[2]);
 			goto out;
 		}
+		if (t->n == HX_MAX_REQUESTS) {
+			hx_errf(err, HX_EINPUT, "%s:%d: more than hexplan's limit of %d requests", path,
+				lineno, HX_MAX_REQUESTS);
+			goto out;
+		}
 		if (t->n == cap) {
 			cap = cap ? cap * 2 : 1024;
 			t->arrival_s = hx_xrealloc(t->arrival_s, (size_t)cap * sizeof(double));
@@ -841,7 +866,7 @@ int hx_meas_load(hx_meas **out, int *n, const char *path, hx_err *err)
 
 	*out = NULL;
 	*n = 0;
-	text = hx_read_file(path, NULL, err);
+	text = hx_read_file_max(path, HX_MAX_CSV_BYTES, NULL, err);
 	path = hx_display_path(path);
 	if (!text)
 		return HX_EINPUT;

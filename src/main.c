@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,11 @@ int main(int argc, char **argv)
 {
 	hx_cli cli = {0};
 	int i, rc;
+
+	/* Output to a closed pipe ends the run quietly, as Unix tools do, even
+	 * when the parent ignores SIGPIPE; no output file is ever half written
+	 * (they are renamed into place whole). */
+	signal(SIGPIPE, SIG_DFL);
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];

@@ -38,6 +38,16 @@ typedef struct hx_offer {
 	char region[64];
 } hx_offer;
 
+/* What a cluster may hold (hexplan-formats(5), LIMITS): beyond these the
+ * planners' memory and time grow past what a planning run should take. */
+#define HX_MAX_NODES 4096
+#define HX_MAX_CLUSTER_GPUS 65536
+#define HX_MAX_LINKS 16384
+#define HX_MAX_OFFERS 256
+#define HX_MAX_OFFER_GPUS 65536
+#define HX_MAX_CLASSES 64
+#define HX_MAX_BUCKETS 100000
+
 typedef struct hx_cluster {
 	hx_node *nodes;
 	int nnodes;
@@ -109,6 +119,9 @@ typedef struct hx_workload {
 
 int hx_workload_load(hx_workload *w, const char *path, hx_err *err);
 void hx_workload_release(hx_workload *w);
+
+/* A request trace, read or generated, holds at most this many requests. */
+#define HX_MAX_REQUESTS 50000000
 
 /* A request trace. */
 typedef struct hx_trace {

@@ -4,8 +4,10 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -77,17 +79,32 @@ int hx_strlcpy(char *dst, const char *src, size_t n)
 	return -1;
 }
 
-char *hx_read_file(const char *path, size_t *len, hx_err *err)
+static void size_text(size_t n, char *out, size_t len)
+{
+	if (n >= ((size_t)1 << 30) && n % ((size_t)1 << 30) == 0)
+		snprintf(out, len, "%zu GiB", n >> 30);
+	else
+		snprintf(out, len, "%zu MiB", n >> 20);
+}
+
+char *hx_read_file_max(const char *path, size_t max, size_t *len, hx_err *err)
 {
 	FILE *f;
-	char *buf = NULL;
+	char *buf = NULL, lim[32];
 	size_t cap = 0, n = 0, got;
 	int is_stdin = strcmp(path, "-") == 0;
+	struct stat st;
 
+	size_text(max, lim, sizeof(lim));
 	f = is_stdin ? stdin : fopen(path, "rb");
 	if (!f) {
 		hx_errf(err, HX_EINPUT, "%s: %s", hx_display_path(path), strerror(errno));
 		return NULL;
+	}
+	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uintmax_t)st.st_size > max) {
+		hx_errf(err, HX_EINPUT, "%s: the file is larger than hexplan's limit of %s for this input",
+			hx_display_path(path), lim);
+		goto fail;
 	}
 	for (;;) {
 		if (cap - n < 65536) {
@@ -96,34 +113,73 @@ char *hx_read_file(const char *path, size_t *len, hx_err *err)
 		}
 		got = fread(buf + n, 1, cap - n, f);
 		n += got;
+		if (n > max) {
+			hx_errf(err, HX_EINPUT, "%s: the input is larger than hexplan's limit of %s",
+				hx_display_path(path), lim);
+			goto fail;
+		}
 		if (got == 0)
 			break;
 	}
 	if (ferror(f)) {
-		hx_errf(err, HX_EINPUT, "%s: %s", path, strerror(errno ? errno : EIO));
-		free(buf);
-		buf = NULL;
-	} else {
-		buf[n] = '\0';
-		if (len)
-			*len = n;
+		hx_errf(err, HX_EINPUT, "%s: %s", hx_display_path(path), strerror(errno ? errno : EIO));
+		goto fail;
 	}
+	buf[n] = '\0';
+	if (len)
+		*len = n;
 	if (!is_stdin)
 		fclose(f);
 	return buf;
+fail:
+	free(buf);
+	if (!is_stdin)
+		fclose(f);
+	return NULL;
 }
 
-int hx_write_atomic(const char *path, const char *data, size_t len, hx_err *err)
+char *hx_read_file(const char *path, size_t *len, hx_err *err)
+{
+	return hx_read_file_max(path, HX_MAX_JSON_BYTES, len, err);
+}
+
+static int write_in_place(const char *path, const char *data, size_t len, hx_err *err)
+{
+	size_t off = 0;
+	int fd = open(path, O_WRONLY | O_NOCTTY);
+
+	if (fd < 0)
+		return hx_errf(err, HX_EINPUT, "%s: %s", path, strerror(errno));
+	while (off < len) {
+		ssize_t w = write(fd, data + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			hx_errf(err, HX_EINPUT, "%s: %s", path, strerror(errno));
+			close(fd);
+			return HX_EINPUT;
+		}
+		off += (size_t)w;
+	}
+	if (close(fd) != 0)
+		return hx_errf(err, HX_EINPUT, "%s: %s", path, strerror(errno));
+	return HX_OK;
+}
+
+/* Write DATA to a new temporary file beside PATH, flushed and closed, with
+ * the mode PATH has (or would get); *TMP is its name (free it).  Returns 0,
+ * or HX_EINPUT with nothing left behind. */
+static int stage(const char *path, const char *data, size_t len, char **tmp_out, hx_err *err)
 {
 	char *dir = NULL, *tmp = NULL;
+	const char *fault;
+	long fault_after = -1;
 	int fd = -1, rc = HX_EINPUT;
 	size_t off = 0;
 
-	if (strcmp(path, "-") == 0) {
-		if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
-			return hx_errf(err, HX_EINPUT, "<stdout>: %s", strerror(errno));
-		return HX_OK;
-	}
+	*tmp_out = NULL;
+	if ((fault = getenv("HEXPLAN_FAULT_WRITE")) && *fault)
+		fault_after = strtol(fault, NULL, 10);
 	dir = hx_dirname(path);
 	tmp = hx_xmalloc(strlen(path) + 16);
 	sprintf(tmp, "%s.tmpXXXXXX", path);
@@ -145,7 +201,16 @@ int hx_write_atomic(const char *path, const char *data, size_t len, hx_err *err)
 		}
 	}
 	while (off < len) {
-		ssize_t w = write(fd, data + off, len - off);
+		ssize_t w;
+		if (fault_after >= 0 && off + (len - off) > (size_t)fault_after) {
+			/* HEXPLAN_FAULT_WRITE=N (tests): the disk fills after N bytes. */
+			if (off < (size_t)fault_after &&
+			    write(fd, data + off, (size_t)fault_after - off) > 0)
+				off = (size_t)fault_after;
+			hx_errf(err, HX_EINPUT, "%s: %s", path, strerror(ENOSPC));
+			goto out;
+		}
+		w = write(fd, data + off, len - off);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -164,18 +229,67 @@ int hx_write_atomic(const char *path, const char *data, size_t len, hx_err *err)
 		goto out;
 	}
 	fd = -1;
-	if (rename(tmp, path) != 0) {
-		hx_errf(err, HX_EINPUT, "%s: %s", path, strerror(errno));
-		goto out;
-	}
 	rc = HX_OK;
+	*tmp_out = tmp;
+	tmp = NULL;
 out:
 	if (fd >= 0)
 		close(fd);
-	if (rc != HX_OK && tmp)
+	if (tmp)
 		unlink(tmp);
 	free(tmp);
 	free(dir);
+	return rc;
+}
+
+/* A device or a FIFO (/dev/null, /dev/stdout, a named pipe) is written in
+ * place: renaming over it would replace it. */
+static int is_special(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+int hx_write_atomic(const char *path, const char *data, size_t len, hx_err *err)
+{
+	hx_out_file f = {path, data, len, 0};
+	return hx_write_files_atomic(&f, 1, err);
+}
+
+int hx_write_files_atomic(const hx_out_file *f, int n, hx_err *err)
+{
+	char **tmp = hx_xcalloc((size_t)n + 1, sizeof(*tmp));
+	int i, rc = HX_OK;
+
+	for (i = 0; i < n && !rc; i++) {
+		if (strcmp(f[i].path, "-") == 0) {
+			if (fwrite(f[i].data, 1, f[i].len, stdout) != f[i].len || fflush(stdout) != 0)
+				rc = hx_errf(err, HX_EINPUT, "<stdout>: %s", strerror(errno));
+		} else if (!is_special(f[i].path)) {
+			rc = stage(f[i].path, f[i].data, f[i].len, &tmp[i], err);
+			if (!rc && f[i].mode && chmod(tmp[i], (mode_t)f[i].mode) != 0)
+				rc = hx_errf(err, HX_EINPUT, "%s: %s", f[i].path, strerror(errno));
+		}
+	}
+	/* Every file is staged before the first replaces its old version. */
+	for (i = 0; i < n && !rc; i++) {
+		if (tmp[i]) {
+			if (rename(tmp[i], f[i].path) != 0)
+				rc = hx_errf(err, HX_EINPUT, "%s: %s", f[i].path, strerror(errno));
+			else {
+				free(tmp[i]);
+				tmp[i] = NULL;
+			}
+		} else if (strcmp(f[i].path, "-") != 0) {
+			rc = write_in_place(f[i].path, f[i].data, f[i].len, err);
+		}
+	}
+	for (i = 0; i < n; i++) {
+		if (tmp[i])
+			unlink(tmp[i]);
+		free(tmp[i]);
+	}
+	free(tmp);
 	return rc;
 }
 

@@ -40,11 +40,31 @@ int hx_strlcpy(char *dst, const char *src, size_t n);
 /* Read a whole file ("-" is stdin) into a new NUL-terminated buffer that the
  * caller frees; *LEN gets its length.  Returns NULL and fills ERR on failure. */
 char *hx_read_file(const char *path, size_t *len, hx_err *err);
+/* The same with a limit: a file (or stdin) longer than MAX bytes is an error
+ * that names the limit, found before reading it when the size is known. */
+char *hx_read_file_max(const char *path, size_t max, size_t *len, hx_err *err);
+
+/* Input size limits (hexplan-formats(5), LIMITS): JSON files, and CSV
+ * traces and measurements. */
+#define HX_MAX_JSON_BYTES ((size_t)64 << 20)
+#define HX_MAX_CSV_BYTES ((size_t)2 << 30)
 
 /* Write DATA atomically to PATH: a temporary file in the same directory,
  * flushed and renamed over PATH, so PATH is either the old file or the whole
  * new one.  PATH "-" writes to stdout.  Returns 0 or HX_EINPUT. */
 int hx_write_atomic(const char *path, const char *data, size_t len, hx_err *err);
+
+/* Several files at once: all are written to temporary files first, and only
+ * when every one is complete are they renamed over their paths, so an error
+ * leaves every old file as it was.  MODE 0: the old file's mode (or 0666 less
+ * the umask); else that mode.  A device or FIFO path is written in place. */
+typedef struct hx_out_file {
+	const char *path;
+	const char *data;
+	size_t len;
+	int mode;
+} hx_out_file;
+int hx_write_files_atomic(const hx_out_file *f, int n, hx_err *err);
 
 /* PATH as messages name it: "<stdin>" for "-". */
 const char *hx_display_path(const char *path);

@@ -1,9 +1,7 @@
 /*
  * flow: s-t maximum flow over igraph (push-relabel), with the flow on every
- * edge and the minimum cut.  igraph's error handler (which returns, so
- * igraph functions return an error code) and fatal handler (which must not
- * return: it longjmps back here) are installed around every call, so an
- * igraph failure becomes an error status, never an abort.
+ * edge and the minimum cut.  igraph runs under hx_igraph_guard (ighook.h),
+ * so an igraph failure becomes an error status, never an abort.
  */
 #ifndef HX_FLOW_H
 #define HX_FLOW_H

@@ -29,6 +29,7 @@ struct hx_milp {
 	row *r;
 	int nr, capr;
 	int force_error;
+	int force_trouble;
 };
 
 static const char *const status_names[] = {"optimal", "gap_limit", "work_limit", "time_limit",
@@ -118,6 +119,11 @@ int hx_milp_nvars(const hx_milp *m)
 void hx_milp_force_error(hx_milp *m)
 {
 	m->force_error = 1;
+}
+
+void hx_milp_force_trouble(hx_milp *m, int n)
+{
+	m->force_trouble = n;
 }
 
 static int bounds_type(double lo, double hi)
@@ -250,6 +256,37 @@ static void solve_inner(solve_ctx *c)
 	parm.cb_info = &c->s;
 	rc = glp_intopt(c->lp, &parm);
 	mst = glp_mip_status(c->lp);
+	if (m->force_trouble >= 1) {
+		rc = GLP_EFAIL;
+		mst = GLP_UNDEF;
+	}
+	if (rc == GLP_EFAIL && mst != GLP_OPT && mst != GLP_FEAS) {
+		/* Numerical trouble in the LP relaxation (a singular or
+		 * ill-conditioned basis): retry once from a fresh, scaled start
+		 * with the dual simplex and without presolve. */
+		glp_smcp sp;
+		glp_init_smcp(&sp);
+		sp.msg_lev = parm.msg_lev;
+		sp.meth = GLP_DUALP;
+		sp.tm_lim = parm.tm_lim;
+		glp_scale_prob(c->lp, GLP_SF_AUTO);
+		glp_adv_basis(c->lp, 0);
+		rc = glp_simplex(c->lp, &sp);
+		if (rc == 0 && glp_get_status(c->lp) == GLP_OPT) {
+			parm.presolve = GLP_OFF;
+			rc = glp_intopt(c->lp, &parm);
+			mst = glp_mip_status(c->lp);
+		} else if (rc == 0 && glp_get_status(c->lp) == GLP_NOFEAS) {
+			rc = GLP_ENOPFS;
+		} else if (rc == 0) {
+			rc = GLP_EFAIL;
+		}
+		if (m->force_trouble >= 2) {
+			rc = GLP_EFAIL;
+			mst = GLP_UNDEF;
+		}
+		res->retried = 1;
+	}
 	res->nodes = c->s.nodes;
 	res->iterations = glp_get_it_cnt(c->lp);
 	if (rc == GLP_ENOPFS || mst == GLP_NOFEAS) {
@@ -262,7 +299,11 @@ static void solve_inner(solve_ctx *c)
 	}
 	if (mst != GLP_OPT && mst != GLP_FEAS) {
 		res->status = rc == 0 || rc == GLP_EFAIL ? HX_MILP_ERROR : HX_MILP_NO_SOLUTION;
-		if (res->status == HX_MILP_ERROR)
+		if (res->status == HX_MILP_ERROR && rc == GLP_EFAIL)
+			c->ret = hx_errf(c->err, HX_EINPUT,
+					 "GLPK reports numerical trouble solving the model, also after "
+					 "a scaled restart without presolve");
+		else if (res->status == HX_MILP_ERROR)
 			c->ret = hx_errf(c->err, HX_EINPUT, "GLPK failed to solve the model (code %d)", rc);
 		return;
 	}

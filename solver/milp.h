@@ -58,6 +58,7 @@ typedef struct hx_milp_result {
 	hx_milp_status status;
 	double objective, bound, gap;
 	long nodes, iterations;
+	int retried; /* numerical trouble made the solve restart once */
 	double *x; /* values, hx_milp_nvars of them; caller frees */
 } hx_milp_result;
 
@@ -69,5 +70,10 @@ int hx_milp_solve(const hx_milp *m, const hx_milp_opts *o, hx_milp_result *res, 
 /* For tests: make the next solve hit an internal GLPK error (an invalid
  * row index), to exercise the error hook. */
 void hx_milp_force_error(hx_milp *m);
+/* For tests: the first N solve attempts of M report numerical trouble
+ * (GLP_EFAIL), as GLPK does on an unstable LP.  hx_milp_solve retries once
+ * (the problem rescaled, an advanced basis, the dual simplex, no presolve),
+ * so N = 1 still solves and N = 2 reports the trouble. */
+void hx_milp_force_trouble(hx_milp *m, int n);
 
 #endif

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "partition.h"
+#include "ighook.h"
 
 #include <igraph/igraph.h>
 #include <math.h>
@@ -81,6 +82,37 @@ static int cmp_keyed(const void *a, const void *b)
 	return x->v - y->v;
 }
 
+typedef struct conn_ctx {
+	const hx_graph *g;
+	const int *pos;
+	int n;
+	igraph_bool_t conn;
+} conn_ctx;
+
+static int connected_inner(void *arg)
+{
+	conn_ctx *c = arg;
+	igraph_t ig;
+	igraph_vector_int_t edges;
+	int rc;
+
+	igraph_vector_int_init(&edges, 0);
+	for (int e = 0; e < c->g->m; e++) {
+		int a = c->pos[c->g->from[e]], b = c->pos[c->g->to[e]];
+		if (a >= 0 && b >= 0 && a != b && c->g->cap[e] > 0) {
+			igraph_vector_int_push_back(&edges, a);
+			igraph_vector_int_push_back(&edges, b);
+		}
+	}
+	rc = igraph_create(&ig, &edges, c->n, IGRAPH_UNDIRECTED);
+	if (rc == IGRAPH_SUCCESS) {
+		rc = igraph_is_connected(&ig, &c->conn, IGRAPH_WEAK);
+		igraph_destroy(&ig);
+	}
+	igraph_vector_int_destroy(&edges);
+	return rc;
+}
+
 static int connected_set(const hx_graph *g, const int *v, int n);
 
 /* Split vertices V[0..n) into K groups numbered from BASE. */
@@ -157,10 +189,9 @@ static void bisect(const hx_graph *g, const double *nw, int *v, int n, int k, in
 /* igraph: are the vertices V[0..n) connected in G (edges both ways)? */
 static int connected_set(const hx_graph *g, const int *v, int n)
 {
-	igraph_t ig;
-	igraph_vector_int_t edges;
-	igraph_bool_t conn = 0;
-	int *pos, ne = 0;
+	conn_ctx c = {0};
+	int *pos;
+	hx_err err = {0};
 
 	if (n <= 1)
 		return 1;
@@ -169,24 +200,15 @@ static int connected_set(const hx_graph *g, const int *v, int n)
 		pos[i] = -1;
 	for (int i = 0; i < n; i++)
 		pos[v[i]] = i;
-	igraph_vector_int_init(&edges, 0);
-	for (int e = 0; e < g->m; e++) {
-		int a = pos[g->from[e]], b = pos[g->to[e]];
-		if (a >= 0 && b >= 0 && a != b && g->cap[e] > 0) {
-			igraph_vector_int_push_back(&edges, a);
-			igraph_vector_int_push_back(&edges, b);
-			ne++;
-		}
-	}
-	if (igraph_create(&ig, &edges, n, IGRAPH_UNDIRECTED) == IGRAPH_SUCCESS) {
-		if (igraph_is_connected(&ig, &conn, IGRAPH_WEAK) != IGRAPH_SUCCESS)
-			conn = 0;
-		igraph_destroy(&ig);
-	}
-	igraph_vector_int_destroy(&edges);
+	c.g = g;
+	c.pos = pos;
+	c.n = n;
+	/* An igraph failure (out of memory) counts as not connected: the
+	 * caller then keeps the set whole, which is always valid. */
+	if (hx_igraph_guard(connected_inner, &c, "connectivity", &err) != 0)
+		c.conn = 0;
 	free(pos);
-	(void)ne;
-	return conn != 0;
+	return c.conn != 0;
 }
 
 int hx_partition_connected(const hx_graph *g, const int *group, int which)

@@ -233,7 +233,7 @@ static hx_linkspec class_link(const hx_problem *pb, const hx_candset *s, int a, 
 
 /* Pipelines over the stage shapes SH (class, tp) taken as multisets. */
 static void pipelines(const hx_problem *pb, hx_candset *s, const int (*sh)[2], int nsh,
-		      const int *alone, int max_stages, int *cap)
+		      const int *alone, int max_stages, double deadline, int *cap)
 {
 	int idx[HX_CAND_MAX_STAGES];
 	const int L = pb->model->a.layers;
@@ -265,6 +265,10 @@ static void pipelines(const hx_problem *pb, hx_candset *s, const int (*sh)[2], i
 					const hx_node_class *cl = &s->cls[sh[idx[i]][0]];
 					speed[i] = 1 / layer_time(pb, cl->gpu, sh[idx[i]][1]);
 					capl[i] = max_layers(pb, cl->gpu, sh[idx[i]][1], i == 0, i == n - 1);
+				}
+				if (hx_past(deadline)) {
+					s->cut = 1;
+					return;
 				}
 				if (split_layers(L, n, speed, capl, lay)) {
 					for (int i = 0; i < n; i++) {
@@ -313,6 +317,7 @@ int hx_candidates(const hx_problem *pb, const hx_cand_opts *o, hx_candset *s, hx
 	const int heads = pb->model->a.heads;
 	int cap = 0, (*sh)[2] = NULL, nsh = 0, *alone = NULL;
 	int max_stages = o && o->max_stages > 0 ? o->max_stages : 3;
+	double deadline = o ? o->deadline : 0;
 	char *drop;
 
 	(void)err;
@@ -329,6 +334,10 @@ int hx_candidates(const hx_problem *pb, const hx_cand_opts *o, hx_candset *s, hx
 			hx_candidate c;
 			if (cl->gpus_per_node % tp || heads % tp)
 				continue;
+			if (hx_past(deadline)) {
+				s->cut = 1;
+				break;
+			}
 			widest = tp;
 			memset(&c, 0, sizeof(c));
 			c.nstages = 1;
@@ -338,7 +347,7 @@ int hx_candidates(const hx_problem *pb, const hx_cand_opts *o, hx_candset *s, hx
 				push(s, &c, &cap);
 		}
 		/* Pipelines take whole nodes (the widest TP a node allows). */
-		if (widest > 0) {
+		if (widest > 0 && !s->cut) {
 			hx_candidate c;
 			memset(&c, 0, sizeof(c));
 			c.nstages = 1;
@@ -349,7 +358,8 @@ int hx_candidates(const hx_problem *pb, const hx_cand_opts *o, hx_candset *s, hx
 			nsh++;
 		}
 	}
-	pipelines(pb, s, (const int (*)[2])sh, nsh, alone, max_stages, &cap);
+	if (!s->cut)
+		pipelines(pb, s, (const int (*)[2])sh, nsh, alone, max_stages, deadline, &cap);
 	free(sh);
 	free(alone);
 	/* Drop dominated shapes. */

@@ -48,10 +48,12 @@ typedef struct hx_candset {
 	hx_candidate *c;
 	int n;
 	int considered, pruned; /* shapes priced, shapes dominated */
+	int cut; /* the deadline passed before every shape was priced */
 } hx_candset;
 
 typedef struct hx_cand_opts {
 	int max_stages; /* pipelines of 2..max_stages stages (default 3) */
+	double deadline; /* hx_deadline(): stop pricing shapes when it passes */
 } hx_cand_opts;
 
 /* Enumerate the feasible shapes (capacity > 0) and drop dominated ones: a

@@ -195,6 +195,21 @@ static int phase_of(hx_role r)
 	       : r == HX_ROLE_DECODE ? HX_SERVE_DECODE : HX_SERVE_BOTH;
 }
 
+/* The first replica of GRP whose links equal replica R's (R itself when
+ * none before it does). */
+static int first_alike(const hx_plan_group *grp, int r)
+{
+	const hx_plan_replica *x = &grp->replicas[r];
+	size_t n = (size_t)grp->nstages * sizeof(hx_linkspec);
+
+	for (int q = 0; q < r; q++) {
+		const hx_plan_replica *y = &grp->replicas[q];
+		if (memcmp(x->link, y->link, n) == 0 && memcmp(x->tp_link, y->tp_link, n) == 0)
+			return q;
+	}
+	return r;
+}
+
 int hx_plan_finish(const hx_problem *pb, hx_plan *p, int weights, hx_err *err)
 {
 	const hx_workload *w = pb->workload;
@@ -224,7 +239,9 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int weights, hx_err *err)
 					usd += n->usd_per_hour;
 				}
 	}
-	/* Capacity per replica (the slowest replica stands for its group). */
+	/* Capacity per replica (the slowest replica stands for its group).
+	 * Replicas of a group differ to the cost model only by their links:
+	 * one evaluation serves all that share them. */
 	for (int g = 0; g < p->ngroups; g++) {
 		hx_plan_group *grp = &p->groups[g];
 		double cap = INFINITY, batch = 0;
@@ -233,6 +250,8 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int weights, hx_err *err)
 			hx_capacity c;
 			if ((rc = hx_plan_replica_cost(p, grp, &grp->replicas[r], &rep, err)))
 				return rc;
+			if (first_alike(grp, r) < r)
+				continue;
 			hx_cost_capacity_phase(&rep, w, phase_of(grp->role), &c);
 			if (c.rps < cap) {
 				cap = c.rps;
@@ -266,6 +285,8 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int weights, hx_err *err)
 		for (int r = 0; r < grp->nreplicas && share > 0; r++) {
 			hx_replica rep;
 			hx_capacity c;
+			if (first_alike(grp, r) < r)
+				continue; /* the same operating point as that one */
 			hx_plan_replica_cost(p, grp, &grp->replicas[r], &rep, NULL);
 			hx_cost_at_rate_phase(&rep, w, phase_of(grp->role),
 					      fmin(served * share / grp->nreplicas, grp->capacity_rps), &c);

@@ -78,6 +78,55 @@ static int solve(const hx_problem *pb, const hx_plan_opts *o, const hx_candset *
 	return rc;
 }
 
+typedef struct dense {
+	double d; /* capacity per GPU */
+	int c;
+} dense;
+
+static int cmp_density(const void *a, const void *b)
+{
+	const dense *x = a, *y = b;
+	if (x->d != y->d)
+		return x->d > y->d ? -1 : 1;
+	return x->c - y->c;
+}
+
+/* When the time limit stops the MILP before its first integer solution: a
+ * feasible one by greed (densest capacity per GPU first, as many copies as
+ * the classes' GPUs allow), into RES->x. */
+static void greedy(const hx_candset *s, hx_milp_result *res)
+{
+	dense *order = hx_xmalloc((size_t)s->n * sizeof(dense) + 1);
+	double *left = hx_xcalloc((size_t)s->ncls + 1, sizeof(double));
+
+	for (int k = 0; k < s->ncls; k++)
+		left[k] = (double)s->cls[k].nnodes * s->cls[k].gpus_per_node;
+	for (int c = 0; c < s->n; c++)
+		order[c] = (dense){s->c[c].capacity_rps / s->c[c].gpus, c};
+	qsort(order, (size_t)s->n, sizeof(dense), cmp_density);
+	free(res->x);
+	res->x = hx_xcalloc((size_t)s->n + 1, sizeof(double));
+	res->objective = 0;
+	for (int i = 0; i < s->n; i++) {
+		const hx_candidate *x = &s->c[order[i].c];
+		double n = INFINITY;
+		for (int k = 0; k < s->ncls; k++)
+			if (hx_cand_use(x, k) > 0)
+				n = fmin(n, floor(left[k] / hx_cand_use(x, k)));
+		if (!(n >= 1))
+			continue;
+		for (int k = 0; k < s->ncls; k++)
+			left[k] -= n * hx_cand_use(x, k);
+		res->x[order[i].c] = n;
+		res->objective += n * x->capacity_rps;
+	}
+	res->status = HX_MILP_TIME_LIMIT;
+	res->bound = fmax(res->bound, res->objective);
+	res->gap = fabs(res->bound - res->objective) / fmax(res->objective, 1e-9);
+	free(order);
+	free(left);
+}
+
 static double max_capacity(const hx_candset *s)
 {
 	/* An upper bound on any plan's capacity: each class alone at its best
@@ -175,8 +224,22 @@ static void fill_solver(hx_plan *p, const hx_milp_result *res, const char *engin
 	p->solver.iterations = res->iterations;
 }
 
-int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_err *err)
+/* Give O's solves the time left before DEADLINE (at least a millisecond,
+ * so that GLPK stops at once rather than running unbounded). */
+static const hx_plan_opts *time_left(const hx_plan_opts *o, double deadline, hx_plan_opts *buf)
 {
+	*buf = *o;
+	if (deadline > 0)
+		buf->time_limit_s = fmax(deadline - hx_now(), 1e-3);
+	return buf;
+}
+
+int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, hx_err *err)
+{
+	const double deadline = hx_deadline(o0->time_limit_s);
+	hx_cand_opts co = {0, deadline};
+	hx_plan_opts obuf;
+	const hx_plan_opts *o = o0;
 	hx_candset s;
 	hx_milp_result res = {0};
 	pick *picks = NULL;
@@ -188,8 +251,14 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, h
 	if (pb->cluster->nnodes == 0)
 		return hx_errf(err, HX_EINFEASIBLE,
 			       "the cluster has offers but no nodes: colocated plans fixed nodes (see --mode compose)");
-	if ((rc = hx_candidates(pb, NULL, &s, err)))
+	if ((rc = hx_candidates(pb, &co, &s, err)))
 		return rc;
+	if (s.n == 0 && s.cut) {
+		hx_candset_release(&s);
+		return hx_errf(err, HX_ELIMIT,
+			       "the time limit of %g s was reached before any replica shape was priced",
+			       o0->time_limit_s);
+	}
 	if (s.n == 0) {
 		double need = hx_model_params(&pb->model->a) * hx_dtype_bytes(pb->model->a.dtype);
 		hx_candset_release(&s);
@@ -201,12 +270,12 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, h
 			       pb->workload->slo.ttft_ms, pb->workload->slo.tpot_ms);
 	}
 	if (o->objective == HX_OBJ_CAPACITY) {
-		if ((rc = solve(pb, o, &s, NULL, HX_OBJ_CAPACITY, &res, err)))
+		if ((rc = solve(pb, time_left(o, deadline, &obuf), &s, NULL, HX_OBJ_CAPACITY, &res, err)))
 			goto out;
 	} else {
 		double all = max_capacity(&s);
 		/* Exact: the most the cluster carries at the SLO. */
-		if ((rc = solve(pb, o, &s, NULL, HX_OBJ_CAPACITY, &res, err)))
+		if ((rc = solve(pb, time_left(o, deadline, &obuf), &s, NULL, HX_OBJ_CAPACITY, &res, err)))
 			goto out;
 		if (res.status <= HX_MILP_TIME_LIMIT && res.bound < lambda) {
 			rc = hx_errf(err, HX_EINFEASIBLE,
@@ -218,7 +287,7 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, h
 		free(res.x);
 		memset(&res, 0, sizeof(res));
 		if (o->objective == HX_OBJ_COST) {
-			if ((rc = solve(pb, o, &s, NULL, HX_OBJ_COST, &res, err)))
+			if ((rc = solve(pb, time_left(o, deadline, &obuf), &s, NULL, HX_OBJ_COST, &res, err)))
 				goto out;
 		} else {
 			/* Latency: bisection over the shapes' TTFT bounds. */
@@ -239,12 +308,12 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, h
 				double *sorted = hx_xmalloc((size_t)s.n * sizeof(double));
 				memcpy(sorted, bounds, (size_t)s.n * sizeof(double));
 				hx_quantile(sorted, (size_t)s.n, 0.5); /* sorts */
-				while (lo < hi) {
+				while (lo < hi && !hx_past(deadline)) {
 					int mid = (lo + hi) / 2;
 					hx_milp_result r2 = {0};
 					for (int c = 0; c < s.n; c++)
 						use[c] = bounds[c] <= sorted[mid];
-					rc = solve(pb, o, &s, use, HX_OBJ_CAPACITY, &r2, err);
+					rc = solve(pb, time_left(o, deadline, &obuf), &s, use, HX_OBJ_CAPACITY, &r2, err);
 					if (rc) {
 						free(r2.x);
 						break;
@@ -260,12 +329,18 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, h
 				free(sorted);
 			}
 			if (!rc)
-				rc = solve(pb, o, &s, use, HX_OBJ_CAPACITY, &res, err);
+				rc = solve(pb, time_left(o, deadline, &obuf), &s, use, HX_OBJ_CAPACITY, &res, err);
 			free(bounds);
 			free(use);
 			if (rc)
 				goto out;
 		}
+	}
+	if (res.status == HX_MILP_NO_SOLUTION && o->objective == HX_OBJ_CAPACITY && deadline > 0 &&
+	    hx_past(deadline)) {
+		if (!(res.bound > 0))
+			res.bound = max_capacity(&s);
+		greedy(&s, &res);
 	}
 	if (res.status > HX_MILP_TIME_LIMIT) {
 		rc = res.status == HX_MILP_NO_SOLUTION
@@ -294,6 +369,8 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, h
 		goto out;
 	}
 	fill_solver(p, &res, "glpk");
+	if (s.cut || hx_past(deadline))
+		strcpy(p->solver.status, "time_limit"); /* not every shape was tried */
 	if ((rc = hx_plan_finish(pb, p, 1, err)))
 		goto out;
 	/* hx_plan_finish sets the objective to the capacity; keep the MILP's. */

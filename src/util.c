@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int hx_errf(hx_err *err, int code, const char *fmt, ...)
@@ -77,6 +78,23 @@ int hx_strlcpy(char *dst, const char *src, size_t n)
 		dst[n - 1] = '\0';
 	}
 	return -1;
+}
+
+double hx_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double hx_deadline(double limit_s)
+{
+	return limit_s > 0 ? hx_now() + limit_s : 0;
+}
+
+int hx_past(double deadline)
+{
+	return deadline > 0 && hx_now() >= deadline;
 }
 
 static void size_text(size_t n, char *out, size_t len)

@@ -44,6 +44,13 @@ char *hx_read_file(const char *path, size_t *len, hx_err *err);
  * that names the limit, found before reading it when the size is known. */
 char *hx_read_file_max(const char *path, size_t max, size_t *len, hx_err *err);
 
+/* Seconds on the monotonic clock (for deadlines: never inside a plan). */
+double hx_now(void);
+/* A deadline LIMIT_S seconds from now; 0 (none) when LIMIT_S <= 0. */
+double hx_deadline(double limit_s);
+/* Whether DEADLINE (from hx_deadline) has passed; never when it is 0. */
+int hx_past(double deadline);
+
 /* Input size limits (hexplan-formats(5), LIMITS): JSON files, and CSV
  * traces and measurements. */
 #define HX_MAX_JSON_BYTES ((size_t)64 << 20)

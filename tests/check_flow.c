@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "flow.h"
+#include "ighook.h"
 #include "partition.h"
 #include "check_util.h"
 
@@ -108,6 +109,31 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+/* An igraph error or fatal error inside the guarded call becomes an error
+ * status with igraph's reason; the process lives on and the next call works. */
+START_TEST(test_igraph_faults)
+{
+	hx_graph g;
+	hx_flow_result res;
+	hx_err err = {0};
+
+	hx_graph_init(&g, 2);
+	hx_graph_add_edge(&g, 0, 1, 3);
+	for (int mode = 1; mode <= 2; mode++) {
+		hx_igraph_force_error(mode);
+		ck_assert_int_eq(hx_flow_max(&g, 0, 1, &res, &err), HX_EINPUT);
+		ck_assert_msg(strstr(err.msg, mode == 1 ? "max-flow failed: forced error for a test (igraph error"
+							: "max-flow failed: forced fatal error for a test (igraph fatal error)"),
+			      "%s", err.msg);
+		hx_flow_result_release(&res);
+		ck_assert_int_eq(hx_flow_max(&g, 0, 1, &res, &err), 0);
+		ck_assert(fabs(res.value - 3) < 1e-12);
+		hx_flow_result_release(&res);
+	}
+	hx_graph_release(&g);
+}
+END_TEST
+
 /* Two dense cliques joined by one thin edge split along it. */
 START_TEST(test_partition_cliques)
 {
@@ -182,6 +208,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_random_graphs);
 	tcase_add_test(tc, test_bad_input);
+	tcase_add_test(tc, test_igraph_faults);
 	tcase_add_test(tc, test_partition_cliques);
 	tcase_add_test(tc, test_partition_k_connected);
 	suite_add_tcase(s, tc);

@@ -124,6 +124,39 @@ START_TEST(test_error_hook)
 }
 END_TEST
 
+/* Numerical trouble (GLP_EFAIL) is retried once from a scaled start without
+ * presolve; trouble that persists is an error that says so. */
+START_TEST(test_numerical_trouble)
+{
+	hx_milp_result res;
+	hx_err err = {0};
+	int idx[2] = {0, 1};
+	double a[2] = {3, 2};
+
+	for (int n = 1; n <= 2; n++) {
+		hx_milp *m = hx_milp_new(1);
+		hx_milp_add_var(m, "x", HX_MILP_INT, 0, 10, 2);
+		hx_milp_add_var(m, "y", HX_MILP_CONT, 0, 10, 1);
+		hx_milp_add_row(m, "r", 2, idx, a, -INFINITY, 12.5);
+		hx_milp_force_trouble(m, n);
+		if (n == 1) {
+			ck_assert_int_eq(hx_milp_solve(m, NULL, &res, &err), 0);
+			ck_assert_int_eq(res.status, HX_MILP_OPTIMAL);
+			ck_assert_int_eq(res.retried, 1);
+			/* max 2x + y, 3x + 2y <= 12.5: x = 4, y = 0.25 */
+			ck_assert(fabs(res.objective - 8.25) < 1e-9);
+			ck_assert(fabs(res.x[0] - 4) < 1e-9);
+		} else {
+			ck_assert_int_eq(hx_milp_solve(m, NULL, &res, &err), HX_EINPUT);
+			ck_assert_int_eq(res.status, HX_MILP_ERROR);
+			ck_assert_msg(strstr(err.msg, "numerical trouble") != NULL, "%s", err.msg);
+		}
+		free(res.x);
+		hx_milp_free(m);
+	}
+}
+END_TEST
+
 /* The LP file keeps the objective sense and legal names. */
 START_TEST(test_lp_file)
 {
@@ -163,6 +196,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("milp");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_brute_force);
+	tcase_add_test(tc, test_numerical_trouble);
 	tcase_add_test(tc, test_infeasible_unbounded);
 	tcase_add_test(tc, test_error_hook);
 	tcase_add_test(tc, test_lp_file);

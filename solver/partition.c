@@ -62,8 +62,17 @@ static void fiedler(const double *w, int n, hx_rng *rng, double *x)
 		norm = sqrt(norm);
 		if (norm < 1e-300)
 			break;
-		for (int i = 0; i < n; i++)
-			x[i] = y[i] / norm;
+		/* Converged when an iteration moves no entry by more than
+		 * 1e-12 (the caller rounds the vector well above that). */
+		{
+			double moved = 0;
+			for (int i = 0; i < n; i++) {
+				moved = fmax(moved, fabs(y[i] / norm - x[i]));
+				x[i] = y[i] / norm;
+			}
+			if (moved < 1e-12)
+				break;
+		}
 	}
 	free(deg);
 	free(y);

@@ -1,6 +1,7 @@
 /* plan: make a deployment plan (or print an existing one). */
 #include "config.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,18 +19,40 @@ static int plan_baseline(const hx_problem *pb, const hx_plan_opts *o, hx_plan *o
 	return hx_plan_baseline(pb, out, err);
 }
 
-/* The modes this hexplan plans, in the order --help and errors name them.
- * SOLVER: takes --objective, --time-limit, --gap and --lp. */
+/* What a mode takes besides -c, -w, -m and --seed. */
+enum {
+	TAKES_TIME = 1, /* --time-limit: it searches */
+	TAKES_MILP = 2, /* --objective, --gap, --lp: it solves a MILP */
+};
+
+/* The modes this hexplan plans, in the order --help and errors name them. */
 static const struct mode {
 	const char *name;
 	int (*run)(const hx_problem *, const hx_plan_opts *, hx_plan *, hx_err *);
-	int solver;
+	int takes;
 } modes[] = {
 	{"baseline", plan_baseline, 0},
-	{"colocated", hx_plan_colocated, 1},
-	{"disagg", hx_plan_disagg, 0},
+	{"colocated", hx_plan_colocated, TAKES_TIME | TAKES_MILP},
+	{"disagg", hx_plan_disagg, TAKES_TIME},
 };
+
 #define NMODES ((int)(sizeof(modes) / sizeof(modes[0])))
+
+/* The modes that take what FLAG says, as "a, b and c". */
+static void mode_list(int flag, char *out, size_t len)
+{
+	int n = 0, k = 0;
+	for (int i = 0; i < NMODES; i++)
+		n += (modes[i].takes & flag) == flag;
+	out[0] = '\0';
+	for (int i = 0; i < NMODES; i++) {
+		if ((modes[i].takes & flag) != flag)
+			continue;
+		k++;
+		snprintf(out + strlen(out), len - strlen(out), "%s%s",
+			 k == 1 ? "" : k == n ? " and " : ", ", modes[i].name);
+	}
+}
 
 static const struct mode *find_mode(const char *name)
 {
@@ -41,11 +64,8 @@ static const struct mode *find_mode(const char *name)
 
 static int unknown_mode(const char *name)
 {
-	char list[256] = "";
-	for (int i = 0; i < NMODES; i++) {
-		strcat(list, i ? (i == NMODES - 1 ? " and " : ", ") : "");
-		strcat(list, modes[i].name);
-	}
+	char list[256];
+	mode_list(0, list, sizeof(list));
 	return hx_cli_usage_error(CMD, "unknown mode '%s' (this hexplan plans: %s)", name, list);
 }
 
@@ -95,6 +115,8 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	const struct mode *md;
 	int c, rc, table = 0, have_c = 0, have_w = 0, have_p = 0;
 	hx_plan_opts po = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0};
+	const double start = hx_now();
+	double limit = 0;
 
 	optind = 1;
 	opterr = 0;
@@ -145,9 +167,17 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		return hx_cli_usage_error(CMD, "-c cluster.json and -w workload.json are required");
 	if (!(md = find_mode(mode)))
 		return unknown_mode(mode);
-	if (!md->solver && (po.objective != HX_OBJ_CAPACITY || po.lp_path || po.gap > 0 ||
-			    po.time_limit_s > 0))
-		return hx_cli_usage_error(CMD, "--objective, --time-limit, --gap and --lp need a solver mode (colocated)");
+	if (!(md->takes & TAKES_MILP) && (po.objective != HX_OBJ_CAPACITY || po.lp_path || po.gap > 0)) {
+		char list[256];
+		mode_list(TAKES_MILP, list, sizeof(list));
+		return hx_cli_usage_error(CMD, "--objective, --gap and --lp need a MILP mode (%s)", list);
+	}
+	if (!(md->takes & TAKES_TIME) && po.time_limit_s > 0) {
+		char list[256];
+		mode_list(TAKES_TIME, list, sizeof(list));
+		return hx_cli_usage_error(CMD, "--time-limit needs a searching mode (%s)", list);
+	}
+	limit = po.time_limit_s;
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;
 	if ((rc = hx_cluster_load(&cluster, cpath, cat, &err)))
@@ -163,6 +193,10 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	if ((rc = hx_model_resolve(cat, model ? model : w.model, &m, &err)))
 		goto out;
 	pb = (hx_problem){cat, &cluster, &w, &m, (uint64_t)seed, cpath, wpath, cli->calibration};
+	if (limit > 0)
+		/* The search stops at 90% of the limit, leaving the rest to
+		 * finish and write the plan; loading counts too. */
+		po.time_limit_s = fmax(0.9 * limit - (hx_now() - start), 1e-3);
 	if ((rc = md->run(&pb, &po, &p, &err)))
 		goto out;
 	have_p = 1;

@@ -19,6 +19,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,14 @@ static hx_replica one_node_replica(const hx_problem *pb, const hx_gpu *g, int tp
 	return r;
 }
 
+/* The same profile to the cost model: name and every figure. */
+static int same_gpu(const hx_gpu *a, const hx_gpu *b)
+{
+	size_t off = offsetof(hx_gpu, tflops_bf16);
+	return strcmp(a->name, b->name) == 0 &&
+	       memcmp((const char *)a + off, (const char *)b + off, sizeof(hx_gpu) - off) == 0;
+}
+
 static void price_nodes(dctx *d)
 {
 	const hx_cluster *c = d->pb->cluster;
@@ -57,6 +66,16 @@ static void price_nodes(dctx *d)
 
 	for (int i = 0; i < d->n; i++) {
 		node_role *nr = &d->nr[i];
+		int j;
+		/* A node with the same GPU profile and count as an earlier one
+		 * prices the same (one-node replicas do not see links). */
+		for (j = 0; j < i; j++)
+			if (c->nodes[j].count == c->nodes[i].count && same_gpu(&c->nodes[j].gpu, &c->nodes[i].gpu))
+				break;
+		if (j < i) {
+			*nr = d->nr[j];
+			continue;
+		}
 		for (int phase = 0; phase < 2; phase++) {
 			for (int tp = 1; tp <= c->nodes[i].count; tp++) {
 				hx_replica r;
@@ -290,15 +309,20 @@ static int emit(dctx *d, const int *role, hx_plan *p, double *value, hx_err *err
 	 * node b, in proportion to the flow on link (a, b) and to the decode
 	 * replicas' shares of what reaches b. */
 	pair_flow = hx_xcalloc((size_t)n * n, sizeof(double));
-	for (int a = 0; a < n; a++)
-		for (int b = 0; b < n; b++) {
-			int lv = x.pair[a * n + b];
-			if (lv < 0)
-				continue;
-			for (int e = 0; e < x.g.m; e++)
-				if (x.g.from[e] == lv && x.g.to[e] == lv + 1)
-					pair_flow[a * n + b] = res.flow[e];
-		}
+	{
+		/* the link edge of a pair is the one edge lv -> lv + 1 */
+		int *link_edge = hx_xmalloc((size_t)x.g.n * sizeof(int) + 1);
+		for (int e = 0; e < x.g.m; e++)
+			if (x.g.to[e] == x.g.from[e] + 1)
+				link_edge[x.g.from[e]] = e;
+		for (int a = 0; a < n; a++)
+			for (int b = 0; b < n; b++) {
+				int lv = x.pair[a * n + b];
+				if (lv >= 0)
+					pair_flow[a * n + b] = res.flow[link_edge[lv]];
+			}
+		free(link_edge);
+	}
 	for (int a = 0; a < n; a++) {
 		double out = 0;
 		if (group_of[a] < 0 || role[a] != 0)
@@ -342,6 +366,23 @@ static int emit(dctx *d, const int *role, hx_plan *p, double *value, hx_err *err
 	return 0;
 }
 
+/* Replica ids sorted, to find a KV route's ends. */
+typedef struct idref {
+	const char *id;
+	int flat; /* index over all groups' replicas in plan order */
+} idref;
+
+static int cmp_idref(const void *a, const void *b)
+{
+	return strcmp(((const idref *)a)->id, ((const idref *)b)->id);
+}
+
+static int find_id(const idref *ids, int n, const char *id)
+{
+	idref key = {id, 0}, *hit = bsearch(&key, ids, (size_t)n, sizeof(idref), cmp_idref);
+	return hit ? hit->flat : -1;
+}
+
 int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_err *err)
 {
 	const hx_cluster *c = pb->cluster;
@@ -351,8 +392,9 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 	double Pq = hx_dist_quantile(&pb->workload->prompt, pb->workload->slo.percentile / 100);
 	long iterations = 0;
 	hx_graph g;
+	const double deadline = hx_deadline(o->time_limit_s);
+	int cut = 0; /* the time limit stopped the search */
 
-	(void)o;
 	hx_plan_init(p);
 	strcpy(p->mode, "disagg");
 	if (n < 2)
@@ -384,12 +426,20 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 		double *mem = hx_xcalloc((size_t)n, sizeof(double));
 		for (int i = 0; i < n; i++)
 			mem[i] = c->nodes[i].count * c->nodes[i].gpu.mem_gib;
-		for (int k = 2; k <= kmax; k++) {
+		for (int k = 2; k <= kmax && !cut; k++) {
+			if (best_v > 0 && hx_past(deadline)) {
+				cut = 1;
+				break;
+			}
 			if ((rc = hx_partition(&g, mem, k, pb->seed, grp, err)))
 				break;
 			/* (2) every role assignment of the k groups */
 			for (int mask = 1; mask < (1 << k) - 1; mask++) {
 				double v;
+				if (best_v > 0 && hx_past(deadline)) {
+					cut = 1;
+					break;
+				}
 				for (int i = 0; i < n; i++) {
 					int r = (mask >> grp[i]) & 1;
 					role[i] = d.nr[i].tp[r] ? r : -1;
@@ -407,10 +457,14 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 	if (rc)
 		goto out;
 	/* (4) refine: flip single nodes while the flow grows */
-	for (int pass = 0; pass < 4 * n && best_v > 0; pass++) {
+	for (int pass = 0; pass < 4 * n && best_v > 0 && !cut; pass++) {
 		int improved = 0;
 		for (int i = 0; i < n; i++) {
 			double v;
+			if (hx_past(deadline)) {
+				cut = 1;
+				break;
+			}
 			memcpy(role, best, (size_t)n * sizeof(int));
 			role[i] = best[i] == 0 ? 1 : best[i] == 1 ? 0 : (d.nr[i].tp[0] ? 0 : 1);
 			if (!d.nr[i].tp[role[i]])
@@ -443,42 +497,61 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 		/* The operating point at the workload's rate, replica by replica:
 		 * a prefill replica gets its group's ingress share, a decode
 		 * replica what the KV routes bring it. */
+		int R = 0, f = 0;
+		double *rate;
+		idref *ids;
+		for (int gi = 0; gi < p->ngroups; gi++)
+			R += p->groups[gi].nreplicas;
+		rate = hx_xcalloc((size_t)R + 1, sizeof(double));
+		ids = hx_xcalloc((size_t)R + 1, sizeof(idref));
 		for (int gi = 0; gi < p->ngroups; gi++) {
 			hx_plan_group *gp = &p->groups[gi];
-			for (int r = 0; r < gp->nreplicas; r++) {
+			double share = 0;
+			if (gp->role == HX_ROLE_PREFILL)
+				for (int i = 0; i < p->ningress; i++)
+					if (strcmp(p->ingress[i].to, gp->name) == 0)
+						share += p->ingress[i].weight;
+			for (int r = 0; r < gp->nreplicas; r++, f++) {
+				ids[f] = (idref){gp->replicas[r].id, f};
+				rate[f] = lambda * share / gp->nreplicas;
+			}
+		}
+		qsort(ids, (size_t)R, sizeof(idref), cmp_idref);
+		{
+			/* decode replicas get what the KV routes bring them */
+			double *in = hx_xcalloc((size_t)R + 1, sizeof(double));
+			for (int k = 0; k < p->nkv; k++) {
+				int a = find_id(ids, R, p->kv[k].from), b = find_id(ids, R, p->kv[k].to);
+				if (a >= 0 && b >= 0)
+					in[b] += rate[a] * p->kv[k].weight;
+			}
+			f = 0;
+			for (int gi = 0; gi < p->ngroups; gi++)
+				for (int r = 0; r < p->groups[gi].nreplicas; r++, f++)
+					if (p->groups[gi].role != HX_ROLE_PREFILL)
+						rate[f] = in[f];
+			free(in);
+		}
+		f = 0;
+		for (int gi = 0; gi < p->ngroups; gi++) {
+			hx_plan_group *gp = &p->groups[gi];
+			for (int r = 0; r < gp->nreplicas; r++, f++) {
 				hx_replica rep;
 				hx_capacity cap;
-				double rate = 0;
-				if (gp->role == HX_ROLE_PREFILL) {
-					for (int i = 0; i < p->ningress; i++)
-						if (strcmp(p->ingress[i].to, gp->name) == 0)
-							rate += lambda * p->ingress[i].weight / gp->nreplicas;
-				} else {
-					for (int k = 0; k < p->nkv; k++) {
-						const hx_route *kv = &p->kv[k];
-						if (strcmp(kv->to, gp->replicas[r].id) != 0)
-							continue;
-						for (int gj = 0; gj < p->ngroups; gj++)
-							for (int rj = 0; rj < p->groups[gj].nreplicas; rj++)
-								if (strcmp(p->groups[gj].replicas[rj].id, kv->from) == 0)
-									for (int i = 0; i < p->ningress; i++)
-										if (strcmp(p->ingress[i].to, p->groups[gj].name) == 0)
-											rate += lambda * p->ingress[i].weight /
-												p->groups[gj].nreplicas * kv->weight;
-					}
-				}
-				if (rate <= 0)
+				if (rate[f] <= 0)
 					continue;
 				hx_plan_replica_cost(p, gp, &gp->replicas[r], &rep, NULL);
 				hx_cost_at_rate_phase(&rep, pb->workload,
 						      gp->role == HX_ROLE_PREFILL ? HX_SERVE_PREFILL : HX_SERVE_DECODE,
-						      fmin(rate, gp->capacity_rps), &cap);
+						      fmin(rate[f], gp->capacity_rps), &cap);
 				if (gp->role == HX_ROLE_PREFILL && isfinite(cap.ttft_ms))
 					ttft = fmax(ttft, cap.ttft_ms);
 				if (gp->role == HX_ROLE_DECODE && isfinite(cap.tpot_ms))
 					tpot = fmax(tpot, cap.tpot_ms);
 			}
 		}
+		free(rate);
+		free(ids);
 		/* Prefill groups as the flow saw them (TTFT less the transfer);
 		 * the user's TTFT adds the percentile prompt's transfer. */
 		for (int gi = 0; gi < p->ngroups; gi++) {
@@ -500,7 +573,7 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 		p->predicted.usd_per_m_tokens =
 			lambda > 0 ? hx_round6(p->predicted.usd_per_hour / (lambda * (P + O) * 3600 / 1e6)) : 0;
 		strcpy(p->solver.engine, "igraph");
-		strcpy(p->solver.status, "heuristic");
+		strcpy(p->solver.status, cut ? "time_limit" : "heuristic");
 		p->solver.objective = hx_round6(value);
 		p->solver.bound = hx_round6(fmax(bound, value));
 		p->solver.gap = hx_round6((p->solver.bound - value) / fmax(value, 1e-12));

@@ -31,7 +31,8 @@ enum { HX_OBJ_CAPACITY, HX_OBJ_COST, HX_OBJ_LATENCY };
 
 typedef struct hx_plan_opts {
 	int objective;       /* HX_OBJ_* */
-	double time_limit_s; /* safety stop (0: none) */
+	double time_limit_s; /* safety stop from the call (0: none): the search
+			      * stops then and the plan is finished */
 	double gap;          /* relative MIP gap to stop at (0: optimal) */
 	long node_limit;     /* branch-and-bound nodes per solve (0: default) */
 	const char *lp_path; /* write the (last) MILP in CPLEX LP format */

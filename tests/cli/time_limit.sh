@@ -1,0 +1,45 @@
+#!/bin/sh
+# time_limit.sh: a tiny --time-limit on a big instance gives a plan marked
+# "status": "time_limit" (which passes check) or exit 4 with a message; it
+# never hangs, crashes or prints half a plan.  The test asserts the status,
+# not the time (bench/limits measures the overshoot).
+. "$(dirname "$0")/../lib.sh"
+
+python3 - >"$TMP/big.json" <<'PY'
+import json
+gpus = ["h100-sxm", "a100-80g", "l40s", "l4", "a10g", "rtx4090"]
+nodes = [{"name": "n%d" % i, "gpu": gpus[i % 6], "count": 8, "region": "r%d" % (i % 3)}
+         for i in range(128)]
+print(json.dumps({"version": 1, "nodes": nodes}))
+PY
+W=examples/workloads/chat.json
+
+# limited MODE ARGS...: plan with --time-limit 0.001 and check the outcome
+limited() {
+	what=$1
+	shift
+	rm -f "$TMP/plan.json"
+	run plan -c "$TMP/big.json" -w $W -m llama-3.1-70b --time-limit 0.001 -o "$TMP/plan.json" "$@"
+	case $rc in
+	0)
+		if grep -q '"status": "time_limit"' "$TMP/plan.json"; then ok; else fail "$what: exit 0 without status time_limit"; fi
+		run check -p "$TMP/plan.json" -c "$TMP/big.json"
+		expect_rc 0 "$what: the time-limited plan passes check"
+		;;
+	4)
+		expect_err_line '^hexplan: error: .*(time limit|its limit)' "$what: exit 4 message"
+		if [ -e "$TMP/plan.json" ]; then fail "$what: exit 4 left a plan file"; else ok; fi
+		;;
+	*) fail "$what: exit $rc, expected 0 (time_limit) or 4" ;;
+	esac
+}
+
+limited "colocated capacity" --mode colocated
+limited "colocated cost" --mode colocated --objective cost
+limited "colocated latency" --mode colocated --objective latency
+
+# without a limit the same instance is solved to optimality
+run plan -c "$TMP/big.json" -w $W -m llama-3.1-70b --mode colocated -o "$TMP/plan.json"
+expect_rc 0 "colocated without a limit"
+if grep -q '"status": "optimal"' "$TMP/plan.json"; then ok; else fail "colocated without a limit is not optimal"; fi
+finish

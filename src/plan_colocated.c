@@ -92,35 +92,55 @@ static int cmp_density(const void *a, const void *b)
 }
 
 /* When the time limit stops the MILP before its first integer solution: a
- * feasible one by greed (densest capacity per GPU first, as many copies as
- * the classes' GPUs allow), into RES->x. */
-static void greedy(const hx_candset *s, hx_milp_result *res)
+ * feasible one by greed into RES->x.  Capacity: densest capacity per GPU
+ * first, as many copies as the classes' GPUs allow.  Cost (LAMBDA > 0):
+ * cheapest capacity first, copies until they carry LAMBDA; RES->status
+ * stays no_solution when all the GPUs do not. */
+static void greedy(const hx_candset *s, double lambda, hx_milp_result *res)
 {
 	dense *order = hx_xmalloc((size_t)s->n * sizeof(dense) + 1);
+	double carried = 0;
 	double *left = hx_xcalloc((size_t)s->ncls + 1, sizeof(double));
 
 	for (int k = 0; k < s->ncls; k++)
 		left[k] = (double)s->cls[k].nnodes * s->cls[k].gpus_per_node;
 	for (int c = 0; c < s->n; c++)
-		order[c] = (dense){s->c[c].capacity_rps / s->c[c].gpus, c};
+		order[c] = (dense){lambda > 0 ? s->c[c].capacity_rps / fmax(s->c[c].usd_per_hour, 1e-9)
+					      : s->c[c].capacity_rps / s->c[c].gpus, c};
 	qsort(order, (size_t)s->n, sizeof(dense), cmp_density);
 	free(res->x);
 	res->x = hx_xcalloc((size_t)s->n + 1, sizeof(double));
 	res->objective = 0;
-	for (int i = 0; i < s->n; i++) {
+	for (int i = 0; i < s->n && !(lambda > 0 && carried >= lambda); i++) {
 		const hx_candidate *x = &s->c[order[i].c];
 		double n = INFINITY;
 		for (int k = 0; k < s->ncls; k++)
 			if (hx_cand_use(x, k) > 0)
 				n = fmin(n, floor(left[k] / hx_cand_use(x, k)));
+		if (lambda > 0)
+			n = fmin(n, ceil((lambda - carried) / x->capacity_rps));
 		if (!(n >= 1))
 			continue;
 		for (int k = 0; k < s->ncls; k++)
 			left[k] -= n * hx_cand_use(x, k);
 		res->x[order[i].c] = n;
-		res->objective += n * x->capacity_rps;
+		carried += n * x->capacity_rps;
+		res->objective += n * (lambda > 0 ? x->usd_per_hour : x->capacity_rps);
+	}
+	if (lambda > 0 && carried < lambda) {
+		free(order);
+		free(left);
+		return;
 	}
 	res->status = HX_MILP_TIME_LIMIT;
+	if (lambda > 0) {
+		/* no bound on the cost is known: report none rather than a wrong one */
+		res->bound = res->objective;
+		res->gap = 0;
+		free(order);
+		free(left);
+		return;
+	}
 	res->bound = fmax(res->bound, res->objective);
 	res->gap = fabs(res->bound - res->objective) / fmax(res->objective, 1e-9);
 	free(order);
@@ -336,11 +356,11 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, 
 				goto out;
 		}
 	}
-	if (res.status == HX_MILP_NO_SOLUTION && o->objective == HX_OBJ_CAPACITY && deadline > 0 &&
+	if (res.status == HX_MILP_NO_SOLUTION && o->objective != HX_OBJ_LATENCY && deadline > 0 &&
 	    hx_past(deadline)) {
-		if (!(res.bound > 0))
+		if (o->objective == HX_OBJ_CAPACITY && !(res.bound > 0))
 			res.bound = max_capacity(&s);
-		greedy(&s, &res);
+		greedy(&s, o->objective == HX_OBJ_COST ? lambda : 0, &res);
 	}
 	if (res.status > HX_MILP_TIME_LIMIT) {
 		rc = res.status == HX_MILP_NO_SOLUTION

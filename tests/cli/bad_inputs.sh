@@ -153,6 +153,48 @@ cal calibration-model-not-string.json ": /model: must be a string"
 run --catalog "$B/catalog-unknown-key" profiles list
 bad_file 1 catalog-unknown-key "/models\.json: /models/0/arch/rope_theta: unknown key"
 
+# ---- more loader defects (issue 11: every loader, each message asserted) ----
+v -c cluster-defaults-unknown-key.json ": /defaults/wan: unknown key"
+v -c cluster-duplicate-link.json ": /links/1: duplicate link between \"n1\" and \"n0\""
+v -c cluster-link-unknown-key.json ": /links/0/mtu: unknown key"
+v -c cluster-negative-nic.json ": /nodes/1/nic_gbps: must be a positive number, not -100"
+v -c cluster-negative-price.json ": /nodes/0/usd_per_hour: must be between 0 and 1e\+06, not -1"
+v -c cluster-offer-unknown-gpu.json ": /offers/0/gpu: unknown GPU \"h900\" \(see 'hexplan profiles list'\)"
+v -c cluster-offer-zero-per-node.json ": /offers/0/gpus_per_node: must be a positive integer, not 0"
+v -c cluster-region-not-string.json ": /nodes/0/region: must be a string, not an integer"
+v -m hf-config-experts-per-tok-above-experts.json ": /num_experts_per_tok: must be between 1 and the 4 experts"
+v -m hf-config-zero-vocab.json ": /vocab_size: must be an integer of at least 1"
+v -w workload-class-unknown-key.json ": /classes/0/colour: unknown key"
+v -w workload-no-output-tokens.json ": missing required key \"output_tokens\""
+v -w workload-percentile-above-100.json ": /slo/percentile: must be between 1 and 99\.99, not 101"
+v -w workload-serving-zero-seqs.json ": /serving/max_seqs: must be between 1 and 1e\+06, not 0"
+v -w workload-unknown-dist.json ": /prompt_tokens/dist: must be one of lognormal, not \"pareto\""
+v -w workload-zero-rate.json ": /rate_rps: must be a positive number, not 0"
+
+# ---- plan files (plan -p reads a plan strictly) ----------------------------
+# p NAME TAIL: hexplan plan -p $B/NAME fails with exit 1.
+p() {
+	run plan -p "$B/$1"
+	bad_file 1 "$1" "$2"
+}
+p plan-arch-zero-layers.json ": /models/0/arch/layers: must be a positive integer, not 0"
+p plan-bad-role.json ": /groups/0/role: must be one of aggregated, prefill, decode, not \"both\""
+p plan-bad-schema.json ": /schema: must be \"hexplan\.plan\""
+p plan-cascade-escalate.json ": /routing/cascade/0/escalate: must be between 0 and 1, not 1\.5"
+p plan-duplicate-group.json ": /groups/3/name: duplicate group name \"g0\""
+p plan-empty-groups.json ": /groups: must have at least 1 item"
+p plan-gpu-profile-negative.json ": /gpus/0/mem_gib: must be between 0\.001 and 1e\+07, not -1"
+p plan-gpu-ref-negative.json ": /groups/0/replicas/0/placement/0/0: must be a GPU as \"node:index\""
+p plan-gpu-ref-no-index.json ": /groups/0/replicas/0/placement/0/0: must be a GPU as \"node:index\""
+p plan-layers-three.json ": /groups/0/stages/0/layers: must be a pair \[first, last\) of layer indexes"
+p plan-no-groups.json ": missing required key \"groups\""
+p plan-placement-stages.json ": /groups/0/replicas/0/placement: has 2 stages, the group 1"
+p plan-status-unknown.json ": /solver/status: must be one of optimal, gap_limit, work_limit, time_limit, heuristic, not \"done\""
+p plan-tp-zero.json ": /groups/0/stages/0/tp: must be a positive integer, not 0"
+p plan-unknown-key.json ": /colour: unknown key"
+p plan-version-2.json ": /version: unsupported version 2 \(this hexplan reads version 1\)"
+p plan-weight-string.json ": /routing/ingress/0/weight: must be a number, not a string"
+
 # ---- missing files and stdin -----------------------------------------------------------
 run validate -c "$B/does-not-exist.json"
 expect_rc 1 "missing file"

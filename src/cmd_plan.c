@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "plan.h"
 #include "planners.h"
+#include "quality.h"
 
 #define CMD "plan"
 
@@ -28,8 +29,16 @@ static const struct mode {
 	{"baseline", plan_baseline, 0},
 	{"colocated", hx_plan_colocated, 1},
 	{"disagg", hx_plan_disagg, 0},
+	{"cascade", hx_plan_cascade, 1},
+	{"route", hx_plan_route, 1},
 };
 #define NMODES ((int)(sizeof(modes) / sizeof(modes[0])))
+
+/* Modes that take their models from the workload's quality profile (no -m). */
+static int takes_quality(const struct mode *md)
+{
+	return md->run == hx_plan_cascade || md->run == hx_plan_route;
+}
 
 static const struct mode *find_mode(const char *name)
 {
@@ -87,7 +96,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	const hx_catalog *cat;
 	hx_cluster cluster;
 	hx_workload w;
-	hx_model m;
+	hx_model m, *qmodels = NULL;
 	hx_plan p;
 	hx_problem pb;
 	hx_err err = {0};
@@ -147,7 +156,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		return unknown_mode(mode);
 	if (!md->solver && (po.objective != HX_OBJ_CAPACITY || po.lp_path || po.gap > 0 ||
 			    po.time_limit_s > 0))
-		return hx_cli_usage_error(CMD, "--objective, --time-limit, --gap and --lp need a solver mode (colocated)");
+		return hx_cli_usage_error(CMD, "--objective, --time-limit, --gap and --lp need a solver mode (colocated, cascade or route)");
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;
 	if ((rc = hx_cluster_load(&cluster, cpath, cat, &err)))
@@ -156,13 +165,34 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	if ((rc = hx_workload_load(&w, wpath, &err)))
 		goto out;
 	have_w = 1;
-	if (!model && !w.model[0]) {
-		rc = hx_cli_usage_error(CMD, "give -m MODEL (the workload names no model)");
-		goto out;
+	if (takes_quality(md)) {
+		if (model) {
+			rc = hx_cli_usage_error(CMD, "--mode %s takes its models from the workload's quality profile, not -m", mode);
+			goto out;
+		}
+		if (!w.quality) {
+			rc = hx_cli_usage_error(CMD, "--mode %s needs a workload with a quality profile (\"quality\")", mode);
+			goto out;
+		}
+		qmodels = hx_xcalloc((size_t)w.quality->nmodels, sizeof(hx_model));
+		for (int i = 0; i < w.quality->nmodels; i++)
+			if ((rc = hx_model_resolve(cat, w.quality->model[i], &qmodels[i], &err))) {
+				char msg[sizeof(err.msg)];
+				snprintf(msg, sizeof(msg), "%s: /quality/models/%d: %.900s", hx_display_path(wpath), i, err.msg);
+				hx_strlcpy(err.msg, msg, sizeof(err.msg));
+				goto out;
+			}
+		m = qmodels[0];
+	} else {
+		if (!model && !w.model[0]) {
+			rc = hx_cli_usage_error(CMD, "give -m MODEL (the workload names no model)");
+			goto out;
+		}
+		if ((rc = hx_model_resolve(cat, model ? model : w.model, &m, &err)))
+			goto out;
 	}
-	if ((rc = hx_model_resolve(cat, model ? model : w.model, &m, &err)))
-		goto out;
-	pb = (hx_problem){cat, &cluster, &w, &m, (uint64_t)seed, cpath, wpath, cli->calibration};
+	pb = (hx_problem){cat, &cluster, &w, &m, (uint64_t)seed, cpath, wpath, cli->calibration,
+			  qmodels, w.quality && takes_quality(md) ? w.quality->nmodels : 0};
 	if ((rc = md->run(&pb, &po, &p, &err)))
 		goto out;
 	have_p = 1;
@@ -178,6 +208,7 @@ out:
 		hx_cli_fail(&err);
 	if (have_p)
 		hx_plan_release(&p);
+	free(qmodels);
 	if (have_w)
 		hx_workload_release(&w);
 	if (have_c)

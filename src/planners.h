@@ -20,6 +20,9 @@ typedef struct hx_problem {
 	const hx_model *model;
 	uint64_t seed;
 	const char *cluster_path, *workload_path, *calibration_path; /* for digests */
+	/* cascade and route: the quality profile's models, in its order */
+	const hx_model *models;
+	int nmodels;
 } hx_problem;
 
 /* baseline: what an operator does by hand (DESIGN §6).  Exit-3 problems
@@ -51,6 +54,15 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out,
  * scores the assignment and gives the routing weights; single nodes then
  * flip roles while that raises the flow. */
 int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err);
+
+/* cascade (Cascadia) and route: several models from the workload's quality
+ * profile (quality.h; PB->models in the profile's order).  cascade searches
+ * thresholds by a weighted Tchebycheff scalarization of (latency, quality)
+ * under the quality floor, with a deployment MILP per candidate; route
+ * splits the traffic by fraction among the models in one MILP.  Both
+ * maximize capacity at the SLO (or minimize cost at the workload's rate). */
+int hx_plan_cascade(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err);
+int hx_plan_route(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err);
 
 /* The KV reserve (tokens) a replica of the workload's model needs: one
  * request at the SLO percentile, and at least HX_KV_RESERVE_TOKENS. */

@@ -1,0 +1,683 @@
+/*
+ * plan_cascade: model cascades and routing splits (Cascadia; DESIGN §6),
+ * from the workload's quality profile (quality.h).
+ *
+ * Deployment level (one GLPK MILP per thresholds theta): integer n_{i,c}
+ * counts the replicas of candidate shape c (candidates.h) of model i, each
+ * priced on the requests that reach model i (their lengths from the
+ * profile's sample); the node classes' GPUs are shared by all models.
+ *   capacity: max kappa  s.t.  sum_c cap_{i,c} n_{i,c} >= reach_i * kappa
+ *   cost:     min sum usd n  s.t.  sum_c cap_{i,c} n_{i,c} >= reach_i * rate
+ * An escalated request pays every stage it visits: its first token from
+ * model i comes after whole answers from models 0..i-1.  Each stage is
+ * therefore held to a TTFT budget a = (TTFT SLO - (C-1) * G) / C, where G =
+ * (percentile output length - 1) * TPOT SLO bounds one earlier answer, so
+ * a request escalated through all C models still meets the SLO.
+ *
+ * Routing level: thresholds theta on a grid of 5 points (0..100) are
+ * searched by a weighted Tchebycheff scalarization of (latency, quality):
+ *   T(theta) = max(W_LAT * (f - f*) / f*,  W_QUAL * (Q* - Q) / (Q* - floor))
+ * where f is 1/kappa (seconds of cluster time per request, the deployment's
+ * latency figure) or the cost, f* the ideal (everything answered by the
+ * first model), Q* the best quality any theta reaches; subject to Q(theta)
+ * >= the floor.  The search starts at the feasible theta with the least
+ * estimated work (traffic reaching each model over its best capacity per
+ * GPU), moves to the best neighbour (one threshold +- step) while T
+ * improves, halves the step (20, 10, 5) when it does not, and stops after
+ * STABLE_ITERS iterations without improvement, or at the evaluation limit
+ * (work_limit) or the time limit (time_limit).
+ *
+ * route: one stage.  Fractions z_i of the traffic go to model i (each sees
+ * the whole workload), within one MILP: max kappa (or min cost at the rate)
+ * s.t. sum_c cap_{i,c} n_{i,c} >= z_i, sum_i z_i = kappa (or the rate) and
+ * sum_i (meanscore_i - floor) z_i >= 0: the quality floor is linear in the
+ * fractions, so the MILP's optimum is the plan's.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "candidates.h"
+#include "milp.h"
+#include "planners.h"
+#include "quality.h"
+
+#define W_LAT 0.8
+#define W_QUAL 0.2
+#define STABLE_ITERS 3
+#define MAX_EVALS 60
+#define GRID 5.0
+#define MAXM HX_QUALITY_MAX_MODELS
+
+typedef struct cset {
+	int model, ok;
+	double prefix[MAXM]; /* thresholds of the models before it */
+	hx_workload w;
+	hx_candset s;
+} cset;
+
+typedef struct ctx {
+	const hx_problem *pb;
+	const hx_plan_opts *o;
+	const hx_quality *q;
+	int route;
+	double budget_ms; /* each stage's TTFT budget */
+	cset **cache;
+	int ncache;
+	long nodes, iterations;
+	int evals, time_cut, work_cut;
+	struct timespec t0;
+} ctx;
+
+static double elapsed(const ctx *x)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - x->t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - x->t0.tv_nsec);
+}
+
+/* The candidates of model M for the requests that reach it under THETA
+ * (cached by the thresholds before M).  NULL with ERR on error. */
+static cset *cands(ctx *x, int m, const double *theta, hx_err *err)
+{
+	cset *c;
+	double all[MAXM];
+	hx_problem pb = *x->pb;
+
+	for (int i = 0; i < x->ncache; i++) {
+		c = x->cache[i];
+		if (c->model == m && (x->route || memcmp(c->prefix, theta, (size_t)m * sizeof(double)) == 0))
+			return c;
+	}
+	c = hx_xcalloc(1, sizeof(cset));
+	c->model = m;
+	memcpy(c->prefix, theta, (size_t)m * sizeof(double));
+	x->cache = hx_xrealloc(x->cache, (size_t)(x->ncache + 1) * sizeof(cset *));
+	x->cache[x->ncache++] = c;
+	if (x->route) { /* every model sees the whole sample */
+		for (int i = 0; i < MAXM; i++)
+			all[i] = INFINITY;
+		theta = all;
+	}
+	if (hx_cascade_model_workload(x->q, x->pb->workload, theta, m, &c->w, NULL))
+		return c; /* nothing reaches M: no candidates, ok 0 */
+	c->w.slo.ttft_ms = x->budget_ms;
+	pb.model = &x->pb->models[m];
+	pb.workload = &c->w;
+	if (hx_candidates(&pb, NULL, &c->s, err))
+		return NULL;
+	c->ok = 1;
+	return c;
+}
+
+static void cache_free(ctx *x)
+{
+	for (int i = 0; i < x->ncache; i++) {
+		if (x->cache[i]->ok)
+			hx_candset_release(&x->cache[i]->s);
+		hx_workload_release(&x->cache[i]->w);
+		free(x->cache[i]);
+	}
+	free(x->cache);
+}
+
+/* One deployment: the MILP for THETA (cascade) or the split (route).  On
+ * return *VAL is kappa (capacity) or the cost, 0 / INFINITY when no
+ * deployment carries the traffic; SETS get each model's candidates and RES
+ * the solution (caller frees res->x).  LP: write the model. */
+static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_milp_result *res,
+		  double *val, hx_err *err)
+{
+	const hx_quality *q = x->q;
+	const hx_candset *s0 = NULL;
+	int cost = x->o->objective == HX_OBJ_COST, nm = q->nmodels, rc, kappa = -1, z0 = -1;
+	int base[MAXM], nv = 0;
+	double lambda = x->pb->workload->rate_rps;
+	hx_cascade_eval ev;
+	hx_milp *m;
+	hx_milp_opts mo = {x->o->gap, x->o->node_limit, 0, x->o->verbose, lp};
+	int *idx;
+	double *v;
+
+	memset(res, 0, sizeof(*res));
+	*val = cost ? INFINITY : 0;
+	if (!x->route)
+		hx_cascade_evaluate(q, theta, &ev);
+	for (int i = 0; i < nm; i++) {
+		if (!x->route && ev.reach[i] <= 0) {
+			sets[i] = NULL;
+			continue;
+		}
+		if (!(sets[i] = cands(x, i, theta, err)))
+			return HX_EINPUT;
+		if (sets[i]->ok && sets[i]->s.n > 0)
+			s0 = &sets[i]->s;
+		else if (!x->route)
+			return 0; /* a model that must serve has no shape */
+	}
+	if (!s0)
+		return 0;
+	if (x->o->time_limit_s > 0) {
+		mo.time_limit_s = x->o->time_limit_s - elapsed(x);
+		if (mo.time_limit_s <= 0) {
+			x->time_cut = 1;
+			return 0;
+		}
+	}
+	m = hx_milp_new(!cost);
+	for (int i = 0; i < nm; i++) {
+		base[i] = nv;
+		if (!sets[i] || !sets[i]->ok)
+			continue;
+		for (int c = 0; c < sets[i]->s.n; c++) {
+			const hx_candset *s = &sets[i]->s;
+			const hx_candidate *cd = &s->c[c];
+			double ub = INFINITY;
+			char name[160];
+			for (int k = 0; k < s->ncls; k++) {
+				int u = hx_cand_use(cd, k);
+				if (u > 0)
+					ub = fmin(ub, floor((double)s->cls[k].nnodes * s->cls[k].gpus_per_node / u));
+			}
+			snprintf(name, sizeof(name), "n_m%d_%d_%s_tp%d_pp%d", i, c,
+				 s->cls[cd->st[0].cls].gpu->name, cd->st[0].tp, cd->nstages);
+			hx_milp_add_var(m, name, HX_MILP_INT, 0, ub, cost ? cd->usd_per_hour : 0);
+			nv++;
+		}
+	}
+	if (!cost)
+		kappa = nv++, hx_milp_add_var(m, "kappa", HX_MILP_CONT, 0, INFINITY, 1);
+	if (x->route) {
+		z0 = nv;
+		for (int i = 0; i < nm; i++) {
+			char name[32];
+			snprintf(name, sizeof(name), "z_m%d", i);
+			hx_milp_add_var(m, name, HX_MILP_CONT, 0, INFINITY, 0);
+			nv++;
+		}
+	}
+	idx = hx_xmalloc((size_t)(nv + 1) * sizeof(int));
+	v = hx_xmalloc((size_t)(nv + 1) * sizeof(double));
+	/* GPUs of each node class, shared by all models. */
+	for (int k = 0; k < s0->ncls; k++) {
+		int n = 0;
+		char name[160];
+		for (int i = 0; i < nm; i++)
+			for (int c = 0; sets[i] && sets[i]->ok && c < sets[i]->s.n; c++) {
+				int u = hx_cand_use(&sets[i]->s.c[c], k);
+				if (u > 0) {
+					idx[n] = base[i] + c;
+					v[n++] = u;
+				}
+			}
+		snprintf(name, sizeof(name), "gpus_%s_class%d", s0->cls[k].gpu->name, k);
+		if (n > 0)
+			hx_milp_add_row(m, name, n, idx, v, -INFINITY,
+					(double)s0->cls[k].nnodes * s0->cls[k].gpus_per_node);
+	}
+	/* Each model carries what reaches it. */
+	for (int i = 0; i < nm; i++) {
+		int n = 0;
+		double lo = 0;
+		char name[32];
+		if (!sets[i])
+			continue;
+		for (int c = 0; sets[i]->ok && c < sets[i]->s.n; c++) {
+			idx[n] = base[i] + c;
+			v[n++] = sets[i]->s.c[c].capacity_rps;
+		}
+		if (x->route) {
+			idx[n] = z0 + i;
+			v[n++] = -1;
+		} else if (!cost) {
+			idx[n] = kappa;
+			v[n++] = -ev.reach[i];
+		} else {
+			lo = ev.reach[i] * lambda;
+		}
+		snprintf(name, sizeof(name), "serve_m%d", i);
+		hx_milp_add_row(m, name, n, idx, v, lo, INFINITY);
+	}
+	if (x->route) {
+		for (int i = 0; i < nm; i++) {
+			idx[i] = z0 + i;
+			v[i] = 1;
+		}
+		if (!cost) {
+			idx[nm] = kappa;
+			v[nm] = -1;
+			hx_milp_add_row(m, "split", nm + 1, idx, v, 0, 0);
+		} else {
+			hx_milp_add_row(m, "split", nm, idx, v, lambda, lambda);
+		}
+		for (int i = 0; i < nm; i++)
+			v[i] = hx_quality_mean(q, i) - q->floor;
+		hx_milp_add_row(m, "quality_floor", nm, idx, v, 0, INFINITY);
+	}
+	rc = hx_milp_solve(m, &mo, res, err);
+	hx_milp_free(m);
+	free(idx);
+	free(v);
+	if (rc)
+		return rc;
+	x->evals++;
+	x->nodes += res->nodes;
+	x->iterations += res->iterations;
+	if (res->status == HX_MILP_TIME_LIMIT || res->status == HX_MILP_NO_SOLUTION)
+		x->time_cut |= x->o->time_limit_s > 0;
+	if (res->status <= HX_MILP_TIME_LIMIT)
+		*val = cost ? res->objective : (kappa >= 0 ? res->x[kappa] : 0);
+	return 0;
+}
+
+/* Score of a deployment value: f = 1/kappa or the cost (lower is better). */
+static double f_of(const ctx *x, double val)
+{
+	if (x->o->objective == HX_OBJ_COST)
+		return val;
+	return val > 0 ? 1 / val : INFINITY;
+}
+
+typedef struct eval {
+	double theta[MAXM];
+	double val, f, quality, tcheb;
+} eval;
+
+/* The routing level's search (see the header); BEST gets the chosen theta. */
+static int search(ctx *x, eval *best, hx_err *err)
+{
+	const hx_quality *q = x->q;
+	int nt = q->nmodels - 1, rc, nev = 0, stable = 0;
+	double fstar, qstar = 0, proxy_best = INFINITY, gpu_rate[MAXM];
+	double step = 20;
+	eval *seen = NULL, cur;
+	cset *sets[MAXM];
+	hx_milp_result res;
+	long npts = 1;
+
+	/* Q* and the starting point: the best quality on the grid, and the
+	 * feasible theta with the least estimated work. */
+	for (int i = 0; i < q->nmodels; i++) {
+		double full[MAXM];
+		cset *c;
+		for (int k = 0; k < MAXM; k++)
+			full[k] = INFINITY;
+		gpu_rate[i] = 0;
+		if (!(c = cands(x, i, full, err)))
+			return HX_EINPUT;
+		for (int k = 0; c->ok && k < c->s.n; k++)
+			gpu_rate[i] = fmax(gpu_rate[i], c->s.c[k].capacity_rps / c->s.c[k].gpus);
+	}
+	for (int i = 0; i < nt; i++)
+		npts *= (long)(100 / GRID) + 1;
+	memset(&cur, 0, sizeof(cur));
+	cur.quality = -1;
+	for (long p = 0; p < npts; p++) {
+		double th[MAXM], proxy = 0;
+		hx_cascade_eval ev;
+		long r = p;
+		for (int i = 0; i < nt; i++) {
+			th[i] = GRID * (double)(r % ((long)(100 / GRID) + 1));
+			r /= (long)(100 / GRID) + 1;
+		}
+		hx_cascade_evaluate(q, th, &ev);
+		qstar = fmax(qstar, ev.quality);
+		if (ev.quality < q->floor - 1e-9)
+			continue;
+		for (int i = 0; i < q->nmodels; i++)
+			proxy += ev.reach[i] > 0 ? (gpu_rate[i] > 0 ? ev.reach[i] / gpu_rate[i] : INFINITY) : 0;
+		if (proxy < proxy_best - 1e-12 || (fabs(proxy - proxy_best) <= 1e-12 && ev.quality > cur.quality)) {
+			proxy_best = proxy;
+			memcpy(cur.theta, th, sizeof(th));
+			cur.quality = ev.quality;
+		}
+	}
+	if (cur.quality < 0)
+		return hx_errf(err, HX_EINFEASIBLE,
+			       "the quality floor of %g is above what any thresholds reach (at most %.2f)",
+			       q->floor, qstar);
+	/* The ideal: everything answered by the first model. */
+	{
+		double zero[MAXM] = {0}, val;
+		if ((rc = deploy(x, zero, NULL, sets, &res, &val, err)))
+			return rc;
+		free(res.x);
+		fstar = f_of(x, val);
+	}
+#define SCORE(e)                                                                              \
+	do {                                                                                  \
+		double lt = isfinite(fstar) && fstar > 0 ? ((e).f - fstar) / fstar : (e).f;   \
+		double qt = (qstar - (e).quality) / fmax(qstar - q->floor, 1);                \
+		(e).tcheb = isfinite((e).f) ? fmax(W_LAT * lt, W_QUAL * qt) : INFINITY;       \
+	} while (0)
+	{
+		hx_cascade_eval ev;
+		if ((rc = deploy(x, cur.theta, NULL, sets, &res, &cur.val, err)))
+			return rc;
+		free(res.x);
+		hx_cascade_evaluate(q, cur.theta, &ev);
+		cur.quality = ev.quality;
+		cur.f = f_of(x, cur.val);
+		SCORE(cur);
+	}
+	seen = hx_xmalloc(sizeof(eval) * (MAX_EVALS + 2));
+	seen[nev++] = cur;
+	while (stable < STABLE_ITERS && !x->time_cut) {
+		eval nb = cur;
+		int moved = 0;
+		nb.tcheb = INFINITY;
+		for (int i = 0; i < nt && !x->time_cut; i++)
+			for (int dir = -1; dir <= 1; dir += 2) {
+				eval e;
+				hx_cascade_eval ev;
+				int known = 0;
+				memcpy(e.theta, cur.theta, sizeof(e.theta));
+				e.theta[i] += dir * step;
+				if (e.theta[i] < 0 || e.theta[i] > 100)
+					continue;
+				hx_cascade_evaluate(q, e.theta, &ev);
+				if (ev.quality < q->floor - 1e-9)
+					continue;
+				e.quality = ev.quality;
+				for (int k = 0; k < nev && !known; k++)
+					if (memcmp(seen[k].theta, e.theta, sizeof(e.theta)) == 0) {
+						e = seen[k];
+						known = 1;
+					}
+				if (!known) {
+					if (nev >= MAX_EVALS) {
+						x->work_cut = 1;
+						goto out;
+					}
+					if ((rc = deploy(x, e.theta, NULL, sets, &res, &e.val, err)))
+						goto fail;
+					free(res.x);
+					e.f = f_of(x, e.val);
+					SCORE(e);
+					seen[nev++] = e;
+				}
+				if (e.tcheb < nb.tcheb - 1e-12)
+					nb = e;
+			}
+		if (nb.tcheb < cur.tcheb - 1e-9) {
+			cur = nb;
+			moved = 1;
+		}
+		if (!moved) {
+			stable++;
+			if (step > GRID)
+				step /= 2;
+		}
+	}
+out:
+	*best = cur;
+	rc = 0;
+fail:
+	free(seen);
+	return rc;
+#undef SCORE
+}
+
+typedef struct pick {
+	int model, cand, n, width;
+} pick;
+
+static int cmp_pick(const void *a, const void *b)
+{
+	const pick *x = a, *y = b;
+	if (x->width != y->width)
+		return y->width - x->width;
+	if (x->model != y->model)
+		return x->model - y->model;
+	return x->cand - y->cand;
+}
+
+/* Place N replicas of candidate C of model MD as a new group (first fit on
+ * the class's nodes; exact, as in plan_colocated). */
+static void place(const hx_problem *pb, const hx_model *md, const hx_candset *s,
+		  const hx_candidate *c, int n, int *free_gpus, int *next, hx_plan *p)
+{
+	hx_plan_group *g = hx_plan_add_group(p);
+	const hx_cluster *cl = pb->cluster;
+
+	snprintf(g->name, sizeof(g->name), "g%d", p->ngroups - 1);
+	hx_strlcpy(g->model, md->name, sizeof(g->model));
+	g->role = HX_ROLE_AGGREGATED;
+	g->wdt = md->a.dtype;
+	g->kvdt = HX_DT_FP16;
+	g->nstages = c->nstages;
+	for (int i = 0; i < c->nstages; i++) {
+		hx_strlcpy(g->stage[i].gpu, s->cls[c->st[i].cls].gpu->name, sizeof(g->stage[i].gpu));
+		g->stage[i].tp = c->st[i].tp;
+		g->stage[i].first = c->st[i].first;
+		g->stage[i].last = c->st[i].last;
+	}
+	for (int r = 0; r < n; r++) {
+		hx_plan_replica *rep = hx_plan_add_replica(g);
+		int node[HX_CAND_MAX_STAGES];
+		char id[128];
+		snprintf(id, sizeof(id), "%sr%d", g->name, r);
+		hx_strlcpy(rep->id, id, sizeof(rep->id));
+		for (int i = 0; i < c->nstages; i++) {
+			const hx_node_class *k = &s->cls[c->st[i].cls];
+			int tp = c->st[i].tp, at = -1;
+			for (int j = 0; j < k->nnodes && at < 0; j++)
+				if (free_gpus[k->nodes[j]] >= tp)
+					at = k->nodes[j];
+			if (at < 0)
+				at = k->nodes[0]; /* cannot happen: packing is exact */
+			node[i] = at;
+			rep->ngpus[i] = tp;
+			rep->gpus[i] = hx_xcalloc((size_t)tp, sizeof(hx_gpu_ref));
+			for (int t = 0; t < tp; t++) {
+				hx_strlcpy(rep->gpus[i][t].node, cl->nodes[at].name, sizeof(rep->gpus[i][t].node));
+				rep->gpus[i][t].index = next[at] + t;
+			}
+			next[at] += tp;
+			free_gpus[at] -= tp;
+		}
+		for (int i = 0; i + 1 < c->nstages; i++) {
+			if (node[i] == node[i + 1]) {
+				const hx_gpu *gp = &cl->nodes[node[i]].gpu;
+				rep->link[i] = (hx_linkspec){gp->intra_bw_gb_s * 8, gp->intra_latency_us * 1e-3};
+			} else {
+				rep->link[i] = hx_cluster_link(cl, node[i], node[i + 1]);
+			}
+		}
+	}
+}
+
+static int run(const hx_problem *pb, const hx_plan_opts *o, int route, hx_plan *p, hx_err *err)
+{
+	const hx_quality *q = pb->workload->quality;
+	const hx_workload *w = pb->workload;
+	ctx x;
+	eval best;
+	cset *sets[MAXM] = {0};
+	hx_milp_result res = {0};
+	pick *picks = NULL;
+	int npicks = 0, rc, *free_gpus = NULL, *next = NULL, nm;
+	double val = 0, served[MAXM] = {0}, total = 0;
+	hx_cascade_eval ev;
+
+	hx_plan_init(p);
+	strcpy(p->mode, route ? "route" : "cascade");
+	memset(&x, 0, sizeof(x));
+	clock_gettime(CLOCK_MONOTONIC, &x.t0);
+	if (!q || pb->nmodels != q->nmodels)
+		return hx_errf(err, HX_EINPUT, "%s plans need the workload's quality profile (\"quality\")",
+			       p->mode);
+	nm = q->nmodels;
+	if (o->objective == HX_OBJ_LATENCY)
+		return hx_errf(err, HX_EUSAGE, "%s plans maximize capacity or minimize cost, not latency",
+			       p->mode);
+	if (pb->cluster->nnodes == 0)
+		return hx_errf(err, HX_EINFEASIBLE,
+			       "the cluster has offers but no nodes: %s plans fixed nodes", p->mode);
+	if (!route && nm < 2)
+		return hx_errf(err, HX_EINFEASIBLE, "a cascade needs at least two models in the quality profile");
+	x.pb = pb;
+	x.o = o;
+	x.q = q;
+	x.route = route;
+	x.budget_ms = w->slo.ttft_ms;
+	if (!route) {
+		double op = hx_dist_quantile(&w->output, w->slo.percentile / 100);
+		double g = fmax(op - 1, 0) * w->slo.tpot_ms;
+		x.budget_ms = (w->slo.ttft_ms - (nm - 1) * g) / nm;
+		if (x.budget_ms <= 0)
+			return hx_errf(err, HX_EINFEASIBLE,
+				       "the TTFT SLO of %g ms cannot cover a request escalated through %d "
+				       "models: each earlier answer may take %.0f ms (%.0f tokens, the "
+				       "p%g output, at the TPOT SLO of %g ms)",
+				       w->slo.ttft_ms, nm, g, op, w->slo.percentile, w->slo.tpot_ms);
+	}
+	memset(&best, 0, sizeof(best));
+	if (!route && (rc = search(&x, &best, err)))
+		goto out;
+	if ((rc = deploy(&x, best.theta, o->lp_path, sets, &res, &val, err)))
+		goto out;
+	if (res.status > HX_MILP_TIME_LIMIT ||
+	    (o->objective == HX_OBJ_COST ? !isfinite(val) : val <= 0)) {
+		if (x.time_cut || res.status == HX_MILP_NO_SOLUTION)
+			rc = hx_errf(err, HX_ELIMIT, "the time limit was reached before any plan");
+		else if (o->objective == HX_OBJ_COST)
+			rc = hx_errf(err, HX_EINFEASIBLE,
+				     "the workload's rate of %g req/s is above what the cluster carries "
+				     "at the SLO with quality >= %g", w->rate_rps, q->floor);
+		else
+			rc = hx_errf(err, HX_EINFEASIBLE,
+				     "no deployment carries any traffic at the SLO with quality >= %g "
+				     "(a model that must serve fits no GPU set, or the stage TTFT budget of "
+				     "%.0f ms is too short)", q->floor, x.budget_ms);
+		goto out;
+	}
+	/* Traffic per model, and the replicas to place. */
+	{
+		int nv = 0, z0;
+		for (int i = 0; i < nm; i++)
+			nv += sets[i] && sets[i]->ok ? sets[i]->s.n : 0;
+		z0 = nv + (o->objective == HX_OBJ_COST ? 0 : 1);
+		if (route) {
+			for (int i = 0; i < nm; i++)
+				total += served[i] = fmax(res.x[z0 + i], 0);
+		} else {
+			hx_cascade_evaluate(q, best.theta, &ev);
+		}
+	}
+	picks = hx_xcalloc((size_t)1024, sizeof(pick));
+	{
+		int base = 0;
+		for (int i = 0; i < nm; i++) {
+			if (!sets[i] || !sets[i]->ok)
+				continue;
+			if (!route || served[i] > 1e-9 * fmax(total, 1e-9))
+				for (int c = 0; c < sets[i]->s.n; c++) {
+					int n = (int)floor(res.x[base + c] + 0.5), wd = 0;
+					for (int k = 0; k < sets[i]->s.c[c].nstages; k++)
+						wd = sets[i]->s.c[c].st[k].tp > wd ? sets[i]->s.c[c].st[k].tp : wd;
+					if (n > 0 && npicks < 1024)
+						picks[npicks++] = (pick){i, c, n, wd};
+				}
+			base += sets[i]->s.n;
+		}
+	}
+	qsort(picks, (size_t)npicks, sizeof(pick), cmp_pick);
+	free_gpus = hx_xcalloc((size_t)pb->cluster->nnodes + 1, sizeof(int));
+	next = hx_xcalloc((size_t)pb->cluster->nnodes + 1, sizeof(int));
+	for (int i = 0; i < pb->cluster->nnodes; i++)
+		free_gpus[i] = pb->cluster->nodes[i].count;
+	for (int i = 0; i < nm; i++) /* models in cascade order */
+		for (int k = 0; k < npicks; k++)
+			if (picks[k].model == i && !hx_plan_model(p, pb->models[i].name))
+				hx_plan_add_model(p, &pb->models[i]);
+	for (int k = 0; k < npicks; k++) {
+		const cset *c = sets[picks[k].model];
+		place(pb, &pb->models[picks[k].model], &c->s, &c->s.c[picks[k].cand], picks[k].n,
+		      free_gpus, next, p);
+	}
+	/* Ingress: the cascade enters at its first model; a split sends each
+	 * model its fraction, over its groups in proportion to capacity. */
+	for (int k = 0; k < npicks; k++) {
+		const cset *c = sets[picks[k].model];
+		int i = picks[k].model;
+		double cap = c->s.c[picks[k].cand].capacity_rps * picks[k].n, mcap = 0;
+		hx_route *rt;
+		if (!route && i != 0)
+			continue;
+		for (int j = 0; j < npicks; j++)
+			if (picks[j].model == i)
+				mcap += sets[i]->s.c[picks[j].cand].capacity_rps * picks[j].n;
+		rt = hx_plan_add_route(&p->ingress, &p->ningress);
+		hx_strlcpy(rt->to, p->groups[k].name, sizeof(rt->to));
+		rt->weight = (route ? served[i] / total : 1) * cap / mcap;
+	}
+	hx_routes_normalize(p->ingress, p->ningress);
+	if (!route) {
+		int last = 0;
+		for (int i = 0; i < nm; i++)
+			if (ev.reach[i] > 0)
+				last = i;
+		for (int i = 0; i <= last; i++) {
+			hx_cascade_step *st;
+			p->cascade = hx_xrealloc(p->cascade, (size_t)(p->ncascade + 1) * sizeof(*st));
+			st = &p->cascade[p->ncascade++];
+			memset(st, 0, sizeof(*st));
+			hx_strlcpy(st->model, pb->models[i].name, sizeof(st->model));
+			st->threshold = i < last ? best.theta[i] : 0;
+			st->escalate = i < last ? hx_round6(ev.escalate[i]) : 0;
+		}
+	}
+	strcpy(p->solver.engine, "glpk");
+	if (route)
+		strcpy(p->solver.status, res.status == HX_MILP_OPTIMAL ? "optimal"
+				       : res.status == HX_MILP_GAP_LIMIT ? "gap_limit"
+				       : res.status == HX_MILP_TIME_LIMIT ? "time_limit" : "work_limit");
+	else
+		strcpy(p->solver.status, x.time_cut ? "time_limit" : x.work_cut ? "work_limit" : "heuristic");
+	{
+		hx_problem pb1 = *pb;
+		pb1.model = &pb->models[0];
+		if ((rc = hx_plan_finish(&pb1, p, 0, err)))
+			goto out;
+	}
+	if (o->objective != HX_OBJ_COST)
+		p->predicted.capacity_rps = hx_round6(val);
+	p->predicted.has_quality = 1;
+	if (route) {
+		double f[MAXM] = {0};
+		for (int i = 0; i < nm; i++)
+			f[i] = served[i] / total;
+		p->predicted.quality = hx_round6(hx_route_quality(q, f));
+	} else {
+		p->predicted.quality = hx_round6(ev.quality);
+	}
+	p->solver.objective = hx_round6(val);
+	p->solver.bound = hx_round6(route ? res.bound : val);
+	p->solver.gap = hx_round6(route ? res.gap : 0);
+	p->solver.nodes = x.nodes;
+	p->solver.iterations = x.iterations;
+out:
+	free(picks);
+	free(free_gpus);
+	free(next);
+	free(res.x);
+	cache_free(&x);
+	if (rc)
+		hx_plan_release(p);
+	return rc;
+}
+
+int hx_plan_cascade(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_err *err)
+{
+	return run(pb, o, 0, p, err);
+}
+
+int hx_plan_route(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_err *err)
+{
+	return run(pb, o, 1, p, err);
+}

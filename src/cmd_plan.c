@@ -96,7 +96,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	const hx_catalog *cat;
 	hx_cluster cluster;
 	hx_workload w;
-	hx_model m, *qmodels = NULL;
+	hx_model m;
 	hx_plan p;
 	hx_problem pb;
 	hx_err err = {0};
@@ -174,15 +174,14 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 			rc = hx_cli_usage_error(CMD, "--mode %s needs a workload with a quality profile (\"quality\")", mode);
 			goto out;
 		}
-		qmodels = hx_xcalloc((size_t)w.quality->nmodels, sizeof(hx_model));
-		for (int i = 0; i < w.quality->nmodels; i++)
-			if ((rc = hx_model_resolve(cat, w.quality->model[i], &qmodels[i], &err))) {
-				char msg[sizeof(err.msg)];
-				snprintf(msg, sizeof(msg), "%s: /quality/models/%d: %.900s", hx_display_path(wpath), i, err.msg);
-				hx_strlcpy(err.msg, msg, sizeof(err.msg));
-				goto out;
-			}
-		m = qmodels[0];
+		/* the planner resolves the profile's models; -m's place is
+		 * held by the first */
+		if ((rc = hx_model_resolve(cat, w.quality->model[0], &m, &err))) {
+			char msg[sizeof(err.msg)];
+			snprintf(msg, sizeof(msg), "%s: /quality/models/0: %.900s", hx_display_path(wpath), err.msg);
+			hx_strlcpy(err.msg, msg, sizeof(err.msg));
+			goto out;
+		}
 	} else {
 		if (!model && !w.model[0]) {
 			rc = hx_cli_usage_error(CMD, "give -m MODEL (the workload names no model)");
@@ -191,8 +190,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		if ((rc = hx_model_resolve(cat, model ? model : w.model, &m, &err)))
 			goto out;
 	}
-	pb = (hx_problem){cat, &cluster, &w, &m, (uint64_t)seed, cpath, wpath, cli->calibration,
-			  qmodels, w.quality && takes_quality(md) ? w.quality->nmodels : 0};
+	pb = (hx_problem){cat, &cluster, &w, &m, (uint64_t)seed, cpath, wpath, cli->calibration};
 	if ((rc = md->run(&pb, &po, &p, &err)))
 		goto out;
 	have_p = 1;
@@ -208,7 +206,6 @@ out:
 		hx_cli_fail(&err);
 	if (have_p)
 		hx_plan_release(&p);
-	free(qmodels);
 	if (have_w)
 		hx_workload_release(&w);
 	if (have_c)

@@ -62,6 +62,7 @@ typedef struct cset {
 
 typedef struct ctx {
 	const hx_problem *pb;
+	hx_model models[MAXM]; /* the profile's, resolved */
 	const hx_plan_opts *o;
 	const hx_quality *q;
 	int route;
@@ -106,7 +107,7 @@ static cset *cands(ctx *x, int m, const double *theta, hx_err *err)
 	if (hx_cascade_model_workload(x->q, x->pb->workload, theta, m, &c->w, NULL))
 		return c; /* nothing reaches M: no candidates, ok 0 */
 	c->w.slo.ttft_ms = x->budget_ms;
-	pb.model = &x->pb->models[m];
+	pb.model = &x->models[m];
 	pb.workload = &c->w;
 	if (hx_candidates(&pb, NULL, &c->s, err))
 		return NULL;
@@ -491,7 +492,8 @@ static void place(const hx_problem *pb, const hx_model *md, const hx_candset *s,
 	}
 }
 
-static int run(const hx_problem *pb, const hx_plan_opts *o, int route, hx_plan *p, hx_err *err)
+static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const double *theta,
+	       hx_plan *p, hx_err *err)
 {
 	const hx_quality *q = pb->workload->quality;
 	const hx_workload *w = pb->workload;
@@ -508,10 +510,18 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, hx_plan *
 	strcpy(p->mode, route ? "route" : "cascade");
 	memset(&x, 0, sizeof(x));
 	clock_gettime(CLOCK_MONOTONIC, &x.t0);
-	if (!q || pb->nmodels != q->nmodels)
+	if (!q)
 		return hx_errf(err, HX_EINPUT, "%s plans need the workload's quality profile (\"quality\")",
 			       p->mode);
 	nm = q->nmodels;
+	for (int i = 0; i < nm; i++)
+		if (hx_model_resolve(pb->cat, q->model[i], &x.models[i], err)) {
+			char msg[sizeof(err->msg)];
+			snprintf(msg, sizeof(msg), "%s: /quality/models/%d: %.900s",
+				 hx_display_path(pb->workload_path), i, err->msg);
+			hx_strlcpy(err->msg, msg, sizeof(err->msg));
+			return HX_EINPUT;
+		}
 	if (o->objective == HX_OBJ_LATENCY)
 		return hx_errf(err, HX_EUSAGE, "%s plans maximize capacity or minimize cost, not latency",
 			       p->mode);
@@ -536,9 +546,29 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, hx_plan *
 				       "p%g output, at the TPOT SLO of %g ms)",
 				       w->slo.ttft_ms, nm, g, op, w->slo.percentile, w->slo.tpot_ms);
 	}
+	if (route) {
+		int top = 0;
+		for (int i = 1; i < nm; i++)
+			if (hx_quality_mean(q, i) > hx_quality_mean(q, top))
+				top = i;
+		if (hx_quality_mean(q, top) < q->floor - 1e-9)
+			return hx_errf(err, HX_EINFEASIBLE,
+				       "the quality floor of %g is above what any split reaches (at most %.2f, "
+				       "everything to %s)", q->floor, hx_quality_mean(q, top), q->model[top]);
+	}
 	memset(&best, 0, sizeof(best));
-	if (!route && (rc = search(&x, &best, err)))
+	if (theta) {
+		hx_cascade_eval e0;
+		memcpy(best.theta, theta, (size_t)(nm - 1) * sizeof(double));
+		hx_cascade_evaluate(q, best.theta, &e0);
+		if (e0.quality < q->floor - 1e-9) {
+			rc = hx_errf(err, HX_EINFEASIBLE, "these thresholds reach quality %.2f, below the floor of %g",
+				     e0.quality, q->floor);
+			goto out;
+		}
+	} else if (!route && (rc = search(&x, &best, err))) {
 		goto out;
+	}
 	if ((rc = deploy(&x, best.theta, o->lp_path, sets, &res, &val, err)))
 		goto out;
 	if (res.status > HX_MILP_TIME_LIMIT ||
@@ -593,11 +623,11 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, hx_plan *
 		free_gpus[i] = pb->cluster->nodes[i].count;
 	for (int i = 0; i < nm; i++) /* models in cascade order */
 		for (int k = 0; k < npicks; k++)
-			if (picks[k].model == i && !hx_plan_model(p, pb->models[i].name))
-				hx_plan_add_model(p, &pb->models[i]);
+			if (picks[k].model == i && !hx_plan_model(p, x.models[i].name))
+				hx_plan_add_model(p, &x.models[i]);
 	for (int k = 0; k < npicks; k++) {
 		const cset *c = sets[picks[k].model];
-		place(pb, &pb->models[picks[k].model], &c->s, &c->s.c[picks[k].cand], picks[k].n,
+		place(pb, &x.models[picks[k].model], &c->s, &c->s.c[picks[k].cand], picks[k].n,
 		      free_gpus, next, p);
 	}
 	/* Ingress: the cascade enters at its first model; a split sends each
@@ -627,13 +657,13 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, hx_plan *
 			p->cascade = hx_xrealloc(p->cascade, (size_t)(p->ncascade + 1) * sizeof(*st));
 			st = &p->cascade[p->ncascade++];
 			memset(st, 0, sizeof(*st));
-			hx_strlcpy(st->model, pb->models[i].name, sizeof(st->model));
+			hx_strlcpy(st->model, x.models[i].name, sizeof(st->model));
 			st->threshold = i < last ? best.theta[i] : 0;
 			st->escalate = i < last ? hx_round6(ev.escalate[i]) : 0;
 		}
 	}
 	strcpy(p->solver.engine, "glpk");
-	if (route)
+	if (route || theta)
 		strcpy(p->solver.status, res.status == HX_MILP_OPTIMAL ? "optimal"
 				       : res.status == HX_MILP_GAP_LIMIT ? "gap_limit"
 				       : res.status == HX_MILP_TIME_LIMIT ? "time_limit" : "work_limit");
@@ -641,7 +671,7 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, hx_plan *
 		strcpy(p->solver.status, x.time_cut ? "time_limit" : x.work_cut ? "work_limit" : "heuristic");
 	{
 		hx_problem pb1 = *pb;
-		pb1.model = &pb->models[0];
+		pb1.model = &x.models[0];
 		if ((rc = hx_plan_finish(&pb1, p, 0, err)))
 			goto out;
 	}
@@ -657,8 +687,8 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, hx_plan *
 		p->predicted.quality = hx_round6(ev.quality);
 	}
 	p->solver.objective = hx_round6(val);
-	p->solver.bound = hx_round6(route ? res.bound : val);
-	p->solver.gap = hx_round6(route ? res.gap : 0);
+	p->solver.bound = hx_round6(route || theta ? res.bound : val);
+	p->solver.gap = hx_round6(route || theta ? res.gap : 0);
 	p->solver.nodes = x.nodes;
 	p->solver.iterations = x.iterations;
 out:
@@ -674,10 +704,16 @@ out:
 
 int hx_plan_cascade(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_err *err)
 {
-	return run(pb, o, 0, p, err);
+	return run(pb, o, 0, NULL, p, err);
+}
+
+int hx_plan_cascade_at(const hx_problem *pb, const hx_plan_opts *o, const double *theta,
+		       hx_plan *p, hx_err *err)
+{
+	return run(pb, o, 0, theta, p, err);
 }
 
 int hx_plan_route(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_err *err)
 {
-	return run(pb, o, 1, p, err);
+	return run(pb, o, 1, NULL, p, err);
 }

@@ -813,6 +813,17 @@ char *hx_plan_table(const hx_plan *p)
 		      p->predicted.tpot_ms_p99);
 	hx_buf_printf(&t, "cost: $%.2f/hour, $%.4f per million tokens\n", p->predicted.usd_per_hour,
 		      p->predicted.usd_per_m_tokens);
+	if (p->ncascade > 0) {
+		hx_buf_printf(&t, "cascade:");
+		for (int i = 0; i < p->ncascade; i++)
+			if (i + 1 < p->ncascade)
+				hx_buf_printf(&t, " %s (score < %g: %.2f%% on) ->", p->cascade[i].model,
+					      p->cascade[i].threshold, 100 * p->cascade[i].escalate);
+			else
+				hx_buf_printf(&t, " %s\n", p->cascade[i].model);
+	}
+	if (p->predicted.has_quality)
+		hx_buf_printf(&t, "quality: %.2f (judge score, 0-100)\n", p->predicted.quality);
 	hx_buf_printf(&t, "solver: %s, %s, seed %llu\n", p->solver.engine, p->solver.status,
 		      (unsigned long long)p->solver.seed);
 	return t.s;

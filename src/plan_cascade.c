@@ -9,12 +9,14 @@
  *   capacity: max kappa  s.t.  sum_c cap_{i,c} n_{i,c} >= reach_i * kappa
  *   cost:     min sum usd n  s.t.  sum_c cap_{i,c} n_{i,c} >= reach_i * rate
  * An escalated request pays every stage it visits: its first token from
- * model i comes after whole answers from models 0..i-1.  Each stage is
- * therefore held to a TTFT budget a = (TTFT SLO - (C-1) * G) / C, where G =
+ * model i comes after whole answers from models 0..i-1.  Each of the C
+ * stages (models some request reaches) is therefore held to a TTFT budget
+ * a = (TTFT SLO - (C-1) * G) / C, where G =
  * (percentile output length - 1) * TPOT SLO bounds one earlier answer, so
  * a request escalated through all C models still meets the SLO.
  *
- * Routing level: thresholds theta on a grid of 5 points (0..100) are
+ * Routing level: thresholds theta on a grid of 5 points (0..100, and
+ * "skip": a threshold above 100 leaves its model out) are
  * searched by a weighted Tchebycheff scalarization of (latency, quality):
  *   T(theta) = max(W_LAT * (f - f*) / f*,  W_QUAL * (Q* - Q) / (Q* - floor))
  * where f is 1/kappa (seconds of cluster time per request, the deployment's
@@ -22,7 +24,8 @@
  * first model), Q* the best quality any theta reaches; subject to Q(theta)
  * >= the floor.  The search starts at the feasible theta with the least
  * estimated work (traffic reaching each model over its best capacity per
- * GPU), moves to the best neighbour (one threshold +- step) while T
+ * GPU), moves to the best neighbour (one threshold +- step, a model
+ * skipped, or a skipped one back at a grid value) while T
  * improves, halves the step (20, 10, 5) when it does not, and stops after
  * STABLE_ITERS iterations without improvement, or at the evaluation limit
  * (work_limit) or the time limit (time_limit).
@@ -46,16 +49,17 @@
 #include "planners.h"
 #include "quality.h"
 
-#define W_LAT 0.8
-#define W_QUAL 0.2
+#define W_LAT 0.9
+#define W_QUAL 0.1
 #define STABLE_ITERS 3
 #define MAX_EVALS 60
 #define GRID 5.0
 #define MAXM HX_QUALITY_MAX_MODELS
 
 typedef struct cset {
-	int model, ok;
+	int model, ok, full;
 	double prefix[MAXM]; /* thresholds of the models before it */
+	double budget_ms;    /* the TTFT its candidates were priced at */
 	hx_workload w;
 	hx_candset s;
 } cset;
@@ -65,8 +69,8 @@ typedef struct ctx {
 	hx_model models[MAXM]; /* the profile's, resolved */
 	const hx_plan_opts *o;
 	const hx_quality *q;
-	int route;
-	double budget_ms; /* each stage's TTFT budget */
+	int route, even; /* even: each serving model gets at most its equal share of GPUs */
+	double out_ms; /* G: one earlier answer at the percentile output and TPOT SLO */
 	cset **cache;
 	int ncache;
 	long nodes, iterations;
@@ -81,32 +85,40 @@ static double elapsed(const ctx *x)
 	return (double)(t.tv_sec - x->t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - x->t0.tv_nsec);
 }
 
+/* Each stage's TTFT budget in a cascade of STAGES models (route: the SLO). */
+static double budget(const ctx *x, int stages)
+{
+	double t = x->pb->workload->slo.ttft_ms;
+	if (x->route || stages <= 1)
+		return t;
+	return (t - (stages - 1) * x->out_ms) / stages;
+}
+
 /* The candidates of model M for the requests that reach it under THETA
- * (cached by the thresholds before M).  NULL with ERR on error. */
-static cset *cands(ctx *x, int m, const double *theta, hx_err *err)
+ * (NULL: the whole sample), priced with TTFT budget BUDGET_MS; cached by
+ * the thresholds before M.  NULL with ERR on error. */
+static cset *cands(ctx *x, int m, const double *theta, double budget_ms, hx_err *err)
 {
 	cset *c;
-	double all[MAXM];
 	hx_problem pb = *x->pb;
 
 	for (int i = 0; i < x->ncache; i++) {
 		c = x->cache[i];
-		if (c->model == m && (x->route || memcmp(c->prefix, theta, (size_t)m * sizeof(double)) == 0))
+		if (c->model == m && c->full == !theta && c->budget_ms == budget_ms &&
+		    (!theta || memcmp(c->prefix, theta, (size_t)m * sizeof(double)) == 0))
 			return c;
 	}
 	c = hx_xcalloc(1, sizeof(cset));
 	c->model = m;
-	memcpy(c->prefix, theta, (size_t)m * sizeof(double));
+	c->full = !theta;
+	c->budget_ms = budget_ms;
+	if (theta)
+		memcpy(c->prefix, theta, (size_t)m * sizeof(double));
 	x->cache = hx_xrealloc(x->cache, (size_t)(x->ncache + 1) * sizeof(cset *));
 	x->cache[x->ncache++] = c;
-	if (x->route) { /* every model sees the whole sample */
-		for (int i = 0; i < MAXM; i++)
-			all[i] = INFINITY;
-		theta = all;
-	}
 	if (hx_cascade_model_workload(x->q, x->pb->workload, theta, m, &c->w, NULL))
 		return c; /* nothing reaches M: no candidates, ok 0 */
-	c->w.slo.ttft_ms = x->budget_ms;
+	c->w.slo.ttft_ms = budget_ms;
 	pb.model = &x->models[m];
 	pb.workload = &c->w;
 	if (hx_candidates(&pb, NULL, &c->s, err))
@@ -144,16 +156,21 @@ static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_m
 	int *idx;
 	double *v;
 
+	double bud;
+
 	memset(res, 0, sizeof(*res));
 	*val = cost ? INFINITY : 0;
 	if (!x->route)
 		hx_cascade_evaluate(q, theta, &ev);
+	bud = budget(x, x->route ? 1 : ev.stages);
+	if (bud <= 0)
+		return 0; /* too many stages for the TTFT SLO */
 	for (int i = 0; i < nm; i++) {
 		if (!x->route && ev.reach[i] <= 0) {
 			sets[i] = NULL;
 			continue;
 		}
-		if (!(sets[i] = cands(x, i, theta, err)))
+		if (!(sets[i] = cands(x, i, x->route ? NULL : theta, bud, err)))
 			return HX_EINPUT;
 		if (sets[i]->ok && sets[i]->s.n > 0)
 			s0 = &sets[i]->s;
@@ -243,6 +260,22 @@ static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_m
 		snprintf(name, sizeof(name), "serve_m%d", i);
 		hx_milp_add_row(m, name, n, idx, v, lo, INFINITY);
 	}
+	if (x->even) {
+		int k = 0, gpus = hx_cluster_gpus(x->pb->cluster);
+		for (int i = 0; i < nm; i++)
+			k += sets[i] != NULL;
+		for (int i = 0; i < nm; i++) {
+			int n = 0;
+			char name[32];
+			for (int c = 0; sets[i] && sets[i]->ok && c < sets[i]->s.n; c++) {
+				idx[n] = base[i] + c;
+				v[n++] = sets[i]->s.c[c].gpus;
+			}
+			snprintf(name, sizeof(name), "even_m%d", i);
+			if (n > 0)
+				hx_milp_add_row(m, name, n, idx, v, -INFINITY, floor((double)gpus / k));
+		}
+	}
 	if (x->route) {
 		for (int i = 0; i < nm; i++) {
 			idx[i] = z0 + i;
@@ -288,47 +321,81 @@ typedef struct eval {
 	double val, f, quality, tcheb;
 } eval;
 
+/* Values a threshold takes on the grid: 0, GRID, ..., 100, then skip. */
+#define NVALS ((int)(100 / GRID) + 2)
+static double grid_value(int k)
+{
+	return k == NVALS - 1 ? HX_CASCADE_SKIP : GRID * k;
+}
+
+/* Evaluate E.theta (a deployment unless SEEN has it); 1 when it was new. */
+static int visit(ctx *x, eval *e, eval *seen, int *nev, double fstar, double qstar, int *rc,
+		 hx_err *err)
+{
+	cset *sets[MAXM];
+	hx_milp_result res;
+	hx_cascade_eval ev;
+	double lt, qt;
+
+	for (int k = 0; k < *nev; k++)
+		if (memcmp(seen[k].theta, e->theta, sizeof(e->theta)) == 0) {
+			*e = seen[k];
+			return 0;
+		}
+	hx_cascade_evaluate(x->q, e->theta, &ev);
+	e->quality = ev.quality;
+	if ((*rc = deploy(x, e->theta, NULL, sets, &res, &e->val, err)))
+		return 0;
+	free(res.x);
+	e->f = f_of(x, e->val);
+	lt = isfinite(fstar) && fstar > 0 ? (e->f - fstar) / fstar : e->f;
+	qt = (qstar - e->quality) / fmax(qstar - x->q->floor, 1);
+	e->tcheb = isfinite(e->f) ? fmax(W_LAT * lt, W_QUAL * qt) : INFINITY;
+	seen[(*nev)++] = *e;
+	return 1;
+}
+
 /* The routing level's search (see the header); BEST gets the chosen theta. */
 static int search(ctx *x, eval *best, hx_err *err)
 {
 	const hx_quality *q = x->q;
-	int nt = q->nmodels - 1, rc, nev = 0, stable = 0;
-	double fstar, qstar = 0, proxy_best = INFINITY, gpu_rate[MAXM];
+	int nt = q->nmodels - 1, rc = 0, nev = 0, stable = 0, budget_bound = 0;
+	double fstar, qstar = 0, qreach = -1, proxy_best = INFINITY, gpu_rate[MAXM];
 	double step = 20;
-	eval *seen = NULL, cur;
-	cset *sets[MAXM];
-	hx_milp_result res;
+	eval *seen, cur;
 	long npts = 1;
 
 	/* Q* and the starting point: the best quality on the grid, and the
 	 * feasible theta with the least estimated work. */
 	for (int i = 0; i < q->nmodels; i++) {
-		double full[MAXM];
 		cset *c;
-		for (int k = 0; k < MAXM; k++)
-			full[k] = INFINITY;
 		gpu_rate[i] = 0;
-		if (!(c = cands(x, i, full, err)))
+		if (!(c = cands(x, i, NULL, budget(x, 1), err)))
 			return HX_EINPUT;
 		for (int k = 0; c->ok && k < c->s.n; k++)
 			gpu_rate[i] = fmax(gpu_rate[i], c->s.c[k].capacity_rps / c->s.c[k].gpus);
 	}
 	for (int i = 0; i < nt; i++)
-		npts *= (long)(100 / GRID) + 1;
+		npts *= NVALS;
 	memset(&cur, 0, sizeof(cur));
 	cur.quality = -1;
 	for (long p = 0; p < npts; p++) {
-		double th[MAXM], proxy = 0;
+		double th[MAXM] = {0}, proxy = 0;
 		hx_cascade_eval ev;
 		long r = p;
 		for (int i = 0; i < nt; i++) {
-			th[i] = GRID * (double)(r % ((long)(100 / GRID) + 1));
-			r /= (long)(100 / GRID) + 1;
+			th[i] = grid_value((int)(r % NVALS));
+			r /= NVALS;
 		}
 		hx_cascade_evaluate(q, th, &ev);
+		if (budget(x, ev.stages) <= 0) {
+			budget_bound |= ev.quality >= q->floor - 1e-9;
+			continue;
+		}
 		qstar = fmax(qstar, ev.quality);
 		if (ev.quality < q->floor - 1e-9)
 			continue;
+		qreach = fmax(qreach, ev.quality);
 		for (int i = 0; i < q->nmodels; i++)
 			proxy += ev.reach[i] > 0 ? (gpu_rate[i] > 0 ? ev.reach[i] / gpu_rate[i] : INFINITY) : 0;
 		if (proxy < proxy_best - 1e-12 || (fabs(proxy - proxy_best) <= 1e-12 && ev.quality > cur.quality)) {
@@ -337,78 +404,74 @@ static int search(ctx *x, eval *best, hx_err *err)
 			cur.quality = ev.quality;
 		}
 	}
+	if (cur.quality < 0 && budget_bound) {
+		double op = hx_dist_quantile(&x->pb->workload->output, x->pb->workload->slo.percentile / 100);
+		return hx_errf(err, HX_EINFEASIBLE,
+			       "the TTFT SLO of %g ms cannot cover a request escalated through the "
+			       "models the quality floor of %g needs: each earlier answer may take %.0f ms "
+			       "(%.0f tokens, the p%g output, at the TPOT SLO of %g ms)",
+			       x->pb->workload->slo.ttft_ms, q->floor, x->out_ms, op,
+			       x->pb->workload->slo.percentile, x->pb->workload->slo.tpot_ms);
+	}
 	if (cur.quality < 0)
 		return hx_errf(err, HX_EINFEASIBLE,
 			       "the quality floor of %g is above what any thresholds reach (at most %.2f)",
 			       q->floor, qstar);
 	/* The ideal: everything answered by the first model. */
 	{
-		double zero[MAXM] = {0}, val;
+		double zero[MAXM] = {0};
+		cset *sets[MAXM];
+		hx_milp_result res;
+		double val;
 		if ((rc = deploy(x, zero, NULL, sets, &res, &val, err)))
 			return rc;
 		free(res.x);
 		fstar = f_of(x, val);
 	}
-#define SCORE(e)                                                                              \
-	do {                                                                                  \
-		double lt = isfinite(fstar) && fstar > 0 ? ((e).f - fstar) / fstar : (e).f;   \
-		double qt = (qstar - (e).quality) / fmax(qstar - q->floor, 1);                \
-		(e).tcheb = isfinite((e).f) ? fmax(W_LAT * lt, W_QUAL * qt) : INFINITY;       \
-	} while (0)
-	{
-		hx_cascade_eval ev;
-		if ((rc = deploy(x, cur.theta, NULL, sets, &res, &cur.val, err)))
-			return rc;
-		free(res.x);
-		hx_cascade_evaluate(q, cur.theta, &ev);
-		cur.quality = ev.quality;
-		cur.f = f_of(x, cur.val);
-		SCORE(cur);
-	}
 	seen = hx_xmalloc(sizeof(eval) * (MAX_EVALS + 2));
-	seen[nev++] = cur;
-	while (stable < STABLE_ITERS && !x->time_cut) {
+	visit(x, &cur, seen, &nev, fstar, qstar, &rc, err);
+	while (!rc && stable < STABLE_ITERS && !x->time_cut) {
 		eval nb = cur;
-		int moved = 0;
 		nb.tcheb = INFINITY;
-		for (int i = 0; i < nt && !x->time_cut; i++)
-			for (int dir = -1; dir <= 1; dir += 2) {
+		/* Neighbours: one threshold up or down by the step; a model
+		 * skipped, or a skipped one back at a grid value. */
+		for (int i = 0; i < nt && !rc && !x->time_cut; i++)
+			for (int k = -1; k <= (int)(100 / step) && !rc; k++) {
 				eval e;
 				hx_cascade_eval ev;
-				int known = 0;
 				memcpy(e.theta, cur.theta, sizeof(e.theta));
-				e.theta[i] += dir * step;
-				if (e.theta[i] < 0 || e.theta[i] > 100)
+				if (cur.theta[i] > 100) {
+					if (k < 0)
+						continue;
+					e.theta[i] = k * step;
+				} else if (k == -1) {
+					e.theta[i] = HX_CASCADE_SKIP;
+				} else if (k <= 1) {
+					e.theta[i] += (k ? 1 : -1) * step;
+					if (e.theta[i] < 0 || e.theta[i] > 100)
+						continue;
+				} else {
 					continue;
+				}
 				hx_cascade_evaluate(q, e.theta, &ev);
 				if (ev.quality < q->floor - 1e-9)
 					continue;
-				e.quality = ev.quality;
-				for (int k = 0; k < nev && !known; k++)
-					if (memcmp(seen[k].theta, e.theta, sizeof(e.theta)) == 0) {
-						e = seen[k];
-						known = 1;
-					}
-				if (!known) {
-					if (nev >= MAX_EVALS) {
+				if (nev >= MAX_EVALS) {
+					int known = 0;
+					for (int j = 0; j < nev && !known; j++)
+						known = memcmp(seen[j].theta, e.theta, sizeof(e.theta)) == 0;
+					if (!known) {
 						x->work_cut = 1;
 						goto out;
 					}
-					if ((rc = deploy(x, e.theta, NULL, sets, &res, &e.val, err)))
-						goto fail;
-					free(res.x);
-					e.f = f_of(x, e.val);
-					SCORE(e);
-					seen[nev++] = e;
 				}
+				visit(x, &e, seen, &nev, fstar, qstar, &rc, err);
 				if (e.tcheb < nb.tcheb - 1e-12)
 					nb = e;
 			}
 		if (nb.tcheb < cur.tcheb - 1e-9) {
 			cur = nb;
-			moved = 1;
-		}
-		if (!moved) {
+		} else {
 			stable++;
 			if (step > GRID)
 				step /= 2;
@@ -416,11 +479,8 @@ static int search(ctx *x, eval *best, hx_err *err)
 	}
 out:
 	*best = cur;
-	rc = 0;
-fail:
 	free(seen);
 	return rc;
-#undef SCORE
 }
 
 typedef struct pick {
@@ -493,7 +553,7 @@ static void place(const hx_problem *pb, const hx_model *md, const hx_candset *s,
 }
 
 static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const double *theta,
-	       hx_plan *p, hx_err *err)
+	       int even, hx_plan *p, hx_err *err)
 {
 	const hx_quality *q = pb->workload->quality;
 	const hx_workload *w = pb->workload;
@@ -502,7 +562,7 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 	cset *sets[MAXM] = {0};
 	hx_milp_result res = {0};
 	pick *picks = NULL;
-	int npicks = 0, rc, *free_gpus = NULL, *next = NULL, nm;
+	int npicks = 0, rc, first = 0, *free_gpus = NULL, *next = NULL, nm;
 	double val = 0, served[MAXM] = {0}, total = 0;
 	hx_cascade_eval ev;
 
@@ -528,24 +588,12 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 	if (pb->cluster->nnodes == 0)
 		return hx_errf(err, HX_EINFEASIBLE,
 			       "the cluster has offers but no nodes: %s plans fixed nodes", p->mode);
-	if (!route && nm < 2)
-		return hx_errf(err, HX_EINFEASIBLE, "a cascade needs at least two models in the quality profile");
 	x.pb = pb;
 	x.o = o;
 	x.q = q;
 	x.route = route;
-	x.budget_ms = w->slo.ttft_ms;
-	if (!route) {
-		double op = hx_dist_quantile(&w->output, w->slo.percentile / 100);
-		double g = fmax(op - 1, 0) * w->slo.tpot_ms;
-		x.budget_ms = (w->slo.ttft_ms - (nm - 1) * g) / nm;
-		if (x.budget_ms <= 0)
-			return hx_errf(err, HX_EINFEASIBLE,
-				       "the TTFT SLO of %g ms cannot cover a request escalated through %d "
-				       "models: each earlier answer may take %.0f ms (%.0f tokens, the "
-				       "p%g output, at the TPOT SLO of %g ms)",
-				       w->slo.ttft_ms, nm, g, op, w->slo.percentile, w->slo.tpot_ms);
-	}
+	x.even = even;
+	x.out_ms = fmax(hx_dist_quantile(&w->output, w->slo.percentile / 100) - 1, 0) * w->slo.tpot_ms;
 	if (route) {
 		int top = 0;
 		for (int i = 1; i < nm; i++)
@@ -582,8 +630,8 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 		else
 			rc = hx_errf(err, HX_EINFEASIBLE,
 				     "no deployment carries any traffic at the SLO with quality >= %g "
-				     "(a model that must serve fits no GPU set, or the stage TTFT budget of "
-				     "%.0f ms is too short)", q->floor, x.budget_ms);
+				     "(a model that must serve fits no GPU set, or its stage's TTFT budget is "
+				     "too short)", q->floor);
 		goto out;
 	}
 	/* Traffic per model, and the replicas to place. */
@@ -632,12 +680,15 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 	}
 	/* Ingress: the cascade enters at its first model; a split sends each
 	 * model its fraction, over its groups in proportion to capacity. */
+	for (int i = nm - 1; i >= 0 && !route; i--)
+		if (ev.reach[i] > 0)
+			first = i;
 	for (int k = 0; k < npicks; k++) {
 		const cset *c = sets[picks[k].model];
 		int i = picks[k].model;
 		double cap = c->s.c[picks[k].cand].capacity_rps * picks[k].n, mcap = 0;
 		hx_route *rt;
-		if (!route && i != 0)
+		if (!route && i != first)
 			continue;
 		for (int j = 0; j < npicks; j++)
 			if (picks[j].model == i)
@@ -654,6 +705,8 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 				last = i;
 		for (int i = 0; i <= last; i++) {
 			hx_cascade_step *st;
+			if (ev.reach[i] <= 0)
+				continue; /* skipped */
 			p->cascade = hx_xrealloc(p->cascade, (size_t)(p->ncascade + 1) * sizeof(*st));
 			st = &p->cascade[p->ncascade++];
 			memset(st, 0, sizeof(*st));
@@ -671,7 +724,7 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 		strcpy(p->solver.status, x.time_cut ? "time_limit" : x.work_cut ? "work_limit" : "heuristic");
 	{
 		hx_problem pb1 = *pb;
-		pb1.model = &x.models[0];
+		pb1.model = &x.models[first];
 		if ((rc = hx_plan_finish(&pb1, p, 0, err)))
 			goto out;
 	}
@@ -704,16 +757,22 @@ out:
 
 int hx_plan_cascade(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_err *err)
 {
-	return run(pb, o, 0, NULL, p, err);
+	return run(pb, o, 0, NULL, 0, p, err);
 }
 
 int hx_plan_cascade_at(const hx_problem *pb, const hx_plan_opts *o, const double *theta,
 		       hx_plan *p, hx_err *err)
 {
-	return run(pb, o, 0, theta, p, err);
+	return run(pb, o, 0, theta, 0, p, err);
+}
+
+int hx_plan_cascade_even(const hx_problem *pb, const hx_plan_opts *o, const double *theta,
+			 hx_plan *p, hx_err *err)
+{
+	return run(pb, o, 0, theta, 1, p, err);
 }
 
 int hx_plan_route(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_err *err)
 {
-	return run(pb, o, 1, NULL, p, err);
+	return run(pb, o, 1, NULL, 0, p, err);
 }

@@ -66,6 +66,11 @@ int hx_plan_route(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_
  * a = (TTFT SLO - (C - 1) * (p-th percentile output - 1) * TPOT SLO) / C. */
 int hx_plan_cascade_at(const hx_problem *pb, const hx_plan_opts *o, const double *theta,
 		       hx_plan *out, hx_err *err);
+/* The same with every model that gets traffic held to an equal share of the
+ * cluster's GPUs (floor(GPUs / models)): the even-split yardstick of
+ * bench/cascade. */
+int hx_plan_cascade_even(const hx_problem *pb, const hx_plan_opts *o, const double *theta,
+			 hx_plan *out, hx_err *err);
 
 /* The KV reserve (tokens) a replica of the workload's model needs: one
  * request at the SLO percentile, and at least HX_KV_RESERVE_TOKENS. */

@@ -15,11 +15,16 @@ void hx_quality_release(hx_quality *q)
 	memset(q, 0, sizeof(*q));
 }
 
+static int skipped(const hx_quality *q, const double *theta, int m)
+{
+	return m + 1 < q->nmodels && theta[m] > 100;
+}
+
 /* The model that answers sample S under THETA. */
 static int answerer(const hx_quality *q, const double *theta, int s)
 {
 	for (int m = 0; m + 1 < q->nmodels; m++)
-		if (hx_quality_score(q, m, s) >= theta[m])
+		if (!skipped(q, theta, m) && hx_quality_score(q, m, s) >= theta[m])
 			return m;
 	return q->nmodels - 1;
 }
@@ -36,18 +41,40 @@ void hx_cascade_evaluate(const hx_quality *q, const double *theta, hx_cascade_ev
 		sum += hx_quality_score(q, m, s);
 	}
 	out->quality = sum / n;
-	/* reach[i] = answered by i or later: counts, so the fractions are exact
-	 * ratios of integers (reach[0] is exactly 1). */
+	/* reach[i] = answered by i or later, unless i is skipped: counts, so
+	 * the fractions are exact ratios of integers. */
 	{
 		long later = 0;
 		for (int m = q->nmodels - 1; m >= 0; m--) {
 			long reach = later + cnt[m];
 			out->answer[m] = cnt[m] / n;
-			out->reach[m] = reach / n;
-			out->escalate[m] = reach > 0 ? (double)later / (double)reach : 0;
+			out->reach[m] = skipped(q, theta, m) ? 0 : reach / n;
+			out->escalate[m] = reach > 0 && !skipped(q, theta, m) ? (double)later / (double)reach : 0;
 			later = reach;
 		}
 	}
+	for (int m = 0; m < q->nmodels; m++)
+		out->stages += out->reach[m] > 0;
+}
+
+int hx_cascade_thresholds(const hx_quality *q, const hx_cascade_step *steps, int n, double *theta)
+{
+	int at = 0;
+
+	for (int m = 0; m < q->nmodels; m++)
+		theta[m] = HX_CASCADE_SKIP;
+	for (int k = 0; k < n; k++) {
+		int m = at;
+		while (m < q->nmodels && strcmp(q->model[m], steps[k].model) != 0)
+			m++;
+		if (m == q->nmodels)
+			return -1;
+		theta[m] = k + 1 < n ? steps[k].threshold : 0;
+		at = m + 1;
+	}
+	for (int m = at; m < q->nmodels; m++)
+		theta[m] = 0;
+	return n > 0 ? 0 : -1;
 }
 
 typedef struct tw {
@@ -94,7 +121,7 @@ int hx_cascade_model_workload(const hx_quality *q, const hx_workload *w, const d
 	int n = 0;
 
 	for (int s = 0; s < q->nsamples; s++)
-		if (answerer(q, theta, s) >= m) {
+		if (!theta || (answerer(q, theta, s) >= m && !skipped(q, theta, m))) {
 			pp[n] = (tw){q->prompt[s], 1};
 			po[n++] = (tw){q->output[s], 1};
 		}

@@ -15,9 +15,13 @@
 #ifndef HX_QUALITY_H
 #define HX_QUALITY_H
 
+#include "plan.h"
 #include "problem.h"
 
 #define HX_QUALITY_MAX_MODELS 8
+/* A threshold above 100 skips its model: requests go straight on to the
+ * next one (the cascade is then a subset of the profile's models). */
+#define HX_CASCADE_SKIP 101.0
 
 typedef struct hx_quality {
 	int nmodels;
@@ -43,19 +47,28 @@ typedef struct hx_cascade_eval {
 	double reach[HX_QUALITY_MAX_MODELS];    /* fraction of all traffic reaching model i */
 	double answer[HX_QUALITY_MAX_MODELS];   /* fraction answered (returned) by model i */
 	double escalate[HX_QUALITY_MAX_MODELS]; /* of model i's requests, the fraction sent on */
+	int stages;                             /* models some request reaches */
 } hx_cascade_eval;
 
-/* Evaluate THETA on Q's sample into OUT.  reach[0] is 1; escalate of the
- * last model is 0, and of a model no request reaches 0. */
+/* Evaluate THETA on Q's sample into OUT.  reach[0] is 1 unless the first
+ * model is skipped; escalate of the last model, of a skipped one and of one
+ * no request reaches is 0. */
 void hx_cascade_evaluate(const hx_quality *q, const double *theta, hx_cascade_eval *out);
 
-/* The requests that reach model M under THETA as a workload: W's arrival,
+/* The requests that reach model M under THETA (NULL: every request of the
+ * sample) as a workload: W's arrival,
  * SLO and serving knobs, rate W->rate_rps * reach[M], and the lengths of the
  * sample's requests that reach M as bucket distributions.  OUT has no
  * classes and no quality profile; release with hx_workload_release.
  * Returns 0, or HX_EINFEASIBLE when no sample request reaches M. */
 int hx_cascade_model_workload(const hx_quality *q, const hx_workload *w, const double *theta,
 			      int m, hx_workload *out, hx_err *err);
+
+/* The thresholds (nmodels of them) that a plan's cascade steps stand for:
+ * a step's threshold, 0 for its last step and the models after it,
+ * HX_CASCADE_SKIP for the profile's models it leaves out.  Returns 0, or -1
+ * when the steps are not the profile's models in its order. */
+int hx_cascade_thresholds(const hx_quality *q, const hx_cascade_step *steps, int n, double *theta);
 
 /* Mean score of model M over the whole sample. */
 double hx_quality_mean(const hx_quality *q, int m);

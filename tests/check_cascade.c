@@ -112,6 +112,27 @@ START_TEST(test_thresholds_by_hand)
 	NEAR(e.answer[0], 0.5); /* 90 and exactly 70 */
 	NEAR(e.answer[1], 0.25); /* exactly 80 */
 	NEAR(e.quality, (90 + 80 + 85 + 70) / 4.0);
+	/* Skipping the 32B (threshold above 100): samples 1 and 2 go from the
+	 * 8B straight to the 235B (90 and 85). */
+	theta[0] = 60;
+	theta[1] = HX_CASCADE_SKIP;
+	hx_cascade_evaluate(w.quality, theta, &e);
+	NEAR(e.quality, (90 + 90 + 85 + 70) / 4.0);
+	NEAR(e.reach[1], 0);
+	NEAR(e.reach[2], 0.5);
+	NEAR(e.escalate[0], 0.5);
+	NEAR(e.escalate[1], 0);
+	ck_assert_int_eq(e.stages, 2);
+	/* and back from a plan's steps */
+	{
+		hx_cascade_step st[2] = {{"qwen3-8b", 60, 0.5}, {"qwen3-235b-a22b", 0, 0}};
+		double back[3];
+		ck_assert(hx_cascade_thresholds(w.quality, st, 2, back) == 0);
+		NEAR(back[0], 60);
+		ck_assert(back[1] > 100);
+		strcpy(st[1].model, "qwen3-14b");
+		ck_assert(hx_cascade_thresholds(w.quality, st, 2, back) == -1);
+	}
 	hx_workload_release(&w);
 }
 END_TEST
@@ -135,6 +156,13 @@ START_TEST(test_extremes)
 	NEAR(e.reach[2], 1);
 	NEAR(e.escalate[0], 1);
 	NEAR(e.escalate[1], 1);
+	NEAR(e.quality, 92.25);
+	/* Skipping the first two: everything to the largest, alone. */
+	all[0] = all[1] = HX_CASCADE_SKIP;
+	hx_cascade_evaluate(w.quality, all, &e);
+	NEAR(e.reach[0], 0);
+	NEAR(e.reach[2], 1);
+	ck_assert_int_eq(e.stages, 1);
 	NEAR(e.quality, 92.25);
 	hx_workload_release(&w);
 }
@@ -331,16 +359,18 @@ START_TEST(test_cascade_plan)
 	ck_assert_msg(nv == 0, "%s: %s", nv ? v[0].ptr : "", nv ? v[0].msg : "");
 	ck_assert(p.predicted.has_quality);
 	ck_assert(p.predicted.quality >= f.w.quality->floor);
-	ck_assert(p.ncascade >= 2);
+	ck_assert(p.ncascade >= 1);
 	/* The plan's record is the profile's evaluation of its thresholds. */
-	for (int i = 0; i + 1 < p.ncascade; i++)
-		theta[i] = p.cascade[i].threshold;
-	for (int i = p.ncascade - 1; i + 1 < f.w.quality->nmodels; i++)
-		theta[i] = 0;
+	ck_assert(hx_cascade_thresholds(f.w.quality, p.cascade, p.ncascade, theta) == 0);
 	hx_cascade_evaluate(f.w.quality, theta, &e);
 	ck_assert(fabs(e.quality - p.predicted.quality) < 1e-6);
-	for (int i = 0; i < p.ncascade; i++)
-		ck_assert(fabs(e.escalate[i] - p.cascade[i].escalate) < 1e-6);
+	ck_assert_int_eq(e.stages, p.ncascade);
+	for (int i = 0, k = 0; i < f.w.quality->nmodels; i++)
+		if (e.reach[i] > 0) {
+			ck_assert_str_eq(p.cascade[k].model, f.w.quality->model[i]);
+			ck_assert(fabs(e.escalate[i] - p.cascade[k].escalate) < 1e-6);
+			k++;
+		}
 	ck_assert(strcmp(p.solver.status, "heuristic") == 0 || strcmp(p.solver.status, "work_limit") == 0);
 	/* At least as good as any single threshold pair it could have kept:
 	 * the search never ends worse than where the floor lets it start. */
@@ -394,10 +424,10 @@ START_TEST(test_route_plan)
 		hx_plan_release(&p);
 	}
 	/* Above the best model's mean score no split reaches the floor. */
-	f.w.quality->floor = 90;
+	f.w.quality->floor = 95;
 	ck_assert_int_eq(hx_plan_route(&f.pb, &o, &p, &err), HX_EINFEASIBLE);
-	ck_assert_msg(strstr(err.msg, "quality floor of 90 is above what any split reaches (at most 89.97, "
-			     "everything to qwen3-235b-a22b)") != NULL, "%s", err.msg);
+	ck_assert_msg(strstr(err.msg, "quality floor of 95 is above what any split reaches (at most 92.6") &&
+			      strstr(err.msg, "everything to qwen3-235b-a22b)"), "%s", err.msg);
 	fixture_release(&f);
 }
 END_TEST

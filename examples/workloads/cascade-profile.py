@@ -21,7 +21,7 @@ import random
 rng = random.Random(20251130)
 N = 400
 MODELS = ["qwen3-8b", "qwen3-32b", "qwen3-235b-a22b"]
-A = [1.4, 2.15, 3.0]
+A = [1.4, 2.2, 3.4]
 B = 1.25
 
 

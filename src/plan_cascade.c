@@ -55,6 +55,7 @@
 #define MAX_EVALS 60
 #define GRID 5.0
 #define MAXM HX_QUALITY_MAX_MODELS
+#define HX_FILL_CAP 2.0 /* headroom counted up to twice what kappa asks */
 
 typedef struct cset {
 	int model, ok, full;
@@ -71,6 +72,7 @@ typedef struct ctx {
 	const hx_quality *q;
 	int route, even; /* even: each serving model gets at most its equal share of GPUs */
 	double out_ms; /* G: one earlier answer at the percentile output and TPOT SLO */
+	double fill_kappa; /* > 0: keep kappa >= this, spend the spare GPUs (see run) */
 	cset **cache;
 	int ncache;
 	long nodes, iterations;
@@ -148,7 +150,7 @@ static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_m
 	const hx_quality *q = x->q;
 	const hx_candset *s0 = NULL;
 	int cost = x->o->objective == HX_OBJ_COST, nm = q->nmodels, rc, kappa = -1, z0 = -1;
-	int base[MAXM], nv = 0;
+	int base[MAXM], nv = 0, h0 = -1;
 	double lambda = x->pb->workload->rate_rps;
 	hx_cascade_eval ev;
 	hx_milp *m;
@@ -208,7 +210,18 @@ static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_m
 		}
 	}
 	if (!cost)
-		kappa = nv++, hx_milp_add_var(m, "kappa", HX_MILP_CONT, 0, INFINITY, 1);
+		kappa = nv++, hx_milp_add_var(m, "kappa", HX_MILP_CONT,
+					      x->fill_kappa > 0 ? x->fill_kappa * (1 - 1e-9) : 0, INFINITY,
+					      x->fill_kappa > 0 ? 0 : 1);
+	if (x->fill_kappa > 0 && !x->route) {
+		h0 = nv;
+		for (int i = 0; i < nm; i++) {
+			char name[32];
+			snprintf(name, sizeof(name), "headroom_m%d", i);
+			hx_milp_add_var(m, name, HX_MILP_CONT, 0, sets[i] ? HX_FILL_CAP : 0, 1);
+			nv++;
+		}
+	}
 	if (x->route) {
 		z0 = nv;
 		for (int i = 0; i < nm; i++) {
@@ -259,6 +272,17 @@ static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_m
 		}
 		snprintf(name, sizeof(name), "serve_m%d", i);
 		hx_milp_add_row(m, name, n, idx, v, lo, INFINITY);
+		if (h0 >= 0) { /* headroom_i <= capacity_i / (reach_i kappa*) */
+			n = 0;
+			for (int c = 0; sets[i]->ok && c < sets[i]->s.n; c++) {
+				idx[n] = base[i] + c;
+				v[n++] = sets[i]->s.c[c].capacity_rps / (ev.reach[i] * x->fill_kappa);
+			}
+			idx[n] = h0 + i;
+			v[n++] = -1;
+			snprintf(name, sizeof(name), "headroom_row_m%d", i);
+			hx_milp_add_row(m, name, n, idx, v, 0, INFINITY);
+		}
 	}
 	if (x->even) {
 		int k = 0, gpus = hx_cluster_gpus(x->pb->cluster);
@@ -565,6 +589,7 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 	int npicks = 0, rc, first = 0, *free_gpus = NULL, *next = NULL, nm;
 	double val = 0, served[MAXM] = {0}, total = 0;
 	hx_cascade_eval ev;
+	double kappa_opt = 0;
 
 	hx_plan_init(p);
 	strcpy(p->mode, route ? "route" : "cascade");
@@ -619,6 +644,28 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 	}
 	if ((rc = deploy(&x, best.theta, o->lp_path, sets, &res, &val, err)))
 		goto out;
+	/* The MILP's optimum is a bottleneck: only the model that binds kappa
+	 * needs all it has, and GPUs may be left over.  A second program keeps
+	 * kappa and spends what is left on the models' headroom (capacity over
+	 * what kappa asks of each, counted up to HX_FILL_CAP, summed), since the
+	 * cost model's errors differ between models. */
+	kappa_opt = val;
+	if (!route && o->objective != HX_OBJ_COST && res.status <= HX_MILP_TIME_LIMIT && val > 0) {
+		hx_milp_result r2;
+		double v2;
+		x.fill_kappa = val;
+		if ((rc = deploy(&x, best.theta, NULL, sets, &r2, &v2, err)))
+			goto out;
+		x.fill_kappa = 0;
+		if (r2.status <= HX_MILP_TIME_LIMIT) {
+			free(res.x);
+			res.x = r2.x;
+			if (r2.status > res.status)
+				res.status = r2.status;
+		} else {
+			free(r2.x);
+		}
+	}
 	if (res.status > HX_MILP_TIME_LIMIT ||
 	    (o->objective == HX_OBJ_COST ? !isfinite(val) : val <= 0)) {
 		if (x.time_cut || res.status == HX_MILP_NO_SOLUTION)
@@ -728,8 +775,23 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 		if ((rc = hx_plan_finish(&pb1, p, 0, err)))
 			goto out;
 	}
-	if (o->objective != HX_OBJ_COST)
+	if (o->objective != HX_OBJ_COST && route) {
 		p->predicted.capacity_rps = hx_round6(val);
+	} else if (o->objective != HX_OBJ_COST) {
+		/* What the placed replicas carry: the model with the least
+		 * capacity for its share binds (at least the MILP's kappa). */
+		double k = INFINITY;
+		for (int i = 0; i < nm; i++) {
+			double cap = 0;
+			if (ev.reach[i] <= 0)
+				continue;
+			for (int j = 0; j < npicks; j++)
+				if (picks[j].model == i)
+					cap += sets[i]->s.c[picks[j].cand].capacity_rps * picks[j].n;
+			k = fmin(k, cap / ev.reach[i]);
+		}
+		p->predicted.capacity_rps = hx_round6(fmax(k, kappa_opt));
+	}
 	p->predicted.has_quality = 1;
 	if (route) {
 		double f[MAXM] = {0};

@@ -421,6 +421,11 @@ static void check_cascade(const hx_plan *p, vlist *l)
 
 	if (p->ncascade == 0)
 		return;
+	/* A step naming a model the plan lacks (reported by the caller) leaves
+	 * nothing else to judge. */
+	for (int i = 0; i < p->ncascade; i++)
+		if (!hx_plan_model(p, p->cascade[i].model))
+			return;
 	for (int i = 0; i < p->ncascade; i++) {
 		const hx_cascade_step *c = &p->cascade[i];
 		for (int j = 0; j < i; j++)
@@ -429,7 +434,7 @@ static void check_cascade(const hx_plan *p, vlist *l)
 				add(l, HX_V_ROUTING, ptr, "model \"%s\" is step %d too: a cascade visits each model once",
 				    c->model, j);
 			}
-		if (hx_plan_model(p, c->model) && serving_replicas(p, c->model) == 0) {
+		if (serving_replicas(p, c->model) == 0) {
 			snprintf(ptr, sizeof(ptr), "/routing/cascade/%d/model", i);
 			add(l, HX_V_ROUTING, ptr, "no replica of \"%s\" answers the requests this step gets",
 			    c->model);

@@ -73,6 +73,7 @@ typedef struct ctx {
 	int route, even; /* even: each serving model gets at most its equal share of GPUs */
 	double out_ms; /* G: one earlier answer at the percentile output and TPOT SLO */
 	double fill_kappa; /* > 0: keep kappa >= this, spend the spare GPUs (see run) */
+	int final;         /* the plan's own solves: the whole time limit each */
 	cset **cache;
 	int ncache;
 	long nodes, iterations;
@@ -181,7 +182,9 @@ static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_m
 	}
 	if (!s0)
 		return 0;
-	if (x->o->time_limit_s > 0) {
+	if (x->o->time_limit_s > 0 && x->final) {
+		mo.time_limit_s = x->o->time_limit_s;
+	} else if (x->o->time_limit_s > 0) {
 		mo.time_limit_s = x->o->time_limit_s - elapsed(x);
 		if (mo.time_limit_s <= 0) {
 			x->time_cut = 1;
@@ -642,6 +645,9 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 	} else if (!route && (rc = search(&x, &best, err))) {
 		goto out;
 	}
+	/* Once the search has an incumbent, a time limit it hit does not take
+	 * the plan away: the incumbent's solves get the whole limit again. */
+	x.final = theta || route || best.val > 0;
 	if ((rc = deploy(&x, best.theta, o->lp_path, sets, &res, &val, err)))
 		goto out;
 	/* The MILP's optimum is a bottleneck: only the model that binds kappa

@@ -103,6 +103,20 @@ assert c["predicted"]["usd_per_hour"] < r["predicted"]["usd_per_hour"], (c["pred
 assert c["predicted"]["quality"] >= 80 - 1e-3
 PY
 
+# validate summarizes the profile: each model's mean score over the sample.
+run validate -w $W
+expect_rc 0 "validate the cascade workload"
+python3 - "$TMP/out" $W <<'PY' && ok || fail "validate quality summary"
+import json, sys
+v, w = (json.load(open(f)) for f in sys.argv[1:3])
+q, s = w["quality"], v["workload"]["quality"]
+assert s["samples"] == len(q["samples"]) and s["floor"] == q["floor"]
+for i, m in enumerate(s["models"]):
+    assert m["model"] == q["models"][i]
+    mean = sum(x["scores"][i] for x in q["samples"]) / len(q["samples"])
+    assert abs(m["mean_score"] - mean) < 1e-4, (m, mean)
+PY
+
 # ---- errors ----------------------------------------------------------------------------
 sed 's/"floor": 80/"floor": 99/' $W >"$TMP/w99.json"
 run plan -c $C -w "$TMP/w99.json" --mode cascade -o "$TMP/none.json"

@@ -798,6 +798,48 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 		}
 		p->predicted.capacity_rps = hx_round6(fmax(k, kappa_opt));
 	}
+	if (!route) {
+		/* End to end: each stage at its share of the served rate (spread
+		 * over its replicas by capacity, as the simulator routes), and a
+		 * request escalated through every stage waits for each earlier
+		 * stage's first token and whole answer (its percentile output at
+		 * that stage's TPOT) before the last stage's first token. */
+		double served_rps = fmin(w->rate_rps, p->predicted.capacity_rps), e2e = 0, tpot = 0;
+		int last = -1;
+		for (int i = 0; i < nm; i++)
+			if (ev.reach[i] > 0)
+				last = i;
+		for (int i = 0; i < nm; i++) {
+			double cap = 0, t_ttft = 0, t_tpot = 0;
+			hx_problem pi = *pb;
+			if (ev.reach[i] <= 0)
+				continue;
+			pi.model = &x.models[i];
+			pi.workload = &sets[i]->w;
+			for (int j = 0; j < npicks; j++)
+				if (picks[j].model == i)
+					cap += sets[i]->s.c[picks[j].cand].capacity_rps * picks[j].n;
+			for (int j = 0; j < npicks && cap > 0; j++) {
+				const hx_candidate *cd = &sets[i]->s.c[picks[j].cand];
+				hx_replica rep;
+				hx_capacity at;
+				if (picks[j].model != i)
+					continue;
+				hx_cand_replica(&pi, &sets[i]->s, cd, &rep);
+				hx_cost_at_rate(&rep, &sets[i]->w, served_rps * ev.reach[i] * cd->capacity_rps / cap, &at);
+				if (isfinite(at.ttft_ms))
+					t_ttft = fmax(t_ttft, at.ttft_ms);
+				if (isfinite(at.tpot_ms))
+					t_tpot = fmax(t_tpot, at.tpot_ms);
+			}
+			tpot = fmax(tpot, t_tpot);
+			e2e += t_ttft;
+			if (i < last)
+				e2e += fmax(hx_dist_quantile(&sets[i]->w.output, w->slo.percentile / 100) - 1, 0) * t_tpot;
+		}
+		p->predicted.ttft_ms_p99 = hx_round6(e2e);
+		p->predicted.tpot_ms_p99 = hx_round6(tpot);
+	}
 	p->predicted.has_quality = 1;
 	if (route) {
 		double f[MAXM] = {0};

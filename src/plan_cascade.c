@@ -700,7 +700,12 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 			hx_cascade_evaluate(q, best.theta, &ev);
 		}
 	}
-	picks = hx_xcalloc((size_t)1024, sizeof(pick));
+	{
+		size_t ncand = 1;
+		for (int i = 0; i < nm; i++)
+			ncand += sets[i] && sets[i]->ok ? (size_t)sets[i]->s.n : 0;
+		picks = hx_xcalloc(ncand, sizeof(pick));
+	}
 	{
 		int base = 0;
 		for (int i = 0; i < nm; i++) {
@@ -711,7 +716,7 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 					int n = (int)floor(res.x[base + c] + 0.5), wd = 0;
 					for (int k = 0; k < sets[i]->s.c[c].nstages; k++)
 						wd = sets[i]->s.c[c].st[k].tp > wd ? sets[i]->s.c[c].st[k].tp : wd;
-					if (n > 0 && npicks < 1024)
+					if (n > 0)
 						picks[npicks++] = (pick){i, c, n, wd};
 				}
 			base += sets[i]->s.n;

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "plan.h"
 #include "planners.h"
+#include "quality.h"
 
 #define CMD "plan"
 
@@ -23,6 +24,7 @@ static int plan_baseline(const hx_problem *pb, const hx_plan_opts *o, hx_plan *o
 enum {
 	TAKES_TIME = 1, /* --time-limit: it searches */
 	TAKES_MILP = 2, /* --objective, --gap, --lp: it solves a MILP */
+	TAKES_QUALITY = 4, /* its models come from the workload's quality profile */
 };
 
 /* The modes this hexplan plans, in the order --help and errors name them. */
@@ -34,6 +36,8 @@ static const struct mode {
 	{"baseline", plan_baseline, 0},
 	{"colocated", hx_plan_colocated, TAKES_TIME | TAKES_MILP},
 	{"disagg", hx_plan_disagg, TAKES_TIME},
+	{"cascade", hx_plan_cascade, TAKES_TIME | TAKES_MILP | TAKES_QUALITY},
+	{"route", hx_plan_route, TAKES_TIME | TAKES_MILP | TAKES_QUALITY},
 };
 
 #define NMODES ((int)(sizeof(modes) / sizeof(modes[0])))
@@ -52,6 +56,12 @@ static void mode_list(int flag, char *out, size_t len)
 		snprintf(out + strlen(out), len - strlen(out), "%s%s",
 			 k == 1 ? "" : k == n ? " and " : ", ", modes[i].name);
 	}
+}
+
+/* Modes that take their models from the workload's quality profile (no -m). */
+static int takes_quality(const struct mode *md)
+{
+	return (md->takes & TAKES_QUALITY) != 0;
 }
 
 static const struct mode *find_mode(const char *name)
@@ -186,12 +196,31 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	if ((rc = hx_workload_load(&w, wpath, &err)))
 		goto out;
 	have_w = 1;
-	if (!model && !w.model[0]) {
-		rc = hx_cli_usage_error(CMD, "give -m MODEL (the workload names no model)");
-		goto out;
+	if (takes_quality(md)) {
+		if (model) {
+			rc = hx_cli_usage_error(CMD, "--mode %s takes its models from the workload's quality profile, not -m", mode);
+			goto out;
+		}
+		if (!w.quality) {
+			rc = hx_cli_usage_error(CMD, "--mode %s needs a workload with a quality profile (\"quality\")", mode);
+			goto out;
+		}
+		/* the planner resolves the profile's models; -m's place is
+		 * held by the first */
+		if ((rc = hx_model_resolve(cat, w.quality->model[0], &m, &err))) {
+			char msg[sizeof(err.msg)];
+			snprintf(msg, sizeof(msg), "%s: /quality/models/0: %.900s", hx_display_path(wpath), err.msg);
+			hx_strlcpy(err.msg, msg, sizeof(err.msg));
+			goto out;
+		}
+	} else {
+		if (!model && !w.model[0]) {
+			rc = hx_cli_usage_error(CMD, "give -m MODEL (the workload names no model)");
+			goto out;
+		}
+		if ((rc = hx_model_resolve(cat, model ? model : w.model, &m, &err)))
+			goto out;
 	}
-	if ((rc = hx_model_resolve(cat, model ? model : w.model, &m, &err)))
-		goto out;
 	pb = (hx_problem){cat, &cluster, &w, &m, (uint64_t)seed, cpath, wpath, cli->calibration};
 	if (limit > 0)
 		/* The search stops at 90% of the limit, leaving the rest to

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "quality.h"
 #include "jsonio.h"
 #include "problem.h"
 
@@ -123,6 +124,20 @@ int cmd_validate(hx_cli *cli, int argc, char **argv)
 		json_object_set_new(x, "prompt_tokens", dist_json(&w.prompt, w.slo.percentile));
 		json_object_set_new(x, "output_tokens", dist_json(&w.output, w.slo.percentile));
 		hx_jset_int(x, "classes", w.nclasses);
+		if (w.quality) {
+			/* the profile: its models' mean scores and the floor */
+			json_t *qo = json_object(), *ms = json_array();
+			for (int i = 0; i < w.quality->nmodels; i++) {
+				json_t *mo = json_object();
+				hx_jset_str(mo, "model", w.quality->model[i]);
+				hx_jset_num(mo, "mean_score", hx_round6(hx_quality_mean(w.quality, i)));
+				json_array_append_new(ms, mo);
+			}
+			json_object_set_new(qo, "models", ms);
+			hx_jset_int(qo, "samples", w.quality->nsamples);
+			hx_jset_num(qo, "floor", w.quality->floor);
+			json_object_set_new(x, "quality", qo);
+		}
 		json_object_set_new(o, "workload", x);
 		hx_workload_release(&w);
 	}

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "jsonio.h"
+#include "quality.h"
 #include "problem.h"
 
 /* ---- cluster ---------------------------------------------------------- */
@@ -548,10 +549,87 @@ static int parse_classes(const hx_jr *r, const json_t *list, const char *dir,
 	return 0;
 }
 
+/* The quality profile (quality.h): models, sample requests with their
+ * lengths and every model's score, and the floor. */
+static int parse_quality(const hx_jr *r, const json_t *v, hx_workload *w)
+{
+	static const char *const keys[] = {"floor", "models", "samples", NULL};
+	static const char *const skeys[] = {"prompt_tokens", "output_tokens", "scores", NULL};
+	const json_t *models, *samples;
+	hx_quality *q;
+	size_t nm, ns;
+	int rc;
+
+	if ((rc = hx_jr_object(r, v, "/quality", keys)))
+		return rc;
+	q = w->quality = hx_xcalloc(1, sizeof(hx_quality));
+	if ((rc = hx_jr_num(r, v, "/quality", "floor", 0, 0, 100, &q->floor)))
+		return rc;
+	if (!(models = json_object_get(v, "models")))
+		return hx_jr_fail(r, "/quality", "missing required key \"models\"");
+	if ((rc = hx_jr_array(r, models, "/quality/models", 1, &nm)))
+		return rc;
+	if (nm > HX_QUALITY_MAX_MODELS)
+		return hx_jr_fail(r, "/quality/models", "at most %d models, not %zu",
+				  HX_QUALITY_MAX_MODELS, nm);
+	for (size_t i = 0; i < nm; i++) {
+		const json_t *e = json_array_get(models, i);
+		char p[64];
+		hx_ptr_index(p, sizeof(p), "/quality/models", i);
+		if (!json_is_string(e) || json_string_length(e) == 0)
+			return hx_jr_fail(r, p, "must be a model name or config.json path");
+		if (json_string_length(e) >= sizeof(q->model[0]))
+			return hx_jr_fail(r, p, "too long (at most %zu bytes)", sizeof(q->model[0]) - 1);
+		hx_strlcpy(q->model[i], json_string_value(e), sizeof(q->model[i]));
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(q->model[j], q->model[i]) == 0)
+				return hx_jr_fail(r, p, "\"%s\" is listed twice", q->model[i]);
+		q->nmodels++;
+	}
+	if (!(samples = json_object_get(v, "samples")))
+		return hx_jr_fail(r, "/quality", "missing required key \"samples\"");
+	if ((rc = hx_jr_array(r, samples, "/quality/samples", 1, &ns)))
+		return rc;
+	q->prompt = hx_xcalloc(ns, sizeof(double));
+	q->output = hx_xcalloc(ns, sizeof(double));
+	q->score = hx_xcalloc(ns * nm, sizeof(double));
+	q->nsamples = (int)ns;
+	for (size_t i = 0; i < ns; i++) {
+		const json_t *e = json_array_get(samples, i), *sc;
+		char p[64], ps[80];
+		long pt = 0, ot = 0;
+		size_t n;
+		hx_ptr_index(p, sizeof(p), "/quality/samples", i);
+		if ((rc = hx_jr_object(r, e, p, skeys)) ||
+		    (rc = hx_jr_int(r, e, p, "prompt_tokens", 1, 1, 10000000, &pt)) ||
+		    (rc = hx_jr_int(r, e, p, "output_tokens", 1, 1, 10000000, &ot)))
+			return rc;
+		q->prompt[i] = (double)pt;
+		q->output[i] = (double)ot;
+		hx_ptr_key(ps, sizeof(ps), p, "scores");
+		if (!(sc = json_object_get(e, "scores")))
+			return hx_jr_fail(r, p, "missing required key \"scores\"");
+		if ((rc = hx_jr_array(r, sc, ps, 0, &n)))
+			return rc;
+		if (n != nm)
+			return hx_jr_fail(r, ps, "%zu scores for %zu models", n, nm);
+		for (size_t m = 0; m < nm; m++) {
+			const json_t *x = json_array_get(sc, m);
+			char px[96];
+			double d = json_is_number(x) ? json_number_value(x) : NAN;
+			hx_ptr_index(px, sizeof(px), ps, m);
+			if (!(d >= 0 && d <= 100))
+				return hx_jr_fail(r, px, "must be a score from 0 to 100");
+			q->score[m * ns + i] = d;
+		}
+	}
+	return 0;
+}
+
 int hx_workload_load(hx_workload *w, const char *path, hx_err *err)
 {
 	static const char *const top[] = {"version", "model", "rate_rps", "arrival",
-		"prompt_tokens", "output_tokens", "slo", "classes", "serving", NULL};
+		"prompt_tokens", "output_tokens", "slo", "classes", "serving", "quality", NULL};
 	static const char *const akeys[] = {"process", "cv", NULL};
 	static const char *const procs[] = {"poisson", "gamma", NULL};
 	static const char *const skeys[] = {"ttft_ms", "tpot_ms", "percentile",
@@ -630,6 +708,8 @@ int hx_workload_load(hx_workload *w, const char *path, hx_err *err)
 				goto out;
 		}
 	}
+	if ((v = json_object_get(root, "quality")) && (rc = parse_quality(&r, v, w)))
+		goto out;
 	rc = HX_OK;
 out:
 	json_decref(root);
@@ -646,6 +726,10 @@ void hx_workload_release(hx_workload *w)
 		hx_dist_release(&w->classes[i].output);
 	}
 	free(w->classes);
+	if (w->quality) {
+		hx_quality_release(w->quality);
+		free(w->quality);
+	}
 	hx_dist_release(&w->prompt);
 	hx_dist_release(&w->output);
 	memset(w, 0, sizeof(*w));

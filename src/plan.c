@@ -344,6 +344,8 @@ static json_t *plan_json(const hx_plan *p)
 	json_object_set_new(x, "tpot_ms_p99", json_real(p->predicted.tpot_ms_p99));
 	json_object_set_new(x, "usd_per_hour", json_real(p->predicted.usd_per_hour));
 	json_object_set_new(x, "usd_per_m_tokens", json_real(p->predicted.usd_per_m_tokens));
+	if (p->predicted.has_quality)
+		json_object_set_new(x, "quality", json_real(p->predicted.quality));
 	json_object_set_new(o, "predicted", x);
 	x = json_object();
 	hx_jset_str(x, "engine", p->solver.engine);
@@ -582,7 +584,7 @@ static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 	static const char *const rkeys[] = {"ingress", "kv", "hops", "cascade", NULL};
 	static const char *const ckeys[] = {"model", "threshold", "escalate", NULL};
 	static const char *const pkeys[] = {"capacity_rps", "throughput_tps", "ttft_ms_p99",
-		"tpot_ms_p99", "usd_per_hour", "usd_per_m_tokens", NULL};
+		"tpot_ms_p99", "usd_per_hour", "usd_per_m_tokens", "quality", NULL};
 	static const char *const skeys[] = {"engine", "status", "objective", "bound", "gap",
 		"work", "seed", NULL};
 	static const char *const wkeys[] = {"nodes", "iterations", NULL};
@@ -701,9 +703,15 @@ static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 			&p->predicted.usd_per_hour, &p->predicted.usd_per_m_tokens};
 		if ((rc = hx_jr_object(r, v, "/predicted", pkeys)))
 			return rc;
-		for (int i = 0; pkeys[i]; i++)
+		for (int i = 0; pkeys[i + 1]; i++)
 			if ((rc = hx_jr_num(r, v, "/predicted", pkeys[i], 0, 0, 1e15, f[i])))
 				return rc;
+		if (json_object_get(v, "quality")) {
+			p->predicted.has_quality = 1;
+			if ((rc = hx_jr_num(r, v, "/predicted", "quality", 1, 0, 100,
+					    &p->predicted.quality)))
+				return rc;
+		}
 	}
 	if ((v = json_object_get(root, "solver"))) {
 		long seed = 1;
@@ -805,6 +813,17 @@ char *hx_plan_table(const hx_plan *p)
 		      p->predicted.tpot_ms_p99);
 	hx_buf_printf(&t, "cost: $%.2f/hour, $%.4f per million tokens\n", p->predicted.usd_per_hour,
 		      p->predicted.usd_per_m_tokens);
+	if (p->ncascade > 0) {
+		hx_buf_printf(&t, "cascade:");
+		for (int i = 0; i < p->ncascade; i++)
+			if (i + 1 < p->ncascade)
+				hx_buf_printf(&t, " %s (score < %g: %.2f%% on) ->", p->cascade[i].model,
+					      p->cascade[i].threshold, 100 * p->cascade[i].escalate);
+			else
+				hx_buf_printf(&t, " %s\n", p->cascade[i].model);
+	}
+	if (p->predicted.has_quality)
+		hx_buf_printf(&t, "quality: %.2f (judge score, 0-100)\n", p->predicted.quality);
 	hx_buf_printf(&t, "solver: %s, %s, seed %llu\n", p->solver.engine, p->solver.status,
 		      (unsigned long long)p->solver.seed);
 	return t.s;

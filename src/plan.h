@@ -72,6 +72,10 @@ typedef struct hx_cascade_step {
 typedef struct hx_prediction {
 	double capacity_rps, throughput_tps, ttft_ms_p99, tpot_ms_p99;
 	double usd_per_hour, usd_per_m_tokens;
+	/* Quality (0-100) of a cascade or routing split, from the workload's
+	 * quality profile; written only when has_quality. */
+	double quality;
+	int has_quality;
 } hx_prediction;
 
 typedef struct hx_solver_record {

@@ -53,6 +53,26 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out,
  * flip roles while that raises the flow. */
 int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err);
 
+/* cascade (Cascadia) and route: several models from the workload's quality
+ * profile (quality.h), resolved in PB->cat; PB->model is ignored.  cascade searches
+ * thresholds by a weighted Tchebycheff scalarization of (latency, quality)
+ * under the quality floor, with a deployment MILP per candidate; route
+ * splits the traffic by fraction among the models in one MILP.  Both
+ * maximize capacity at the SLO (or minimize cost at the workload's rate). */
+int hx_plan_cascade(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err);
+int hx_plan_route(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err);
+/* The cascade's deployment level alone, at thresholds THETA (nmodels - 1 of
+ * them, 0-100): solver.objective is the MILP's optimum.  Each model's
+ * candidates are priced on the requests that reach it with the TTFT budget
+ * a = (TTFT SLO - (C - 1) * (p-th percentile output - 1) * TPOT SLO) / C. */
+int hx_plan_cascade_at(const hx_problem *pb, const hx_plan_opts *o, const double *theta,
+		       hx_plan *out, hx_err *err);
+/* The same with every model that gets traffic held to an equal share of the
+ * cluster's GPUs (floor(GPUs / models)): the even-split yardstick of
+ * bench/cascade. */
+int hx_plan_cascade_even(const hx_problem *pb, const hx_plan_opts *o, const double *theta,
+			 hx_plan *out, hx_err *err);
+
 /* The KV reserve (tokens) a replica of the workload's model needs: one
  * request at the SLO percentile, and at least HX_KV_RESERVE_TOKENS. */
 double hx_plan_kv_reserve(const hx_workload *w);

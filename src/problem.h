@@ -105,6 +105,7 @@ typedef struct hx_class {
 } hx_class;
 
 enum { HX_ARRIVAL_POISSON, HX_ARRIVAL_GAMMA };
+struct hx_quality; /* quality.h */
 typedef struct hx_workload {
 	char model[512]; /* optional: model name or config.json path */
 	double rate_rps;
@@ -115,6 +116,7 @@ typedef struct hx_workload {
 	hx_serving serving;
 	hx_class *classes;
 	int nclasses;
+	struct hx_quality *quality; /* the quality profile, or NULL (owned) */
 } hx_workload;
 
 int hx_workload_load(hx_workload *w, const char *path, hx_err *err);

@@ -400,6 +400,79 @@ static void check_weights(const hx_route *list, int n, const char *base, vlist *
 		}
 }
 
+/* Replicas of model M that take requests (aggregated or prefill). */
+static int serving_replicas(const hx_plan *p, const char *m)
+{
+	int n = 0;
+	for (int g = 0; g < p->ngroups; g++)
+		if (strcmp(p->groups[g].model, m) == 0 && p->groups[g].role != HX_ROLE_DECODE)
+			n += p->groups[g].nreplicas;
+	return n;
+}
+
+/* A cascade (DESIGN §6): each step names a distinct model that has replicas
+ * to answer; thresholds are judge scores (0-100); a step escalates a
+ * fraction in [0, 1] (the reader holds it there) and the last one escalates
+ * nothing, since no model follows it; requests enter at the first model,
+ * and every group serves a model of the cascade. */
+static void check_cascade(const hx_plan *p, vlist *l)
+{
+	char ptr[160];
+
+	if (p->ncascade == 0)
+		return;
+	/* A step naming a model the plan lacks (reported by the caller) leaves
+	 * nothing else to judge. */
+	for (int i = 0; i < p->ncascade; i++)
+		if (!hx_plan_model(p, p->cascade[i].model))
+			return;
+	for (int i = 0; i < p->ncascade; i++) {
+		const hx_cascade_step *c = &p->cascade[i];
+		for (int j = 0; j < i; j++)
+			if (strcmp(p->cascade[j].model, c->model) == 0) {
+				snprintf(ptr, sizeof(ptr), "/routing/cascade/%d/model", i);
+				add(l, HX_V_ROUTING, ptr, "model \"%s\" is step %d too: a cascade visits each model once",
+				    c->model, j);
+			}
+		if (serving_replicas(p, c->model) == 0) {
+			snprintf(ptr, sizeof(ptr), "/routing/cascade/%d/model", i);
+			add(l, HX_V_ROUTING, ptr, "no replica of \"%s\" answers the requests this step gets",
+			    c->model);
+		}
+		if (!(c->threshold >= 0 && c->threshold <= 100)) {
+			snprintf(ptr, sizeof(ptr), "/routing/cascade/%d/threshold", i);
+			add(l, HX_V_ROUTING, ptr, "%g is not a judge score (0 to 100)", c->threshold);
+		}
+		if (!(c->escalate >= 0 && c->escalate <= 1)) {
+			snprintf(ptr, sizeof(ptr), "/routing/cascade/%d/escalate", i);
+			add(l, HX_V_ROUTING, ptr, "%g is not a fraction", c->escalate);
+		} else if (i == p->ncascade - 1 && c->escalate > 0) {
+			snprintf(ptr, sizeof(ptr), "/routing/cascade/%d/escalate", i);
+			add(l, HX_V_ROUTING, ptr, "the last model escalates %g of its requests, but no model follows it",
+			    c->escalate);
+		}
+	}
+	for (int i = 0; i < p->ningress; i++) {
+		int g = hx_plan_group_index(p, p->ingress[i].to);
+		if (g >= 0 && p->ingress[i].weight > 0 &&
+		    strcmp(p->groups[g].model, p->cascade[0].model) != 0) {
+			snprintf(ptr, sizeof(ptr), "/routing/ingress/%d/group", i);
+			add(l, HX_V_ROUTING, ptr, "group \"%s\" serves %s, but a cascade's requests enter at its first model (%s)",
+			    p->groups[g].name, p->groups[g].model, p->cascade[0].model);
+		}
+	}
+	for (int g = 0; g < p->ngroups; g++) {
+		int in = 0;
+		for (int i = 0; i < p->ncascade; i++)
+			in |= strcmp(p->groups[g].model, p->cascade[i].model) == 0;
+		if (!in) {
+			snprintf(ptr, sizeof(ptr), "/groups/%d/model", g);
+			add(l, HX_V_ROUTING, ptr, "model \"%s\" is not a step of the plan's cascade: no request reaches it",
+			    p->groups[g].model);
+		}
+	}
+}
+
 static void check_routing(const hx_plan *p, vlist *l)
 {
 	char ptr[160], why[160];
@@ -462,6 +535,7 @@ static void check_routing(const hx_plan *p, vlist *l)
 			add(l, HX_V_ROUTING, ptr, "model \"%s\" is not among the plan's models",
 			    p->cascade[i].model);
 		}
+	check_cascade(p, l);
 }
 
 static void check_roles(const hx_plan *p, vlist *l)

@@ -112,6 +112,18 @@ v -w workload-both-lengths-and-classes.json ": /classes: give lengths per class 
 # (file and line) follows the pointer.
 v -w workload-trace-missing-file.json ": /prompt_tokens/trace: $(re "$B/no-such-trace.csv"): No such file or directory"
 v -w workload-trace-bad-file.json ": /prompt_tokens/trace: $(re "$B/trace-negative-length.csv"):3: input_tokens must be a positive integer, not \"-5\""
+# The quality profile (cascade and route modes).
+v -w workload-quality-score-above-100.json ": /quality/samples/0/scores/1: must be a score from 0 to 100"
+v -w workload-quality-score-string.json ": /quality/samples/0/scores/1: must be a score from 0 to 100"
+v -w workload-quality-scores-count.json ": /quality/samples/0/scores: 1 scores for 2 models"
+v -w workload-quality-duplicate-model.json ": /quality/models/1: \"qwen3-8b\" is listed twice"
+v -w workload-quality-floor-above-100.json ": /quality/floor: must be between 0 and 100, not 120"
+v -w workload-quality-no-samples.json ": /quality/samples: must have at least 1 item"
+v -w workload-quality-zero-prompt.json ": /quality/samples/0/prompt_tokens: must be a positive integer, not 0"
+v -w workload-quality-unknown-key.json ": /quality/judge: unknown key"
+# A model name is resolved when planning: the error names the file and pointer.
+run plan --mode cascade -c examples/clusters/h100-node.json -w "$B/workload-quality-unknown-model.json"
+bad_file 1 workload-quality-unknown-model.json ": /quality/models/1: unknown model \"no-such-model\" \(see 'hexplan profiles list', or give a config\.json path\)"
 
 # ---- traces (CSV) -------------------------------------------------------------
 v -t trace-empty-file.csv ": empty file: expected a CSV header"

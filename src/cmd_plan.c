@@ -28,6 +28,7 @@ static const struct mode {
 	{"baseline", plan_baseline, 0},
 	{"colocated", hx_plan_colocated, 1},
 	{"disagg", hx_plan_disagg, 0},
+	{"pipeline", hx_plan_pipeline, 1},
 };
 #define NMODES ((int)(sizeof(modes) / sizeof(modes[0])))
 
@@ -147,7 +148,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		return unknown_mode(mode);
 	if (!md->solver && (po.objective != HX_OBJ_CAPACITY || po.lp_path || po.gap > 0 ||
 			    po.time_limit_s > 0))
-		return hx_cli_usage_error(CMD, "--objective, --time-limit, --gap and --lp need a solver mode (colocated)");
+		return hx_cli_usage_error(CMD, "--objective, --time-limit, --gap and --lp need a solver mode (colocated, pipeline)");
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;
 	if ((rc = hx_cluster_load(&cluster, cpath, cat, &err)))

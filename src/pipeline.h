@@ -40,7 +40,7 @@ void hx_pipe_flow_release(hx_pipe_flow *f);
 const char *hx_pipe_construction_name(int k);
 
 typedef struct hx_pipe_opts {
-	long work;     /* flow evaluations of the local search (0: 300 n + 3000, at most 60000) */
+	long work;     /* flow evaluations of the local search (0: 2000 n + 20000, at most 150000) */
 	int no_search; /* the best construction alone */
 } hx_pipe_opts;
 

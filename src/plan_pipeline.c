@@ -122,6 +122,10 @@ void hx_pipe_flow_release(hx_pipe_flow *f)
 
 /* ---- node tables ------------------------------------------------------------ */
 
+/* A token reaching a node mid-iteration waits for it to end before its own:
+ * half an iteration on average, so a node adds 1.5 iterations to a path. */
+#define HX_PIPE_WAIT 1.5
+
 /* What one node type (GPU profile, count, NIC) does with k layers. */
 typedef struct ntype {
 	const hx_node *proto;
@@ -252,7 +256,7 @@ static void price_type(pctx *c, ntype *t)
 			hx_batch_add_decode(&b, mid, P + O / 2);
 			hx_batch_add_prefill(&b, mid / O, P, 0);
 			T = k * hx_cost_layer(&r, &r.stage[si], f, &b, NULL) + over;
-			if (T <= budget)
+			if (HX_PIPE_WAIT * T <= budget)
 				lo = mid;
 			else
 				hi = mid - 1;
@@ -265,7 +269,10 @@ static void price_type(pctx *c, ntype *t)
 			hx_batch_add_prefill(&b, lo / O, P, 0);
 			t->iter_s[k] = k * hx_cost_layer(&r, &r.stage[si], f, &b, NULL) + over;
 			t->batch[k] = lo;
-			t->thr[k] = fmin(lo / t->iter_s[k], nic);
+			/* Little's law: a sequence holds KV here for its whole
+			 * life, one token per path round trip (at most the TPOT
+			 * SLO), so the node carries at most KV seqs / TPOT. */
+			t->thr[k] = fmin(fmin(lo / t->iter_s[k], nic), floor(kv / (P + O)) / (w->slo.tpot_ms * 1e-3));
 		}
 		t->speed = fmax(t->speed, k * t->thr[k]);
 	}
@@ -308,12 +315,12 @@ static void worst_paths(const pctx *c, const int *f, const int *l, double *tpot_
 				continue;
 			t = &c->ty[c->type[i]];
 			k = l[i] - f[i];
-			a[i] = start == 0 ? t->iter_s[k] : -1;
+			a[i] = start == 0 ? HX_PIPE_WAIT * t->iter_s[k] : -1;
 			b[i] = start == 0 ? t->pre_s[k] : -1;
 			for (int j = 0; j < n; j++) {
 				if (f[j] < 0 || l[j] != start || a[j] < 0)
 					continue;
-				a[i] = fmax(a[i], a[j] + t->iter_s[k] + c->lat_s[j * n + i] + c->hop_tok_s[j * n + i]);
+				a[i] = fmax(a[i], a[j] + HX_PIPE_WAIT * t->iter_s[k] + c->lat_s[j * n + i] + c->hop_tok_s[j * n + i]);
 				b[i] = fmax(b[i], b[j] + t->pre_s[k] + c->lat_s[j * n + i] + c->hop_tok_s[j * n + i] * c->prompt_q);
 			}
 			if (l[i] == L && a[i] >= 0) {
@@ -661,23 +668,43 @@ static long search(pctx *c, int *best_f, int *best_l, double *best_v, long work)
 	int *cf = hx_xmalloc((size_t)n * sizeof(int)), *cl = hx_xmalloc((size_t)n * sizeof(int));
 	int *tf = hx_xmalloc((size_t)n * sizeof(int)), *tl = hx_xmalloc((size_t)n * sizeof(int));
 	double cur = *best_v;
-	long moves = 0, since = 0, patience = work / 3 > 2000 ? work / 3 : 2000;
+	long moves = 0, since = 0, patience = work / 20 > 1000 ? work / 20 : 1000;
 	hx_rng r;
 
 	hx_rng_seed(&r, c->pb->seed);
 	memcpy(cf, best_f, (size_t)n * sizeof(int));
 	memcpy(cl, best_l, (size_t)n * sizeof(int));
-	for (long it = 0; it < work && since < patience && !c->failed; it++) {
+	for (long it = 0, evals = 0; evals < work && it < 20 * work && !c->failed; it++) {
 		double v;
 		if (c->deadline > 0 && (it & 63) == 0 && now_s() > c->deadline) {
 			c->timed_out = 1;
 			break;
+		}
+		if (since >= patience) {
+			/* stuck: restart from the best with a few random moves
+			 * (iterated local search) */
+			int kicks = 0;
+			memcpy(cf, best_f, (size_t)n * sizeof(int));
+			memcpy(cl, best_l, (size_t)n * sizeof(int));
+			for (int tries = 0; tries < 100 && kicks < 4; tries++) {
+				memcpy(tf, cf, (size_t)n * sizeof(int));
+				memcpy(tl, cl, (size_t)n * sizeof(int));
+				if (propose(c, &r, tf, tl)) {
+					memcpy(cf, tf, (size_t)n * sizeof(int));
+					memcpy(cl, tl, (size_t)n * sizeof(int));
+					kicks++;
+				}
+			}
+			cur = score(c, cf, cl, NULL);
+			since = 0;
+			continue;
 		}
 		memcpy(tf, cf, (size_t)n * sizeof(int));
 		memcpy(tl, cl, (size_t)n * sizeof(int));
 		if (!propose(c, &r, tf, tl))
 			continue;
 		moves++;
+		evals++;
 		v = score(c, tf, tl, NULL);
 		since++;
 		/* improvements, and sideways steps now and then (plateaus are wide:
@@ -809,14 +836,14 @@ static int emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value, 
 		if (!hx_plan_gpu(p, cl->nodes[i].gpu.name))
 			hx_plan_add_gpu(p, &cl->nodes[i].gpu);
 		/* path latencies: the slowest way here (groups come in layer order) */
-		tpot[i] = t->iter_s[k];
+		tpot[i] = HX_PIPE_WAIT * t->iter_s[k];
 		ttft[i] = t->pre_s[k];
 		for (int j = 0; j < n; j++) {
 			double bw;
 			if (!hop_kept[j * n + i])
 				continue;
 			bw = hx_cluster_link(cl, j, i).bw_gbps * 1e9 / 8;
-			tpot[i] = fmax(tpot[i], t->iter_s[k] + tpot[j] + link_latency_s(c, j, i) + bytes_tok / bw);
+			tpot[i] = fmax(tpot[i], HX_PIPE_WAIT * t->iter_s[k] + tpot[j] + link_latency_s(c, j, i) + bytes_tok / bw);
 			ttft[i] = fmax(ttft[i], t->pre_s[k] + ttft[j] + link_latency_s(c, j, i) + Pq * bytes_tok / bw);
 		}
 		if (l[i] == c->L) {
@@ -1017,9 +1044,9 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 			memcpy(bl, tl, (size_t)n * sizeof(int));
 		}
 	}
-	work = po && po->work > 0 ? po->work : 300L * n + 3000;
-	if (work > 60000 && !(po && po->work > 0))
-		work = 60000;
+	work = po && po->work > 0 ? po->work : 2000L * n + 20000;
+	if (work > 150000 && !(po && po->work > 0))
+		work = 150000;
 	if (!(po && po->no_search) && best > 0)
 		moves = search(&c, bf, bl, &best, work);
 	if (c.failed) {

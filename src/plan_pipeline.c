@@ -50,8 +50,13 @@ int hx_pipe_flow_eval(const hx_pipe_net *net, const int *first, const int *last,
 	int **by_first = hx_xcalloc((size_t)L + 1, sizeof(int *)), *nby = hx_xcalloc((size_t)L + 1, sizeof(int));
 	hx_graph g;
 	hx_flow_result res;
-	const double inf = 1e18;
+	double inf = 1;
 
+	/* "Unbounded" source and sink edges: more than every node together
+	 * carries (a huge constant would swallow the flows' digits in
+	 * push-relabel's excess arithmetic). */
+	for (int i = 0; i < n; i++)
+		inf += fmax(net->node_tps[i], 0);
 	memset(f, 0, sizeof(*f));
 	f->through = hx_xcalloc((size_t)n + 1, sizeof(double));
 	f->src = hx_xcalloc((size_t)n + 1, sizeof(double));
@@ -871,6 +876,14 @@ static int emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value, 
 				snprintf(rt->from, sizeof(rt->from), "%s/s0", p->groups[gi[i]].replicas[0].id);
 				snprintf(rt->to, sizeof(rt->to), "%s/s0", p->groups[gi[j]].replicas[0].id);
 				rt->weight = fl.hop[i * n + j];
+				{
+					hx_linkspec ls = hx_cluster_link(cl, i, j);
+					char link[160];
+					snprintf(link, sizeof(link), "%s-%s", cl->nodes[i].name, cl->nodes[j].name);
+					hx_strlcpy(rt->link, link, sizeof(rt->link));
+					rt->bw_gbps = fmin(ls.bw_gbps, fmin(cl->nodes[i].nic_gbps, cl->nodes[j].nic_gbps));
+					rt->latency_ms = ls.latency_ms;
+				}
 			}
 			hx_routes_normalize(p->hops + at, p->nhops - at);
 		}

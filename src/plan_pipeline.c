@@ -159,6 +159,8 @@ typedef struct pctx {
 	long flows;
 	double deadline; /* monotonic seconds; 0: none */
 	int timed_out;
+	double bound, gap; /* stop the search once (bound - flow) / flow <= gap (gap > 0) */
+	int gap_reached;
 	hx_err *err;
 	int failed;
 } pctx;
@@ -685,6 +687,10 @@ static long search(pctx *c, int *best_f, int *best_l, double *best_v, long work)
 			c->timed_out = 1;
 			break;
 		}
+		if (c->gap > 0 && *best_v > 0 && (c->bound - *best_v) / *best_v <= c->gap) {
+			c->gap_reached = 1;
+			break;
+		}
 		if (since >= patience) {
 			/* stuck: restart from the best with a few random moves
 			 * (iterated local search) */
@@ -1031,6 +1037,8 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	}
 	if (o->time_limit_s > 0)
 		c.deadline = t0 + o->time_limit_s;
+	c.bound = bound;
+	c.gap = o->gap;
 	bf = hx_xmalloc((size_t)n * sizeof(int));
 	bl = hx_xmalloc((size_t)n * sizeof(int));
 	tf = hx_xmalloc((size_t)n * sizeof(int));
@@ -1082,7 +1090,7 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	hx_plan_add_model(p, pb->model);
 	p->solver.seed = pb->seed;
 	strcpy(p->solver.engine, "igraph");
-	strcpy(p->solver.status, c.timed_out ? "time_limit" : "heuristic");
+	strcpy(p->solver.status, c.timed_out ? "time_limit" : c.gap_reached ? "gap_limit" : "heuristic");
 	p->solver.objective = hx_round6(value);
 	p->solver.bound = hx_round6(fmax(bound, value));
 	p->solver.gap = hx_round6((p->solver.bound - value) / fmax(value, 1e-12));

@@ -849,7 +849,15 @@ static int setup(sim *s, hx_err *err)
 	const hx_plan *p = s->p;
 	int n = 0, rc;
 
-	s->hops = p->nhops > 0;
+	/* Pipeline plans: hops between groups that hold part of the model.
+	 * Other plans keep their replicas whole (hops, if any, unused). */
+	for (int g = 0; g < p->ngroups && p->nhops > 0; g++) {
+		const hx_plan_group *grp = &p->groups[g];
+		const hx_model *md = hx_plan_model(p, grp->model);
+		if (md && grp->nstages > 0 &&
+		    (grp->stage[0].first != 0 || grp->stage[grp->nstages - 1].last != md->a.layers))
+			s->hops = 1;
+	}
 	for (int g = 0; g < p->ngroups; g++)
 		n += p->groups[g].nreplicas;
 	s->reps = hx_xcalloc((size_t)n, sizeof(replica));
@@ -895,7 +903,7 @@ static int setup(sim *s, hx_err *err)
 	}
 	/* Hops: each replica's routes out and where they go. */
 	s->hop_to = hx_xcalloc((size_t)p->nhops + 1, sizeof(int));
-	for (int h = 0; h < p->nhops; h++) {
+	for (int h = 0; h < p->nhops && s->hops; h++) {
 		char id[64], *slash;
 		int from;
 		hx_strlcpy(id, p->hops[h].to, sizeof(id));

@@ -6,11 +6,12 @@
 
 #include "cli.h"
 #include "plan.h"
+#include "pipeline.h"
 #include "planners.h"
 
 #define CMD "plan"
 
-enum { OPT_MODE = 2200, OPT_SEED, OPT_OBJECTIVE, OPT_TIME_LIMIT, OPT_GAP, OPT_LP, OPT_VERBOSE };
+enum { OPT_MODE = 2200, OPT_SEED, OPT_OBJECTIVE, OPT_TIME_LIMIT, OPT_GAP, OPT_LP, OPT_VERBOSE, OPT_LAYER_COSTS };
 
 static int plan_baseline(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err)
 {
@@ -80,11 +81,12 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		{"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
 		{"gap", required_argument, NULL, OPT_GAP},
 		{"lp", required_argument, NULL, OPT_LP},
+		{"layer-costs", required_argument, NULL, OPT_LAYER_COSTS},
 		{"format", required_argument, NULL, HX_OPT_FORMAT},
 		HX_GLOBAL_LONGOPTS,
 		{NULL, 0, NULL, 0}};
 	const char *cpath = NULL, *wpath = NULL, *model = NULL, *ppath = NULL, *out = NULL;
-	const char *mode = "baseline";
+	const char *mode = "baseline", *layer_costs = NULL;
 	const hx_catalog *cat;
 	hx_cluster cluster;
 	hx_workload w;
@@ -130,6 +132,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 				return rc;
 			break;
 		case OPT_LP: po.lp_path = optarg; break;
+		case OPT_LAYER_COSTS: layer_costs = optarg; break;
 		default:
 			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
 				return rc;
@@ -149,6 +152,8 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	if (!md->solver && (po.objective != HX_OBJ_CAPACITY || po.lp_path || po.gap > 0 ||
 			    po.time_limit_s > 0))
 		return hx_cli_usage_error(CMD, "--objective, --time-limit, --gap and --lp need a solver mode (colocated, pipeline)");
+	if (layer_costs && strcmp(md->name, "pipeline") != 0)
+		return hx_cli_usage_error(CMD, "--layer-costs is for --mode pipeline");
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;
 	if ((rc = hx_cluster_load(&cluster, cpath, cat, &err)))
@@ -164,7 +169,13 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	if ((rc = hx_model_resolve(cat, model ? model : w.model, &m, &err)))
 		goto out;
 	pb = (hx_problem){cat, &cluster, &w, &m, (uint64_t)seed, cpath, wpath, cli->calibration};
-	if ((rc = md->run(&pb, &po, &p, &err)))
+	if (layer_costs) {
+		hx_pipe_opts xo = {0, 0, layer_costs};
+		rc = hx_plan_pipeline_run(&pb, &po, &xo, &p, NULL, &err);
+	} else {
+		rc = md->run(&pb, &po, &p, &err);
+	}
+	if (rc)
 		goto out;
 	have_p = 1;
 	if (out && (rc = hx_plan_write(&p, out, &err)))

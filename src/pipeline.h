@@ -39,9 +39,26 @@ void hx_pipe_flow_release(hx_pipe_flow *f);
 #define HX_PIPE_NCONSTRUCTIONS 3 /* per-type, balanced, greedy */
 const char *hx_pipe_construction_name(int k);
 
+/* A measured per-layer timing (--layer-costs): one transformer layer on
+ * one GPU of a TP group, no serving overhead. */
+enum { HX_LC_DECODE, HX_LC_PREFILL };
+typedef struct hx_layer_cost {
+	char gpu[48];
+	int tp, phase;    /* HX_LC_* */
+	double tokens;    /* decode: sequences; prefill: prompt tokens */
+	double context;   /* as measured (the planner interpolates in tokens) */
+	double ms;
+	int line;
+} hx_layer_cost;
+
+/* Read a layer-cost CSV (header gpu,tp,phase,tokens,context,ms).  *OUT is
+ * new (free it); errors name "PATH:LINE". */
+int hx_layer_costs_load(hx_layer_cost **out, int *n, const char *path, hx_err *err);
+
 typedef struct hx_pipe_opts {
 	long work;     /* flow evaluations of the local search (0: 2000 n + 20000, at most 150000) */
 	int no_search; /* the best construction alone */
+	const char *layer_costs; /* a layer-cost CSV to use instead of the cost model (may be NULL) */
 } hx_pipe_opts;
 
 typedef struct hx_pipe_stats {

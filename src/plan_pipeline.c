@@ -125,6 +125,170 @@ void hx_pipe_flow_release(hx_pipe_flow *f)
 	memset(f, 0, sizeof(*f));
 }
 
+/* ---- measured per-layer costs ------------------------------------------------- */
+
+int hx_layer_costs_load(hx_layer_cost **out, int *n, const char *path, hx_err *err)
+{
+	char *text, *cur, *nl;
+	const char *shown;
+	int lineno = 0, cap = 0, rc = HX_EINPUT;
+	hx_layer_cost *v = NULL;
+
+	*out = NULL;
+	*n = 0;
+	if (!(text = hx_read_file(path, NULL, err)))
+		return HX_EINPUT;
+	shown = hx_display_path(path);
+	for (cur = text; cur && *cur; cur = nl) {
+		char *line = cur, *f[7], *end;
+		int nf = 0;
+		hx_layer_cost x;
+		long tp;
+		if ((nl = strchr(cur, '\n')))
+			*nl++ = '\0';
+		lineno++;
+		if (*line && line[strlen(line) - 1] == '\r')
+			line[strlen(line) - 1] = '\0';
+		if (lineno == 1) {
+			if (strcmp(line, "gpu,tp,phase,tokens,context,ms") != 0) {
+				hx_errf(err, HX_EINPUT, "%s:1: expected the header \"gpu,tp,phase,tokens,context,ms\"",
+					shown);
+				goto out;
+			}
+			continue;
+		}
+		if (!*line)
+			continue;
+		f[nf++] = line;
+		for (char *c = line; *c; c++)
+			if (*c == ',') {
+				*c = '\0';
+				if (nf < 7)
+					f[nf] = c + 1;
+				nf++;
+			}
+		if (nf != 6) {
+			hx_errf(err, HX_EINPUT, "%s:%d: expected 6 fields", shown, lineno);
+			goto out;
+		}
+		memset(&x, 0, sizeof(x));
+		x.line = lineno;
+		if (!*f[0] || hx_strlcpy(x.gpu, f[0], sizeof(x.gpu))) {
+			hx_errf(err, HX_EINPUT, "%s:%d: gpu must be a name of at most 47 characters", shown, lineno);
+			goto out;
+		}
+		tp = strtol(f[1], &end, 10);
+		if (!*f[1] || *end || tp < 1 || tp > 1024) {
+			hx_errf(err, HX_EINPUT, "%s:%d: tp must be an integer from 1 to 1024, not \"%s\"", shown,
+				lineno, f[1]);
+			goto out;
+		}
+		x.tp = (int)tp;
+		if (strcmp(f[2], "decode") == 0)
+			x.phase = HX_LC_DECODE;
+		else if (strcmp(f[2], "prefill") == 0)
+			x.phase = HX_LC_PREFILL;
+		else {
+			hx_errf(err, HX_EINPUT, "%s:%d: phase must be decode or prefill, not \"%s\"", shown,
+				lineno, f[2]);
+			goto out;
+		}
+		x.tokens = strtod(f[3], &end);
+		if (!*f[3] || *end || !(x.tokens >= 1 && x.tokens <= 1e7)) {
+			hx_errf(err, HX_EINPUT, "%s:%d: tokens must be a number from 1 to 1e7, not \"%s\"", shown,
+				lineno, f[3]);
+			goto out;
+		}
+		x.context = strtod(f[4], &end);
+		if (!*f[4] || *end || !(x.context >= 0 && x.context <= 1e7)) {
+			hx_errf(err, HX_EINPUT, "%s:%d: context must be a number from 0 to 1e7, not \"%s\"", shown,
+				lineno, f[4]);
+			goto out;
+		}
+		x.ms = strtod(f[5], &end);
+		if (!*f[5] || *end || !(x.ms > 0 && x.ms < 1e9)) {
+			hx_errf(err, HX_EINPUT, "%s:%d: ms must be a positive number, not \"%s\"", shown, lineno,
+				f[5]);
+			goto out;
+		}
+		for (int i = 0; i < *n; i++)
+			if (strcmp(v[i].gpu, x.gpu) == 0 && v[i].tp == x.tp && v[i].phase == x.phase &&
+			    v[i].tokens == x.tokens) {
+				hx_errf(err, HX_EINPUT, "%s:%d: a second row for %s, tp %d, %s, %g tokens (first at line %d)",
+					shown, lineno, x.gpu, x.tp, f[2], x.tokens, v[i].line);
+				goto out;
+			}
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 32;
+			v = hx_xrealloc(v, (size_t)cap * sizeof(*v));
+		}
+		v[(*n)++] = x;
+	}
+	if (lineno == 0) {
+		hx_errf(err, HX_EINPUT, "%s:1: expected the header \"gpu,tp,phase,tokens,context,ms\"", shown);
+		goto out;
+	}
+	if (*n == 0) {
+		hx_errf(err, HX_EINPUT, "%s: no rows", shown);
+		goto out;
+	}
+	*out = v;
+	v = NULL;
+	rc = 0;
+out:
+	if (rc)
+		*n = 0;
+	free(v);
+	free(text);
+	return rc;
+}
+
+/* Seconds of one layer for TOKENS from the rows of (GPU, TP, PHASE), by
+ * linear interpolation in tokens (and extrapolation along the nearest
+ * segment, never below 0); -1 when the table has no such rows. */
+static double table_layer_s(const hx_layer_cost *lc, int nlc, const char *gpu, int tp, int phase,
+			    double tokens)
+{
+	int lo = -1, hi = -1, n = 0, lo2 = -1, hi2 = -1;
+
+	for (int i = 0; i < nlc; i++) {
+		const hx_layer_cost *x = &lc[i];
+		if (strcmp(x->gpu, gpu) != 0 || x->tp != tp || x->phase != phase)
+			continue;
+		n++;
+		if (x->tokens <= tokens && (lo < 0 || x->tokens > lc[lo].tokens))
+			lo = i;
+		if (x->tokens >= tokens && (hi < 0 || x->tokens < lc[hi].tokens))
+			hi = i;
+	}
+	if (n == 0)
+		return -1;
+	if (lo >= 0 && hi >= 0) {
+		if (lc[hi].tokens == lc[lo].tokens)
+			return lc[lo].ms * 1e-3;
+		return (lc[lo].ms + (lc[hi].ms - lc[lo].ms) * (tokens - lc[lo].tokens) /
+					   (lc[hi].tokens - lc[lo].tokens)) * 1e-3;
+	}
+	if (n == 1)
+		return lc[lo >= 0 ? lo : hi].ms * 1e-3;
+	/* outside the rows: the segment of the two nearest */
+	for (int i = 0; i < nlc; i++) {
+		const hx_layer_cost *x = &lc[i];
+		double d;
+		if (strcmp(x->gpu, gpu) != 0 || x->tp != tp || x->phase != phase)
+			continue;
+		d = fabs(x->tokens - tokens);
+		if (lo2 < 0 || d < fabs(lc[lo2].tokens - tokens)) {
+			hi2 = lo2;
+			lo2 = i;
+		} else if (hi2 < 0 || d < fabs(lc[hi2].tokens - tokens)) {
+			hi2 = i;
+		}
+	}
+	return fmax(0, (lc[lo2].ms + (lc[hi2].ms - lc[lo2].ms) * (tokens - lc[lo2].tokens) /
+					     (lc[hi2].tokens - lc[lo2].tokens)) * 1e-3);
+}
+
 /* ---- node tables ------------------------------------------------------------ */
 
 /* A token reaching a node mid-iteration waits for it to end before its own:
@@ -163,6 +327,8 @@ typedef struct pctx {
 	int gap_reached;
 	hx_err *err;
 	int failed;
+	const hx_layer_cost *lc; /* measured per-layer costs (may be NULL) */
+	int nlc;
 } pctx;
 
 static double now_s(void)
@@ -218,6 +384,31 @@ static int pick_tp(const hx_node *nd, int heads)
 	return 1;
 }
 
+/* Seconds of one layer (index F) of node type T on a batch of DEC decoding
+ * sequences at context CTX and PRE prompts of PTOK tokens each: measured
+ * (--layer-costs) where the table has the node's GPU and TP for a phase,
+ * else the cost model. */
+static double layer_time(const pctx *c, const ntype *t, const hx_replica *r, int si, int f,
+			 double dec, double ctx, double pre, double ptok)
+{
+	double td = -1, tpre = -1, s = 0;
+	hx_batch b = {0};
+
+	if (c->lc) {
+		if (dec > 0)
+			td = table_layer_s(c->lc, c->nlc, t->proto->gpu.name, t->tp, HX_LC_DECODE, dec);
+		if (pre > 0)
+			tpre = table_layer_s(c->lc, c->nlc, t->proto->gpu.name, t->tp, HX_LC_PREFILL, pre * ptok);
+	}
+	if (dec > 0 && td < 0)
+		hx_batch_add_decode(&b, dec, ctx);
+	if (pre > 0 && tpre < 0)
+		hx_batch_add_prefill(&b, pre, ptok, 0);
+	if (b.decode_seqs > 0 || b.prefill_tokens > 0)
+		s = hx_cost_layer(r, &r->stage[si], f, &b, NULL);
+	return s + fmax(td, 0) + fmax(tpre, 0);
+}
+
 static void price_type(pctx *c, ntype *t)
 {
 	const hx_workload *w = c->pb->workload;
@@ -247,7 +438,6 @@ static void price_type(pctx *c, ntype *t)
 		int f = k <= L - 2 ? 1 : 0, si, lo, hi;
 		hx_replica r;
 		double kv, budget = w->slo.tpot_ms * 1e-3 * k / L, over = t->proto->gpu.iter_overhead_ms * 1e-3;
-		hx_batch pb = {0};
 
 		if (k > t->kmax[0] && k > t->kmax[1] && k > t->kmax[2] && k > t->kmax[3])
 			break;
@@ -258,23 +448,15 @@ static void price_type(pctx *c, ntype *t)
 		lo = 0;
 		while (lo < hi) {
 			int mid = (lo + hi + 1) / 2;
-			hx_batch b = {0};
-			double T;
-			hx_batch_add_decode(&b, mid, P + O / 2);
-			hx_batch_add_prefill(&b, mid / O, P, 0);
-			T = k * hx_cost_layer(&r, &r.stage[si], f, &b, NULL) + over;
+			double T = k * layer_time(c, t, &r, si, f, mid, P + O / 2, mid / O, P) + over;
 			if (HX_PIPE_WAIT * T <= budget)
 				lo = mid;
 			else
 				hi = mid - 1;
 		}
-		hx_batch_add_prefill(&pb, 1, Pq, 0);
-		t->pre_s[k] = k * hx_cost_layer(&r, &r.stage[si], f, &pb, NULL) + over;
+		t->pre_s[k] = k * layer_time(c, t, &r, si, f, 0, 0, 1, Pq) + over;
 		if (lo >= 1) {
-			hx_batch b = {0};
-			hx_batch_add_decode(&b, lo, P + O / 2);
-			hx_batch_add_prefill(&b, lo / O, P, 0);
-			t->iter_s[k] = k * hx_cost_layer(&r, &r.stage[si], f, &b, NULL) + over;
+			t->iter_s[k] = k * layer_time(c, t, &r, si, f, lo, P + O / 2, lo / O, P) + over;
 			t->batch[k] = lo;
 			/* Little's law: a sequence holds KV here for its whole
 			 * life, one token per path round trip (at most the TPOT
@@ -942,6 +1124,7 @@ static void ctx_release(pctx *c)
 	free(c->hop_tok_s);
 	free(c->path_tpot);
 	free(c->path_ttft);
+	free((void *)c->lc);
 }
 
 static const char *const construction_names[HX_PIPE_NCONSTRUCTIONS] = {"per-type", "balanced", "greedy"};
@@ -980,6 +1163,12 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	c.L = L;
 	c.err = err;
 	c.tok_bytes = pb->model->a.hidden * 2.0 * (1 + P / O);
+	if (po && po->layer_costs) {
+		hx_layer_cost *lc = NULL;
+		if ((rc = hx_layer_costs_load(&lc, &c.nlc, po->layer_costs, err)))
+			return rc;
+		c.lc = lc;
+	}
 	c.type = hx_xcalloc((size_t)n, sizeof(int));
 	c.region = hx_xcalloc((size_t)n, sizeof(int));
 	c.ty = hx_xcalloc((size_t)n, sizeof(ntype));

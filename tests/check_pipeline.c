@@ -201,7 +201,7 @@ static int plan_small(hx_cluster *c, hx_plan *p, hx_pipe_stats *st, long work, u
 	char cpath[128];
 	hx_problem pb;
 	hx_plan_opts o = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0};
-	hx_pipe_opts po = {work, 0};
+	hx_pipe_opts po = {work, 0, NULL};
 
 	snprintf(cpath, sizeof(cpath), "%s/small.json", tmpdir);
 	write_file(cpath, SMALL);

@@ -93,4 +93,34 @@ expect_rc 3 "too little memory"
 expect_err_line '^hexplan: error: memory: the nodes hold [0-9]+ of the 80 layers of llama-2-70b in all \(each with a KV reserve of [0-9]+ tokens\); no placement covers the model$' "memory message"
 [ -e "$TMP/none.json" ] && fail "infeasible plan left a file" || ok
 
+# Measured per-layer costs: T4s measured far slower than the cost model
+# prices them lose their layers; the plan stays valid.
+run plan -c examples/clusters/helix-24.json -w $W --mode pipeline --layer-costs tests/data/layer-costs/t4-slow.csv -o "$TMP/lc.json"
+expect_rc 0 "pipeline plan with --layer-costs"
+run check -p "$TMP/lc.json" -c examples/clusters/helix-24.json
+expect_rc 0 "check accepts the plan made with --layer-costs"
+python3 - "$TMP/lc.json" "$TMP/helix-24.json" <<'PY' && ok || fail "slow T4s hold fewer layers"
+import json, sys
+def t4_layers(path):
+    p = json.load(open(path))
+    return sum(g["stages"][0]["layers"][1] - g["stages"][0]["layers"][0]
+               for g in p["groups"] if g["stages"][0]["gpu"] == "t4")
+assert t4_layers(sys.argv[1]) < t4_layers(sys.argv[2]), (t4_layers(sys.argv[1]), t4_layers(sys.argv[2]))
+PY
+printf 'gpu,tp,phase,tokens,ms\n' >"$TMP/bad-header.csv"
+run plan -c examples/clusters/helix-24.json -w $W --mode pipeline --layer-costs "$TMP/bad-header.csv"
+expect_rc 1 "--layer-costs with a bad header"
+expect_err_line '^hexplan: error: .*bad-header.csv:1: expected the header "gpu,tp,phase,tokens,context,ms"$' "bad header message"
+printf 'gpu,tp,phase,tokens,context,ms\nt4,1,decode,1,0,3\nt4,1,linear,1,0,3\n' >"$TMP/bad-phase.csv"
+run plan -c examples/clusters/helix-24.json -w $W --mode pipeline --layer-costs "$TMP/bad-phase.csv"
+expect_rc 1 "--layer-costs with a bad phase"
+expect_err_line '^hexplan: error: .*bad-phase.csv:3: phase must be decode or prefill, not "linear"$' "bad phase message"
+printf 'gpu,tp,phase,tokens,context,ms\nt4,1,decode,1,0,-3\n' >"$TMP/bad-ms.csv"
+run plan -c examples/clusters/helix-24.json -w $W --mode pipeline --layer-costs "$TMP/bad-ms.csv"
+expect_rc 1 "--layer-costs with a negative time"
+expect_err_line '^hexplan: error: .*bad-ms.csv:2: ms must be a positive number, not "-3"$' "bad ms message"
+run plan -c examples/clusters/helix-24.json -w $W --mode colocated --layer-costs tests/data/layer-costs/t4-slow.csv
+expect_rc 2 "--layer-costs outside pipeline"
+grep -q '^hexplan: error: --layer-costs is for --mode pipeline$' "$TMP/err" && ok || fail "--layer-costs usage message"
+
 finish

@@ -49,6 +49,20 @@ for path in sys.argv[1:]:
     assert p["predicted"]["capacity_rps"] > 0 and p["predicted"]["tpot_ms_p99"] > 0
 PY
 
+# The plans validate against the plan schema (when python3-jsonschema is here).
+if python3 -c 'from jsonschema import Draft202012Validator' 2>/dev/null; then
+	python3 - profiles/plan.schema.json "$TMP/helix-24.json" "$TMP/h42.json" tests/data/pipeline/helix-3regions.json <<'PY' && ok || fail "pipeline plans validate against the schema"
+import json, sys
+from jsonschema import Draft202012Validator
+v = Draft202012Validator(json.load(open(sys.argv[1])))
+for path in sys.argv[2:]:
+    errs = list(v.iter_errors(json.load(open(path))))
+    assert not errs, (path, errs[0].message[:200])
+PY
+fi
+run check -p tests/data/pipeline/helix-3regions.json -c examples/clusters/helix-24-3regions.json
+expect_rc 0 "check accepts the stored pipeline plan"
+
 # Simulated: requests walk the hops and all finish.
 run simulate -p "$TMP/helix-24.json" -w $W --requests 200
 expect_rc 0 "simulate the pipeline plan"

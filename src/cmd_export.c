@@ -88,6 +88,26 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 		have_c = 1;
 		eo.cluster = &cl;
 	}
+	/* A pipeline plan's groups are layer fragments joined node to node by
+	 * hops (Helix-style request routing): no engine command, Deployment or
+	 * LLMInferenceService runs that, and a "closest form" would serve
+	 * partial models.  Refuse, even with --lossy; dot draws it. */
+	if (t != 3) {
+		for (int g = 0; g < p.ngroups; g++) {
+			const hx_plan_group *gr = &p.groups[g];
+			const hx_model *m = hx_plan_model(&p, gr->model);
+			if (gr->nstages > 0 && m &&
+			    (gr->stage[0].first != 0 || gr->stage[gr->nstages - 1].last != m->a.layers)) {
+				rc = hx_errf(&err, HX_EINPUT,
+					     "%s: group %s holds layers [%d, %d) of %s: a pipeline plan's "
+					     "fragments, joined by hops, cannot be exported to %s (--to dot "
+					     "draws it)",
+					     hx_display_path(ppath), gr->name, gr->stage[0].first,
+					     gr->stage[gr->nstages - 1].last, m->name, to);
+				goto out;
+			}
+		}
+	}
 	if ((rc = fns[t](&p, &eo, &xo, &err)))
 		goto out;
 	if (!out || strcmp(out, "-") == 0) {

@@ -7,12 +7,13 @@
 
 #include "cli.h"
 #include "plan.h"
+#include "pipeline.h"
 #include "planners.h"
 #include "quality.h"
 
 #define CMD "plan"
 
-enum { OPT_MODE = 2200, OPT_SEED, OPT_OBJECTIVE, OPT_TIME_LIMIT, OPT_GAP, OPT_LP, OPT_VERBOSE };
+enum { OPT_MODE = 2200, OPT_SEED, OPT_OBJECTIVE, OPT_TIME_LIMIT, OPT_GAP, OPT_LP, OPT_VERBOSE, OPT_LAYER_COSTS };
 
 static int plan_baseline(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err)
 {
@@ -36,6 +37,7 @@ static const struct mode {
 	{"baseline", plan_baseline, 0},
 	{"colocated", hx_plan_colocated, TAKES_TIME | TAKES_MILP},
 	{"disagg", hx_plan_disagg, TAKES_TIME},
+	{"pipeline", hx_plan_pipeline, TAKES_TIME | TAKES_MILP},
 	{"cascade", hx_plan_cascade, TAKES_TIME | TAKES_MILP | TAKES_QUALITY},
 	{"route", hx_plan_route, TAKES_TIME | TAKES_MILP | TAKES_QUALITY},
 };
@@ -109,11 +111,12 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		{"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
 		{"gap", required_argument, NULL, OPT_GAP},
 		{"lp", required_argument, NULL, OPT_LP},
+		{"layer-costs", required_argument, NULL, OPT_LAYER_COSTS},
 		{"format", required_argument, NULL, HX_OPT_FORMAT},
 		HX_GLOBAL_LONGOPTS,
 		{NULL, 0, NULL, 0}};
 	const char *cpath = NULL, *wpath = NULL, *model = NULL, *ppath = NULL, *out = NULL;
-	const char *mode = "baseline";
+	const char *mode = "baseline", *layer_costs = NULL;
 	const hx_catalog *cat;
 	hx_cluster cluster;
 	hx_workload w;
@@ -161,6 +164,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 				return rc;
 			break;
 		case OPT_LP: po.lp_path = optarg; break;
+		case OPT_LAYER_COSTS: layer_costs = optarg; break;
 		default:
 			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
 				return rc;
@@ -188,6 +192,8 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		return hx_cli_usage_error(CMD, "--time-limit needs a searching mode (%s)", list);
 	}
 	limit = po.time_limit_s;
+	if (layer_costs && strcmp(md->name, "pipeline") != 0)
+		return hx_cli_usage_error(CMD, "--layer-costs is for --mode pipeline");
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;
 	if ((rc = hx_cluster_load(&cluster, cpath, cat, &err)))
@@ -226,7 +232,13 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		/* The search stops at 90% of the limit, leaving the rest to
 		 * finish and write the plan; loading counts too. */
 		po.time_limit_s = fmax(0.9 * limit - (hx_now() - start), 1e-3);
-	if ((rc = md->run(&pb, &po, &p, &err)))
+	if (layer_costs) {
+		hx_pipe_opts xo = {0, 0, layer_costs};
+		rc = hx_plan_pipeline_run(&pb, &po, &xo, &p, NULL, &err);
+	} else {
+		rc = md->run(&pb, &po, &p, &err);
+	}
+	if (rc)
 		goto out;
 	have_p = 1;
 	if (out && (rc = hx_plan_write(&p, out, &err)))

@@ -13,9 +13,9 @@
 
 
 static const char *const plan_usage[] = {
-	"hexplan plan -c cluster.json -w workload.json [-m MODEL] [--mode baseline|colocated|disagg|cascade|route] "
+	"hexplan plan -c cluster.json -w workload.json [-m MODEL] [--mode baseline|colocated|disagg|pipeline|cascade|route] "
 	"[--objective capacity|cost|latency] [--time-limit S] [--gap G] [--seed N] [-o plan.json] "
-	"[--lp FILE] [--format json|table]",
+	"[--lp FILE] [--layer-costs FILE] [--format json|table]",
 	"hexplan plan -p plan.json [--format json|table]",
 	NULL};
 static const char *const simulate_usage[] = {

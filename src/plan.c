@@ -165,6 +165,55 @@ int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g,
 	return hx_replica_check(out, err);
 }
 
+int hx_plan_fragment_cost(const hx_plan *p, const hx_plan_group *g,
+			  const hx_plan_replica *r, hx_replica *out, int *offset, hx_err *err)
+{
+	const hx_model *m = hx_plan_model(p, g->model);
+	hx_plan_group pad;
+	int pre, post;
+
+	*offset = 0;
+	if (!m || g->nstages < 1 || g->nstages > HX_MAX_STAGES - 2)
+		return hx_plan_replica_cost(p, g, r, out, err);
+	pre = g->stage[0].first > 0;
+	post = g->stage[g->nstages - 1].last < m->a.layers;
+	if (!pre && !post)
+		return hx_plan_replica_cost(p, g, r, out, err);
+	/* A copy of the group's shape with the padding stages; the replica's
+	 * links are taken stage by stage below. */
+	pad = *g;
+	pad.nstages = g->nstages + pre + post;
+	pad.replicas = NULL;
+	pad.nreplicas = 0;
+	for (int s = 0; s < g->nstages; s++)
+		pad.stage[s + pre] = g->stage[s];
+	if (pre) {
+		pad.stage[0] = g->stage[0];
+		pad.stage[0].first = 0;
+		pad.stage[0].last = g->stage[0].first;
+	}
+	if (post) {
+		pad.stage[pad.nstages - 1] = g->stage[g->nstages - 1];
+		pad.stage[pad.nstages - 1].first = g->stage[g->nstages - 1].last;
+		pad.stage[pad.nstages - 1].last = m->a.layers;
+	}
+	if (hx_plan_replica_cost(p, &pad, NULL, out, err))
+		return HX_EINPUT;
+	for (int s = 0; r && s < g->nstages; s++) {
+		hx_stage *st = &out->stage[s + pre];
+		if (r->tp_link[s].bw_gbps > 0) {
+			st->tp_bw_gb_s = r->tp_link[s].bw_gbps / 8;
+			st->tp_latency_us = r->tp_link[s].latency_ms * 1e3;
+		}
+		if (s + 1 < g->nstages) {
+			st->next_bw_gbps = r->link[s].bw_gbps;
+			st->next_latency_ms = r->link[s].latency_ms;
+		}
+	}
+	*offset = pre;
+	return 0;
+}
+
 int hx_gpu_ref_parse(const char *s, hx_gpu_ref *out)
 {
 	const char *colon = strrchr(s, ':');

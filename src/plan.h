@@ -128,6 +128,15 @@ int hx_plan_group_index(const hx_plan *p, const char *name);
 int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g,
 			 const hx_plan_replica *r, hx_replica *out, hx_err *err);
 
+/* The cost model's view of a fragment group G (pipeline plans: its stages
+ * hold layers [first, last) of the model, not all of them): the replica of
+ * R's stages padded with one stage of the same GPU and TP before (layers
+ * [0, first)) and after ([last, L)), so that the embedding and the head sit
+ * where they would.  *OFFSET gets the index of G's first stage in OUT.  For
+ * a group that covers every layer this is hx_plan_replica_cost. */
+int hx_plan_fragment_cost(const hx_plan *p, const hx_plan_group *g,
+			  const hx_plan_replica *r, hx_replica *out, int *offset, hx_err *err);
+
 /* Parse "node:index". */
 int hx_gpu_ref_parse(const char *s, hx_gpu_ref *out);
 

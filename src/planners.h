@@ -53,6 +53,12 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out,
  * flip roles while that raises the flow. */
 int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err);
 
+/* pipeline (Helix, Parallax): each node holds a contiguous layer range;
+ * a placement is scored by the max-flow of generated tokens/s through the
+ * node-split graph (pipeline.h); constructions and a seeded local search.
+ * One group per node (one stage, one replica); routing.ingress reaches the
+ * nodes holding layer 0 and routing.hops carry the flow node to node. */
+int hx_plan_pipeline(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err);
 /* cascade (Cascadia) and route: several models from the workload's quality
  * profile (quality.h), resolved in PB->cat; PB->model is ignored.  cascade searches
  * thresholds by a weighted Tchebycheff scalarization of (latency, quality)

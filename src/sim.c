@@ -10,7 +10,7 @@
 #include "cost.h"
 #include "gen.h"
 
-enum { EV_ITER, EV_XFER, EV_DELIVER };
+enum { EV_ITER, EV_XFER, EV_DELIVER, EV_HOP };
 
 typedef struct event {
 	double t;
@@ -26,6 +26,7 @@ typedef struct req {
 	int preempt, esc;
 	int group, replica;
 	char done, dropped;
+	int *path, plen; /* hops plans: the fragments it visits, in order */
 } req;
 
 typedef struct seq {
@@ -36,6 +37,7 @@ typedef struct seq {
 	char decoding; /* decodes in the running iteration */
 	double kv;     /* tokens it holds in the KV cache */
 	long admitted; /* admission order: the latest is preempted first */
+	int avail;     /* hops plans: tokens arrived from upstream, not yet run here */
 } seq;
 
 typedef struct replica {
@@ -52,6 +54,10 @@ typedef struct replica {
 	double busy_s;
 	int *kv_route; /* indexes into the plan's kv routes from this replica */
 	int nkv_route;
+	/* hops plans: the fragment's stages in COST (padded to the whole
+	 * model), its exit (it ends at the last layer) and its hops out */
+	int frag_off, frag_n, exit;
+	int *hop_route, nhop_route;
 } replica;
 
 typedef struct xfer {
@@ -86,6 +92,8 @@ typedef struct sim {
 	link *links;
 	int nlinks;
 	int *kv_link;   /* per kv route: its link */
+	int hops;       /* the plan routes node to node (pipeline plans) */
+	int *hop_to;    /* per hop: its destination replica */
 	long admitted, done_count, preemptions, iterations, kv_overflows, time_reversals;
 } sim;
 
@@ -279,11 +287,18 @@ static void enqueue(sim *s, int ri, int id)
 		start_iteration(s, ri);
 }
 
+static void hop_route_req(sim *s, int id);
+
 static void route(sim *s, int id)
 {
 	req *r = &s->reqs[id];
-	int g = pick_group(s, r), ri;
+	int g, ri;
 
+	if (s->hops) {
+		hop_route_req(s, id);
+		return;
+	}
+	g = pick_group(s, r);
 	if (g < 0) {
 		drop(s, id);
 		return;
@@ -361,7 +376,7 @@ static void start_iteration(sim *s, int ri)
 	while (rp->wq_len > 0 && left > 0 && rp->nrun < max_seqs) {
 		int id = rp->wq[rp->wq_head];
 		req *r = &s->reqs[id];
-		seq q = {id, 0, 0, 0, 0, 0, s->admitted};
+		seq q = {id, 0, 0, 0, 0, 0, s->admitted, 0};
 		if (rp->role == HX_ROLE_DECODE && r->generated > 0 && r->preempt == 0) {
 			/* KV arrived from a prefill replica: admit it whole. */
 			if (rp->kv_used + kv_need + r->input + 1 > rp->kv_cap)
@@ -573,6 +588,260 @@ static void xfer_done(sim *s, int li)
 	link_schedule(s, li);
 }
 
+/* ---- pipeline plans: fragments joined by hops ------------------------------- *
+ * A request samples its whole path at arrival (the ingress weights, then
+ * each fragment's hop weights, as Helix's weighted round-robin does) and is
+ * admitted at the path's first fragment once every fragment on it has KV
+ * room for its prompt and output (reserved up front: no preemption).  Each
+ * fragment runs continuous batching over its layers: decodes first, then
+ * prompt chunks within the token budget, but only tokens that have reached
+ * it.  What an iteration ran moves on to the next fragment after the hop's
+ * latency and transfer (hidden * 2 bytes per token); the last fragment emits
+ * the token, and a decode step starts again at the first (the return trip is
+ * not charged). */
+
+static seq *frag_seq(replica *rp, int id)
+{
+	for (int i = 0; i < rp->nrun; i++)
+		if (rp->run[i].req == id)
+			return &rp->run[i];
+	return NULL;
+}
+
+static void hop_start_iteration(sim *s, int ri);
+
+static int hop_pick(sim *s, const replica *rp)
+{
+	double total = 0, acc = 0, u;
+
+	for (int i = 0; i < rp->nhop_route; i++)
+		total += fmax(0, s->p->hops[rp->hop_route[i]].weight);
+	if (total <= 0)
+		return -1;
+	u = hx_rng_uniform(&s->rng) * total;
+	for (int i = 0; i < rp->nhop_route; i++) {
+		acc += fmax(0, s->p->hops[rp->hop_route[i]].weight);
+		if (u < acc)
+			return rp->hop_route[i];
+	}
+	return rp->hop_route[rp->nhop_route - 1];
+}
+
+static void hop_route_req(sim *s, int id)
+{
+	req *r = &s->reqs[id];
+	int g = pick_group(s, r), ri;
+
+	if (g < 0) {
+		drop(s, id);
+		return;
+	}
+	ri = s->group_first[g] + s->group_rr[g]++ % s->p->groups[g].nreplicas;
+	r->path = hx_xmalloc((size_t)(s->nreps + 1) * sizeof(int));
+	r->plen = 0;
+	for (;;) {
+		int h;
+		if (r->plen >= s->nreps) { /* a cycle: check rejects such plans */
+			drop(s, id);
+			return;
+		}
+		r->path[r->plen++] = ri;
+		if (s->reps[ri].exit)
+			break;
+		if ((h = hop_pick(s, &s->reps[ri])) < 0 || s->hop_to[h] < 0) {
+			drop(s, id); /* a dead end */
+			return;
+		}
+		ri = s->hop_to[h];
+	}
+	for (int k = 0; k < r->plen; k++)
+		if (r->input + r->output > s->reps[r->path[k]].kv_cap) {
+			drop(s, id); /* it can never fit */
+			return;
+		}
+	r->group = s->reps[r->path[r->plen - 1]].group;
+	r->replica = r->path[r->plen - 1];
+	wq_push_back(&s->reps[r->path[0]], id);
+	hop_start_iteration(s, r->path[0]);
+}
+
+/* Admit the head of RI's queue when every fragment of its path has room. */
+static int hop_admit(sim *s, int ri)
+{
+	replica *rp = &s->reps[ri];
+	int id, need;
+	req *r;
+
+	if (rp->wq_len == 0)
+		return 0;
+	id = rp->wq[rp->wq_head];
+	r = &s->reqs[id];
+	need = r->input + r->output;
+	for (int k = 0; k < r->plen; k++) {
+		const replica *f = &s->reps[r->path[k]];
+		if (f->kv_used + need > f->kv_cap || f->nrun >= (int)s->w->serving.max_seqs)
+			return 0;
+	}
+	wq_pop(rp);
+	for (int k = 0; k < r->plen; k++) {
+		replica *f = &s->reps[r->path[k]];
+		seq q = {id, r->input, 0, 0, 0, 0, s->admitted, k == 0 ? r->input : 0};
+		if (f->nrun == f->caprun) {
+			f->caprun = f->caprun ? 2 * f->caprun : 16;
+			f->run = hx_xrealloc(f->run, (size_t)f->caprun * sizeof(seq));
+		}
+		f->run[f->nrun++] = q;
+		f->kv_used += need;
+	}
+	s->admitted++;
+	return 1;
+}
+
+static void hop_start_iteration(sim *s, int ri)
+{
+	replica *rp = &s->reps[ri];
+	double left = s->w->serving.token_budget, dt = 0;
+	hx_batch b = {0};
+	hx_iter it;
+
+	if (rp->busy)
+		return;
+	while (hop_admit(s, ri))
+		;
+	for (int i = 0; i < rp->nrun; i++) {
+		seq *q = &rp->run[i];
+		q->chunk = 0;
+		q->decoding = q->prefilled >= q->prompt && q->avail > 0;
+		if (q->decoding) {
+			left -= 1;
+			hx_batch_add_decode(&b, 1, q->kv);
+		}
+	}
+	for (int i = 0; i < rp->nrun && left > 0; i++) {
+		seq *q = &rp->run[i];
+		int n;
+		if (q->decoding || q->prefilled >= q->prompt || q->avail <= 0)
+			continue;
+		n = (int)fmin(q->avail, left);
+		q->chunk = n;
+		left -= n;
+		hx_batch_add_prefill(&b, 1, n, q->prefilled);
+	}
+	if (b.prefill_tokens + b.decode_seqs <= 0)
+		return;
+	hx_cost_iter(&rp->cost, &b, &it);
+	for (int k = 0; k < rp->frag_n; k++)
+		dt += it.stage_s[rp->frag_off + k];
+	dt += it.overhead_s;
+	rp->busy = 1;
+	rp->version++;
+	rp->busy_s += dt;
+	push(s, s->now + dt, EV_ITER, ri, 0, rp->version);
+	s->iterations++;
+}
+
+/* Request ID is done: free its seats on every fragment of its path. */
+static void hop_finish(sim *s, int id)
+{
+	req *r = &s->reqs[id];
+
+	for (int k = 0; k < r->plen; k++) {
+		replica *f = &s->reps[r->path[k]];
+		for (int i = 0; i < f->nrun; i++)
+			if (f->run[i].req == id) {
+				f->run[i] = f->run[--f->nrun];
+				f->kv_used -= r->input + r->output;
+				break;
+			}
+	}
+	r->finish = s->now;
+	r->done = 1;
+	s->done_count++;
+	/* freed KV may let queued requests in anywhere */
+	for (int i = 0; i < s->nreps; i++)
+		if (s->reps[i].wq_len > 0 && !s->reps[i].busy)
+			hop_start_iteration(s, i);
+}
+
+/* N tokens of request ID leave fragment RI for the next on its path. */
+static void hop_send(sim *s, int ri, int id, int n)
+{
+	req *r = &s->reqs[id];
+	double t = s->now;
+	int k = 0;
+
+	while (k < r->plen && r->path[k] != ri)
+		k++;
+	if (k + 1 < r->plen) {
+		const replica *rp = &s->reps[ri];
+		for (int i = 0; i < rp->nhop_route; i++) {
+			const hx_route *h = &s->p->hops[rp->hop_route[i]];
+			if (s->hop_to[rp->hop_route[i]] != r->path[k + 1])
+				continue;
+			t += h->latency_ms * 1e-3 +
+			     n * rp->cost.model->a.hidden * 2.0 / ((h->bw_gbps > 0 ? h->bw_gbps : 100) * 1e9 / 8);
+			break;
+		}
+		push(s, t, EV_HOP, id, r->path[k + 1], n);
+	} else {
+		push(s, t, EV_HOP, id, r->path[0], n);
+	}
+}
+
+static void hop_arrive(sim *s, int ri, int id, int n)
+{
+	seq *q = frag_seq(&s->reps[ri], id);
+
+	if (!q)
+		return;
+	q->avail += n;
+	hop_start_iteration(s, ri);
+}
+
+static void hop_iteration_done(sim *s, int ri)
+{
+	replica *rp = &s->reps[ri];
+	int i = 0;
+
+	rp->busy = 0;
+	while (i < rp->nrun) {
+		seq *q = &rp->run[i];
+		int id = q->req, n = 0, emit = 0;
+		req *r = &s->reqs[id];
+		if (q->decoding) {
+			n = 1;
+			q->kv += 1;
+			emit = 1;
+		} else if (q->chunk > 0) {
+			n = q->chunk;
+			q->prefilled += n;
+			q->kv += n;
+			emit = q->prefilled >= q->prompt;
+		}
+		q->avail -= n;
+		q->chunk = 0;
+		q->decoding = 0;
+		if (n == 0) {
+			i++;
+			continue;
+		}
+		if (!rp->exit) {
+			hop_send(s, ri, id, n);
+		} else if (emit) {
+			if (r->generated == 0)
+				r->first = s->now;
+			r->generated++;
+			if (r->generated >= r->output) {
+				hop_finish(s, id); /* moves run[]: look at i again */
+				continue;
+			}
+			hop_send(s, ri, id, 1);
+		}
+		i++;
+	}
+	hop_start_iteration(s, ri);
+}
+
 /* ---- set-up and report ------------------------------------------------------ */
 
 static int setup(sim *s, hx_err *err)
@@ -580,6 +849,15 @@ static int setup(sim *s, hx_err *err)
 	const hx_plan *p = s->p;
 	int n = 0, rc;
 
+	/* Pipeline plans: hops between groups that hold part of the model.
+	 * Other plans keep their replicas whole (hops, if any, unused). */
+	for (int g = 0; g < p->ngroups && p->nhops > 0; g++) {
+		const hx_plan_group *grp = &p->groups[g];
+		const hx_model *md = hx_plan_model(p, grp->model);
+		if (md && grp->nstages > 0 &&
+		    (grp->stage[0].first != 0 || grp->stage[grp->nstages - 1].last != md->a.layers))
+			s->hops = 1;
+	}
 	for (int g = 0; g < p->ngroups; g++)
 		n += p->groups[g].nreplicas;
 	s->reps = hx_xcalloc((size_t)n, sizeof(replica));
@@ -591,19 +869,56 @@ static int setup(sim *s, hx_err *err)
 		for (int r = 0; r < grp->nreplicas; r++) {
 			replica *rp = &s->reps[s->nreps];
 			hx_memory m;
-			if ((rc = hx_plan_replica_cost(p, grp, &grp->replicas[r], &rp->cost, err)))
-				return rc;
-			hx_cost_memory(&rp->cost, s->w->serving.mem_util, &m);
-			if (!m.fits)
-				return hx_errf(err, HX_EINPUT, "replica %s: the model does not fit its GPUs",
-					       grp->replicas[r].id);
-			rp->kv_cap = m.kv_tokens;
+			if (s->hops) {
+				const hx_model *md = hx_plan_model(p, grp->model);
+				if ((rc = hx_plan_fragment_cost(p, grp, &grp->replicas[r], &rp->cost,
+								&rp->frag_off, err)))
+					return rc;
+				rp->frag_n = grp->nstages;
+				rp->exit = md && grp->stage[grp->nstages - 1].last == md->a.layers;
+				hx_cost_memory(&rp->cost, s->w->serving.mem_util, &m);
+				rp->kv_cap = INFINITY;
+				for (int k = rp->frag_off; k < rp->frag_off + rp->frag_n; k++) {
+					if (m.st[k].kv_b < 0)
+						return hx_errf(err, HX_EINPUT,
+							       "replica %s: its layers do not fit its GPUs",
+							       grp->replicas[r].id);
+					rp->kv_cap = fmin(rp->kv_cap, m.st[k].kv_tokens);
+				}
+			} else {
+				if ((rc = hx_plan_replica_cost(p, grp, &grp->replicas[r], &rp->cost, err)))
+					return rc;
+				hx_cost_memory(&rp->cost, s->w->serving.mem_util, &m);
+				if (!m.fits)
+					return hx_errf(err, HX_EINPUT, "replica %s: the model does not fit its GPUs",
+						       grp->replicas[r].id);
+				rp->kv_cap = m.kv_tokens;
+			}
 			rp->group = g;
 			rp->role = grp->role;
 			rp->id_in_group = r;
 			hx_strlcpy(rp->id, grp->replicas[r].id, sizeof(rp->id));
 			s->nreps++;
 		}
+	}
+	/* Hops: each replica's routes out and where they go. */
+	s->hop_to = hx_xcalloc((size_t)p->nhops + 1, sizeof(int));
+	for (int h = 0; h < p->nhops && s->hops; h++) {
+		char id[64], *slash;
+		int from;
+		hx_strlcpy(id, p->hops[h].to, sizeof(id));
+		if ((slash = strrchr(id, '/')))
+			*slash = '\0';
+		s->hop_to[h] = replica_index(s, id);
+		hx_strlcpy(id, p->hops[h].from, sizeof(id));
+		if ((slash = strrchr(id, '/')))
+			*slash = '\0';
+		if ((from = replica_index(s, id)) < 0 || s->hop_to[h] < 0)
+			return hx_errf(err, HX_EINPUT, "hop %d: unknown replica \"%s\"", h,
+				       from < 0 ? p->hops[h].from : p->hops[h].to);
+		replica *rp = &s->reps[from];
+		rp->hop_route = hx_xrealloc(rp->hop_route, (size_t)(rp->nhop_route + 1) * sizeof(int));
+		rp->hop_route[rp->nhop_route++] = h;
 	}
 	/* KV routes and the links they share. */
 	s->kv_link = hx_xcalloc((size_t)p->nkv + 1, sizeof(int));
@@ -637,7 +952,11 @@ static void teardown(sim *s)
 		free(s->reps[i].run);
 		free(s->reps[i].wq);
 		free(s->reps[i].kv_route);
+		free(s->reps[i].hop_route);
 	}
+	for (long i = 0; s->reqs && s->t && i < s->t->n; i++)
+		free(s->reqs[i].path);
+	free(s->hop_to);
 	for (int i = 0; i < s->nlinks; i++)
 		free(s->links[i].x);
 	free(s->links);
@@ -781,8 +1100,15 @@ int hx_simulate(const hx_plan *p, const hx_workload *w, const hx_trace *t,
 		s.now = e.t;
 		switch (e.type) {
 		case EV_ITER:
-			if (e.version == s.reps[e.a].version)
-				iteration_done(&s, e.a);
+			if (e.version == s.reps[e.a].version) {
+				if (s.hops)
+					hop_iteration_done(&s, e.a);
+				else
+					iteration_done(&s, e.a);
+			}
+			break;
+		case EV_HOP:
+			hop_arrive(&s, e.b, e.a, (int)e.version);
 			break;
 		case EV_XFER:
 			if (e.version == s.links[e.a].version)

@@ -68,7 +68,7 @@ static void check_stages(const hx_plan *p, int gi, vlist *l)
 	const hx_plan_group *g = &p->groups[gi];
 	const hx_model *m = hx_plan_model(p, g->model);
 	char ptr[160];
-	int next = 0;
+	int next = 0, frag = p->nhops > 0;
 
 	if (!m) {
 		snprintf(ptr, sizeof(ptr), "/groups/%d/model", gi);
@@ -89,13 +89,17 @@ static void check_stages(const hx_plan *p, int gi, vlist *l)
 			    m->a.heads, m->name);
 		}
 		snprintf(ptr, sizeof(ptr), "/groups/%d/stages/%d/layers", gi, s);
+		/* A plan with hops chains fragments: its groups may start and end
+		 * anywhere; check_paths holds every path to the whole model. */
+		if (frag && s == 0)
+			next = st->first;
 		if (st->first != next)
 			add(l, HX_V_LAYERS, ptr, "starts at layer %d, not %d%s", st->first,
 			    next, s ? " where the previous stage ends" : "");
 		if (st->last <= st->first)
 			add(l, HX_V_LAYERS, ptr, "[%d, %d) holds no layers", st->first,
 			    st->last);
-		else if (m && s == g->nstages - 1 && st->last != m->a.layers)
+		else if (m && s == g->nstages - 1 && st->last != m->a.layers && !frag)
 			add(l, HX_V_LAYERS, ptr,
 			    "the last stage ends at layer %d, not at the %d layers of %s",
 			    st->last, m->a.layers, m->name);
@@ -119,21 +123,24 @@ static void check_memory(const hx_plan *p, const hx_cluster *c, int gi, int ri, 
 	const hx_plan_replica *r = &g->replicas[ri];
 	hx_replica rep;
 	hx_err err = {0};
+	int off = 0;
 
-	if (hx_plan_replica_cost(p, g, r, &rep, &err))
+	/* A fragment (hops plans) is priced where it sits in the model. */
+	if (hx_plan_fragment_cost(p, g, r, &rep, &off, &err))
 		return;
-	for (int s = 0; s < g->nstages; s++) {
+	for (int gs = 0; gs < g->nstages; gs++) {
+		int s = gs + off;
 		const hx_gpu *plan_gpu = rep.stage[s].gpu;
 		double worst = 0, need_w = 0, need_r = 0, need_kv = 0, have = 0;
 		int worst_node = -1;
-		for (int k = 0; k < r->ngpus[s]; k++) {
-			int ni = ref_node(c, &r->gpus[s][k]), seen = 0;
+		for (int k = 0; k < r->ngpus[gs]; k++) {
+			int ni = ref_node(c, &r->gpus[gs][k]), seen = 0;
 			hx_memory mem;
 			double kv_b, short_b;
 			if (ni < 0)
 				continue;
 			for (int j = 0; j < k && !seen; j++)
-				seen = ref_node(c, &r->gpus[s][j]) == ni;
+				seen = ref_node(c, &r->gpus[gs][j]) == ni;
 			if (seen)
 				continue;
 			rep.stage[s].gpu = &c->nodes[ni].gpu;
@@ -157,7 +164,7 @@ static void check_memory(const hx_plan *p, const hx_cluster *c, int gi, int ri, 
 			char ptr[160];
 			const hx_node *nd = &c->nodes[worst_node];
 			snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/placement/%d", gi, ri,
-				 s);
+				 gs);
 			add(l, HX_V_MEMORY, ptr,
 			    "does not fit on the %s GPUs of node \"%s\": weights %.2f GiB + "
 			    "reserve %.2f GiB + KV of %d tokens %.2f GiB exceed %.2f GiB "
@@ -538,6 +545,85 @@ static void check_routing(const hx_plan *p, vlist *l)
 	check_cascade(p, l);
 }
 
+/* Plans with hops (pipeline plans): traffic enters at layer 0, every
+ * replica it reaches either ends at the model's last layer or hands on to
+ * another hop, and every group is reached.  With check_routing's rule that
+ * a hop joins a stage ending at layer x to one starting at x, every path
+ * from ingress to an exit then covers each layer exactly once. */
+static void check_paths(const hx_plan *p, vlist *l)
+{
+	int nrep = 0, *base, *seen, *queue, qh = 0, qt = 0;
+	char ptr[160], why[160];
+
+	if (p->nhops == 0)
+		return;
+	base = hx_xcalloc((size_t)p->ngroups + 1, sizeof(int));
+	for (int g = 0; g < p->ngroups; g++) {
+		base[g] = nrep;
+		nrep += p->groups[g].nreplicas;
+	}
+	seen = hx_xcalloc((size_t)nrep + 1, sizeof(int));
+	queue = hx_xcalloc((size_t)nrep + 1, sizeof(int));
+	for (int i = 0; i < p->ningress; i++) {
+		int g = hx_plan_group_index(p, p->ingress[i].to);
+		if (g < 0 || p->groups[g].nstages < 1)
+			continue;
+		if (p->groups[g].stage[0].first != 0) {
+			snprintf(ptr, sizeof(ptr), "/routing/ingress/%d/group", i);
+			add(l, HX_V_ROUTING, ptr,
+			    "group \"%s\" starts at layer %d: traffic must enter at layer 0",
+			    p->ingress[i].to, p->groups[g].stage[0].first);
+			continue;
+		}
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			if (!seen[base[g] + r]) {
+				seen[base[g] + r] = 1;
+				queue[qt++] = base[g] + r;
+			}
+	}
+	while (qh < qt) {
+		int v = queue[qh++], g = 0, r;
+		const hx_plan_group *grp;
+		const hx_model *m;
+		int out = 0;
+		while (g + 1 < p->ngroups && base[g + 1] <= v)
+			g++;
+		r = v - base[g];
+		grp = &p->groups[g];
+		for (int i = 0; i < p->nhops; i++) {
+			int fg, fr, fs, tg, tr, ts;
+			if (!parse_endpoint(p, p->hops[i].from, 1, &fg, &fr, &fs, why, sizeof(why)) ||
+			    fg != g || fr != r)
+				continue;
+			out = 1;
+			if (!parse_endpoint(p, p->hops[i].to, 1, &tg, &tr, &ts, why, sizeof(why)))
+				continue;
+			if (!seen[base[tg] + tr]) {
+				seen[base[tg] + tr] = 1;
+				queue[qt++] = base[tg] + tr;
+			}
+		}
+		m = hx_plan_model(p, grp->model);
+		if (!out && m && grp->nstages > 0 && grp->stage[grp->nstages - 1].last != m->a.layers) {
+			snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/id", g, r);
+			add(l, HX_V_ROUTING, ptr,
+			    "dead end: replica \"%s\" ends at layer %d of %d and no hop leaves it",
+			    grp->replicas[r].id, grp->stage[grp->nstages - 1].last, m->a.layers);
+		}
+	}
+	for (int g = 0; g < p->ngroups; g++)
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			if (!seen[base[g] + r]) {
+				snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/id", g, r);
+				add(l, HX_V_ROUTING, ptr,
+				    "no path from ingress reaches replica \"%s\"",
+				    p->groups[g].replicas[r].id);
+			}
+	free(queue);
+	free(seen);
+	free(base);
+}
+
 static void check_roles(const hx_plan *p, vlist *l)
 {
 	char ptr[160];
@@ -586,6 +672,7 @@ int hx_verify_plan(const hx_plan *p, const hx_cluster *c, hx_violation **out, in
 	check_gpus_twice(p, &l);
 	check_replica_ids(p, &l);
 	check_routing(p, &l);
+	check_paths(p, &l);
 	check_roles(p, &l);
 	*out = l.v;
 	*n = l.n;

@@ -131,8 +131,13 @@ static void build(const dctx *d, const int *role, net *x)
 {
 	const hx_cluster *c = d->pb->cluster;
 	int n = d->n, v = 2;
-	const double inf = 1e18;
+	double inf = 1;
 
+	/* "Unbounded" edges: more than all replicas together carry (1e18
+	 * swallowed the flows' digits in push-relabel's excess arithmetic,
+	 * which skews the per-edge flows the routing weights come from). */
+	for (int i = 0; i < n; i++)
+		inf += d->nr[i].total[0] + d->nr[i].total[1];
 	memset(x, 0, sizeof(*x));
 	x->rep0 = hx_xcalloc((size_t)n, sizeof(int));
 	x->nrep = hx_xcalloc((size_t)n, sizeof(int));

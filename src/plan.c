@@ -291,8 +291,12 @@ static json_t *plan_json(const hx_plan *p)
 	hx_jset_int(o, "version", 1);
 	hx_jset_str(o, "mode", p->mode);
 	x = json_object();
-	hx_jset_str(x, "cluster", p->cluster_digest);
-	hx_jset_str(x, "workload", p->workload_digest);
+	/* each digest only when known: the reader takes them as optional but
+	 * not empty, so a plan without one still reads back */
+	if (p->cluster_digest[0])
+		hx_jset_str(x, "cluster", p->cluster_digest);
+	if (p->workload_digest[0])
+		hx_jset_str(x, "workload", p->workload_digest);
 	if (p->calibration[0])
 		hx_jset_str(x, "calibration", p->calibration);
 	json_object_set_new(o, "inputs", x);

@@ -10,7 +10,7 @@
 
 #define CMD "plan"
 
-enum { OPT_MODE = 2200, OPT_SEED, OPT_OBJECTIVE, OPT_TIME_LIMIT, OPT_GAP, OPT_LP, OPT_VERBOSE };
+enum { OPT_MODE = 2200, OPT_SEED, OPT_OBJECTIVE, OPT_TIME_LIMIT, OPT_GAP, OPT_LP, OPT_VERBOSE, OPT_BUDGET };
 
 static int plan_baseline(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err)
 {
@@ -28,6 +28,7 @@ static const struct mode {
 	{"baseline", plan_baseline, 0},
 	{"colocated", hx_plan_colocated, 1},
 	{"disagg", hx_plan_disagg, 0},
+	{"compose", hx_plan_compose, 1},
 };
 #define NMODES ((int)(sizeof(modes) / sizeof(modes[0])))
 
@@ -79,6 +80,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		{"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
 		{"gap", required_argument, NULL, OPT_GAP},
 		{"lp", required_argument, NULL, OPT_LP},
+		{"budget", required_argument, NULL, OPT_BUDGET},
 		{"format", required_argument, NULL, HX_OPT_FORMAT},
 		HX_GLOBAL_LONGOPTS,
 		{NULL, 0, NULL, 0}};
@@ -94,7 +96,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	long seed = 1;
 	const struct mode *md;
 	int c, rc, table = 0, have_c = 0, have_w = 0, have_p = 0;
-	hx_plan_opts po = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0};
+	hx_plan_opts po = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0, 0};
 
 	optind = 1;
 	opterr = 0;
@@ -129,6 +131,10 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 				return rc;
 			break;
 		case OPT_LP: po.lp_path = optarg; break;
+		case OPT_BUDGET:
+			if ((rc = hx_cli_num(CMD, "--budget", optarg, 1e-9, 1e12, &po.budget_usd_per_hour)))
+				return rc;
+			break;
 		default:
 			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
 				return rc;
@@ -147,7 +153,9 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		return unknown_mode(mode);
 	if (!md->solver && (po.objective != HX_OBJ_CAPACITY || po.lp_path || po.gap > 0 ||
 			    po.time_limit_s > 0))
-		return hx_cli_usage_error(CMD, "--objective, --time-limit, --gap and --lp need a solver mode (colocated)");
+		return hx_cli_usage_error(CMD, "--objective, --time-limit, --gap and --lp need a solver mode (colocated or compose)");
+	if (po.budget_usd_per_hour > 0 && strcmp(md->name, "compose") != 0)
+		return hx_cli_usage_error(CMD, "--budget needs --mode compose");
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;
 	if ((rc = hx_cluster_load(&cluster, cpath, cat, &err)))

@@ -12,8 +12,8 @@
 
 
 static const char *const plan_usage[] = {
-	"hexplan plan -c cluster.json -w workload.json [-m MODEL] [--mode baseline|colocated|disagg] "
-	"[--objective capacity|cost|latency] [--time-limit S] [--gap G] [--seed N] [-o plan.json] "
+	"hexplan plan -c cluster.json -w workload.json [-m MODEL] [--mode baseline|colocated|disagg|compose] "
+	"[--objective capacity|cost|latency] [--budget USD_PER_H] [--time-limit S] [--gap G] [--seed N] [-o plan.json] "
 	"[--lp FILE] [--format json|table]",
 	"hexplan plan -p plan.json [--format json|table]",
 	NULL};

@@ -40,6 +40,10 @@ int hx_cluster_expand_offers(const hx_cluster *in, int owned_free, hx_cluster *o
 /* Offer index and node index J of a node named "offerI-J", or -1. */
 int hx_offer_node(const char *name, int *j);
 
+/* Set P's rent (replacing any) from its placements on CL, a cluster with
+ * its offers expanded: per offer, the nodes used, whole. */
+void hx_plan_fill_rent(hx_plan *p, const hx_cluster *cl);
+
 /* A length class of the workload.  Ranged classes (the workload has no
  * classes[]) hold the requests whose prompt and output lengths fall in
  * [lo, hi); named classes (the workload's own) have hi = 0. */

@@ -377,11 +377,13 @@ static const char *status_name(hx_milp_status s)
 		: s == HX_MILP_TIME_LIMIT ? "time_limit" : "work_limit";
 }
 
-/* The rent of plan P on the expanded cluster CL: per offer, the nodes its
- * placements use, whole. */
-static void fill_rent(hx_plan *p, const hx_cluster *cl)
+void hx_plan_fill_rent(hx_plan *p, const hx_cluster *cl)
 {
 	char *used = hx_xcalloc((size_t)cl->nnodes + 1, 1);
+
+	free(p->rent);
+	p->rent = NULL;
+	p->nrent = 0;
 
 	for (int g = 0; g < p->ngroups; g++)
 		for (int r = 0; r < p->groups[g].nreplicas; r++)
@@ -596,7 +598,7 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 	p->solver.iterations = out.res.iterations;
 	if ((rc = hx_plan_finish(&pb2, p, 0, err)))
 		goto out;
-	fill_rent(p, &cl);
+	hx_plan_fill_rent(p, &cl);
 	/* What the plan costs is its rent: owned GPUs are free at the margin. */
 	usd = 0;
 	for (int i = 0; i < p->nrent; i++)

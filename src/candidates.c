@@ -239,6 +239,8 @@ static void pipelines(const hx_problem *pb, hx_candset *s, const int (*sh)[2], i
 	int idx[HX_CAND_MAX_STAGES];
 	const int L = pb->model->a.layers;
 
+	if (nsh == 0) /* no node takes a stage (e.g. none has a free GPU) */
+		return;
 	for (int n = 2; n <= max_stages; n++) {
 		for (int i = 0; i < n; i++)
 			idx[i] = 0;

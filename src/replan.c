@@ -316,7 +316,7 @@ static int place_new(hx_plan *p, const hx_cluster *cl, const hx_problem *pb0, co
 		rc = hx_errf(err, HX_EINFEASIBLE,
 			     "the kept replicas carry %.3f req/s at the SLO and the free GPUs at most "
 			     "%.3f more, short of the %.3f req/s the rate of %g req/s needs at %g%% "
-			     "utilization", total_capacity(p), fmin(most, need), need,
+			     "utilization", total_capacity(p), fmin(most, need), w->rate_rps / HX_REPLAN_UTIL,
 			     w->rate_rps, HX_REPLAN_UTIL * 100);
 		goto out;
 	}

@@ -46,6 +46,16 @@ for k in cls:
     assert ws and abs(sum(ws) - 1) < 1e-9, (k, ws)
 PY
 
+# The plan format's schema knows rent and length classes.
+if python3 -c 'from jsonschema import Draft202012Validator' 2>/dev/null; then
+	python3 - profiles/plan.schema.json "$TMP/p.json" <<'PY' && ok || fail "composed plan against the schema"
+import json, sys
+from jsonschema import Draft202012Validator
+errs = list(Draft202012Validator(json.load(open(sys.argv[1]))).iter_errors(json.load(open(sys.argv[2]))))
+assert not errs, errs[0].message
+PY
+fi
+
 # Deterministic: the same inputs give the same bytes.
 run plan -c $C -w $W --mode compose
 cmp -s "$TMP/out" "$TMP/p.json" && ok || fail "compose plan is not deterministic"

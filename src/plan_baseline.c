@@ -228,12 +228,16 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int weights, hx_err *err)
 	for (int g = 0; g < p->ngroups; g++) {
 		hx_plan_group *grp = &p->groups[g];
 		double cap = INFINITY, batch = 0;
+		hx_replica prev;
+		hx_capacity c;
 		for (int r = 0; r < grp->nreplicas; r++) {
 			hx_replica rep;
-			hx_capacity c;
 			if ((rc = hx_plan_replica_cost(p, grp, &grp->replicas[r], &rep, err)))
 				return rc;
-			hx_cost_capacity_phase(&rep, w, phase_of(grp->role), &c);
+			/* Replicas of one shape and links price alike: once. */
+			if (r == 0 || memcmp(&rep, &prev, sizeof(rep)) != 0)
+				hx_cost_capacity_phase(&rep, w, phase_of(grp->role), &c);
+			prev = rep;
 			if (c.rps < cap) {
 				cap = c.rps;
 				batch = c.max_batch;
@@ -263,12 +267,16 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int weights, hx_err *err)
 		for (int i = 0; i < p->ningress; i++)
 			if (strcmp(p->ingress[i].to, grp->name) == 0)
 				share += p->ingress[i].weight;
+		hx_replica prev;
+		hx_capacity c;
 		for (int r = 0; r < grp->nreplicas && share > 0; r++) {
 			hx_replica rep;
-			hx_capacity c;
 			hx_plan_replica_cost(p, grp, &grp->replicas[r], &rep, NULL);
-			hx_cost_at_rate_phase(&rep, w, phase_of(grp->role),
-					      fmin(served * share / grp->nreplicas, grp->capacity_rps), &c);
+			if (r == 0 || memcmp(&rep, &prev, sizeof(rep)) != 0)
+				hx_cost_at_rate_phase(&rep, w, phase_of(grp->role),
+						      fmin(served * share / grp->nreplicas, grp->capacity_rps),
+						      &c);
+			prev = rep;
 			if (isfinite(c.ttft_ms))
 				ttft = fmax(ttft, c.ttft_ms);
 			if (isfinite(c.tpot_ms))

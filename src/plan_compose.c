@@ -349,14 +349,17 @@ out:
 
 /* ---- the planner ----------------------------------------------------------- */
 
-/* The utilization u starts at DESIGN's 0.9 and steps down until the
- * simulator (the judge) finds the plan meets the SLO attainment target on
- * requests drawn from the workload: the cost model's capacity assumes a
- * steady batch, and at 90% load Poisson bursts push the p99 TPOT past the
- * SLO on some workloads. */
-#define COMPOSE_UTIL_START 0.9
-#define COMPOSE_UTIL_STEP 0.05
-#define COMPOSE_UTIL_MIN 0.5
+/* The simulator is the judge (DESIGN §5): a composed plan is simulated on
+ * requests drawn from the workload, and the shapes whose requests miss the
+ * SLO attainment target have their capacities derated and the MILP solved
+ * again, until the plan meets the target, for at most COMPOSE_ROUNDS rounds
+ * and while a round raises the attainment (by 0.001 at least, within two
+ * rounds); the plan returned is the first that meets the target, else the
+ * one with the best attainment.  The cost model's capacity assumes a steady batch; bursts
+ * at high load push the p99 TPOT past the SLO on some shapes. */
+#define COMPOSE_UTIL 0.9
+#define COMPOSE_DERATE 0.85
+#define COMPOSE_ROUNDS 8
 #define COMPOSE_BUCKETS 3
 
 typedef struct cpick {
@@ -416,8 +419,11 @@ void hx_plan_fill_rent(hx_plan *p, const hx_cluster *cl)
 	free(used);
 }
 
-static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, hx_plan *p,
-		      double *kappa, hx_err *err)
+/* One composition at utilization UTIL with each candidate's capacities
+ * scaled by *DERATE (allocated here, all 1, when NULL); *GCAND gets the
+ * candidate of each group of P (new). */
+static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, double **derate,
+		      int **gcand, hx_plan *p, double *kappa, hx_err *err)
 {
 	const hx_workload *w = pb->workload;
 	hx_cluster cl;
@@ -453,6 +459,11 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 		goto out;
 	}
 	ncls = hx_len_classes(w, COMPOSE_BUCKETS, &cls);
+	if (!*derate) {
+		*derate = hx_xmalloc((size_t)s.n * sizeof(double) + 1);
+		for (int c = 0; c < s.n; c++)
+			(*derate)[c] = 1;
+	}
 	h = hx_xcalloc((size_t)(s.n * ncls), sizeof(double));
 	use = hx_xcalloc((size_t)(s.n * s.ncls), sizeof(int));
 	lambda = hx_xcalloc((size_t)ncls, sizeof(double));
@@ -463,7 +474,7 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 			hx_workload wk = hx_len_class_workload(w, &cls[k]);
 			hx_capacity cap;
 			hx_cost_capacity(&r, &wk, &cap);
-			h[c * ncls + k] = cap.rps > 0 ? cap.rps : 0;
+			h[c * ncls + k] = cap.rps > 0 ? cap.rps * (*derate)[c] : 0;
 		}
 		for (int k = 0; k < s.ncls; k++)
 			use[c * s.ncls + k] = hx_cand_use(&s.c[c], k);
@@ -559,6 +570,9 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 		rc = hx_errf(err, HX_EINFEASIBLE, "no replica is worth renting");
 		goto out;
 	}
+	*gcand = hx_xcalloc((size_t)npicks + 1, sizeof(int));
+	for (int i = 0; i < npicks; i++)
+		(*gcand)[i] = picks[i].cand;
 	/* Route each class by its flows. */
 	for (int k = 0; k < ncls; k++) {
 		int first = p->ningress;
@@ -641,48 +655,98 @@ static int judge_requests(double rate)
 }
 
 /* Whether plan P meets W's attainment target at RATE on requests drawn with
- * two seeds (one draw is too noisy a judge at p99). */
+ * two seeds (one draw is too noisy a judge at p99); when it does not, MISS
+ * (one per group, zeroed here); ATTAIN gets the mean attainment flags the groups whose own requests miss it. */
 static int judge(const hx_plan *p, const hx_workload *w, double rate, uint64_t seed, int *met,
-		 hx_err *err)
+		 double *attain, char *miss, hx_err *err)
 {
+	long *n = hx_xcalloc((size_t)p->ngroups + 1, sizeof(long));
+	long *good = hx_xcalloc((size_t)p->ngroups + 1, sizeof(long));
 	int rc = 0;
 
 	*met = 1;
-	for (int i = 0; i < 2 && *met && !rc; i++) {
+	*attain = 0;
+	memset(miss, 0, (size_t)p->ngroups);
+	for (int i = 0; i < 2 && !rc; i++) {
 		hx_trace t;
 		hx_sim_report rep;
-		hx_sim_opts so = {seed + 7919 * (uint64_t)i, 0, NULL, NULL};
+		hx_sim_opts so = {seed + 7919 * (uint64_t)i, 1, NULL, NULL};
 		if ((rc = hx_gen_workload(w, rate, judge_requests(rate), 0, so.seed, &t, err)))
 			break;
 		rc = hx_simulate(p, w, &t, &so, &rep, err);
 		hx_trace_release(&t);
 		if (rc)
 			break;
-		*met = rep.slo_attainment >= w->slo.attainment;
+		*met &= rep.slo_attainment >= w->slo.attainment;
+		*attain += rep.slo_attainment / 2;
+		for (int k = 0; k < rep.nrecords; k++) {
+			int g = rep.records[k].group;
+			if (g < 0 || g >= p->ngroups)
+				continue;
+			n[g]++;
+			good[g] += rep.records[k].met_slo && !rep.records[k].dropped;
+		}
 		hx_sim_report_release(&rep);
 	}
+	for (int g = 0; g < p->ngroups; g++)
+		miss[g] = n[g] > 0 && (double)good[g] / n[g] < w->slo.attainment;
+	free(n);
+	free(good);
 	return rc;
 }
 
 int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_err *err)
 {
 	const hx_workload *w = pb->workload;
-	int rc = 0;
+	double *derate = NULL, best_attain = -1;
+	int rc = 0, have_best = 0, stale = 0;
+	hx_plan best;
 
-	for (int step = 0;; step++) {
-		double util = COMPOSE_UTIL_START - step * COMPOSE_UTIL_STEP, kappa = 1;
-		int last = util - COMPOSE_UTIL_STEP < COMPOSE_UTIL_MIN - 1e-9, met;
+	for (int round = 0; round < COMPOSE_ROUNDS && stale < 2; round++) {
+		double kappa = 1, attain = 0;
+		int met = 0, any = 0, *gcand = NULL;
+		char *miss;
 
-		if ((rc = compose_at(pb, o, util, p, &kappa, err)))
-			return rc;
-		if (last)
-			return 0;
-		if ((rc = judge(p, w, w->rate_rps * kappa, pb->seed, &met, err)))
+		if ((rc = compose_at(pb, o, COMPOSE_UTIL, &derate, &gcand, p, &kappa, err)))
 			break;
+		miss = hx_xcalloc((size_t)p->ngroups + 1, 1);
+		rc = judge(p, w, w->rate_rps * kappa, pb->seed, &met, &attain, miss, err);
+		if (!rc && !met) {
+			/* Derate the shapes whose requests miss the SLO (all the
+			 * plan's when none does alone) and solve again. */
+			for (int g = 0; g < p->ngroups; g++)
+				any |= miss[g];
+			for (int g = 0; g < p->ngroups; g++)
+				if (miss[g] || !any)
+					derate[gcand[g]] *= COMPOSE_DERATE;
+		}
+		free(miss);
+		free(gcand);
+		if (rc) {
+			hx_plan_release(p);
+			break;
+		}
+		/* Keep the plan that meets the target, else the best so far;
+		 * stop when derating stops helping. */
+		stale = attain > best_attain + 1e-3 ? 0 : stale + 1;
+		if (met || attain > best_attain) {
+			if (have_best)
+				hx_plan_release(&best);
+			best = *p;
+			have_best = 1;
+			best_attain = attain;
+		} else {
+			hx_plan_release(p);
+		}
 		if (met)
-			return 0;
-		hx_plan_release(p);
+			break;
 	}
-	hx_plan_release(p);
-	return rc;
+	free(derate);
+	if (rc) {
+		if (have_best)
+			hx_plan_release(&best);
+		return rc;
+	}
+	*p = best;
+	return 0;
 }

@@ -491,14 +491,16 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 			     "to place new ones for");
 		goto out;
 	}
+	/* Routes first (by the kept shares), then the capacities at the (new)
+	 * workload's SLO and the predictions at its rate: one pass over the
+	 * replicas when routing alone does. */
+	reroute(p, before);
+	reroute_kv(p, &cl);
 	if (w) {
-		/* Capacities at the (new) workload's SLO, predictions at its rate. */
 		if ((rc = hx_plan_finish(&pb, p, 0, err)))
 			goto out;
 		mv->rate_rps = w->rate_rps;
 	}
-	reroute(p, before);
-	reroute_kv(p, &cl);
 	if (w && total_capacity(p) < w->rate_rps / HX_REPLAN_UTIL) {
 		if (disagg) {
 			rc = hx_errf(err, HX_EINFEASIBLE,
@@ -518,10 +520,7 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 		p->nclasses = 0;
 		if ((rc = hx_plan_finish(&pb, p, 1, err)))
 			goto out;
-	} else if (w) {
-		if ((rc = hx_plan_finish(&pb, p, 0, err)))
-			goto out;
-	} else {
+	} else if (!w) {
 		/* No workload: the capacities the old plan recorded. */
 		double usd = 0;
 		for (int g = 0; g < p->ngroups; g++)

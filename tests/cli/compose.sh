@@ -56,6 +56,14 @@ assert not errs, errs[0].message
 PY
 fi
 
+# Exports take the same cluster file (offers expanded alike); routers see no
+# length class, so the class routing is lossy.
+run export -p "$TMP/p.json" --to launch -c $C --format json -o "$TMP/launch.json"
+expect_rc 1 "export of class routing without --lossy"
+run export -p "$TMP/p.json" --to launch -c $C --format json --lossy -o "$TMP/launch.json"
+expect_rc 0 "export launch --lossy with the offers' cluster"
+grep -q 'offer[0-9]*-0' "$TMP/launch.json" && ok || fail "launch commands name the rented nodes"
+
 # Deterministic: the same inputs give the same bytes.
 run plan -c $C -w $W --mode compose
 cmp -s "$TMP/out" "$TMP/p.json" && ok || fail "compose plan is not deterministic"

@@ -97,7 +97,7 @@ static double attainment(const hx_plan *p, const hx_workload *w, double rate)
 	return a;
 }
 
-static void mix_vs_single(const hx_catalog *cat, const char *model, const char *wpath)
+static void mix_vs_single(const hx_catalog *cat, const char *model, const char *wpath, double scale)
 {
 	char all[] = "/tmp/hx-bench-compose-XXXXXX", one[NTYPES][32];
 	hx_workload w;
@@ -112,6 +112,7 @@ static void mix_vs_single(const hx_catalog *cat, const char *model, const char *
 		fprintf(stderr, "compose: %s\n", err.msg);
 		exit(1);
 	}
+	w.rate_rps *= scale;
 	offers_file(all, -1);
 	for (int i = 0; i < 3; i++) {
 		if (compose(cat, all, wpath, &w, &m, 0, &p, &t[i])) {
@@ -153,9 +154,9 @@ static void mix_vs_single(const hx_catalog *cat, const char *model, const char *
 				hx_plan_release(&p);
 			}
 	}
-	printf("%-14s %-5s %7.3f %3d %9.2f %9.2f %-9s %7.1f%% %8.2f %8.2f %6.3f %8.4f %6.2f\n", model,
-	       strstr(wpath, "chat") ? "chat" : "code", t[1], ntypes_mix, usd_mix, usd_single,
-	       best >= 0 ? types[best] : "-", 100 * (1 - usd_mix / usd_single),
+	printf("%-14s %-5s %4.0fx %7.3f %3d %9.2f %9.2f %-9s %7.1f%% %8.2f %8.2f %6.3f %8.4f %6.2f\n", model,
+	       strstr(wpath, "chat") ? "chat" : "code", scale, t[1], ntypes_mix, usd_mix, usd_single,
+	       best >= 0 ? types[best] : "none", best >= 0 ? 100 * (1 - usd_mix / usd_single) : NAN,
 	       kappa_mix * w.rate_rps, kappa_single * w.rate_rps,
 	       kappa_single > 0 ? kappa_mix / kappa_single : NAN, att, w.slo.attainment);
 	fflush(stdout);
@@ -266,13 +267,16 @@ int main(void)
 	}
 	printf("compose: offers of 6 GPU types (512 GPUs each); cost of the mix vs the cheapest single "
 	       "type; at that single type's rent, the rate each carries\n");
-	printf("%-14s %-5s %7s %3s %9s %9s %-9s %8s %8s %8s %6s %8s %6s\n", "model", "load", "plan_s",
+	printf("%-14s %-5s %5s %7s %3s %9s %9s %-9s %8s %8s %8s %6s %8s %6s\n", "model", "load", "rate", "plan_s",
 	       "mix", "usd_mix", "usd_one", "one_type", "saving", "rps_mix", "rps_one", "x_one",
 	       "attain", "target");
-	mix_vs_single(&cat, "llama-3.1-8b", "examples/workloads/chat.json");
-	mix_vs_single(&cat, "llama-3.1-8b", "examples/workloads/code.json");
-	mix_vs_single(&cat, "llama-3.1-70b", "examples/workloads/chat.json");
-	mix_vs_single(&cat, "llama-3.1-70b", "examples/workloads/code.json");
+	for (int i = 0; i < 2; i++) {
+		double scale = i ? 10 : 1; /* the workloads' rates, and ten times them */
+		mix_vs_single(&cat, "llama-3.1-8b", "examples/workloads/chat.json", scale);
+		mix_vs_single(&cat, "llama-3.1-8b", "examples/workloads/code.json", scale);
+		mix_vs_single(&cat, "llama-3.1-70b", "examples/workloads/chat.json", scale);
+		mix_vs_single(&cat, "llama-3.1-70b", "examples/workloads/code.json", scale);
+	}
 	printf("\nreplan after one node failure, 256-GPU colocated plans (chat workload)\n");
 	printf("%-14s %-9s %8s %6s %6s %8s %6s %6s %6s %8s %10s\n", "model", "plan", "rate", "reps",
 	       "gone", "replan_s", "kept", "stop", "start", "kept_frac", "load_GB");

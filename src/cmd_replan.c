@@ -50,7 +50,7 @@ static json_t *moves_json(const hx_moves *mv, const char *plan_path, const char 
 			hx_jset_str(x, "replica", m->replica);
 			hx_jset_str(x, "group", m->group);
 			hx_jset_int(x, "gpus", m->gpus);
-			if (m->kind == HX_MOVE_STOP)
+			if (m->kind == HX_MOVE_STOP || m->kind == HX_MOVE_ROLE)
 				hx_jset_str(x, "why", m->why);
 			if (m->kind == HX_MOVE_START)
 				json_object_set_new(x, "bytes", json_real(m->bytes));

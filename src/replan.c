@@ -217,6 +217,104 @@ static void reroute_kv(hx_plan *p, const hx_cluster *cl)
 	normalize_per_key(p->kv, p->nkv);
 }
 
+/* Disaggregated routes after roles changed: ingress to the groups that take
+ * requests (prefill, aggregated) by capacity; kv routes only from prefill to
+ * decode replicas, a prefill replica without one sending to every decode
+ * replica by capacity. */
+static void reroute_roles(hx_plan *p, const hx_cluster *cl)
+{
+	int n = 0;
+	double total = 0;
+
+	free(p->ingress);
+	p->ingress = NULL;
+	p->ningress = 0;
+	for (int g = 0; g < p->ngroups; g++)
+		if (p->groups[g].role != HX_ROLE_DECODE)
+			total += p->groups[g].capacity_rps * p->groups[g].nreplicas;
+	for (int g = 0; g < p->ngroups; g++) {
+		hx_route *rt;
+		if (p->groups[g].role == HX_ROLE_DECODE)
+			continue;
+		rt = hx_plan_add_route(&p->ingress, &p->ningress);
+		hx_strlcpy(rt->to, p->groups[g].name, sizeof(rt->to));
+		rt->weight = total > 0 ? p->groups[g].capacity_rps * p->groups[g].nreplicas / total : 1;
+	}
+	hx_routes_normalize(p->ingress, p->ningress);
+	for (int i = 0; i < p->nkv; i++) {
+		int fg = -1, tg = -1;
+		for (int g = 0; g < p->ngroups; g++)
+			for (int r = 0; r < p->groups[g].nreplicas; r++) {
+				if (strcmp(p->groups[g].replicas[r].id, p->kv[i].from) == 0)
+					fg = g;
+				if (strcmp(p->groups[g].replicas[r].id, p->kv[i].to) == 0)
+					tg = g;
+			}
+		if (fg >= 0 && tg >= 0 && p->groups[fg].role == HX_ROLE_PREFILL &&
+		    p->groups[tg].role == HX_ROLE_DECODE)
+			p->kv[n++] = p->kv[i];
+	}
+	p->nkv = n;
+	reroute_kv(p, cl);
+}
+
+/* Flip the role of group G (prefill <-> decode) and re-route; capacities
+ * and predictions at PB's workload. */
+static int flip(hx_plan *p, int g, const hx_cluster *cl, const hx_problem *pb, hx_err *err)
+{
+	int rc;
+
+	p->groups[g].role = p->groups[g].role == HX_ROLE_PREFILL ? HX_ROLE_DECODE : HX_ROLE_PREFILL;
+	if ((rc = hx_plan_finish(pb, p, 0, err)))
+		return rc;
+	reroute_roles(p, cl);
+	return hx_plan_finish(pb, p, 0, err);
+}
+
+/* Flip whole groups' roles, the one that raises the capacity most at a time,
+ * while the plan falls short of NEED req/s and a flip helps. */
+static int flip_roles(hx_plan *p, const hx_cluster *cl, const hx_problem *pb, double need,
+		      hx_moves *mv, hx_err *err)
+{
+	int rc = 0;
+
+	while (total_capacity(p) < need) {
+		double best_cap = total_capacity(p) * (1 + 1e-9) + 1e-9;
+		int best = -1;
+		for (int g = 0; g < p->ngroups && !rc; g++) {
+			hx_plan t;
+			char *text;
+			if (p->groups[g].role == HX_ROLE_AGGREGATED)
+				continue;
+			text = hx_plan_dump(p);
+			rc = hx_plan_parse_text(&t, text, "plan", err);
+			free(text);
+			if (rc)
+				break;
+			if (!(rc = flip(&t, g, cl, pb, err)) && total_capacity(&t) > best_cap) {
+				best_cap = total_capacity(&t);
+				best = g;
+			}
+			hx_plan_release(&t);
+		}
+		if (rc || best < 0)
+			break;
+		if ((rc = flip(p, best, cl, pb, err)))
+			break;
+		for (int r = 0; r < p->groups[best].nreplicas; r++) {
+			hx_move *m = add_move(mv, HX_MOVE_ROLE);
+			hx_strlcpy(m->replica, p->groups[best].replicas[r].id, sizeof(m->replica));
+			hx_strlcpy(m->group, p->groups[best].name, sizeof(m->group));
+			snprintf(m->why, sizeof(m->why), "%s -> %s",
+				 p->groups[best].role == HX_ROLE_PREFILL ? "decode" : "prefill",
+				 hx_role_name(p->groups[best].role));
+			m->gpus = replica_gpus(&p->groups[best], &p->groups[best].replicas[r]);
+			mv->roles_flipped++;
+		}
+	}
+	return rc;
+}
+
 /* A group name and replica ids unused in P. */
 static void fresh_group_name(const hx_plan *p, char *name, size_t n)
 {
@@ -502,10 +600,15 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 		mv->rate_rps = w->rate_rps;
 	}
 	if (w && total_capacity(p) < w->rate_rps / HX_REPLAN_UTIL) {
+		if (disagg && (rc = flip_roles(p, &cl, &pb, w->rate_rps / HX_REPLAN_UTIL, mv, err)))
+			goto out;
+	}
+	if (w && total_capacity(p) < w->rate_rps / HX_REPLAN_UTIL) {
 		if (disagg) {
 			rc = hx_errf(err, HX_EINFEASIBLE,
 				     "the kept replicas carry %.3f req/s at the SLO, short of the rate of "
-				     "%g req/s, and replan places new replicas in aggregated plans only",
+				     "%g req/s, after flipping the roles that help, and replan places new "
+				     "replicas in aggregated plans only",
 				     total_capacity(p), w->rate_rps);
 			goto out;
 		}
@@ -545,6 +648,10 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 			p->predicted.usd_per_hour = hx_round6(usd);
 		}
 	}
+	/* A disaggregated plan carries what its weaker role does (the KV
+	 * links' limits left out). */
+	if (disagg)
+		p->predicted.capacity_rps = hx_round6(total_capacity(p));
 	/* Kept replicas and new ones are not one optimization's result. */
 	strcpy(p->solver.status, cut ? "time_limit" : "heuristic");
 	mv->routing_only = mv->started == 0;

@@ -15,20 +15,20 @@ c["nodes"] = [n for n in c["nodes"] if n["name"] != sys.argv[3]]
 json.dump(c, open(sys.argv[2], "w"))
 PY
 
-# compare OLD NEW GONE: NEW never uses node GONE, and every replica of OLD
+# compare OLD NEW GONE: NEW never uses the nodes GONE (comma-separated), and every replica of OLD
 # that did not use it is in NEW under the same id, group and placement.
 compare() {
 	python3 - "$1" "$2" "$3" <<'PY'
 import json, sys
 old, new = (json.load(open(f)) for f in sys.argv[1:3])
-gone = sys.argv[3]
+gone = set(sys.argv[3].split(","))
 def reps(p):
     return {r["id"]: (g["name"], r["placement"]) for g in p["groups"] for r in g["replicas"]}
 o, n = reps(old), reps(new)
 for rid, (g, pl) in n.items():
-    assert all(ref.split(":")[0] != gone for st in pl for ref in st), ("uses", gone, rid)
+    assert all(ref.split(":")[0] not in gone for st in pl for ref in st), ("uses", gone, rid)
 for rid, (g, pl) in o.items():
-    if any(ref.split(":")[0] == gone for st in pl for ref in st):
+    if any(ref.split(":")[0] in gone for st in pl for ref in st):
         assert rid not in n or n[rid][1] != pl, rid
     else:
         assert n.get(rid) == (g, pl), ("moved", rid)
@@ -99,6 +99,37 @@ expect_rc 0 "replan a composed plan"
 run check -p "$TMP/c2.json" -c "$TMP/offers.json"
 expect_rc 0 "check accepts it, rent included"
 compare "$TMP/c.json" "$TMP/c2.json" own-a100-0 && ok || fail "composed replan used the lost node"
+
+# A disaggregated plan loses its H100 prefill nodes under a heavier load:
+# a decode group turns prefill; no replica moves or starts.
+hx plan -c $C -w examples/workloads/code.json -m llama-3.1-8b --mode disagg -o "$TMP/dg.json" || fail "disagg plan"
+python3 - $C "$TMP/noh100.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["nodes"] = [n for n in c["nodes"] if n["name"] not in ("h100-0", "h100-1")]
+json.dump(c, open(sys.argv[2], "w"))
+PY
+sed 's/"rate_rps": 10/"rate_rps": 150/' examples/workloads/code.json >"$TMP/code150.json"
+run replan -p "$TMP/dg.json" -c "$TMP/noh100.json" -w "$TMP/code150.json" -o "$TMP/dg2.json" --moves "$TMP/dgm.json"
+expect_rc 0 "replan a disaggregated plan"
+run check -p "$TMP/dg2.json" -c "$TMP/noh100.json"
+expect_rc 0 "check accepts the re-roled plan"
+compare "$TMP/dg.json" "$TMP/dg2.json" h100-0,h100-1 && ok || fail "re-roling moved a replica"
+python3 - "$TMP/dgm.json" "$TMP/dg.json" "$TMP/dg2.json" <<'PY' && ok || fail "role flips"
+import json, sys
+m, old, new = (json.load(open(f)) for f in sys.argv[1:4])
+assert m["roles_flipped"] >= 1 and m["started"] == 0, m
+flips = [x for x in m["moves"] if x["kind"] == "role"]
+assert len(flips) == m["roles_flipped"] and all(x["why"] == "decode -> prefill" for x in flips), flips
+roles = {g["name"]: g["role"] for g in old["groups"]}
+for g in new["groups"]:
+    if any(x["group"] == g["name"] for x in flips):
+        assert roles[g["name"]] == "decode" and g["role"] == "prefill", g["name"]
+p = new["predicted"]
+assert p["capacity_rps"] >= 150 / 0.9, p
+PY
+run simulate -p "$TMP/dg2.json" -w "$TMP/code150.json" --requests 3000
+expect_rc 0 "simulate the re-roled plan"
 
 # Short of capacity with no free GPU: exit 3, saying by how much.
 sed 's/"rate_rps": 20/"rate_rps": 600/' $W >"$TMP/w600.json"

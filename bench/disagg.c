@@ -34,7 +34,7 @@ static void one(const hx_catalog *cat, const char *label, const char *cpath, con
 	hx_model m;
 	hx_problem pb;
 	hx_plan d, co, b;
-	hx_plan_opts o = {HX_OBJ_CAPACITY, 60, 0, 0, NULL, 0};
+	hx_plan_opts o = {HX_OBJ_CAPACITY, 60, 0, 0, NULL, 0, 0};
 	hx_err err = {0};
 	char wpath[256];
 	double t0, t, sd, sc, sb;

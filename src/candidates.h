@@ -69,4 +69,11 @@ int hx_cand_use(const hx_candidate *c, int k);
 void hx_cand_replica(const hx_problem *pb, const hx_candset *s, const hx_candidate *c,
 		     hx_replica *out);
 
+/* Place N replicas of candidate C on the classes' nodes as a new group of P
+ * named "g<index>": FREE_GPUS holds the GPUs left per cluster node, NEXT
+ * the next GPU index to hand out on each; both are updated.  Packing is
+ * exact when the replicas are placed widest stage first. */
+void hx_cand_place(const hx_problem *pb, const hx_candset *s, const hx_candidate *c, int n,
+		   int *free_gpus, int *next, hx_plan *p);
+
 #endif

@@ -37,6 +37,7 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv);
 int cmd_check(hx_cli *cli, int argc, char **argv);
 int cmd_trace(hx_cli *cli, int argc, char **argv);
 int cmd_export(hx_cli *cli, int argc, char **argv);
+int cmd_replan(hx_cli *cli, int argc, char **argv);
 
 /* Long-option values shared by every command. */
 enum {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "compose.h"
 #include "jsonio.h"
 #include "plan.h"
 #include "problem.h"
@@ -53,6 +54,14 @@ int cmd_check(hx_cli *cli, int argc, char **argv)
 	if ((rc = hx_cluster_load(&cl, cpath, cat, &err)))
 		goto out;
 	have_cluster = 1;
+	if (cl.noffers > 0) {
+		/* Plans place rented GPUs on the offers' nodes (compose.h). */
+		hx_cluster x;
+		if ((rc = hx_cluster_expand_offers(&cl, 0, &x, &err)))
+			goto out;
+		hx_cluster_release(&cl);
+		cl = x;
+	}
 	if ((rc = hx_plan_load(&plan, ppath, &err)))
 		goto out;
 	have_plan = 1;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "compose.h"
 #include "export.h"
 #include "plan.h"
 
@@ -86,6 +87,14 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 		if ((rc = hx_cluster_load(&cl, cpath, cat, &err)))
 			goto out;
 		have_c = 1;
+		if (cl.noffers > 0) {
+			/* Rented GPUs sit on the offers' nodes (compose.h). */
+			hx_cluster x;
+			if ((rc = hx_cluster_expand_offers(&cl, 0, &x, &err)))
+				goto out;
+			hx_cluster_release(&cl);
+			cl = x;
+		}
 		eo.cluster = &cl;
 	}
 	/* A pipeline plan's groups are layer fragments joined node to node by

@@ -13,7 +13,7 @@
 
 #define CMD "plan"
 
-enum { OPT_MODE = 2200, OPT_SEED, OPT_OBJECTIVE, OPT_TIME_LIMIT, OPT_GAP, OPT_LP, OPT_VERBOSE, OPT_LAYER_COSTS };
+enum { OPT_MODE = 2200, OPT_SEED, OPT_OBJECTIVE, OPT_TIME_LIMIT, OPT_GAP, OPT_LP, OPT_VERBOSE, OPT_LAYER_COSTS, OPT_BUDGET };
 
 static int plan_baseline(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err)
 {
@@ -38,6 +38,7 @@ static const struct mode {
 	{"colocated", hx_plan_colocated, TAKES_TIME | TAKES_MILP},
 	{"disagg", hx_plan_disagg, TAKES_TIME},
 	{"pipeline", hx_plan_pipeline, TAKES_TIME | TAKES_MILP},
+	{"compose", hx_plan_compose, TAKES_TIME | TAKES_MILP},
 	{"cascade", hx_plan_cascade, TAKES_TIME | TAKES_MILP | TAKES_QUALITY},
 	{"route", hx_plan_route, TAKES_TIME | TAKES_MILP | TAKES_QUALITY},
 };
@@ -112,6 +113,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		{"gap", required_argument, NULL, OPT_GAP},
 		{"lp", required_argument, NULL, OPT_LP},
 		{"layer-costs", required_argument, NULL, OPT_LAYER_COSTS},
+		{"budget", required_argument, NULL, OPT_BUDGET},
 		{"format", required_argument, NULL, HX_OPT_FORMAT},
 		HX_GLOBAL_LONGOPTS,
 		{NULL, 0, NULL, 0}};
@@ -127,7 +129,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	long seed = 1;
 	const struct mode *md;
 	int c, rc, table = 0, have_c = 0, have_w = 0, have_p = 0;
-	hx_plan_opts po = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0};
+	hx_plan_opts po = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0, 0};
 	const double start = hx_now();
 	double limit = 0;
 
@@ -165,6 +167,10 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 			break;
 		case OPT_LP: po.lp_path = optarg; break;
 		case OPT_LAYER_COSTS: layer_costs = optarg; break;
+		case OPT_BUDGET:
+			if ((rc = hx_cli_num(CMD, "--budget", optarg, 1e-9, 1e12, &po.budget_usd_per_hour)))
+				return rc;
+			break;
 		default:
 			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
 				return rc;
@@ -194,6 +200,8 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	limit = po.time_limit_s;
 	if (layer_costs && strcmp(md->name, "pipeline") != 0)
 		return hx_cli_usage_error(CMD, "--layer-costs is for --mode pipeline");
+	if (po.budget_usd_per_hour > 0 && strcmp(md->name, "compose") != 0)
+		return hx_cli_usage_error(CMD, "--budget needs --mode compose");
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;
 	if ((rc = hx_cluster_load(&cluster, cpath, cat, &err)))

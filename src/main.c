@@ -13,8 +13,8 @@
 
 
 static const char *const plan_usage[] = {
-	"hexplan plan -c cluster.json -w workload.json [-m MODEL] [--mode baseline|colocated|disagg|pipeline|cascade|route] "
-	"[--objective capacity|cost|latency] [--time-limit S] [--gap G] [--seed N] [-o plan.json] "
+	"hexplan plan -c cluster.json -w workload.json [-m MODEL] [--mode baseline|colocated|disagg|pipeline|compose|cascade|route] "
+	"[--objective capacity|cost|latency] [--budget USD_PER_H] [--time-limit S] [--gap G] [--seed N] [-o plan.json] "
 	"[--lp FILE] [--layer-costs FILE] [--format json|table]",
 	"hexplan plan -p plan.json [--format json|table]",
 	NULL};
@@ -24,6 +24,10 @@ static const char *const simulate_usage[] = {
 	NULL};
 static const char *const check_usage[] = {
 	"hexplan check -p plan.json -c cluster.json [--format json|table]",
+	NULL};
+static const char *const replan_usage[] = {
+	"hexplan replan -p plan.json -c cluster.json [-w workload.json] [-o plan.json] "
+	"[--moves FILE] [--format json|table]",
 	NULL};
 static const char *const trace_usage[] = {
 	"hexplan trace (-w workload.json [--rate R] | --rate R --shape conversation|code|FILE) "
@@ -58,6 +62,8 @@ const hx_command hx_commands[] = {
 	 simulate_usage},
 	{"check", cmd_check, "Verify a plan against its cluster, independently of the planners.",
 	 check_usage},
+	{"replan", cmd_replan, "Adapt a plan to a changed cluster or workload, moving as little as possible.",
+	 replan_usage},
 	{"trace", cmd_trace, "Write a synthetic request trace.", trace_usage},
 	{"export", cmd_export, "Write launch commands, Kubernetes or KServe manifests, or a picture of a plan.",
 	 export_usage},

@@ -45,6 +45,8 @@ void hx_plan_release(hx_plan *p)
 	free(p->kv);
 	free(p->hops);
 	free(p->cascade);
+	free(p->classes);
+	free(p->rent);
 	hx_plan_init(p);
 }
 
@@ -389,7 +391,34 @@ static json_t *plan_json(const hx_plan *p)
 		json_array_append_new(a, c);
 	}
 	json_object_set_new(x, "cascade", a);
+	if (p->nclasses > 0) {
+		a = json_array();
+		for (int i = 0; i < p->nclasses; i++) {
+			const hx_plan_class *k = &p->classes[i];
+			json_t *c = json_object();
+			hx_jset_str(c, "name", k->name);
+			json_object_set_new(c, "prompt_tokens",
+					    json_pack("[ii]", k->prompt_lo, k->prompt_hi));
+			json_object_set_new(c, "output_tokens",
+					    json_pack("[ii]", k->output_lo, k->output_hi));
+			json_array_append_new(a, c);
+		}
+		json_object_set_new(x, "classes", a);
+	}
 	json_object_set_new(o, "routing", x);
+	if (p->nrent > 0) {
+		a = json_array();
+		for (int i = 0; i < p->nrent; i++) {
+			json_t *c = json_object();
+			hx_jset_int(c, "offer", p->rent[i].offer);
+			hx_jset_str(c, "gpu", p->rent[i].gpu);
+			hx_jset_int(c, "nodes", p->rent[i].nodes);
+			hx_jset_int(c, "gpus", p->rent[i].gpus);
+			json_object_set_new(c, "usd_per_hour", json_real(p->rent[i].usd_per_hour));
+			json_array_append_new(a, c);
+		}
+		json_object_set_new(o, "rent", a);
+	}
 	x = json_object();
 	json_object_set_new(x, "capacity_rps", json_real(p->predicted.capacity_rps));
 	json_object_set_new(x, "throughput_tps", json_real(p->predicted.throughput_tps));
@@ -628,13 +657,106 @@ static int parse_routes(const hx_jr *r, const json_t *v, const char *ptr, int in
 	return 0;
 }
 
+/* A [lo, hi) token range: two integers, 0 <= lo < hi. */
+static int parse_range(const hx_jr *r, const json_t *obj, const char *ptr, const char *key,
+		       int *lo, int *hi)
+{
+	json_t *v = json_object_get(obj, key);
+	char p[160];
+
+	hx_ptr_key(p, sizeof(p), ptr, key);
+	if (!v)
+		return hx_jr_fail(r, ptr, "missing required key \"%s\"", key);
+	if (!json_is_array(v) || json_array_size(v) != 2 ||
+	    !json_is_integer(json_array_get(v, 0)) || !json_is_integer(json_array_get(v, 1)))
+		return hx_jr_fail(r, p, "must be [lo, hi], two integers (tokens)");
+	if (json_integer_value(json_array_get(v, 0)) < 0 ||
+	    json_integer_value(json_array_get(v, 1)) > (1L << 30) ||
+	    json_integer_value(json_array_get(v, 0)) >= json_integer_value(json_array_get(v, 1)))
+		return hx_jr_fail(r, p, "must have 0 <= lo < hi <= 1073741824");
+	*lo = (int)json_integer_value(json_array_get(v, 0));
+	*hi = (int)json_integer_value(json_array_get(v, 1));
+	return 0;
+}
+
+static int parse_classes(const hx_jr *r, const json_t *v, hx_plan *p)
+{
+	static const char *const keys[] = {"name", "prompt_tokens", "output_tokens", NULL};
+	size_t n;
+	int rc;
+
+	if ((rc = hx_jr_array(r, v, "/routing/classes", 0, &n)))
+		return rc;
+	p->classes = hx_xcalloc(n ? n : 1, sizeof(*p->classes));
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_array_get(v, i);
+		hx_plan_class *k = &p->classes[i];
+		char p1[128];
+		hx_ptr_index(p1, sizeof(p1), "/routing/classes", i);
+		if ((rc = hx_jr_object(r, e, p1, keys)) ||
+		    (rc = hx_jr_str(r, e, p1, "name", 1, k->name, sizeof(k->name))) ||
+		    (rc = parse_range(r, e, p1, "prompt_tokens", &k->prompt_lo, &k->prompt_hi)) ||
+		    (rc = parse_range(r, e, p1, "output_tokens", &k->output_lo, &k->output_hi)))
+			return rc;
+		for (int j = 0; j < p->nclasses; j++)
+			if (strcmp(p->classes[j].name, k->name) == 0) {
+				char p2[160];
+				hx_ptr_key(p2, sizeof(p2), p1, "name");
+				return hx_jr_fail(r, p2, "duplicate class name \"%s\"", k->name);
+			}
+		p->nclasses++;
+	}
+	return 0;
+}
+
+static int parse_rent(const hx_jr *r, const json_t *v, hx_plan *p)
+{
+	static const char *const keys[] = {"offer", "gpu", "nodes", "gpus", "usd_per_hour", NULL};
+	size_t n;
+	int rc;
+
+	if ((rc = hx_jr_array(r, v, "/rent", 0, &n)))
+		return rc;
+	p->rent = hx_xcalloc(n ? n : 1, sizeof(*p->rent));
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_array_get(v, i);
+		hx_plan_rent *k = &p->rent[i];
+		long offer = 0, nodes = 0, gpus = 0;
+		char p1[128];
+		hx_ptr_index(p1, sizeof(p1), "/rent", i);
+		if ((rc = hx_jr_object(r, e, p1, keys)) ||
+		    (rc = hx_jr_int(r, e, p1, "offer", 1, 0, 1000000, &offer)) ||
+		    (rc = hx_jr_str(r, e, p1, "gpu", 1, k->gpu, sizeof(k->gpu))) ||
+		    (rc = hx_jr_int(r, e, p1, "nodes", 1, 1, 1000000, &nodes)) ||
+		    (rc = hx_jr_int(r, e, p1, "gpus", 1, 1, 1000000, &gpus)) ||
+		    (rc = hx_jr_num(r, e, p1, "usd_per_hour", 1, 0, 1e12, &k->usd_per_hour)))
+			return rc;
+		k->offer = (int)offer;
+		k->nodes = (int)nodes;
+		k->gpus = (int)gpus;
+		p->nrent++;
+	}
+	return 0;
+}
+
+const char *hx_plan_class_of(const hx_plan *p, int prompt, int output)
+{
+	for (int i = 0; i < p->nclasses; i++) {
+		const hx_plan_class *k = &p->classes[i];
+		if (prompt >= k->prompt_lo && prompt < k->prompt_hi && output >= k->output_lo &&
+		    output < k->output_hi)
+			return k->name;
+	}
+	return NULL;
+}
+
 static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 {
 	static const char *const top[] = {"schema", "version", "mode", "inputs", "models", "gpus",
-		"groups", "routing", "predicted", "solver", NULL};
+		"groups", "routing", "rent", "predicted", "solver", NULL};
 	static const char *const ikeys[] = {"cluster", "workload", "calibration", NULL};
 	static const char *const mkeys[] = {"name", "hf_repo", "arch", NULL};
-	static const char *const rkeys[] = {"ingress", "kv", "hops", "cascade", NULL};
+	static const char *const rkeys[] = {"ingress", "kv", "hops", "cascade", "classes", NULL};
 	static const char *const ckeys[] = {"model", "threshold", "escalate", NULL};
 	static const char *const pkeys[] = {"capacity_rps", "throughput_tps", "ttft_ms_p99",
 		"tpot_ms_p99", "usd_per_hour", "usd_per_m_tokens", "quality", NULL};
@@ -749,7 +871,11 @@ static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 				p->ncascade++;
 			}
 		}
+		if ((x = json_object_get(v, "classes")) && (rc = parse_classes(r, x, p)))
+			return rc;
 	}
+	if ((v = json_object_get(root, "rent")) && (rc = parse_rent(r, v, p)))
+		return rc;
 	if ((v = json_object_get(root, "predicted"))) {
 		double *f[] = {&p->predicted.capacity_rps, &p->predicted.throughput_tps,
 			&p->predicted.ttft_ms_p99, &p->predicted.tpot_ms_p99,

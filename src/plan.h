@@ -69,6 +69,23 @@ typedef struct hx_cascade_step {
 	double escalate; /* fraction of this model's requests sent on */
 } hx_cascade_step;
 
+/* A length class that ingress routes name (compose): requests whose prompt
+ * and output lengths (tokens) fall in [lo, hi) each. */
+typedef struct hx_plan_class {
+	char name[64];
+	int prompt_lo, prompt_hi, output_lo, output_hi;
+} hx_plan_class;
+
+/* What a plan rents (compose): the NODES nodes of offer OFFER of the
+ * cluster (named "offerI-J", see compose.h) that its placements use, GPUS
+ * GPUs in all (whole nodes), at USD_PER_HOUR for them all. */
+typedef struct hx_plan_rent {
+	int offer;
+	char gpu[48];
+	int nodes, gpus;
+	double usd_per_hour;
+} hx_plan_rent;
+
 typedef struct hx_prediction {
 	double capacity_rps, throughput_tps, ttft_ms_p99, tpot_ms_p99;
 	double usd_per_hour, usd_per_m_tokens;
@@ -100,6 +117,10 @@ typedef struct hx_plan {
 	int ningress, nkv, nhops;
 	hx_cascade_step *cascade;
 	int ncascade;
+	hx_plan_class *classes; /* routing.classes (none: classes are the workload's) */
+	int nclasses;
+	hx_plan_rent *rent;
+	int nrent;
 	hx_prediction predicted;
 	hx_solver_record solver;
 } hx_plan;
@@ -113,6 +134,10 @@ hx_gpu *hx_plan_add_gpu(hx_plan *p, const hx_gpu *g);
 hx_plan_group *hx_plan_add_group(hx_plan *p);
 hx_plan_replica *hx_plan_add_replica(hx_plan_group *g);
 hx_route *hx_plan_add_route(hx_route **list, int *n);
+
+/* The name of the first of P's length classes that holds a request of
+ * PROMPT and OUTPUT tokens: borrowed, or NULL when none does. */
+const char *hx_plan_class_of(const hx_plan *p, int prompt, int output);
 
 /* Make the N weights of R sum to exactly 1 as written: divide by their sum
  * (all equal when it is 0), round to 6 digits, the last taking the rest. */

@@ -37,6 +37,7 @@ typedef struct hx_plan_opts {
 	long node_limit;     /* branch-and-bound nodes per solve (0: default) */
 	const char *lp_path; /* write the (last) MILP in CPLEX LP format */
 	int verbose;
+	double budget_usd_per_hour; /* compose: > 0 maximizes capacity within it */
 } hx_plan_opts;
 
 /* colocated (HexGen): asymmetric TP/PP replicas over mixed GPUs chosen by a
@@ -78,6 +79,11 @@ int hx_plan_cascade_at(const hx_problem *pb, const hx_plan_opts *o, const double
  * bench/cascade. */
 int hx_plan_cascade_even(const hx_problem *pb, const hx_plan_opts *o, const double *theta,
 			 hx_plan *out, hx_err *err);
+/* compose (Mélange): which GPUs to rent from the cluster's offers (plus its
+ * owned nodes, free at the margin) so that every length class of the
+ * workload is served at the SLO at least cost, or, with a budget, the
+ * largest multiple of the workload's rate (compose.h). */
+int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err);
 
 /* The KV reserve (tokens) a replica of the workload's model needs: one
  * request at the SLO percentile, and at least HX_KV_RESERVE_TOKENS. */

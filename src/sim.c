@@ -205,7 +205,10 @@ static int pick_group(sim *s, const req *r)
 	double total = 0, u;
 
 	if (r->step == 0) {
-		const char *cls = class_name(s, r->cls);
+		/* The plan's own length classes, where it declares them, come
+		 * before the workload's named classes. */
+		const char *pc = hx_plan_class_of(p, r->input, r->output);
+		const char *cls = pc ? pc : class_name(s, r->cls);
 		int specific = 0;
 		int any = 0, open = 0;
 		for (int i = 0; i < p->ningress; i++) {

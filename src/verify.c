@@ -12,7 +12,7 @@
 
 static const char *const vclass_names[HX_V_NCLASSES] = {
 	"unknown-gpu", "gpu-twice", "gpu-type", "tp-count", "layers", "tp-heads",
-	"memory", "cross-node", "undeclared", "routing", "roles", "duplicate-replica",
+	"memory", "cross-node", "undeclared", "routing", "roles", "duplicate-replica", "rent",
 };
 
 const char *hx_vclass_name(hx_vclass c)
@@ -624,6 +624,110 @@ static void check_paths(const hx_plan *p, vlist *l)
 	free(base);
 }
 
+/* Length classes: ingress routes name declared classes, and every declared
+ * class has a route. */
+static void check_classes(const hx_plan *p, vlist *l)
+{
+	char ptr[160];
+
+	if (p->nclasses == 0)
+		return;
+	for (int i = 0; i < p->ningress; i++) {
+		int found = 0;
+		for (int k = 0; k < p->nclasses && !found; k++)
+			found = strcmp(p->classes[k].name, p->ingress[i].from) == 0;
+		if (!found) {
+			snprintf(ptr, sizeof(ptr), "/routing/ingress/%d/class", i);
+			add(l, HX_V_ROUTING, ptr, "%s", p->ingress[i].from[0]
+				? "names no class of /routing/classes"
+				: "is missing: the plan routes by its length classes");
+		}
+	}
+	for (int k = 0; k < p->nclasses; k++) {
+		int routed = 0;
+		for (int i = 0; i < p->ningress && !routed; i++)
+			routed = strcmp(p->classes[k].name, p->ingress[i].from) == 0;
+		if (!routed) {
+			snprintf(ptr, sizeof(ptr), "/routing/classes/%d", k);
+			add(l, HX_V_ROUTING, ptr, "class \"%s\" has no ingress route",
+			    p->classes[k].name);
+		}
+	}
+}
+
+/* Rent: GPUs on an offer's nodes ("offerI-J") are rented whole nodes; each
+ * offer's entry must count exactly the nodes the placements use, their GPUs
+ * and their price, and never more than the offer has. */
+static int offer_of(const char *name, int *j)
+{
+	char *end;
+	long i;
+
+	if (strncmp(name, "offer", 5) != 0 || name[5] < '0' || name[5] > '9')
+		return -1;
+	i = strtol(name + 5, &end, 10);
+	if (*end != '-' || end[1] < '0' || end[1] > '9')
+		return -1;
+	*j = (int)strtol(end + 1, &end, 10);
+	return *end || i > 1000000 ? -1 : (int)i;
+}
+
+static void check_rent(const hx_plan *p, const hx_cluster *c, vlist *l)
+{
+	char ptr[160];
+	int *nodes = hx_xcalloc((size_t)c->noffers + 1, sizeof(int));
+	int *gpus = hx_xcalloc((size_t)c->noffers + 1, sizeof(int));
+	char *seen = hx_xcalloc((size_t)c->nnodes + 1, 1);
+
+	for (int g = 0; g < p->ngroups; g++)
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			for (int s = 0; s < p->groups[g].nstages; s++)
+				for (int k = 0; k < p->groups[g].replicas[r].ngpus[s]; k++) {
+					const hx_gpu_ref *ref = &p->groups[g].replicas[r].gpus[s][k];
+					int ni = node_index(c, ref->node), j = 0;
+					int o = offer_of(ref->node, &j);
+					if (ni < 0 || o < 0 || o >= c->noffers || seen[ni])
+						continue;
+					seen[ni] = 1;
+					nodes[o]++;
+					gpus[o] += c->nodes[ni].count;
+				}
+	for (int i = 0; i < p->nrent; i++) {
+		const hx_plan_rent *rt = &p->rent[i];
+		int o = rt->offer;
+		snprintf(ptr, sizeof(ptr), "/rent/%d", i);
+		if (o >= c->noffers) {
+			add(l, HX_V_RENT, ptr, "offer %d: the cluster has %d offers", o, c->noffers);
+			continue;
+		}
+		for (int j = 0; j < i; j++)
+			if (p->rent[j].offer == o)
+				add(l, HX_V_RENT, ptr, "offer %d is rented twice (first at /rent/%d)", o, j);
+		if (strcmp(rt->gpu, c->offers[o].gpu.name) != 0)
+			add(l, HX_V_RENT, ptr, "offer %d is of %s GPUs, not %s", o,
+			    c->offers[o].gpu.name, rt->gpu);
+		if (rt->gpus > c->offers[o].max_count)
+			add(l, HX_V_RENT, ptr, "rents %d GPUs of offer %d, which has %d", rt->gpus, o,
+			    c->offers[o].max_count);
+		if (rt->nodes != nodes[o] || rt->gpus != gpus[o])
+			add(l, HX_V_RENT, ptr,
+			    "rents %d nodes (%d GPUs) of offer %d, but the placements use %d (%d GPUs)",
+			    rt->nodes, rt->gpus, o, nodes[o], gpus[o]);
+		if (fabs(rt->usd_per_hour - rt->gpus * c->offers[o].usd_per_hour) >
+		    1e-5 * fmax(1, rt->usd_per_hour))
+			add(l, HX_V_RENT, ptr, "costs %g USD/h, not %d GPUs at %g USD/h", rt->usd_per_hour,
+			    rt->gpus, c->offers[o].usd_per_hour);
+		nodes[o] = -1; /* accounted for */
+	}
+	for (int o = 0; o < c->noffers; o++)
+		if (nodes[o] > 0)
+			add(l, HX_V_RENT, "/rent", "the placements use %d nodes of offer %d (%s) that the "
+			    "plan does not rent", nodes[o], o, c->offers[o].gpu.name);
+	free(nodes);
+	free(gpus);
+	free(seen);
+}
+
 static void check_roles(const hx_plan *p, vlist *l)
 {
 	char ptr[160];
@@ -673,7 +777,9 @@ int hx_verify_plan(const hx_plan *p, const hx_cluster *c, hx_violation **out, in
 	check_replica_ids(p, &l);
 	check_routing(p, &l);
 	check_paths(p, &l);
+	check_classes(p, &l);
 	check_roles(p, &l);
+	check_rent(p, c, &l);
 	*out = l.v;
 	*n = l.n;
 	return l.n;

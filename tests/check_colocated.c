@@ -78,7 +78,7 @@ static void one_case(const char *json, const char *model, int objective, double 
 	hx_problem pb;
 	hx_candset s;
 	hx_plan p;
-	hx_plan_opts o = {objective, 0, 0, 0, NULL, 0};
+	hx_plan_opts o = {objective, 0, 0, 0, NULL, 0, 0};
 	hx_err err = {0};
 	hx_violation *v = NULL;
 	int nv = 0, left[64];
@@ -147,7 +147,7 @@ START_TEST(test_rate_too_high)
 	hx_model m;
 	hx_problem pb;
 	hx_plan p;
-	hx_plan_opts o = {HX_OBJ_COST, 0, 0, 0, NULL, 0};
+	hx_plan_opts o = {HX_OBJ_COST, 0, 0, 0, NULL, 0, 0};
 	hx_err err = {0};
 	double saved = chat.rate_rps;
 
@@ -173,7 +173,7 @@ START_TEST(test_asymmetric_pipeline)
 	hx_model m;
 	hx_problem pb;
 	hx_plan p;
-	hx_plan_opts o = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0};
+	hx_plan_opts o = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0, 0};
 	hx_err err = {0};
 	hx_violation *v = NULL;
 	int nv = 0;

@@ -65,7 +65,7 @@ START_TEST(test_two_node_optimum)
 	hx_model m;
 	hx_problem pb;
 	hx_plan p;
-	hx_plan_opts o = {0, 0, 0, 0, NULL, 0};
+	hx_plan_opts o = {0, 0, 0, 0, NULL, 0, 0};
 	hx_err err = {0};
 	hx_workload wp;
 	hx_violation *v = NULL;
@@ -109,7 +109,7 @@ START_TEST(test_mixed_valid)
 	hx_model m;
 	hx_problem pb;
 	hx_plan p;
-	hx_plan_opts o = {0, 0, 0, 0, NULL, 0};
+	hx_plan_opts o = {0, 0, 0, 0, NULL, 0, 0};
 	hx_err err = {0};
 	hx_violation *v = NULL;
 	int nv = 0, pre = 0, dec = 0;

@@ -1,0 +1,153 @@
+#!/bin/sh
+# plan --mode compose: what to rent from offers of six GPU types, routed by
+# length class; check accepts it against the same cluster file; budgets,
+# availability and bad inputs.
+. "$(dirname "$0")/../lib.sh"
+
+C=examples/clusters/rent-six.json
+W=examples/workloads/chat.json
+
+run plan -c $C -w $W --mode compose -o "$TMP/p.json"
+expect_rc 0 "compose plan"
+run check -p "$TMP/p.json" -c $C
+expect_rc 0 "check accepts the composed plan against the offers"
+run plan -p "$TMP/p.json"
+[ "$(jnum mode)" = "compose" ] && ok || fail "mode"
+[ "$(jnum solver.status)" = "optimal" ] && ok || fail "status $(jnum solver.status)"
+python3 - "$TMP/p.json" "$C" <<'PY' && ok || fail "composed plan: rent, classes, routes"
+import json, sys
+p, c = (json.load(open(f)) for f in sys.argv[1:3])
+offers = c["offers"]
+# Rent: whole nodes of offers, within availability, priced by the offer.
+used = {}
+for g in p["groups"]:
+    for r in g["replicas"]:
+        for st in r["placement"]:
+            for ref in st:
+                node = ref.split(":")[0]
+                assert node.startswith("offer"), node
+                used.setdefault(int(node[5:].split("-")[0]), set()).add(node)
+assert {r["offer"] for r in p["rent"]} == set(used), (p["rent"], used)
+total = 0
+for r in p["rent"]:
+    o = offers[r["offer"]]
+    assert r["gpu"] == o["gpu"] and r["gpus"] <= o["max_count"], r
+    assert r["nodes"] == len(used[r["offer"]]), r
+    assert abs(r["usd_per_hour"] - r["gpus"] * o["usd_per_hour"]) < 1e-6, r
+    total += r["usd_per_hour"]
+assert abs(total - p["predicted"]["usd_per_hour"]) < 1e-4, (total, p["predicted"])
+assert abs(p["solver"]["objective"] - total) < 1e-4
+assert p["predicted"]["usd_per_m_tokens"] > 0
+# Nine length classes; each routed with weights summing to 1.
+cls = p["routing"]["classes"]
+assert len(cls) == 9, cls
+for k in cls:
+    ws = [r["weight"] for r in p["routing"]["ingress"] if r.get("class") == k["name"]]
+    assert ws and abs(sum(ws) - 1) < 1e-9, (k, ws)
+PY
+
+# The plan format's schema knows rent and length classes.
+if python3 -c 'from jsonschema import Draft202012Validator' 2>/dev/null; then
+	python3 - profiles/plan.schema.json "$TMP/p.json" <<'PY' && ok || fail "composed plan against the schema"
+import json, sys
+from jsonschema import Draft202012Validator
+errs = list(Draft202012Validator(json.load(open(sys.argv[1]))).iter_errors(json.load(open(sys.argv[2]))))
+assert not errs, errs[0].message
+PY
+fi
+
+# Exports take the same cluster file (offers expanded alike); routers see no
+# length class, so the class routing is lossy.
+run export -p "$TMP/p.json" --to launch -c $C --format json -o "$TMP/launch.json"
+expect_rc 1 "export of class routing without --lossy"
+run export -p "$TMP/p.json" --to launch -c $C --format json --lossy -o "$TMP/launch.json"
+expect_rc 0 "export launch --lossy with the offers' cluster"
+grep -q 'offer[0-9]*-0' "$TMP/launch.json" && ok || fail "launch commands name the rented nodes"
+
+# Deterministic: the same inputs give the same bytes.
+run plan -c $C -w $W --mode compose
+cmp -s "$TMP/out" "$TMP/p.json" && ok || fail "compose plan is not deterministic"
+
+# The simulator routes by the plan's classes and the plan meets the SLO.
+run simulate -p "$TMP/p.json" -w $W --seed 5
+expect_rc 0 "simulate the composed plan"
+python3 - "$TMP/out" <<'PY' && ok || fail "composed plan meets the attainment target"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["slo_attainment"] >= 0.99, r["slo_attainment"]
+PY
+
+# A budget: the most rate within it, never more rent.
+run plan -c $C -w $W --mode compose --budget 20 -o "$TMP/b.json"
+expect_rc 0 "compose with a budget"
+run check -p "$TMP/b.json" -c $C
+expect_rc 0 "check accepts the budget plan"
+python3 - "$TMP/b.json" "$TMP/p.json" <<'PY' && ok || fail "budget plan"
+import json, sys
+b, p = (json.load(open(f)) for f in sys.argv[1:3])
+assert b["predicted"]["usd_per_hour"] <= 20 + 1e-9, b["predicted"]
+assert b["solver"]["objective"] > 1, b["solver"]   # kappa: more than the workload's rate
+assert b["predicted"]["capacity_rps"] > p["predicted"]["capacity_rps"]
+PY
+
+# Owned nodes beside offers: owned GPUs first (free at the margin).
+run plan -c examples/clusters/owned-plus-offers.json -w examples/workloads/classes.json -m llama-3.1-8b --mode compose -o "$TMP/o.json"
+expect_rc 0 "compose on owned nodes plus offers"
+run check -p "$TMP/o.json" -c examples/clusters/owned-plus-offers.json
+expect_rc 0 "check accepts the mixed-fleet plan"
+python3 - "$TMP/o.json" <<'PY' && ok || fail "mixed fleet"
+import json, sys
+p = json.load(open(sys.argv[1]))
+nodes = {ref.split(":")[0] for g in p["groups"] for r in g["replicas"] for st in r["placement"] for ref in st}
+assert "own-a100-0" in nodes, nodes
+# Named workload classes route by name; no length ranges recorded.
+assert "classes" not in p["routing"]
+assert {r["class"] for r in p["routing"]["ingress"]} == {"short", "long"}
+PY
+
+# The independent check catches a plan that rents less than it places.
+python3 - "$TMP/p.json" "$TMP/bad.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["rent"][0]["nodes"] += 1
+json.dump(p, open(sys.argv[2], "w"))
+PY
+run check -p "$TMP/bad.json" -c $C
+expect_rc 1 "check: rent that disagrees with the placements"
+grep -Eq '^hexplan: error: .*bad.json: /rent/0: rents [0-9]+ nodes \([0-9]+ GPUs\) of offer [0-9]+, but the placements use' "$TMP/err" && ok || fail "rent violation message"
+# ...and a plan that places GPUs beyond what an offer has.
+python3 - "$TMP/p.json" "$TMP/over.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+r = p["groups"][0]["replicas"][0]["placement"][0]
+node = r[0].split(":")[0]
+r[0] = node.split("-")[0] + "-99:0"
+json.dump(p, open(sys.argv[2], "w"))
+PY
+run check -p "$TMP/over.json" -c $C
+expect_rc 1 "check: GPUs beyond an offer's availability"
+grep -Eq 'the cluster has no node "offer[0-9]+-99"' "$TMP/err" && ok || fail "availability violation message"
+
+# Bad inputs.
+run plan -c $C -w $W --mode compose --budget 0.5 -o "$TMP/none.json"
+expect_rc 3 "budget too small"
+expect_err_line '^hexplan: error: the budget of 0.5 USD/h is too small: serving every class of the workload at the SLO takes at least [0-9.]+ USD/h of rent$' "budget message"
+[ -e "$TMP/none.json" ] && fail "left a file" || ok
+sed 's/"rate_rps": 20/"rate_rps": 50000/' $W >"$TMP/heavy.json"
+run plan -c $C -w "$TMP/heavy.json" --mode compose
+expect_rc 3 "rate above all offers"
+expect_err_line "^hexplan: error: the workload's rate of 50000 req/s is above what all the nodes and offers carry at the SLO at [0-9.]+% utilization \(at most [0-9.]+ req/s\)$" "rate message"
+run plan -c $C -w $W --mode compose --budget -3
+expect_rc 2 "negative budget"
+run plan -c $C -w $W --mode colocated --budget 10
+expect_rc 2 "--budget without compose"
+[ "$(head -1 "$TMP/err")" = "hexplan: error: --budget needs --mode compose" ] && ok || fail "--budget without compose message"
+run plan -c examples/clusters/h100-node.json -w $W -m deepseek-v3 --mode compose
+expect_rc 3 "a model that fits nowhere"
+expect_err_line '^hexplan: error: deepseek-v3 fits on no GPU set of the nodes and offers' "fits nowhere message"
+printf '{"version": 1, "nodes": [{"name": "offer0-0", "gpu": "l4", "count": 1}], "offers": [{"gpu": "l4", "max_count": 4}]}' >"$TMP/clash.json"
+run plan -c "$TMP/clash.json" -w $W --mode compose
+expect_rc 1 "a node named like an offer's node"
+expect_err_line '^hexplan: error: node "offer0-0" bears a name that offers' "name clash message"
+
+finish

@@ -1,0 +1,156 @@
+#!/bin/sh
+# replan: after a node vanishes, nodes appear or the workload changes, keep
+# every replica whose GPUs survive (untouched), re-route when that carries
+# the rate, else start the fewest new replicas; report the moves.
+. "$(dirname "$0")/../lib.sh"
+
+C=examples/clusters/mixed.json
+W=examples/workloads/chat.json
+
+hx plan -c $C -w $W --mode colocated -o "$TMP/old.json" || fail "colocated plan"
+python3 - $C "$TMP/minus.json" l40s-1 <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["nodes"] = [n for n in c["nodes"] if n["name"] != sys.argv[3]]
+json.dump(c, open(sys.argv[2], "w"))
+PY
+
+# compare OLD NEW GONE: NEW never uses the nodes GONE (comma-separated), and every replica of OLD
+# that did not use it is in NEW under the same id, group and placement.
+compare() {
+	python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+old, new = (json.load(open(f)) for f in sys.argv[1:3])
+gone = set(sys.argv[3].split(","))
+def reps(p):
+    return {r["id"]: (g["name"], r["placement"]) for g in p["groups"] for r in g["replicas"]}
+o, n = reps(old), reps(new)
+for rid, (g, pl) in n.items():
+    assert all(ref.split(":")[0] not in gone for st in pl for ref in st), ("uses", gone, rid)
+for rid, (g, pl) in o.items():
+    if any(ref.split(":")[0] in gone for st in pl for ref in st):
+        assert rid not in n or n[rid][1] != pl, rid
+    else:
+        assert n.get(rid) == (g, pl), ("moved", rid)
+PY
+}
+
+# A node fails; the rest carries the rate: routing alone.
+run replan -p "$TMP/old.json" -c "$TMP/minus.json" -w $W -o "$TMP/new.json" --moves "$TMP/moves.json"
+expect_rc 0 "replan after a node failure"
+expect_err_line '^hexplan: replan: kept 60 of 64 replicas; stopped 4, started 0, roles flipped 0, weights changed 3; 0 bytes of weights to load; capacity [0-9.]+ -> [0-9.]+ req/s$' "replan summary"
+run check -p "$TMP/new.json" -c "$TMP/minus.json"
+expect_rc 0 "check accepts the replanned plan on the new cluster"
+compare "$TMP/old.json" "$TMP/new.json" l40s-1 && ok || fail "routing-only replan moved a replica or used the lost node"
+python3 - "$TMP/moves.json" <<'PY' && ok || fail "moves document"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["schema"] == "hexplan.moves" and m["version"] == 1
+assert m["routing_only"] is True and m["stopped"] == 4 and m["started"] == 0
+assert m["bytes_to_load"] == 0
+stops = [x for x in m["moves"] if x["kind"] == "stop"]
+assert len(stops) == 4 and all(x["why"] == 'node "l40s-1" is gone' for x in stops), stops
+w = [x for x in m["moves"] if x["kind"] == "weight"]
+assert len(w) == 3 and all(x["from"] != x["to"] for x in w)
+assert m["capacity_rps"]["after"] < m["capacity_rps"]["before"]
+PY
+
+# Without a workload: the same kept replicas, routes from recorded capacities.
+run replan -p "$TMP/old.json" -c "$TMP/minus.json" -o "$TMP/now.json"
+expect_rc 0 "replan without a workload"
+compare "$TMP/old.json" "$TMP/now.json" l40s-1 && ok || fail "replan without -w"
+run check -p "$TMP/now.json" -c "$TMP/minus.json"
+expect_rc 0 "check accepts it"
+
+# Deterministic.
+run replan -p "$TMP/old.json" -c "$TMP/minus.json" -w $W
+cmp -s "$TMP/out" "$TMP/new.json" && ok || fail "replan is not deterministic"
+
+# The workload grows: a cost plan leaves GPUs free; the fewest new replicas
+# go there, and no old replica moves.
+hx plan -c $C -w $W --mode colocated --objective cost -o "$TMP/cost.json" || fail "cost plan"
+sed 's/"rate_rps": 20/"rate_rps": 60/' $W >"$TMP/w60.json"
+run replan -p "$TMP/cost.json" -c $C -w "$TMP/w60.json" -o "$TMP/grown.json" --moves "$TMP/m2.json"
+expect_rc 0 "replan for a heavier workload"
+run check -p "$TMP/grown.json" -c $C
+expect_rc 0 "check accepts the grown plan"
+compare "$TMP/cost.json" "$TMP/grown.json" none && ok || fail "growing moved an old replica"
+python3 - "$TMP/m2.json" "$TMP/grown.json" <<'PY' && ok || fail "grown plan moves"
+import json, sys
+m, p = (json.load(open(f)) for f in sys.argv[1:3])
+assert m["started"] >= 1 and m["stopped"] == 0 and not m["routing_only"], m
+starts = [x for x in m["moves"] if x["kind"] == "start"]
+assert len(starts) == m["started"] and all(x["bytes"] > 1e10 for x in starts)
+assert abs(sum(x["bytes"] for x in starts) - m["bytes_to_load"]) < 1e-6 * m["bytes_to_load"]
+assert p["predicted"]["capacity_rps"] >= 60 / 0.9 - 1e-6, p["predicted"]
+PY
+
+# A composed plan loses its owned node: new replicas on rented nodes.
+O=examples/clusters/owned-plus-offers.json
+hx plan -c $O -w $W --mode compose -o "$TMP/c.json" || fail "compose plan"
+python3 - $O "$TMP/offers.json" own-a100-0 <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["nodes"] = [n for n in c["nodes"] if n["name"] != sys.argv[3]]
+json.dump(c, open(sys.argv[2], "w"))
+PY
+run replan -p "$TMP/c.json" -c "$TMP/offers.json" -w $W -o "$TMP/c2.json"
+expect_rc 0 "replan a composed plan"
+run check -p "$TMP/c2.json" -c "$TMP/offers.json"
+expect_rc 0 "check accepts it, rent included"
+compare "$TMP/c.json" "$TMP/c2.json" own-a100-0 && ok || fail "composed replan used the lost node"
+
+# A disaggregated plan loses its H100 prefill nodes under a heavier load:
+# a decode group turns prefill; no replica moves or starts.
+hx plan -c $C -w examples/workloads/code.json -m llama-3.1-8b --mode disagg -o "$TMP/dg.json" || fail "disagg plan"
+python3 - $C "$TMP/noh100.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["nodes"] = [n for n in c["nodes"] if n["name"] not in ("h100-0", "h100-1")]
+json.dump(c, open(sys.argv[2], "w"))
+PY
+sed 's/"rate_rps": 10/"rate_rps": 150/' examples/workloads/code.json >"$TMP/code150.json"
+run replan -p "$TMP/dg.json" -c "$TMP/noh100.json" -w "$TMP/code150.json" -o "$TMP/dg2.json" --moves "$TMP/dgm.json"
+expect_rc 0 "replan a disaggregated plan"
+run check -p "$TMP/dg2.json" -c "$TMP/noh100.json"
+expect_rc 0 "check accepts the re-roled plan"
+compare "$TMP/dg.json" "$TMP/dg2.json" h100-0,h100-1 && ok || fail "re-roling moved a replica"
+python3 - "$TMP/dgm.json" "$TMP/dg.json" "$TMP/dg2.json" <<'PY' && ok || fail "role flips"
+import json, sys
+m, old, new = (json.load(open(f)) for f in sys.argv[1:4])
+assert m["roles_flipped"] >= 1 and m["started"] == 0, m
+flips = [x for x in m["moves"] if x["kind"] == "role"]
+assert len(flips) == m["roles_flipped"] and all(x["why"] == "decode -> prefill" for x in flips), flips
+roles = {g["name"]: g["role"] for g in old["groups"]}
+for g in new["groups"]:
+    if any(x["group"] == g["name"] for x in flips):
+        assert roles[g["name"]] == "decode" and g["role"] == "prefill", g["name"]
+p = new["predicted"]
+assert p["capacity_rps"] >= 150 / 0.9, p
+PY
+run simulate -p "$TMP/dg2.json" -w "$TMP/code150.json" --requests 3000
+expect_rc 0 "simulate the re-roled plan"
+
+# Short of capacity with no free GPU: exit 3, saying by how much.
+sed 's/"rate_rps": 20/"rate_rps": 600/' $W >"$TMP/w600.json"
+python3 - $C "$TMP/minus-h100.json" h100-0 <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["nodes"] = [n for n in c["nodes"] if n["name"] != sys.argv[3]]
+json.dump(c, open(sys.argv[2], "w"))
+PY
+run replan -p "$TMP/old.json" -c "$TMP/minus-h100.json" -w "$TMP/w600.json" -o "$TMP/none.json"
+expect_rc 3 "not enough GPUs left"
+expect_err_line '^hexplan: error: the kept replicas carry [0-9.]+ req/s at the SLO and the free GPUs at most [0-9.]+ more, short of the [0-9.]+ req/s the rate of 600 req/s needs at 90% utilization$' "short message"
+[ -e "$TMP/none.json" ] && fail "left a file" || ok
+
+# Bad inputs.
+run replan -p "$TMP/old.json"
+expect_rc 2 "replan without -c"
+[ "$(head -1 "$TMP/err")" = "hexplan: error: -p plan.json and -c cluster.json are required" ] && ok || fail "missing -c message"
+printf '{"version": 1}' >"$TMP/bad.json"
+run replan -p "$TMP/bad.json" -c $C
+expect_rc 1 "not a plan"
+grep -q "bad.json" "$TMP/err" && ok || fail "bad plan message names the file"
+
+finish

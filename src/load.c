@@ -590,6 +590,9 @@ static int parse_quality(const hx_jr *r, const json_t *v, hx_workload *w)
 		return hx_jr_fail(r, "/quality", "missing required key \"samples\"");
 	if ((rc = hx_jr_array(r, samples, "/quality/samples", 1, &ns)))
 		return rc;
+	if (ns > HX_MAX_QUALITY_SAMPLES)
+		return hx_jr_fail(r, "/quality/samples", "%zu samples are more than hexplan's limit of %d",
+				  ns, HX_MAX_QUALITY_SAMPLES);
 	q->prompt = hx_xcalloc(ns, sizeof(double));
 	q->output = hx_xcalloc(ns, sizeof(double));
 	q->score = hx_xcalloc(ns * nm, sizeof(double));

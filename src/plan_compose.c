@@ -429,7 +429,7 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 	hx_cluster cl;
 	hx_problem pb2;
 	hx_candset s = {0};
-	hx_cand_opts co = {2};
+	hx_cand_opts co = {2, hx_deadline(o->time_limit_s)};
 	hx_len_class *cls = NULL;
 	hx_compose_in in = {0};
 	hx_compose_out out = {0};
@@ -699,16 +699,34 @@ int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_
 {
 	const hx_workload *w = pb->workload;
 	double *derate = NULL, best_attain = -1;
+	const double deadline = hx_deadline(o->time_limit_s);
 	int rc = 0, have_best = 0, stale = 0;
 	hx_plan best;
+	hx_plan_opts o2 = *o;
 
 	for (int round = 0; round < COMPOSE_ROUNDS && stale < 2; round++) {
 		double kappa = 1, attain = 0;
 		int met = 0, any = 0, *gcand = NULL;
 		char *miss;
 
-		if ((rc = compose_at(pb, o, COMPOSE_UTIL, &derate, &gcand, p, &kappa, err)))
+		if (round > 0 && hx_past(deadline))
+			break; /* keep the best so far: marked time_limit below */
+		if (deadline > 0)
+			o2.time_limit_s = fmax(deadline - hx_now(), 1e-3);
+		if ((rc = compose_at(pb, &o2, COMPOSE_UTIL, &derate, &gcand, p, &kappa, err)))
 			break;
+		if (hx_past(deadline)) {
+			/* no time left to judge it in the simulator: the plan as
+			 * the cost model sees it (or the best judged before) */
+			free(gcand);
+			if (have_best)
+				hx_plan_release(p);
+			else {
+				best = *p;
+				have_best = 1;
+			}
+			break;
+		}
 		miss = hx_xcalloc((size_t)p->ngroups + 1, 1);
 		rc = judge(p, w, w->rate_rps * kappa, pb->seed, &met, &attain, miss, err);
 		if (!rc && !met) {
@@ -748,5 +766,8 @@ int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_
 		return rc;
 	}
 	*p = best;
+	if (hx_past(deadline))
+		/* the time limit cut the shapes, the MILP or the rounds */
+		strcpy(p->solver.status, "time_limit");
 	return 0;
 }

@@ -136,7 +136,7 @@ int hx_layer_costs_load(hx_layer_cost **out, int *n, const char *path, hx_err *e
 
 	*out = NULL;
 	*n = 0;
-	if (!(text = hx_read_file(path, NULL, err)))
+	if (!(text = hx_read_file_max(path, HX_MAX_CSV_BYTES, NULL, err)))
 		return HX_EINPUT;
 	shown = hx_display_path(path);
 	for (cur = text; cur && *cur; cur = nl) {

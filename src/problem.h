@@ -47,6 +47,7 @@ typedef struct hx_offer {
 #define HX_MAX_OFFER_GPUS 65536
 #define HX_MAX_CLASSES 64
 #define HX_MAX_BUCKETS 100000
+#define HX_MAX_QUALITY_SAMPLES 100000
 
 typedef struct hx_cluster {
 	hx_node *nodes;

@@ -6,7 +6,7 @@
 # does not read back the same.
 . "${top_srcdir:-.}/tests/lib.sh"
 
-for h in cluster workload trace meas hfconfig plan; do
+for h in cluster workload trace meas hfconfig plan layercosts; do
 	bin="$top_builddir/fuzz/fuzz_$h"
 	if [ ! -x "$bin" ]; then
 		fail "fuzz/fuzz_$h is not built"

@@ -51,6 +51,13 @@ run validate -w "$TMP/w1.json"
 expect_rc 1 "100001 buckets"
 expect_err_line "^hexplan: error: $TMP/w1.json: /prompt_tokens/buckets: 100001 buckets are more than hexplan's limit of 100000\$" "bucket limit message"
 
+python3 -c 'import json; w = json.load(open("examples/workloads/cascade.json"))
+w["quality"]["samples"] = w["quality"]["samples"] * 251
+print(json.dumps(w))' >"$TMP/w2.json"
+run validate -w "$TMP/w2.json"
+expect_rc 1 "100400 quality samples"
+expect_err_line "^hexplan: error: $TMP/w2.json: /quality/samples: 100400 samples are more than hexplan's limit of 100000\$" "quality sample limit message"
+
 # byte limits: sparse files cost no disk
 truncate -s 65M "$TMP/big.json"
 run validate -c "$TMP/big.json"

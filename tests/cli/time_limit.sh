@@ -38,6 +38,33 @@ limited "colocated capacity" --mode colocated
 limited "colocated cost" --mode colocated --objective cost
 limited "colocated latency" --mode colocated --objective latency
 
+limited "disagg" --mode disagg
+
+# the other searching modes, each on its own kind of input
+# limited_on WHAT CLUSTER WORKLOAD ARGS...
+limited_on() {
+	what=$1 c=$2 w=$3
+	shift 3
+	rm -f "$TMP/plan.json"
+	run plan -c "$c" -w "$w" --time-limit 0.001 -o "$TMP/plan.json" "$@"
+	case $rc in
+	0)
+		if grep -q '"status": "time_limit"' "$TMP/plan.json"; then ok; else fail "$what: exit 0 without status time_limit"; fi
+		run check -p "$TMP/plan.json" -c "$c"
+		expect_rc 0 "$what: the time-limited plan passes check"
+		;;
+	4)
+		expect_err_line '^hexplan: error: .*(time limit|its limit)' "$what: exit 4 message"
+		if [ -e "$TMP/plan.json" ]; then fail "$what: exit 4 left a plan file"; else ok; fi
+		;;
+	*) fail "$what: exit $rc, expected 0 (time_limit) or 4" ;;
+	esac
+}
+limited_on pipeline examples/clusters/helix-42.json examples/workloads/pipeline.json --mode pipeline
+limited_on compose examples/clusters/rent-six.json examples/workloads/chat.json --mode compose -m llama-3.1-70b
+limited_on cascade "$TMP/big.json" examples/workloads/cascade.json --mode cascade
+limited_on route "$TMP/big.json" examples/workloads/cascade.json --mode route
+
 # without a limit the same instance is solved to optimality
 run plan -c "$TMP/big.json" -w $W -m llama-3.1-70b --mode colocated -o "$TMP/plan.json"
 expect_rc 0 "colocated without a limit"

@@ -524,59 +524,13 @@ static int cmp_pick(const void *a, const void *b)
 	return x->cand - y->cand;
 }
 
-/* Place N replicas of candidate C of model MD as a new group (first fit on
- * the class's nodes; exact, as in plan_colocated). */
+/* Place N replicas of candidate C of model MD as a new group. */
 static void place(const hx_problem *pb, const hx_model *md, const hx_candset *s,
 		  const hx_candidate *c, int n, int *free_gpus, int *next, hx_plan *p)
 {
-	hx_plan_group *g = hx_plan_add_group(p);
-	const hx_cluster *cl = pb->cluster;
-
-	snprintf(g->name, sizeof(g->name), "g%d", p->ngroups - 1);
-	hx_strlcpy(g->model, md->name, sizeof(g->model));
-	g->role = HX_ROLE_AGGREGATED;
-	g->wdt = md->a.dtype;
-	g->kvdt = HX_DT_FP16;
-	g->nstages = c->nstages;
-	for (int i = 0; i < c->nstages; i++) {
-		hx_strlcpy(g->stage[i].gpu, s->cls[c->st[i].cls].gpu->name, sizeof(g->stage[i].gpu));
-		g->stage[i].tp = c->st[i].tp;
-		g->stage[i].first = c->st[i].first;
-		g->stage[i].last = c->st[i].last;
-	}
-	for (int r = 0; r < n; r++) {
-		hx_plan_replica *rep = hx_plan_add_replica(g);
-		int node[HX_CAND_MAX_STAGES];
-		char id[128];
-		snprintf(id, sizeof(id), "%sr%d", g->name, r);
-		hx_strlcpy(rep->id, id, sizeof(rep->id));
-		for (int i = 0; i < c->nstages; i++) {
-			const hx_node_class *k = &s->cls[c->st[i].cls];
-			int tp = c->st[i].tp, at = -1;
-			for (int j = 0; j < k->nnodes && at < 0; j++)
-				if (free_gpus[k->nodes[j]] >= tp)
-					at = k->nodes[j];
-			if (at < 0)
-				at = k->nodes[0]; /* cannot happen: packing is exact */
-			node[i] = at;
-			rep->ngpus[i] = tp;
-			rep->gpus[i] = hx_xcalloc((size_t)tp, sizeof(hx_gpu_ref));
-			for (int t = 0; t < tp; t++) {
-				hx_strlcpy(rep->gpus[i][t].node, cl->nodes[at].name, sizeof(rep->gpus[i][t].node));
-				rep->gpus[i][t].index = next[at] + t;
-			}
-			next[at] += tp;
-			free_gpus[at] -= tp;
-		}
-		for (int i = 0; i + 1 < c->nstages; i++) {
-			if (node[i] == node[i + 1]) {
-				const hx_gpu *gp = &cl->nodes[node[i]].gpu;
-				rep->link[i] = (hx_linkspec){gp->intra_bw_gb_s * 8, gp->intra_latency_us * 1e-3};
-			} else {
-				rep->link[i] = hx_cluster_link(cl, node[i], node[i + 1]);
-			}
-		}
-	}
+	hx_problem pm = *pb;
+	pm.model = md;
+	hx_cand_place(&pm, s, c, n, free_gpus, next, p);
 }
 
 static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const double *theta,

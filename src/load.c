@@ -312,19 +312,15 @@ void hx_dist_release(hx_dist *d)
 	d->nb = 0;
 }
 
-struct tw {
-	double t, w;
-};
-
 static int cmp_tw(const void *a, const void *b)
 {
-	const struct tw *x = a, *y = b;
+	const hx_tw *x = a, *y = b;
 	return (x->t > y->t) - (x->t < y->t);
 }
 
 /* Turn N (tokens, weight) pairs into a normalized, sorted, merged bucket
  * distribution.  Takes ownership of P. */
-static void dist_from_pairs(hx_dist *d, struct tw *p, int n)
+void hx_dist_from_pairs(hx_dist *d, hx_tw *p, int n)
 {
 	double total = 0;
 	int k = 0;
@@ -369,7 +365,7 @@ static int parse_dist(const hx_jr *r, const json_t *v, const char *ptr,
 	if (b) {
 		char p[512];
 		size_t n, i;
-		struct tw *pairs;
+		hx_tw *pairs;
 
 		if (json_object_size(v) != 1)
 			return hx_jr_fail(r, ptr, "\"buckets\" takes no other keys");
@@ -405,14 +401,14 @@ static int parse_dist(const hx_jr *r, const json_t *v, const char *ptr,
 				return hx_jr_fail(r, pe, "weight must be a positive number");
 			}
 		}
-		dist_from_pairs(d, pairs, (int)n);
+		hx_dist_from_pairs(d, pairs, (int)n);
 		return 0;
 	}
 	if (t) {
 		char p[512], file[1024], *path;
 		hx_trace tr;
 		hx_err terr = {0};
-		struct tw *pairs;
+		hx_tw *pairs;
 
 		if (json_object_size(v) != 1)
 			return hx_jr_fail(r, ptr, "\"trace\" takes no other keys");
@@ -430,7 +426,7 @@ static int parse_dist(const hx_jr *r, const json_t *v, const char *ptr,
 			pairs[i].t = column ? tr.output[i] : tr.input[i];
 			pairs[i].w = 1;
 		}
-		dist_from_pairs(d, pairs, tr.n);
+		hx_dist_from_pairs(d, pairs, tr.n);
 		hx_trace_release(&tr);
 		return 0;
 	}
@@ -458,7 +454,7 @@ static int parse_dist(const hx_jr *r, const json_t *v, const char *ptr,
 }
 
 /* Discretize D into N quantile buckets carrying weight W each. */
-static void add_quantiles(struct tw *p, const hx_dist *d, int n, double w)
+static void add_quantiles(hx_tw *p, const hx_dist *d, int n, double w)
 {
 	for (int i = 0; i < n; i++) {
 		p[i].t = d->kind == HX_DIST_BUCKETS ? 0 : fmax(1, floor(hx_dist_quantile(d, (i + 0.5) / n) + 0.5));
@@ -470,7 +466,7 @@ static void add_quantiles(struct tw *p, const hx_dist *d, int n, double w)
 static void mixture(hx_dist *out, const hx_workload *w, int output)
 {
 	int total = 0, k = 0;
-	struct tw *p;
+	hx_tw *p;
 
 	for (int c = 0; c < w->nclasses; c++) {
 		const hx_dist *d = output ? &w->classes[c].output : &w->classes[c].prompt;
@@ -491,7 +487,7 @@ static void mixture(hx_dist *out, const hx_workload *w, int output)
 		}
 	}
 	memset(out, 0, sizeof(*out));
-	dist_from_pairs(out, p, k);
+	hx_dist_from_pairs(out, p, k);
 }
 
 void hx_serving_defaults(hx_serving *s)

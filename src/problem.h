@@ -84,6 +84,12 @@ double hx_dist_sample(const hx_dist *d, hx_rng *r);
 /* Squared coefficient of variation. */
 double hx_dist_cv2(const hx_dist *d);
 void hx_dist_release(hx_dist *d);
+/* A bucket distribution from N (tokens, weight) pairs: sorted, equal
+ * lengths merged, weights normalized.  Takes ownership of P (frees it). */
+typedef struct hx_tw {
+	double t, w;
+} hx_tw;
+void hx_dist_from_pairs(hx_dist *d, hx_tw *p, int n);
 
 typedef struct hx_slo {
 	double ttft_ms, tpot_ms;

@@ -77,53 +77,18 @@ int hx_cascade_thresholds(const hx_quality *q, const hx_cascade_step *steps, int
 	return n > 0 ? 0 : -1;
 }
 
-typedef struct tw {
-	double t, w;
-} tw;
-
-static int cmp_tw(const void *a, const void *b)
-{
-	const tw *x = a, *y = b;
-	return (x->t > y->t) - (x->t < y->t);
-}
-
-/* Bucket distribution of the N token counts in P (sorted here, merged). */
-static void buckets(hx_dist *d, tw *p, int n)
-{
-	int k = 0;
-
-	qsort(p, (size_t)n, sizeof(*p), cmp_tw);
-	memset(d, 0, sizeof(*d));
-	d->kind = HX_DIST_BUCKETS;
-	d->tokens = hx_xmalloc((size_t)n * sizeof(double));
-	d->weight = hx_xmalloc((size_t)n * sizeof(double));
-	for (int i = 0; i < n; i++) {
-		if (k > 0 && d->tokens[k - 1] == p[i].t) {
-			d->weight[k - 1] += p[i].w;
-			continue;
-		}
-		d->tokens[k] = p[i].t;
-		d->weight[k++] = p[i].w;
-	}
-	for (int i = 0; i < k; i++)
-		d->weight[i] /= n;
-	d->nb = k;
-	d->max = d->tokens[k - 1];
-	d->p50 = hx_dist_quantile(d, 0.5);
-	d->mean = hx_dist_mean(d);
-}
 
 int hx_cascade_model_workload(const hx_quality *q, const hx_workload *w, const double *theta,
 			      int m, hx_workload *out, hx_err *err)
 {
-	tw *pp = hx_xmalloc(((size_t)q->nsamples + 1) * sizeof(tw));
-	tw *po = hx_xmalloc(((size_t)q->nsamples + 1) * sizeof(tw));
+	hx_tw *pp = hx_xmalloc(((size_t)q->nsamples + 1) * sizeof(hx_tw));
+	hx_tw *po = hx_xmalloc(((size_t)q->nsamples + 1) * sizeof(hx_tw));
 	int n = 0;
 
 	for (int s = 0; s < q->nsamples; s++)
 		if (!theta || (answerer(q, theta, s) >= m && !skipped(q, theta, m))) {
-			pp[n] = (tw){q->prompt[s], 1};
-			po[n++] = (tw){q->output[s], 1};
+			pp[n] = (hx_tw){q->prompt[s], 1};
+			po[n++] = (hx_tw){q->output[s], 1};
 		}
 	memset(out, 0, sizeof(*out));
 	if (n == 0) {
@@ -138,10 +103,10 @@ int hx_cascade_model_workload(const hx_quality *q, const hx_workload *w, const d
 	out->cv = w->cv;
 	out->slo = w->slo;
 	out->serving = w->serving;
-	buckets(&out->prompt, pp, n);
-	buckets(&out->output, po, n);
-	free(pp);
-	free(po);
+	memset(&out->prompt, 0, sizeof(out->prompt));
+	memset(&out->output, 0, sizeof(out->output));
+	hx_dist_from_pairs(&out->prompt, pp, n);
+	hx_dist_from_pairs(&out->output, po, n);
 	return 0;
 }
 

@@ -51,17 +51,10 @@ int cmd_check(hx_cli *cli, int argc, char **argv)
 		return hx_cli_usage_error(CMD, "missing -c cluster.json");
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;
-	if ((rc = hx_cluster_load(&cl, cpath, cat, &err)))
+	/* Plans place rented GPUs on the offers' nodes (compose.h). */
+	if ((rc = hx_cluster_load_expanded(&cl, cpath, cat, &err)))
 		goto out;
 	have_cluster = 1;
-	if (cl.noffers > 0) {
-		/* Plans place rented GPUs on the offers' nodes (compose.h). */
-		hx_cluster x;
-		if ((rc = hx_cluster_expand_offers(&cl, 0, &x, &err)))
-			goto out;
-		hx_cluster_release(&cl);
-		cl = x;
-	}
 	if ((rc = hx_plan_load(&plan, ppath, &err)))
 		goto out;
 	have_plan = 1;

@@ -84,17 +84,10 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 		const hx_catalog *cat = hx_cli_catalog(cli, &rc);
 		if (!cat)
 			goto out;
-		if ((rc = hx_cluster_load(&cl, cpath, cat, &err)))
+		/* Rented GPUs sit on the offers' nodes (compose.h). */
+		if ((rc = hx_cluster_load_expanded(&cl, cpath, cat, &err)))
 			goto out;
 		have_c = 1;
-		if (cl.noffers > 0) {
-			/* Rented GPUs sit on the offers' nodes (compose.h). */
-			hx_cluster x;
-			if ((rc = hx_cluster_expand_offers(&cl, 0, &x, &err)))
-				goto out;
-			hx_cluster_release(&cl);
-			cl = x;
-		}
 		eo.cluster = &cl;
 	}
 	/* A pipeline plan's groups are layer fragments joined node to node by

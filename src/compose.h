@@ -37,6 +37,11 @@
  * hx_cluster_release. */
 int hx_cluster_expand_offers(const hx_cluster *in, int owned_free, hx_cluster *out,
 			     hx_err *err);
+
+/* Load the cluster file at PATH as check and export see it: its offers, if
+ * any, expanded into nodes (owned nodes keep their prices).  Release with
+ * hx_cluster_release. */
+int hx_cluster_load_expanded(hx_cluster *c, const char *path, const hx_catalog *cat, hx_err *err);
 /* Offer index and node index J of a node named "offerI-J", or -1. */
 int hx_offer_node(const char *name, int *j);
 

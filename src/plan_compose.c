@@ -31,6 +31,23 @@ int hx_offer_node(const char *name, int *j)
 	return (int)i;
 }
 
+int hx_cluster_load_expanded(hx_cluster *c, const char *path, const hx_catalog *cat, hx_err *err)
+{
+	hx_cluster x;
+	int rc;
+
+	if ((rc = hx_cluster_load(c, path, cat, err)))
+		return rc;
+	if (c->noffers == 0)
+		return 0;
+	rc = hx_cluster_expand_offers(c, 0, &x, err);
+	hx_cluster_release(c);
+	if (rc)
+		return rc;
+	*c = x;
+	return 0;
+}
+
 int hx_cluster_expand_offers(const hx_cluster *in, int owned_free, hx_cluster *out, hx_err *err)
 {
 	long n = in->nnodes;

@@ -65,7 +65,8 @@ int hx_cluster_expand_offers(const hx_cluster *in, int owned_free, hx_cluster *o
 		return hx_errf(err, HX_EINPUT, "the offers make %ld nodes, more than %d", n,
 			       HX_OFFER_MAX_NODES);
 	out->nodes = hx_xcalloc((size_t)n + 1, sizeof(hx_node));
-	memcpy(out->nodes, in->nodes, (size_t)in->nnodes * sizeof(hx_node));
+	if (in->nnodes > 0)
+		memcpy(out->nodes, in->nodes, (size_t)in->nnodes * sizeof(hx_node));
 	out->nnodes = in->nnodes;
 	if (owned_free)
 		for (int i = 0; i < in->nnodes; i++)
@@ -84,10 +85,12 @@ int hx_cluster_expand_offers(const hx_cluster *in, int owned_free, hx_cluster *o
 		}
 	}
 	out->links = hx_xcalloc((size_t)in->nlinks + 1, sizeof(hx_link));
-	memcpy(out->links, in->links, (size_t)in->nlinks * sizeof(hx_link));
+	if (in->nlinks > 0)
+		memcpy(out->links, in->links, (size_t)in->nlinks * sizeof(hx_link));
 	out->nlinks = in->nlinks;
 	out->offers = hx_xcalloc((size_t)in->noffers + 1, sizeof(hx_offer));
-	memcpy(out->offers, in->offers, (size_t)in->noffers * sizeof(hx_offer));
+	if (in->noffers > 0)
+		memcpy(out->offers, in->offers, (size_t)in->noffers * sizeof(hx_offer));
 	out->noffers = in->noffers;
 	out->same_region = in->same_region;
 	out->cross_region = in->cross_region;

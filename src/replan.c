@@ -349,7 +349,8 @@ static int place_new(hx_plan *p, const hx_cluster *cl, const hx_problem *pb0, co
 	hx_plan_init(&tmp);
 	/* The free GPUs of each node, in index order. */
 	fc.nodes = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(hx_node));
-	memcpy(fc.nodes, cl->nodes, (size_t)cl->nnodes * sizeof(hx_node));
+	if (cl->nnodes > 0)
+		memcpy(fc.nodes, cl->nodes, (size_t)cl->nnodes * sizeof(hx_node));
 	for (int i = 0; i < cl->nnodes; i++) {
 		char *used = hx_xcalloc((size_t)cl->nodes[i].count + 1, 1);
 		for (int g = 0; g < p->ngroups; g++)

@@ -468,6 +468,11 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 	pb2.cluster = &cl;
 	if ((rc = hx_candidates(&pb2, &co, &s, err)))
 		goto out;
+	if (s.n == 0 && s.cut) {
+		rc = hx_errf(err, HX_ELIMIT,
+			     "the time limit was reached before any replica shape was priced");
+		goto out;
+	}
 	if (s.n == 0) {
 		double need = hx_model_params(&pb->model->a) * hx_dtype_bytes(pb->model->a.dtype);
 		rc = hx_errf(err, HX_EINFEASIBLE,

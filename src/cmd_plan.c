@@ -17,7 +17,7 @@
 
 enum { OPT_MODE = 2200, OPT_SEED, OPT_OBJECTIVE, OPT_TIME_LIMIT, OPT_GAP, OPT_LP, OPT_VERBOSE };
 /* --mode bo's own (and --budget) */
-enum { OPT_BUDGET = 2300, OPT_PREFER, OPT_FRONT, OPT_PLOT };
+enum { OPT_BUDGET = 2300, OPT_PREFER, OPT_FRONT, OPT_PLOT, OPT_MAX_EVALS };
 
 static int plan_baseline(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err)
 {
@@ -175,6 +175,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		{"prefer", required_argument, NULL, OPT_PREFER},
 		{"front", required_argument, NULL, OPT_FRONT},
 		{"plot", required_argument, NULL, OPT_PLOT},
+		{"max-evals", required_argument, NULL, OPT_MAX_EVALS},
 		{"format", required_argument, NULL, HX_OPT_FORMAT},
 		HX_GLOBAL_LONGOPTS,
 		{NULL, 0, NULL, 0}};
@@ -249,6 +250,14 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 			break;
 		case OPT_FRONT: front_path = optarg; bo_given = 1; break;
 		case OPT_PLOT: plot_path = optarg; bo_given = 1; break;
+		case OPT_MAX_EVALS: {
+			long n;
+			if ((rc = hx_cli_int(CMD, "--max-evals", optarg, 2, 100000, &n)))
+				return rc;
+			bo.max_evals = (int)n;
+			bo_given = 1;
+			break;
+		}
 		default:
 			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
 				return rc;
@@ -276,7 +285,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		return hx_cli_usage_error(CMD, "--time-limit needs a searching mode (%s)", list);
 	}
 	if (!(md->takes & TAKES_BO) && bo_given)
-		return hx_cli_usage_error(CMD, "--budget, --prefer, --front and --plot need --mode bo");
+		return hx_cli_usage_error(CMD, "--budget, --prefer, --front, --plot and --max-evals need --mode bo");
 	if (front_path && out && strcmp(front_path, out) == 0)
 		return hx_cli_usage_error(CMD, "--front and -o name the same file");
 	if (plot_path && ((out && strcmp(plot_path, out) == 0) || (front_path && strcmp(plot_path, front_path) == 0)))

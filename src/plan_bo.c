@@ -21,6 +21,7 @@
 #define REFIT_EVERY 5      /* iterations between hyper-parameter fits */
 #define NQUAD 32           /* normal quantiles for the ParEGO expectation */
 #define ENUM_MAX 5000000L  /* exhaustive and grid enumerate at most this */
+#define GP_MAX_TRAIN 200    /* evaluations the GP is fitted on */
 #define MAXC 12            /* shapes per model searched */
 
 typedef struct cfg {
@@ -59,6 +60,7 @@ typedef struct bo {
 	int *free_gpus; /* scratch: per node */
 	int totgpus;
 	int time_cut;
+	long evals_seen; /* the exhaustive search's evaluations (it keeps only its front) */
 } bo;
 
 static const hx_candidate *shape(const bo *b, int m, int c)
@@ -579,6 +581,30 @@ static void visit(bo *b, const cfg *k)
 	add_eval(b, &e);
 }
 
+/* Evaluate K and keep it only if it joins the front of what is kept (the
+ * exhaustive search: what it drops could never be on the front). */
+static void visit_front(bo *b, const cfg *k)
+{
+	evalpt e;
+	int j = 0;
+	evaluate(b, k, &e);
+	b->evals_seen++;
+	if (!e.ok)
+		return;
+	for (int i = 0; i < b->nev; i++) {
+		const evalpt *a = &b->ev[i];
+		if (a->cost <= e.cost && a->lat <= e.lat && a->q >= e.q)
+			return; /* dominated or equal */
+	}
+	for (int i = 0; i < b->nev; i++) {
+		const evalpt *a = &b->ev[i];
+		if (!(e.cost <= a->cost && e.lat <= a->lat && e.q >= a->q))
+			b->ev[j++] = *a;
+	}
+	b->nev = j;
+	add_eval(b, &e);
+}
+
 /* The seeded space-filling initial design: N configurations chosen from
  * random feasible ones by greedy maximin distance in the GP's inputs. */
 static void initial_design(bo *b, int n)
@@ -628,20 +654,26 @@ static void initial_design(bo *b, int n)
 typedef struct enum_st {
 	bo *b;
 	long count, stride, next;
-	int evaluate;
+	int evaluate, limit; /* limit: evaluations at most (0: none) */
+	long work;           /* partial configurations visited */
 } enum_st;
 
 /* Counts for shape C of model M onwards (cost so far USD, class use USE). */
 static void enum_rec(enum_st *es, cfg *k, int m, int c, double usd, int *use)
 {
 	bo *b = es->b;
-	if (es->count >= ENUM_MAX)
+	if (es->count >= ENUM_MAX || ++es->work > 20 * ENUM_MAX) {
+		es->count = ENUM_MAX; /* too many to enumerate */
 		return;
+	}
 	if (m == b->nm) {
 		if (!feasible(b, k))
 			return;
-		if (es->evaluate && es->count == es->next) {
-			visit(b, k);
+		if (es->evaluate && es->count == es->next && (!es->limit || b->nev < es->limit)) {
+			if (es->stride == 1 && es->b->o->method == HX_BO_EXHAUSTIVE)
+				visit_front(b, k);
+			else
+				visit(b, k);
 			es->next += es->stride;
 		}
 		es->count++;
@@ -691,9 +723,9 @@ static void enum_fracs(enum_st *es, cfg *k, int m, int left)
 	}
 }
 
-static long enumerate(bo *b, long stride, int evaluate_them)
+static long enumerate(bo *b, long stride, int evaluate_them, int limit)
 {
-	enum_st es = {b, 0, stride, 0, evaluate_them};
+	enum_st es = {b, 0, stride, 0, evaluate_them, limit, 0};
 	cfg k;
 	memset(&k, 0, sizeof(k));
 	enum_fracs(&es, &k, 0, FSTEPS);
@@ -957,7 +989,7 @@ static void search(bo *b, int max_evals, hx_bo_front *f)
 		hx_gp gp;
 		acq a;
 		double *x, *y, best = -1;
-		int npool = 0, pick = -1, nkeep, changed;
+		int npool = 0, pick = -1, nkeep, changed, ntrain;
 		if (hx_past(b->deadline)) {
 			strcpy(f->status, "time_limit");
 			b->time_cut = 1;
@@ -983,15 +1015,21 @@ static void search(bo *b, int max_evals, hx_bo_front *f)
 			strcpy(f->status, "converged");
 			break;
 		}
-		/* the latency surrogate */
+		/* the latency surrogate, on at most GP_MAX_TRAIN points: the
+		 * front's, then the latest others (the cubic cost of the
+		 * factorization bounds the rest) */
 		x = hx_xmalloc((size_t)b->nev * d * sizeof(double));
 		y = hx_xmalloc((size_t)b->nev * sizeof(double));
-		for (int i = 0; i < b->nev; i++) {
-			memcpy(x + (size_t)i * d, b->ev[i].x, (size_t)d * sizeof(double));
-			y[i] = log(fmin(b->ev[i].lat, 4 * b->slo_ms));
-		}
+		ntrain = 0;
+		for (int pass = 0; pass < 2; pass++)
+			for (int i = pass ? b->nev - 1 : 0; pass ? i >= 0 : i < b->nev; i += pass ? -1 : 1) {
+				if (keep[i] != !pass || ntrain >= GP_MAX_TRAIN)
+					continue;
+				memcpy(x + (size_t)ntrain * d, b->ev[i].x, (size_t)d * sizeof(double));
+				y[ntrain++] = log(fmin(b->ev[i].lat, 4 * b->slo_ms));
+			}
 		if (!have_hyp || iter % REFIT_EVERY == 0) {
-			if (hx_gp_fit(&gp, x, y, b->nev, d, 2, 150, b->pb->seed + (uint64_t)iter) == 0) {
+			if (hx_gp_fit(&gp, x, y, ntrain, d, 2, 150, b->pb->seed + (uint64_t)iter) == 0) {
 				memcpy(ls, gp.ls, sizeof(ls));
 				sf2 = gp.sf2;
 				sn2 = gp.sn2;
@@ -999,10 +1037,10 @@ static void search(bo *b, int max_evals, hx_bo_front *f)
 			} else {
 				for (int k = 0; k < d; k++)
 					ls[k] = 0.5;
-				hx_gp_set(&gp, x, y, b->nev, d, ls, sf2, sn2);
+				hx_gp_set(&gp, x, y, ntrain, d, ls, sf2, sn2);
 			}
 		} else {
-			hx_gp_set(&gp, x, y, b->nev, d, ls, sf2, sn2);
+			hx_gp_set(&gp, x, y, ntrain, d, ls, sf2, sn2);
 		}
 		free(x);
 		free(y);
@@ -1087,20 +1125,20 @@ int hx_plan_bo(const hx_problem *pb, const hx_plan_opts *o, const hx_bo_opts *bo
 		break;
 	case HX_BO_GRID:
 	case HX_BO_EXHAUSTIVE: {
-		long n = enumerate(&b, 0, 0);
+		long n = enumerate(&b, 0, 0, 0);
 		long stride = bo_o->method == HX_BO_GRID && n > max_evals ? n / max_evals : 1;
 		f->space = (int)n;
 		if (n >= ENUM_MAX) {
-			rc = hx_errf(err, HX_ELIMIT, "more than %ld configurations to enumerate", ENUM_MAX);
+			rc = hx_errf(err, HX_ELIMIT, "more than %ld configurations (or %ld partial ones) to enumerate", ENUM_MAX, 20 * ENUM_MAX);
 			goto out;
 		}
-		enumerate(&b, stride, 1);
+		enumerate(&b, stride, 1, bo_o->method == HX_BO_GRID ? max_evals : 0);
 		strcpy(f->status, bo_o->method == HX_BO_GRID ? "work_limit" : "converged");
 		strcpy(f->acquisition, bo_o->method == HX_BO_GRID ? "grid" : "all");
 		break;
 	}
 	}
-	f->evals = b.nev;
+	f->evals = bo_o->method == HX_BO_EXHAUSTIVE ? (int)b.evals_seen : b.nev;
 	f->hypervolume = hypervolume(&b);
 	keep = hx_xcalloc((size_t)b.nev + 1, sizeof(int));
 	front_mark(&b, keep);

@@ -6,10 +6,12 @@
  * (budget, latency SLO, quality floor) and at the same number of
  * evaluations N: the hypervolume BO reaches (median over SEEDS seeds, and
  * its time), random search (the same sampler BO draws its candidates from,
- * median over the same seeds) and a grid (every (space / N)-th
- * configuration of the enumeration); the exhaustive front where the space
- * is small enough to enumerate, else the best front any run found (the
- * union); and the time and evaluations BO takes to converge (the Pareto set
+ * median over the same seeds) and a grid (every feasible split on the 5%
+ * grid x one shape per model x the fewest replicas of it that carry the
+ * model's share plus 0, 1 or 2; every (grid size / N)-th of them); the
+ * exhaustive front where the space is small enough to enumerate (every
+ * feasible configuration: ref_ev of them), else the best front any run
+ * found (the union of every front of this run); and the time and evaluations BO takes to converge (the Pareto set
  * unchanged for 20 iterations, at most 600 evaluations).
  *
  * usage: bench/bo [N] [SEEDS]   (from the top of the tree; default 200, 5)
@@ -169,7 +171,7 @@ int main(int argc, char **argv)
 	       "reference box (budget, latency SLO, quality floor); medians of %d seeds at N = %d evaluations\n",
 	       BUDGET, WPATH, seeds, n);
 	printf("%-28s %6s %5s %8s %6s | %8s | %8s | %8s %4s %8s %7s | %6s %6s %6s %7s | %7s %6s %8s\n", "cluster",
-	       "space", "N", "hv_bo", "bo_s", "hv_rand", "hv_grid", "hv_ref", "ref", "ref_s", "ref_ev",
+	       "grid_n", "N", "hv_bo", "bo_s", "hv_rand", "hv_grid", "hv_ref", "ref", "ref_s", "ref_ev",
 	       "bo/ref", "rn/ref", "gr/ref", "(b-r)/r", "conv_ev", "conv_s", "hv_conv");
 	instance(&cat, "examples/clusters/bo-24.json", n, seeds);
 	instance(&cat, "examples/clusters/bo-48.json", n, seeds);

@@ -732,6 +732,53 @@ static long enumerate(bo *b, long stride, int evaluate_them, int limit)
 	return es.count;
 }
 
+/* The grid yardstick: every split of list_splits, one shape per model
+ * with traffic, the fewest replicas of it that carry the model's share
+ * plus 0, 1 or 2 (the same for every model); the feasible ones counted in
+ * that order, those at index next, next + STRIDE, ... evaluated (at most
+ * LIMIT).  Returns how many are feasible. */
+static long grid(bo *b, long stride, int evaluate_them, int limit)
+{
+	long count = 0, next = 0;
+	for (int sp = 0; sp < b->nsplits; sp++) {
+		int c[MAXM] = {0};
+		for (;;) {
+			for (int extra = 0; extra <= 2; extra++) {
+				cfg k = b->splits[sp];
+				int ok = 1;
+				for (int m = 0; m < b->nm && ok; m++) {
+					double need;
+					int n;
+					if (k.u[m] == 0)
+						continue;
+					need = model_rate(b, &k, m) / shape(b, m, c[m])->capacity_rps;
+					n = (int)ceil(need - 1e-9);
+					n = (n < 1 ? 1 : n) + extra;
+					ok = n <= 255;
+					k.n[m][c[m]] = (unsigned char)(ok ? n : 0);
+				}
+				if (!ok || !feasible(b, &k))
+					continue;
+				if (evaluate_them && count == next && (!limit || b->nev < limit)) {
+					visit(b, &k);
+					next += stride;
+				}
+				count++;
+			}
+			{ /* next shape tuple (models without traffic stay at 0) */
+				int m = 0;
+				while (m < b->nm && (b->splits[sp].u[m] == 0 || ++c[m] == b->nc[m])) {
+					c[m] = 0;
+					m++;
+				}
+				if (m == b->nm)
+					break;
+			}
+		}
+	}
+	return count;
+}
+
 /* The plan of configuration K: a group per shape in use, placed as
  * packs() packs it; the ingress sends each model its fraction, over its
  * groups in proportion to their capacity. */
@@ -1123,18 +1170,24 @@ int hx_plan_bo(const hx_problem *pb, const hx_plan_opts *o, const hx_bo_opts *bo
 		strcpy(f->status, "work_limit");
 		strcpy(f->acquisition, "random");
 		break;
-	case HX_BO_GRID:
+	case HX_BO_GRID: {
+		long n = grid(&b, 0, 0, 0);
+		f->space = (int)n;
+		grid(&b, n > max_evals ? n / max_evals : 1, 1, max_evals);
+		strcpy(f->status, "work_limit");
+		strcpy(f->acquisition, "grid");
+		break;
+	}
 	case HX_BO_EXHAUSTIVE: {
 		long n = enumerate(&b, 0, 0, 0);
-		long stride = bo_o->method == HX_BO_GRID && n > max_evals ? n / max_evals : 1;
 		f->space = (int)n;
 		if (n >= ENUM_MAX) {
 			rc = hx_errf(err, HX_ELIMIT, "more than %ld configurations (or %ld partial ones) to enumerate", ENUM_MAX, 20 * ENUM_MAX);
 			goto out;
 		}
-		enumerate(&b, stride, 1, bo_o->method == HX_BO_GRID ? max_evals : 0);
-		strcpy(f->status, bo_o->method == HX_BO_GRID ? "work_limit" : "converged");
-		strcpy(f->acquisition, bo_o->method == HX_BO_GRID ? "grid" : "all");
+		enumerate(&b, 1, 1, 0);
+		strcpy(f->status, "converged");
+		strcpy(f->acquisition, "all");
 		break;
 	}
 	}

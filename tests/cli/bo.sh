@@ -115,6 +115,17 @@ else
 	fail "rsvg-convert is missing (./quickstart installs librsvg2-bin)"
 fi
 
+# A time limit cuts the search after the initial design: a plan that says
+# so, and check accepts it.
+# shellcheck disable=SC2086
+run plan -c $C -w $W $BO --time-limit 0.001 -o "$TMP/t.json"
+expect_rc 0 "bo --time-limit"
+grep -q '"status": "time_limit"' "$TMP/t.json" && ok || fail "a cut search says time_limit"
+run check -p "$TMP/t.json" -c $C
+expect_rc 0 "check accepts the cut plan"
+run plan -p "$TMP/t.json" --format table
+expect_out '^solver: bo, time_limit, seed 1$' "the table shows the bo solver record"
+
 # One model: two objectives, exact EHVI.
 python3 - $W "$TMP/one.json" <<'PY'
 import json, sys

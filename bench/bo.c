@@ -6,9 +6,11 @@
  * (budget, latency SLO, quality floor) and at the same number of
  * evaluations N: the hypervolume BO reaches (median over SEEDS seeds, and
  * its time), random search (the same sampler BO draws its candidates from,
- * median over the same seeds) and a grid (every feasible split on the 5%
- * grid x one shape per model x the fewest replicas of it that carry the
- * model's share plus 0, 1 or 2; every (grid size / N)-th of them); the
+ * median over the same seeds) and a grid (every (size / N)-th of the
+ * enumerated feasible configurations where they can be enumerated, else of
+ * the structured grid: every feasible split on the 5% grid x one shape per
+ * model x the fewest replicas of it that carry the model's share plus 0, 1
+ * or 2; grid_n is the size); the
  * exhaustive front where the space is small enough to enumerate (every
  * feasible configuration: ref_ev of them), else the best front any run
  * found (the union of every front of this run); and the time and evaluations BO takes to converge (the Pareto set
@@ -60,7 +62,7 @@ static void add_front(pts *u, const hx_bo_front *f)
 static int run(const hx_problem *pb, int method, int evals, uint64_t seed, hx_bo_front *f, double *secs)
 {
 	hx_plan_opts o = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0};
-	hx_bo_opts bo = {HX_PREFER_BALANCED, BUDGET, evals, method, NULL, NULL};
+	hx_bo_opts bo = {HX_PREFER_BALANCED, BUDGET, evals, method, 0, NULL, NULL};
 	hx_problem p1 = *pb;
 	hx_plan plan;
 	hx_err err = {0};

@@ -17,7 +17,7 @@
 
 enum { OPT_MODE = 2200, OPT_SEED, OPT_OBJECTIVE, OPT_TIME_LIMIT, OPT_GAP, OPT_LP, OPT_VERBOSE };
 /* --mode bo's own (and --budget) */
-enum { OPT_BUDGET = 2300, OPT_PREFER, OPT_FRONT, OPT_PLOT, OPT_MAX_EVALS };
+enum { OPT_BUDGET = 2300, OPT_PREFER, OPT_FRONT, OPT_PLOT, OPT_MAX_EVALS, OPT_EVALUATE };
 
 static int plan_baseline(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err)
 {
@@ -176,12 +176,13 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		{"front", required_argument, NULL, OPT_FRONT},
 		{"plot", required_argument, NULL, OPT_PLOT},
 		{"max-evals", required_argument, NULL, OPT_MAX_EVALS},
+		{"evaluate", required_argument, NULL, OPT_EVALUATE},
 		{"format", required_argument, NULL, HX_OPT_FORMAT},
 		HX_GLOBAL_LONGOPTS,
 		{NULL, 0, NULL, 0}};
 	const char *cpath = NULL, *wpath = NULL, *model = NULL, *ppath = NULL, *out = NULL;
 	const char *mode = "baseline", *front_path = NULL, *plot_path = NULL;
-	hx_bo_opts bo = {HX_PREFER_BALANCED, 0, 0, HX_BO_BAYES, NULL, NULL};
+	hx_bo_opts bo = {HX_PREFER_BALANCED, 0, 0, HX_BO_BAYES, 0, NULL, NULL};
 	int bo_given = 0;
 	const hx_catalog *cat;
 	hx_cluster cluster;
@@ -250,6 +251,15 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 			break;
 		case OPT_FRONT: front_path = optarg; bo_given = 1; break;
 		case OPT_PLOT: plot_path = optarg; bo_given = 1; break;
+		case OPT_EVALUATE:
+			if (strcmp(optarg, "model") == 0)
+				bo.simulate = 0;
+			else if (strcmp(optarg, "sim") == 0)
+				bo.simulate = 1;
+			else
+				return hx_cli_usage_error(CMD, "--evaluate must be model or sim, not \"%s\"", optarg);
+			bo_given = 1;
+			break;
 		case OPT_MAX_EVALS: {
 			long n;
 			if ((rc = hx_cli_int(CMD, "--max-evals", optarg, 2, 100000, &n)))
@@ -285,7 +295,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		return hx_cli_usage_error(CMD, "--time-limit needs a searching mode (%s)", list);
 	}
 	if (!(md->takes & TAKES_BO) && bo_given)
-		return hx_cli_usage_error(CMD, "--budget, --prefer, --front, --plot and --max-evals need --mode bo");
+		return hx_cli_usage_error(CMD, "--budget, --prefer, --max-evals, --evaluate, --front and --plot need --mode bo");
 	if (front_path && out && strcmp(front_path, out) == 0)
 		return hx_cli_usage_error(CMD, "--front and -o name the same file");
 	if (plot_path && ((out && strcmp(plot_path, out) == 0) || (front_path && strcmp(plot_path, front_path) == 0)))

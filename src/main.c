@@ -15,7 +15,7 @@
 static const char *const plan_usage[] = {
 	"hexplan plan -c cluster.json -w workload.json [-m MODEL] [--mode baseline|colocated|disagg|cascade|route|bo] "
 	"[--objective capacity|cost|latency] [--time-limit S] [--gap G] [--seed N] [-o plan.json] "
-	"[--lp FILE] [--budget USD_PER_H] [--prefer balanced|cost|latency|quality] [--max-evals N] [--front FILE] [--plot FILE] "
+	"[--lp FILE] [--budget USD_PER_H] [--prefer balanced|cost|latency|quality] [--max-evals N] [--evaluate model|sim] [--front FILE] [--plot FILE] "
 	"[--format json|table]",
 	"hexplan plan -p plan.json [--format json|table]",
 	NULL};

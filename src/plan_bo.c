@@ -11,7 +11,9 @@
 #include "candidates.h"
 #include "gp.h"
 #include "mobo.h"
+#include "gen.h"
 #include "quality.h"
+#include "sim.h"
 
 #define FSTEPS 20          /* routing fractions in steps of 1/FSTEPS */
 #define MAXM HX_BO_MAX_MODELS
@@ -61,7 +63,11 @@ typedef struct bo {
 	int totgpus;
 	int time_cut;
 	long evals_seen; /* the exhaustive search's evaluations (it keeps only its front) */
+	hx_trace trace;  /* --evaluate sim: the requests every evaluation replays */
+	int have_trace;
 } bo;
+
+static int build_plan(bo *b, const cfg *k, double quality, hx_plan *p, hx_err *err);
 
 static const hx_candidate *shape(const bo *b, int m, int c)
 {
@@ -203,13 +209,39 @@ static void features(const bo *b, const cfg *k, double *x)
 
 /* Evaluate K with the cost model into E: each model's rate spread over
  * its replicas in proportion to capacity (as the plan's ingress does). */
-static void evaluate(const bo *b, const cfg *k, evalpt *e)
+static void evaluate(bo *b, const cfg *k, evalpt *e)
 {
 	double lat = 0;
 	int ok = 1;
 	e->k = *k;
 	e->cost = cfg_cost(b, k);
 	e->q = cfg_quality(b, k);
+	if (b->have_trace) {
+		/* the simulator's percentile end to end, the SLO met when the
+		 * attainment reaches the workload's target */
+		const hx_workload *w = b->pb->workload;
+		hx_plan p;
+		hx_sim_report r;
+		hx_sim_opts so = {b->pb->seed, 0, NULL, NULL};
+		double pc = w->slo.percentile;
+		int at = pc <= 50 ? 0 : pc <= 90 ? 1 : pc <= 95 ? 2 : 3;
+		e->ok = 0;
+		e->lat = 4 * b->slo_ms;
+		hx_err err = {0};
+		if (build_plan(b, k, e->q, &p, &err) == 0) {
+			memset(&r, 0, sizeof(r));
+			if (hx_simulate(&p, w, &b->trace, &so, &r, &err) == 0) {
+				if (isfinite(r.e2e_ms[at]) && r.finished > 0) {
+					e->lat = r.e2e_ms[at];
+					e->ok = r.slo_attainment >= w->slo.attainment && e->lat <= b->slo_ms;
+				}
+				hx_sim_report_release(&r);
+			}
+			hx_plan_release(&p);
+		}
+		features(b, k, e->x);
+		return;
+	}
 	for (int m = 0; m < b->nm; m++) {
 		double load = k->u[m] ? model_rate(b, k, m) / model_cap(b, k, m) : 0;
 		for (int c = 0; c < b->nc[m]; c++) {
@@ -782,7 +814,7 @@ static long grid(bo *b, long stride, int evaluate_them, int limit)
 /* The plan of configuration K: a group per shape in use, placed as
  * packs() packs it; the ingress sends each model its fraction, over its
  * groups in proportion to their capacity. */
-static int build_plan(bo *b, const cfg *k, const evalpt *e, hx_plan *p, hx_err *err)
+static int build_plan(bo *b, const cfg *k, double quality, hx_plan *p, hx_err *err)
 {
 	const hx_cluster *cl = b->pb->cluster;
 	size_t per = (size_t)MAXC * 256 * HX_CAND_MAX_STAGES;
@@ -869,7 +901,7 @@ static int build_plan(bo *b, const cfg *k, const evalpt *e, hx_plan *p, hx_err *
 	/* The split binds at the model with the least capacity for its share. */
 	p->predicted.capacity_rps = hx_round6(cap);
 	p->predicted.has_quality = 1;
-	p->predicted.quality = hx_round6(e->q);
+	p->predicted.quality = hx_round6(quality);
 	strcpy(p->solver.engine, "bo");
 	return 0;
 }
@@ -959,6 +991,11 @@ static int setup(bo *b, const hx_problem *pb, const hx_plan_opts *o, const hx_bo
 	if (b->budget <= 0)
 		for (int i = 0; i < pb->cluster->nnodes; i++)
 			b->budget += pb->cluster->nodes[i].usd_per_hour * pb->cluster->nodes[i].count;
+	if (bo_o->simulate) {
+		if (hx_gen_workload(w, w->rate_rps, HX_BO_SIM_REQUESTS, 0, pb->seed, &b->trace, err))
+			return HX_EINPUT;
+		b->have_trace = 1;
+	}
 	for (int m = 0; m < b->nm; m++) {
 		if (hx_model_resolve(pb->cat, q->model[m], &b->models[m], err)) {
 			char msg[sizeof(err->msg)];
@@ -1021,6 +1058,8 @@ static void teardown(bo *b)
 	}
 	free(b->free_gpus);
 	free(b->splits);
+	if (b->have_trace)
+		hx_trace_release(&b->trace);
 	free(b->ev);
 }
 
@@ -1171,9 +1210,17 @@ int hx_plan_bo(const hx_problem *pb, const hx_plan_opts *o, const hx_bo_opts *bo
 		strcpy(f->acquisition, "random");
 		break;
 	case HX_BO_GRID: {
-		long n = grid(&b, 0, 0, 0);
-		f->space = (int)n;
-		grid(&b, n > max_evals ? n / max_evals : 1, 1, max_evals);
+		/* every (n / N)-th configuration of the enumeration when it can
+		 * be enumerated, else of the structured grid */
+		long n = enumerate(&b, 0, 0, 0);
+		if (n < ENUM_MAX) {
+			f->space = (int)n;
+			enumerate(&b, n > max_evals ? n / max_evals : 1, 1, max_evals);
+		} else {
+			n = grid(&b, 0, 0, 0);
+			f->space = (int)n;
+			grid(&b, n > max_evals ? n / max_evals : 1, 1, max_evals);
+		}
 		strcpy(f->status, "work_limit");
 		strcpy(f->acquisition, "grid");
 		break;
@@ -1231,7 +1278,7 @@ int hx_plan_bo(const hx_problem *pb, const hx_plan_opts *o, const hx_bo_opts *bo
 		hx_plan *p = j == f->chosen ? out : &f->pt[j].plan;
 		if (!plans && j != f->chosen)
 			continue;
-		if ((rc = build_plan(&b, &b.ev[i].k, &b.ev[i], p, err)))
+		if ((rc = build_plan(&b, &b.ev[i].k, b.ev[i].q, p, err)))
 			goto out;
 		strcpy(p->solver.status, !strcmp(f->status, "converged") ? "heuristic" : f->status);
 		p->solver.objective = hx_round6(f->hypervolume);

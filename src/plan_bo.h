@@ -7,7 +7,9 @@
  * the replicas are the DP degree).  Three objectives: cost ($/h, exact),
  * latency (the end-to-end percentile: TTFT + (percentile output - 1) TPOT
  * at each replica's share of the rate, the worst model's; the cost model's
- * prediction) and quality (Q of the split, exact from the profile).  Budget,
+ * prediction, or with --evaluate sim the simulator's percentile
+ * end-to-end latency, the SLO then holding when the simulated attainment
+ * meets the workload's target) and quality (Q of the split, exact from the profile).  Budget,
  * GPU inventory (the replicas pack onto the nodes) and the quality floor
  * are filters applied before the surrogate; the SLO (the latency bound
  * TTFT SLO + (percentile output - 1) TPOT SLO, and every replica within its
@@ -37,6 +39,8 @@ typedef struct hx_bo_opts {
 	double budget_usd_per_hour; /* 0: the whole cluster's price */
 	int max_evals;              /* 0: HX_BO_MAX_EVALS */
 	int method;                 /* HX_BO_* */
+	int simulate;               /* score latency by the simulator (HX_BO_SIM_REQUESTS
+				     * requests at the workload's rate), not the cost model */
 	/* Called after each iteration (may be NULL): iteration, evaluations,
 	 * hypervolume (fraction of the reference box). */
 	void (*progress)(void *ctx, int iter, int evals, double hv);
@@ -44,6 +48,7 @@ typedef struct hx_bo_opts {
 } hx_bo_opts;
 
 #define HX_BO_MAX_EVALS 200
+#define HX_BO_SIM_REQUESTS 1000
 #define HX_BO_STABLE_ITERS 20
 #define HX_BO_MAX_MODELS 3
 

@@ -10,6 +10,11 @@ C=examples/clusters/bo-24.json
 W=examples/workloads/llama-8b-70b.json
 BO="--mode bo --budget 30 --max-evals 40"
 
+# first_line PATTERN DESCRIPTION: usage errors print one line, then the usage.
+first_line() {
+	head -n 1 "$TMP/err" | grep -Eq -- "$1" && ok || fail "$2: first stderr line does not match /$1/"
+}
+
 # shellcheck disable=SC2086
 run plan -c $C -w $W $BO -o "$TMP/p.json" --front "$TMP/f.json" --plot "$TMP/f.svg"
 expect_rc 0 "bo plan"
@@ -126,6 +131,37 @@ expect_rc 0 "check accepts the cut plan"
 run plan -p "$TMP/t.json" --format table
 expect_out '^solver: bo, time_limit, seed 1$' "the table shows the bo solver record"
 
+# --evaluate sim: the simulator scores the latency; still a non-dominated
+# front of plans check accepts.
+# shellcheck disable=SC2086
+run plan -c $C -w $W --mode bo --budget 30 --max-evals 12 --evaluate sim -o "$TMP/s.json" --front "$TMP/fs.json"
+expect_rc 0 "bo --evaluate sim"
+run check -p "$TMP/s.json" -c $C
+expect_rc 0 "check accepts the simulated search's plan"
+python3 - "$TMP/fs.json" "$TMP/f.json" <<'PY' && ok || fail "simulated front"
+import json, sys
+f, fm = (json.load(open(x)) for x in sys.argv[1:3])
+pts = f["points"]
+assert f["search"]["evaluations"] == 12 and pts
+for a in pts:
+    for b in pts:
+        if a is not b:
+            ob = (b["usd_per_hour"], b["latency_ms"], -b["quality"])
+            oa = (a["usd_per_hour"], a["latency_ms"], -a["quality"])
+            assert not (all(u <= v for u, v in zip(ob, oa)) and ob != oa)
+# the same configuration scores another latency than the cost model's
+lat = {json.dumps(p["routing"]) + json.dumps([g["stages"] for g in p["plan"]["groups"]]) +
+       json.dumps([len(g["replicas"]) for g in p["plan"]["groups"]]): p["latency_ms"] for p in fm["points"]}
+for p in pts:
+    key = json.dumps(p["routing"]) + json.dumps([g["stages"] for g in p["plan"]["groups"]]) + \
+          json.dumps([len(g["replicas"]) for g in p["plan"]["groups"]])
+    if key in lat:
+        assert lat[key] != p["latency_ms"], key
+PY
+run plan -c $C -w $W --mode bo --evaluate exact
+expect_rc 2 "--evaluate exact"
+first_line '^hexplan: error: --evaluate must be model or sim, not "exact"' "--evaluate exact message"
+
 # One model: two objectives, exact EHVI.
 python3 - $W "$TMP/one.json" <<'PY'
 import json, sys
@@ -155,17 +191,14 @@ PY
 run check -p "$TMP/p1.json" -c $C
 expect_rc 0 "check accepts the one-model plan"
 
-# Errors.  Usage errors print one line, then the usage.
-first_line() {
-	head -n 1 "$TMP/err" | grep -Eq -- "$1" && ok || fail "$2: first stderr line does not match /$1/"
-}
+# Errors.
 # shellcheck disable=SC2086
 run plan -c $C -w $W $BO --prefer speed
 expect_rc 2 "--prefer speed"
 first_line '^hexplan: error: --prefer must be balanced, cost, latency or quality, not "speed"' "--prefer speed message"
 run plan -c $C -w $W --mode route --front "$TMP/x.json"
 expect_rc 2 "--front without bo"
-first_line '^hexplan: error: --budget, --prefer, --front, --plot and --max-evals need --mode bo' "--front without bo message"
+first_line '^hexplan: error: --budget, --prefer, --max-evals, --evaluate, --front and --plot need --mode bo' "--front without bo message"
 run plan -c $C -w $W --mode bo --budget -1
 expect_rc 2 "--budget -1"
 run plan -c $C -w $W --mode bo --max-evals 1

@@ -191,6 +191,23 @@ PY
 run check -p "$TMP/p1.json" -c $C
 expect_rc 0 "check accepts the one-model plan"
 
+# Three models (ParEGO over 12 inputs) on another cluster.
+run plan -c examples/clusters/mixed.json -w examples/workloads/cascade.json --mode bo --max-evals 30 -o "$TMP/p3.json"
+expect_rc 0 "bo with three models"
+# On a terminal the search redraws a progress line on stderr; not otherwise.
+[ ! -s "$TMP/err" ] && ok || fail "no progress line when stderr is a file"
+run check -p "$TMP/p3.json" -c examples/clusters/mixed.json
+expect_rc 0 "check accepts the three-model plan"
+
+if command -v script >/dev/null 2>&1; then
+	script -qec "$HX_VALGRIND $HEXPLAN plan -c $C -w $W $BO -o $TMP/tty.json" /dev/null >"$TMP/tty" 2>&1
+	grep -q 'hexplan: plan: bo: iteration 1, [0-9]* evaluations, hypervolume 0\.[0-9]*' "$TMP/tty" &&
+		grep -q 'iteration 2[0-9],' "$TMP/tty" && ok || fail "progress line on a terminal"
+	cmp -s "$TMP/tty.json" "$TMP/p.json" && ok || fail "the plan is the same with a terminal"
+else
+	echo "SKIP: script (util-linux) is missing: progress line not tested"
+fi
+
 # Errors.
 # shellcheck disable=SC2086
 run plan -c $C -w $W $BO --prefer speed
@@ -214,6 +231,18 @@ first_line '^hexplan: error: --mode bo needs a workload with a quality profile' 
 run plan -c $C -w $W --mode bo -o "$TMP/same.json" --front "$TMP/same.json"
 expect_rc 2 "--front and -o the same"
 first_line '^hexplan: error: --front and -o name the same file' "--front and -o message"
+python3 - examples/workloads/cascade.json "$TMP/four.json" <<'PY'
+import json, sys
+w = json.load(open(sys.argv[1]))
+q = w["quality"]
+q["models"].append("llama-3.1-8b")
+for s in q["samples"]:
+    s["scores"].append(50)
+json.dump(w, open(sys.argv[2], "w"))
+PY
+run plan -c $C -w "$TMP/four.json" --mode bo
+expect_rc 1 "four models"
+expect_err_line '^hexplan: error: .*four\.json: /quality/models: bo searches at most 3 models, not 4$' "four models message"
 # A budget nothing fits: exit 3, naming the budget; old files untouched.
 echo old >"$TMP/keep.json"
 run plan -c $C -w $W --mode bo --budget 5 -o "$TMP/keep.json" --front "$TMP/keep2.json"

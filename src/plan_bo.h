@@ -3,8 +3,10 @@
  * optimization of routing and deployment over the models of the workload's
  * quality profile.  A configuration sends fraction f_i (a multiple of 5%)
  * of the requests to model i and serves each model that gets traffic with
- * n_i replicas of one candidate shape (candidates.h: GPU type(s), TP, PP;
- * the replicas are the DP degree).  Three objectives: cost ($/h, exact),
+ * replicas of one or more candidate shapes (candidates.h: GPU type(s), TP,
+ * PP; the replicas are the DP degree; the 12 shapes with the most capacity
+ * per dollar), the model's rate spread over them in proportion to
+ * capacity.  Three objectives: cost ($/h, exact),
  * latency (the end-to-end percentile: TTFT + (percentile output - 1) TPOT
  * at each replica's share of the rate, the worst model's; the cost model's
  * prediction, or with --evaluate sim the simulator's percentile

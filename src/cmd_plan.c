@@ -2,18 +2,23 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "plan.h"
 #include "pipeline.h"
+#include "plan_bo.h"
 #include "planners.h"
 #include "quality.h"
 
 #define CMD "plan"
 
 enum { OPT_MODE = 2200, OPT_SEED, OPT_OBJECTIVE, OPT_TIME_LIMIT, OPT_GAP, OPT_LP, OPT_VERBOSE, OPT_LAYER_COSTS, OPT_BUDGET };
+/* --mode bo's own */
+enum { OPT_PREFER = 2300, OPT_FRONT, OPT_PLOT, OPT_MAX_EVALS, OPT_EVALUATE };
 
 static int plan_baseline(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err)
 {
@@ -26,6 +31,7 @@ enum {
 	TAKES_TIME = 1, /* --time-limit: it searches */
 	TAKES_MILP = 2, /* --objective, --gap, --lp: it solves a MILP */
 	TAKES_QUALITY = 4, /* its models come from the workload's quality profile */
+	TAKES_BO = 8, /* --prefer, --front, --plot, --max-evals, --evaluate: a Pareto search */
 };
 
 /* The modes this hexplan plans, in the order --help and errors name them. */
@@ -41,6 +47,7 @@ static const struct mode {
 	{"compose", hx_plan_compose, TAKES_TIME | TAKES_MILP},
 	{"cascade", hx_plan_cascade, TAKES_TIME | TAKES_MILP | TAKES_QUALITY},
 	{"route", hx_plan_route, TAKES_TIME | TAKES_MILP | TAKES_QUALITY},
+	{"bo", NULL, TAKES_TIME | TAKES_QUALITY | TAKES_BO},
 };
 
 #define NMODES ((int)(sizeof(modes) / sizeof(modes[0])))
@@ -82,6 +89,61 @@ static int unknown_mode(const char *name)
 	return hx_cli_usage_error(CMD, "unknown mode '%s' (this hexplan plans: %s)", name, list);
 }
 
+/* The search's progress on a terminal: one line, redrawn. */
+static void bo_progress(void *ctx, int iter, int evals, double hv)
+{
+	(void)ctx;
+	fprintf(stderr, "\rhexplan: plan: bo: iteration %d, %d evaluations, hypervolume %.4f ", iter, evals, hv);
+	fflush(stderr);
+}
+
+/* --mode bo: search, then write the plan, the front and the plot together
+ * (all or none). */
+static int plan_bo(const hx_problem *pb, const hx_plan_opts *po, const hx_bo_opts *bo,
+		   const char *out, const char *front_path, const char *plot_path, int table,
+		   hx_err *err)
+{
+	hx_plan p;
+	hx_bo_front f;
+	hx_out_file files[3];
+	char *text[3] = {NULL, NULL, NULL};
+	int n = 0, rc;
+
+	if ((rc = hx_plan_bo(pb, po, bo, front_path != NULL, &p, &f, err)))
+		goto done;
+	if (out) {
+		text[n] = hx_plan_dump(&p);
+		files[n] = (hx_out_file){out, text[n], strlen(text[n]), 0};
+		n++;
+	}
+	if (front_path) {
+		text[n] = hx_bo_front_dump(&f, pb->seed);
+		files[n] = (hx_out_file){front_path, text[n], strlen(text[n]), 0};
+		n++;
+	}
+	if (plot_path) {
+		text[n] = hx_bo_front_svg(&f);
+		files[n] = (hx_out_file){plot_path, text[n], strlen(text[n]), 0};
+		n++;
+	}
+	if (n && (rc = hx_write_files_atomic(files, n, err)))
+		goto free_all;
+	if (table || !out) {
+		char *t = table ? hx_plan_table(&p) : hx_plan_dump(&p);
+		rc = hx_cli_output("-", t);
+		free(t);
+	}
+free_all:
+	for (int i = 0; i < n; i++)
+		free(text[i]);
+	hx_plan_release(&p);
+	hx_bo_front_release(&f);
+done:
+	if (bo->progress)
+		fputc('\n', stderr);
+	return rc;
+}
+
 static int show(const char *path, int table)
 {
 	hx_plan p;
@@ -114,11 +176,18 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		{"lp", required_argument, NULL, OPT_LP},
 		{"layer-costs", required_argument, NULL, OPT_LAYER_COSTS},
 		{"budget", required_argument, NULL, OPT_BUDGET},
+		{"prefer", required_argument, NULL, OPT_PREFER},
+		{"front", required_argument, NULL, OPT_FRONT},
+		{"plot", required_argument, NULL, OPT_PLOT},
+		{"max-evals", required_argument, NULL, OPT_MAX_EVALS},
+		{"evaluate", required_argument, NULL, OPT_EVALUATE},
 		{"format", required_argument, NULL, HX_OPT_FORMAT},
 		HX_GLOBAL_LONGOPTS,
 		{NULL, 0, NULL, 0}};
 	const char *cpath = NULL, *wpath = NULL, *model = NULL, *ppath = NULL, *out = NULL;
-	const char *mode = "baseline", *layer_costs = NULL;
+	const char *mode = "baseline", *layer_costs = NULL, *front_path = NULL, *plot_path = NULL;
+	hx_bo_opts bo = {HX_PREFER_BALANCED, 0, 0, HX_BO_BAYES, 0, NULL, NULL};
+	int bo_given = 0;
 	const hx_catalog *cat;
 	hx_cluster cluster;
 	hx_workload w;
@@ -168,9 +237,43 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		case OPT_LP: po.lp_path = optarg; break;
 		case OPT_LAYER_COSTS: layer_costs = optarg; break;
 		case OPT_BUDGET:
-			if ((rc = hx_cli_num(CMD, "--budget", optarg, 1e-9, 1e12, &po.budget_usd_per_hour)))
+			/* compose: the most traffic within it; bo: a hard filter */
+			if ((rc = hx_cli_num(CMD, "--budget", optarg, 1e-6, 1e9, &po.budget_usd_per_hour)))
 				return rc;
+			bo.budget_usd_per_hour = po.budget_usd_per_hour;
 			break;
+		case OPT_PREFER:
+			if (strcmp(optarg, "cost") == 0)
+				bo.prefer = HX_PREFER_COST;
+			else if (strcmp(optarg, "latency") == 0)
+				bo.prefer = HX_PREFER_LATENCY;
+			else if (strcmp(optarg, "quality") == 0)
+				bo.prefer = HX_PREFER_QUALITY;
+			else if (strcmp(optarg, "balanced") == 0)
+				bo.prefer = HX_PREFER_BALANCED;
+			else
+				return hx_cli_usage_error(CMD, "--prefer must be balanced, cost, latency or quality, not \"%s\"", optarg);
+			bo_given = 1;
+			break;
+		case OPT_FRONT: front_path = optarg; bo_given = 1; break;
+		case OPT_PLOT: plot_path = optarg; bo_given = 1; break;
+		case OPT_EVALUATE:
+			if (strcmp(optarg, "model") == 0)
+				bo.simulate = 0;
+			else if (strcmp(optarg, "sim") == 0)
+				bo.simulate = 1;
+			else
+				return hx_cli_usage_error(CMD, "--evaluate must be model or sim, not \"%s\"", optarg);
+			bo_given = 1;
+			break;
+		case OPT_MAX_EVALS: {
+			long n;
+			if ((rc = hx_cli_int(CMD, "--max-evals", optarg, 2, 100000, &n)))
+				return rc;
+			bo.max_evals = (int)n;
+			bo_given = 1;
+			break;
+		}
 		default:
 			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
 				return rc;
@@ -197,11 +300,17 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		mode_list(TAKES_TIME, list, sizeof(list));
 		return hx_cli_usage_error(CMD, "--time-limit needs a searching mode (%s)", list);
 	}
+	if (!(md->takes & TAKES_BO) && bo_given)
+		return hx_cli_usage_error(CMD, "--prefer, --max-evals, --evaluate, --front and --plot need --mode bo");
+	if (front_path && out && strcmp(front_path, out) == 0)
+		return hx_cli_usage_error(CMD, "--front and -o name the same file");
+	if (plot_path && ((out && strcmp(plot_path, out) == 0) || (front_path && strcmp(plot_path, front_path) == 0)))
+		return hx_cli_usage_error(CMD, "--plot names the same file as -o or --front");
 	limit = po.time_limit_s;
 	if (layer_costs && strcmp(md->name, "pipeline") != 0)
 		return hx_cli_usage_error(CMD, "--layer-costs is for --mode pipeline");
-	if (po.budget_usd_per_hour > 0 && strcmp(md->name, "compose") != 0)
-		return hx_cli_usage_error(CMD, "--budget needs --mode compose");
+	if (po.budget_usd_per_hour > 0 && strcmp(md->name, "compose") != 0 && !(md->takes & TAKES_BO))
+		return hx_cli_usage_error(CMD, "--budget needs --mode compose or bo");
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;
 	if ((rc = hx_cluster_load(&cluster, cpath, cat, &err)))
@@ -240,6 +349,13 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		/* The search stops at 90% of the limit, leaving the rest to
 		 * finish and write the plan; loading counts too. */
 		po.time_limit_s = fmax(0.9 * limit - (hx_now() - start), 1e-3);
+	if (md->takes & TAKES_BO) {
+		if (isatty(STDERR_FILENO)) {
+			bo.progress = bo_progress;
+		}
+		rc = plan_bo(&pb, &po, &bo, out, front_path, plot_path, table, &err);
+		goto out;
+	}
 	if (layer_costs) {
 		hx_pipe_opts xo = {0, 0, layer_costs};
 		rc = hx_plan_pipeline_run(&pb, &po, &xo, &p, NULL, &err);

@@ -13,9 +13,10 @@
 
 
 static const char *const plan_usage[] = {
-	"hexplan plan -c cluster.json -w workload.json [-m MODEL] [--mode baseline|colocated|disagg|pipeline|compose|cascade|route] "
+	"hexplan plan -c cluster.json -w workload.json [-m MODEL] [--mode baseline|colocated|disagg|pipeline|compose|cascade|route|bo] "
 	"[--objective capacity|cost|latency] [--budget USD_PER_H] [--time-limit S] [--gap G] [--seed N] [-o plan.json] "
-	"[--lp FILE] [--layer-costs FILE] [--format json|table]",
+	"[--lp FILE] [--layer-costs FILE] [--prefer balanced|cost|latency|quality] [--max-evals N] [--evaluate model|sim] [--front FILE] [--plot FILE] "
+	"[--format json|table]",
 	"hexplan plan -p plan.json [--format json|table]",
 	NULL};
 static const char *const simulate_usage[] = {

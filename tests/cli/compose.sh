@@ -141,7 +141,7 @@ run plan -c $C -w $W --mode compose --budget -3
 expect_rc 2 "negative budget"
 run plan -c $C -w $W --mode colocated --budget 10
 expect_rc 2 "--budget without compose"
-[ "$(head -1 "$TMP/err")" = "hexplan: error: --budget needs --mode compose" ] && ok || fail "--budget without compose message"
+[ "$(head -1 "$TMP/err")" = "hexplan: error: --budget needs --mode compose or bo" ] && ok || fail "--budget without compose message"
 run plan -c examples/clusters/h100-node.json -w $W -m deepseek-v3 --mode compose
 expect_rc 3 "a model that fits nowhere"
 expect_err_line '^hexplan: error: deepseek-v3 fits on no GPU set of the nodes and offers' "fits nowhere message"

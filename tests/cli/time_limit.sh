@@ -64,6 +64,7 @@ limited_on pipeline examples/clusters/helix-42.json examples/workloads/pipeline.
 limited_on compose examples/clusters/rent-six.json examples/workloads/chat.json --mode compose -m llama-3.1-70b
 limited_on cascade "$TMP/big.json" examples/workloads/cascade.json --mode cascade
 limited_on route "$TMP/big.json" examples/workloads/cascade.json --mode route
+limited_on bo examples/clusters/bo-48.json examples/workloads/llama-8b-70b.json --mode bo --budget 30
 
 # without a limit the same instance is solved to optimality
 run plan -c "$TMP/big.json" -w $W -m llama-3.1-70b --mode colocated -o "$TMP/plan.json"

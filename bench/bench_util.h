@@ -18,17 +18,14 @@ static inline double bench_now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Baseline plan of MODEL on NGPUS GPUs of type GPU (nodes of 8) for the
- * workload at WPATH.  Exits on error: a benchmark has no one to tell. */
-static inline void bench_plan(const hx_catalog *cat, const char *gpu, int ngpus,
-			      const char *model, const char *wpath, hx_workload *w, hx_plan *p)
+/* A cluster of NGPUS GPUs of type GPU in nodes of 8 (the last holds the
+ * rest), written to a new file CPATH (a "/tmp/...XXXXXX" template, filled
+ * in; unlink it when done) and loaded into C.  Exits on error. */
+static inline void bench_cluster(const hx_catalog *cat, const char *gpu, int ngpus, char *cpath,
+				 hx_cluster *c)
 {
-	char cpath[] = "/tmp/hx-bench-cluster-XXXXXX";
 	int fd = mkstemp(cpath);
 	FILE *f = fdopen(fd, "w");
-	hx_cluster c;
-	hx_model m;
-	hx_problem pb;
 	hx_err err = {0};
 
 	fprintf(f, "{\"version\": 1, \"nodes\": [");
@@ -37,8 +34,25 @@ static inline void bench_plan(const hx_catalog *cat, const char *gpu, int ngpus,
 			gpu, ngpus - i * 8 < 8 ? ngpus - i * 8 : 8);
 	fprintf(f, "]}\n");
 	fclose(f);
-	if (hx_cluster_load(&c, cpath, cat, &err) || hx_workload_load(w, wpath, &err) ||
-	    hx_model_resolve(cat, model, &m, &err)) {
+	if (hx_cluster_load(c, cpath, cat, &err)) {
+		fprintf(stderr, "bench: %s\n", err.msg);
+		exit(1);
+	}
+}
+
+/* Baseline plan of MODEL on NGPUS GPUs of type GPU (nodes of 8) for the
+ * workload at WPATH.  Exits on error: a benchmark has no one to tell. */
+static inline void bench_plan(const hx_catalog *cat, const char *gpu, int ngpus,
+			      const char *model, const char *wpath, hx_workload *w, hx_plan *p)
+{
+	char cpath[] = "/tmp/hx-bench-cluster-XXXXXX";
+	hx_cluster c;
+	hx_model m;
+	hx_problem pb;
+	hx_err err = {0};
+
+	bench_cluster(cat, gpu, ngpus, cpath, &c);
+	if (hx_workload_load(w, wpath, &err) || hx_model_resolve(cat, model, &m, &err)) {
 		fprintf(stderr, "bench: %s\n", err.msg);
 		exit(1);
 	}

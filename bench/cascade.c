@@ -52,8 +52,6 @@ static void sim_cap(const hx_plan *p, const hx_workload *w, int n, double *cap, 
 static void size(const hx_catalog *cat, int gpus, int n)
 {
 	char cpath[] = "/tmp/hx-bench-cascade-XXXXXX";
-	int fd = mkstemp(cpath);
-	FILE *f = fdopen(fd, "w");
 	hx_cluster c;
 	hx_workload w;
 	hx_model big;
@@ -64,13 +62,8 @@ static void size(const hx_catalog *cat, int gpus, int n)
 	double single_cap, single_p95, single_q;
 	int last;
 
-	fprintf(f, "{\"version\": 1, \"nodes\": [");
-	for (int i = 0; i * 8 < gpus; i++)
-		fprintf(f, "%s{\"name\": \"n%d\", \"gpu\": \"h100-sxm\", \"count\": 8, \"region\": \"r0\"}",
-			i ? ", " : "", i);
-	fprintf(f, "]}\n");
-	fclose(f);
-	if (hx_cluster_load(&c, cpath, cat, &err) || hx_workload_load(&w, WPATH, &err)) {
+	bench_cluster(cat, "h100-sxm", gpus, cpath, &c);
+	if (hx_workload_load(&w, WPATH, &err)) {
 		fprintf(stderr, "cascade: %s\n", err.msg);
 		exit(1);
 	}

@@ -14,34 +14,8 @@ print(json.dumps({"version": 1, "nodes": nodes}))
 PY
 W=examples/workloads/chat.json
 
-# limited MODE ARGS...: plan with --time-limit 0.001 and check the outcome
-limited() {
-	what=$1
-	shift
-	rm -f "$TMP/plan.json"
-	run plan -c "$TMP/big.json" -w $W -m llama-3.1-70b --time-limit 0.001 -o "$TMP/plan.json" "$@"
-	case $rc in
-	0)
-		if grep -q '"status": "time_limit"' "$TMP/plan.json"; then ok; else fail "$what: exit 0 without status time_limit"; fi
-		run check -p "$TMP/plan.json" -c "$TMP/big.json"
-		expect_rc 0 "$what: the time-limited plan passes check"
-		;;
-	4)
-		expect_err_line '^hexplan: error: .*(time limit|its limit)' "$what: exit 4 message"
-		if [ -e "$TMP/plan.json" ]; then fail "$what: exit 4 left a plan file"; else ok; fi
-		;;
-	*) fail "$what: exit $rc, expected 0 (time_limit) or 4" ;;
-	esac
-}
-
-limited "colocated capacity" --mode colocated
-limited "colocated cost" --mode colocated --objective cost
-limited "colocated latency" --mode colocated --objective latency
-
-limited "disagg" --mode disagg
-
-# the other searching modes, each on its own kind of input
-# limited_on WHAT CLUSTER WORKLOAD ARGS...
+# limited_on WHAT CLUSTER WORKLOAD ARGS...: plan with --time-limit 0.001
+# and check the outcome
 limited_on() {
 	what=$1 c=$2 w=$3
 	shift 3
@@ -60,6 +34,21 @@ limited_on() {
 	*) fail "$what: exit $rc, expected 0 (time_limit) or 4" ;;
 	esac
 }
+
+# limited WHAT ARGS...: the same on the big cluster, Llama 3.1 70B, chat
+limited() {
+	what=$1
+	shift
+	limited_on "$what" "$TMP/big.json" $W -m llama-3.1-70b "$@"
+}
+
+limited "colocated capacity" --mode colocated
+limited "colocated cost" --mode colocated --objective cost
+limited "colocated latency" --mode colocated --objective latency
+
+limited "disagg" --mode disagg
+
+# the other searching modes, each on its own kind of input
 limited_on pipeline examples/clusters/helix-42.json examples/workloads/pipeline.json --mode pipeline
 limited_on compose examples/clusters/rent-six.json examples/workloads/chat.json --mode compose -m llama-3.1-70b
 limited_on cascade "$TMP/big.json" examples/workloads/cascade.json --mode cascade

@@ -40,6 +40,11 @@ const char *hx_milp_status_name(hx_milp_status s)
 	return status_names[s];
 }
 
+const char *hx_milp_plan_status(hx_milp_status s)
+{
+	return s <= HX_MILP_TIME_LIMIT ? status_names[s] : "work_limit";
+}
+
 hx_milp *hx_milp_new(int maximize)
 {
 	hx_milp *m = hx_xcalloc(1, sizeof(*m));

@@ -31,6 +31,9 @@ typedef enum hx_milp_status {
 } hx_milp_status;
 
 const char *hx_milp_status_name(hx_milp_status s);
+/* A plan's solver.status (DESIGN §7) for a solve that has a solution:
+ * optimal, gap_limit, work_limit or time_limit (work_limit for any other). */
+const char *hx_milp_plan_status(hx_milp_status s);
 
 /* A new empty model, maximizing when MAXIMIZE is set.  Free with
  * hx_milp_free. */

@@ -729,9 +729,7 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 	}
 	strcpy(p->solver.engine, "glpk");
 	if (route || theta)
-		strcpy(p->solver.status, res.status == HX_MILP_OPTIMAL ? "optimal"
-				       : res.status == HX_MILP_GAP_LIMIT ? "gap_limit"
-				       : res.status == HX_MILP_TIME_LIMIT ? "time_limit" : "work_limit");
+		strcpy(p->solver.status, hx_milp_plan_status(res.status));
 	else
 		strcpy(p->solver.status, x.time_cut ? "time_limit" : x.work_cut ? "work_limit" : "heuristic");
 	{

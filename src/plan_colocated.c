@@ -177,10 +177,7 @@ static int cmp_pick(const void *a, const void *b)
 static void fill_solver(hx_plan *p, const hx_milp_result *res, const char *engine)
 {
 	strcpy(p->solver.engine, engine);
-	strcpy(p->solver.status, res->status == HX_MILP_OPTIMAL      ? "optimal"
-				 : res->status == HX_MILP_GAP_LIMIT  ? "gap_limit"
-				 : res->status == HX_MILP_TIME_LIMIT ? "time_limit"
-								     : "work_limit");
+	strcpy(p->solver.status, hx_milp_plan_status(res->status));
 	p->solver.objective = hx_round6(res->objective);
 	p->solver.bound = hx_round6(res->bound);
 	p->solver.gap = hx_round6(res->gap);

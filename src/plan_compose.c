@@ -394,11 +394,6 @@ static int cmp_cpick(const void *a, const void *b)
 	return x->cand - y->cand;
 }
 
-static const char *status_name(hx_milp_status s)
-{
-	return s == HX_MILP_OPTIMAL ? "optimal" : s == HX_MILP_GAP_LIMIT ? "gap_limit"
-		: s == HX_MILP_TIME_LIMIT ? "time_limit" : "work_limit";
-}
 
 void hx_plan_fill_rent(hx_plan *p, const hx_cluster *cl)
 {
@@ -630,7 +625,7 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 		}
 	}
 	strcpy(p->solver.engine, "glpk");
-	strcpy(p->solver.status, status_name(out.res.status));
+	strcpy(p->solver.status, hx_milp_plan_status(out.res.status));
 	p->solver.bound = hx_round6(out.res.bound);
 	p->solver.gap = hx_round6(out.res.gap);
 	p->solver.nodes = out.res.nodes;

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "jsonio.h"
@@ -667,4 +668,11 @@ int hx_model_from_hf(const char *path, hx_model *out, hx_err *err)
 out:
 	json_decref(root);
 	return rc;
+}
+
+int hx_gpu_same(const hx_gpu *a, const hx_gpu *b)
+{
+	size_t off = offsetof(hx_gpu, tflops_bf16); /* the figures follow the strings */
+	return strcmp(a->name, b->name) == 0 &&
+	       memcmp((const char *)a + off, (const char *)b + off, sizeof(hx_gpu) - off) == 0;
 }

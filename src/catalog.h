@@ -81,6 +81,10 @@ typedef struct hx_catalog {
 int hx_catalog_load(hx_catalog *cat, const char *dir, hx_err *err);
 void hx_catalog_release(hx_catalog *cat);
 
+/* Whether A and B are the same profile to the cost model: the same name
+ * and every figure equal. */
+int hx_gpu_same(const hx_gpu *a, const hx_gpu *b);
+
 /* Borrowed pointer into CAT, or NULL. */
 const hx_gpu *hx_catalog_gpu(const hx_catalog *cat, const char *name);
 const hx_model *hx_catalog_model(const hx_catalog *cat, const char *name);

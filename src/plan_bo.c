@@ -42,6 +42,7 @@ typedef struct bo {
 	const hx_problem *pb;
 	const hx_bo_opts *o;
 	const hx_quality *q;
+	double qmean[HX_QUALITY_MAX_MODELS]; /* each model's mean score, once */
 	int nm;
 	hx_model models[MAXM];
 	hx_problem pbm[MAXM];
@@ -165,10 +166,11 @@ static double cfg_cost(const bo *b, const cfg *k)
 
 static double cfg_quality(const bo *b, const cfg *k)
 {
-	double f[HX_QUALITY_MAX_MODELS] = {0};
-	for (int m = 0; m < b->nm; m++)
-		f[m] = (double)k->u[m] / FSTEPS;
-	return hx_route_quality(b->q, f);
+	/* hx_route_quality, with the means computed once (a hot path) */
+	double sum = 0;
+	for (int m = 0; m < b->q->nmodels; m++)
+		sum += (m < b->nm ? (double)k->u[m] / FSTEPS : 0) * b->qmean[m];
+	return sum;
 }
 
 static double model_rate(const bo *b, const cfg *k, int m)
@@ -971,6 +973,8 @@ static int setup(bo *b, const hx_problem *pb, const hx_plan_opts *o, const hx_bo
 	b->pb = pb;
 	b->o = bo_o;
 	b->q = q;
+	for (int m = 0; m < q->nmodels; m++)
+		b->qmean[m] = hx_quality_mean(q, m);
 	b->deadline = hx_deadline(o->time_limit_s);
 	hx_rng_seed(&b->rng, pb->seed);
 	if (!q)

@@ -51,14 +51,6 @@ static hx_replica one_node_replica(const hx_problem *pb, const hx_gpu *g, int tp
 	return r;
 }
 
-/* The same profile to the cost model: name and every figure. */
-static int same_gpu(const hx_gpu *a, const hx_gpu *b)
-{
-	size_t off = offsetof(hx_gpu, tflops_bf16);
-	return strcmp(a->name, b->name) == 0 &&
-	       memcmp((const char *)a + off, (const char *)b + off, sizeof(hx_gpu) - off) == 0;
-}
-
 static void price_nodes(dctx *d)
 {
 	const hx_cluster *c = d->pb->cluster;
@@ -70,7 +62,7 @@ static void price_nodes(dctx *d)
 		/* A node with the same GPU profile and count as an earlier one
 		 * prices the same (one-node replicas do not see links). */
 		for (j = 0; j < i; j++)
-			if (c->nodes[j].count == c->nodes[i].count && same_gpu(&c->nodes[j].gpu, &c->nodes[i].gpu))
+			if (c->nodes[j].count == c->nodes[i].count && hx_gpu_same(&c->nodes[j].gpu, &c->nodes[i].gpu))
 				break;
 		if (j < i) {
 			*nr = d->nr[j];

@@ -331,12 +331,6 @@ typedef struct pctx {
 	int nlc;
 } pctx;
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* A replica view of TP GPUs of G holding [f, f + k) (padded, see
  * hx_plan_fragment_cost); returns the index of that stage. */
@@ -865,7 +859,7 @@ static long search(pctx *c, int *best_f, int *best_l, double *best_v, long work)
 	memcpy(cl, best_l, (size_t)n * sizeof(int));
 	for (long it = 0, evals = 0; evals < work && it < 20 * work && !c->failed; it++) {
 		double v;
-		if (c->deadline > 0 && (it & 63) == 0 && now_s() > c->deadline) {
+		if (c->deadline > 0 && (it & 63) == 0 && hx_now() > c->deadline) {
 			c->timed_out = 1;
 			break;
 		}
@@ -1097,14 +1091,7 @@ out:
 
 static int same_type(const hx_node *a, const hx_node *b)
 {
-	return strcmp(a->gpu.name, b->gpu.name) == 0 && a->count == b->count &&
-	       a->nic_gbps == b->nic_gbps && a->gpu.mem_gib == b->gpu.mem_gib &&
-	       a->gpu.mem_bw_gb_s == b->gpu.mem_bw_gb_s && a->gpu.tflops_bf16 == b->gpu.tflops_bf16 &&
-	       a->gpu.e_compute == b->gpu.e_compute && a->gpu.e_mem == b->gpu.e_mem &&
-	       a->gpu.iter_overhead_ms == b->gpu.iter_overhead_ms &&
-	       a->gpu.runtime_reserve_gib == b->gpu.runtime_reserve_gib &&
-	       a->gpu.kernel_floor_us == b->gpu.kernel_floor_us && a->gpu.e_attn == b->gpu.e_attn &&
-	       a->gpu.intra_bw_gb_s == b->gpu.intra_bw_gb_s;
+	return a->count == b->count && a->nic_gbps == b->nic_gbps && hx_gpu_same(&a->gpu, &b->gpu);
 }
 
 static void ctx_release(pctx *c)
@@ -1142,7 +1129,7 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	pctx c;
 	int n = cl->nnodes, L = pb->model->a.layers, rc = 0, *bf = NULL, *bl = NULL, *tf = NULL, *tl = NULL;
 	double P = hx_dist_mean(&w->prompt), O = hx_dist_mean(&w->output), best = -1, bound = 0, value = 0;
-	double t0 = now_s();
+	double t0 = hx_now();
 	long work, moves = 0;
 	int mem_layers = 0, served_k = 0;
 
@@ -1289,7 +1276,7 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 		st->flow = value;
 		st->bound = fmax(bound, value);
 		st->flows = c.flows;
-		st->seconds = now_s() - t0;
+		st->seconds = hx_now() - t0;
 	}
 out:
 	free(bf);

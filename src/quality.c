@@ -103,8 +103,6 @@ int hx_cascade_model_workload(const hx_quality *q, const hx_workload *w, const d
 	out->cv = w->cv;
 	out->slo = w->slo;
 	out->serving = w->serving;
-	memset(&out->prompt, 0, sizeof(out->prompt));
-	memset(&out->output, 0, sizeof(out->output));
 	hx_dist_from_pairs(&out->prompt, pp, n);
 	hx_dist_from_pairs(&out->output, po, n);
 	return 0;

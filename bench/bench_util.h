@@ -8,8 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "plan.h"
-#include "planners.h"
+#include "plan/plan.h"
+#include "planners/planners.h"
 
 static inline double bench_now(void)
 {

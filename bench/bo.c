@@ -23,9 +23,9 @@
 #include <math.h>
 
 #include "bench_util.h"
-#include "mobo.h"
-#include "plan_bo.h"
-#include "quality.h"
+#include "solver/mobo.h"
+#include "planners/bo.h"
+#include "model/quality.h"
 
 #define WPATH "examples/workloads/llama-8b-70b.json"
 #define BUDGET 30.0

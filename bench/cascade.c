@@ -23,8 +23,8 @@
 #include <math.h>
 
 #include "bench_util.h"
-#include "quality.h"
-#include "sim.h"
+#include "model/quality.h"
+#include "sim/sim.h"
 
 #define WPATH "examples/workloads/cascade.json"
 

@@ -14,8 +14,8 @@
 #include <math.h>
 
 #include "bench_util.h"
-#include "candidates.h"
-#include "sim.h"
+#include "planners/candidates.h"
+#include "sim/sim.h"
 
 static int cmp(const void *a, const void *b)
 {

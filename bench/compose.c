@@ -21,10 +21,10 @@
 #include <math.h>
 
 #include "bench_util.h"
-#include "compose.h"
-#include "gen.h"
-#include "replan.h"
-#include "sim.h"
+#include "planners/compose.h"
+#include "model/gen.h"
+#include "planners/replan.h"
+#include "sim/sim.h"
 
 static const char *const types[] = {"h100-sxm", "a100-80g", "l40s", "a6000", "a10g", "l4"};
 static const double prices[] = {2.99, 1.79, 0.86, 0.80, 1.01, 0.81};

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "calib.h"
-#include "catalog.h"
-#include "cost.h"
+#include "model/calib.h"
+#include "model/catalog.h"
+#include "model/cost.h"
 
 static const char *const ops[] = {"input_layernorm", "attn_pre_proj", "attn_rope",
 	"attn_post_proj", "post_attention_layernorm", "mlp_up_proj", "mlp_act",

@@ -15,7 +15,7 @@
 #include <math.h>
 
 #include "bench_util.h"
-#include "sim.h"
+#include "sim/sim.h"
 
 static double simcap(const hx_plan *p, const hx_workload *w)
 {

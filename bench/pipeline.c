@@ -19,9 +19,9 @@
 #include <math.h>
 
 #include "bench_util.h"
-#include "pipeline.h"
-#include "gen.h"
-#include "sim.h"
+#include "planners/pipeline.h"
+#include "model/gen.h"
+#include "sim/sim.h"
 
 static const char *WL = "examples/workloads/pipeline.json";
 

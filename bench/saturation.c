@@ -15,8 +15,8 @@
 #include <math.h>
 
 #include "bench_util.h"
-#include "gen.h"
-#include "sim.h"
+#include "model/gen.h"
+#include "sim/sim.h"
 
 static void sweep(const hx_catalog *cat, const char *gpu, const char *model)
 {

@@ -13,8 +13,8 @@
 #include <math.h>
 
 #include "bench_util.h"
-#include "gen.h"
-#include "sim.h"
+#include "model/gen.h"
+#include "sim/sim.h"
 
 static double run(const hx_plan *p, const hx_workload *w, int n, double *events_per_req)
 {

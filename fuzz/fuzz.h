@@ -21,7 +21,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "base/util.h"
 
 static void hx_fuzz_one(const char *path);
 

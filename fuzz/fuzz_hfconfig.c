@@ -4,7 +4,7 @@
 
 #include "fuzz.h"
 
-#include "catalog.h"
+#include "model/catalog.h"
 
 static void hx_fuzz_one(const char *path)
 {

@@ -2,7 +2,7 @@
 #include "config.h"
 
 #include "fuzz.h"
-#include "pipeline.h"
+#include "planners/pipeline.h"
 
 static void hx_fuzz_one(const char *path)
 {

@@ -2,7 +2,7 @@
 #include "config.h"
 
 #include "fuzz.h"
-#include "plan.h"
+#include "plan/plan.h"
 
 static void hx_fuzz_one(const char *path)
 {

@@ -3,7 +3,7 @@
 #include "config.h"
 
 #include "fuzz.h"
-#include "problem.h"
+#include "model/problem.h"
 
 static void hx_fuzz_one(const char *path)
 {

@@ -1,8 +1,8 @@
 /* flow: see flow.h.  With partition.c, the only modules that include igraph. */
 #include "config.h"
 
-#include "flow.h"
-#include "ighook.h"
+#include "solver/flow.h"
+#include "solver/ighook.h"
 
 #include <igraph/igraph.h>
 #include <stdlib.h>

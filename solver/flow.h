@@ -6,8 +6,8 @@
 #ifndef HX_FLOW_H
 #define HX_FLOW_H
 
-#include "graph.h"
-#include "util.h"
+#include "solver/graph.h"
+#include "base/util.h"
 
 typedef struct hx_flow_result {
 	double value;

@@ -1,14 +1,14 @@
 /* gp: see gp.h. */
 #include "config.h"
 
-#include "gp.h"
+#include "solver/gp.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "nelder_mead.h"
-#include "util.h"
+#include "solver/nelder_mead.h"
+#include "base/util.h"
 
 /* LAPACK's Fortran entry points (liblapack). */
 extern void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info);

@@ -1,12 +1,12 @@
 /* graph: see graph.h. */
 #include "config.h"
 
-#include "graph.h"
+#include "solver/graph.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "base/util.h"
 
 void hx_graph_init(hx_graph *g, int n)
 {

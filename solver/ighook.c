@@ -1,7 +1,7 @@
 /* ighook: see ighook.h. */
 #include "config.h"
 
-#include "ighook.h"
+#include "solver/ighook.h"
 
 #include <igraph/igraph.h>
 #include <setjmp.h>

@@ -8,7 +8,7 @@
 #ifndef HX_IGHOOK_H
 #define HX_IGHOOK_H
 
-#include "util.h"
+#include "base/util.h"
 
 /* Run FN(CTX) under the handlers.  FN returns an igraph error code.
  * Returns 0, or HX_EINPUT with ERR saying "WHAT failed: reason".  A fatal

@@ -1,7 +1,7 @@
 /* milp: see milp.h.  The only module that includes glpk.h. */
 #include "config.h"
 
-#include "milp.h"
+#include "solver/milp.h"
 
 #include <ctype.h>
 #include <glpk.h>

@@ -13,7 +13,7 @@
 #ifndef HX_MILP_H
 #define HX_MILP_H
 
-#include "util.h"
+#include "base/util.h"
 
 typedef struct hx_milp hx_milp;
 

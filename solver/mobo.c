@@ -1,7 +1,7 @@
 /* mobo: see mobo.h. */
 #include "config.h"
 
-#include "mobo.h"
+#include "solver/mobo.h"
 
 #include <math.h>
 #include <stdlib.h>

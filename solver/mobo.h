@@ -18,7 +18,7 @@
 #ifndef HX_MOBO_H
 #define HX_MOBO_H
 
-#include "util.h"
+#include "base/util.h"
 
 /* Mark in KEEP[N] the points of P (N x M) that no other point dominates
  * (<= in every objective, < in one); of equal points the first is kept.

@@ -1,7 +1,7 @@
 /* nelder_mead: see nelder_mead.h. */
 #include "config.h"
 
-#include "nelder_mead.h"
+#include "solver/nelder_mead.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,8 +1,8 @@
 /* partition: see partition.h. */
 #include "config.h"
 
-#include "partition.h"
-#include "ighook.h"
+#include "solver/partition.h"
+#include "solver/ighook.h"
 
 #include <igraph/igraph.h>
 #include <math.h>

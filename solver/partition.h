@@ -14,8 +14,8 @@
 
 #include <stdint.h>
 
-#include "graph.h"
-#include "util.h"
+#include "solver/graph.h"
+#include "base/util.h"
 
 /* GROUP[v] in 0..K-1 for each vertex of G (K <= G's vertices), balancing
  * NODE_W (NULL: 1 each).  Returns 0 or HX_EINPUT with ERR. */

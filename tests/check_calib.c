@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "calib.h"
-#include "catalog.h"
+#include "model/calib.h"
+#include "model/catalog.h"
 #include "check_util.h"
 
 static hx_catalog cat;

@@ -11,12 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "candidates.h"
-#include "gen.h"
-#include "planners.h"
-#include "quality.h"
-#include "sim.h"
-#include "verify.h"
+#include "planners/candidates.h"
+#include "model/gen.h"
+#include "planners/planners.h"
+#include "model/quality.h"
+#include "sim/sim.h"
+#include "plan/verify.h"
 #include "check_util.h"
 
 static char tmpdir[] = "/tmp/hx-cascade-XXXXXX";

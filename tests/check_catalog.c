@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
-#include "cost.h"
+#include "model/catalog.h"
+#include "model/cost.h"
 #include "check_util.h"
 
 static hx_catalog cat;

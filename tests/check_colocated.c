@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "candidates.h"
-#include "planners.h"
-#include "verify.h"
+#include "planners/candidates.h"
+#include "planners/planners.h"
+#include "plan/verify.h"
 #include "check_util.h"
 
 static hx_catalog cat;

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compose.h"
-#include "verify.h"
+#include "planners/compose.h"
+#include "plan/verify.h"
 #include "check_util.h"
 
 /* ---- exhaustive search ------------------------------------------------------ */

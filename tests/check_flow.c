@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flow.h"
-#include "ighook.h"
-#include "partition.h"
+#include "solver/flow.h"
+#include "solver/ighook.h"
+#include "solver/partition.h"
 #include "check_util.h"
 
 /* Edmonds-Karp on a dense residual matrix: the test's own max-flow. */

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gen.h"
-#include "problem.h"
+#include "model/gen.h"
+#include "model/problem.h"
 #include "check_util.h"
 
 static char tmpdir[] = "/tmp/hx-check-gen.XXXXXX";

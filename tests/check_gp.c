@@ -5,8 +5,8 @@
 #include <math.h>
 
 #include "check_util.h"
-#include "gp.h"
-#include "util.h"
+#include "solver/gp.h"
+#include "base/util.h"
 
 /* Two points (0, 0) and (1, 1), ls 1, sf2 1, no noise.  Standardized
  * targets are -1 and 1 (mean 0.5, std 0.5); with rho = k(1) =

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "problem.h"
+#include "model/catalog.h"
+#include "model/problem.h"
 #include "check_util.h"
 
 static hx_catalog cat;

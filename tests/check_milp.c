@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "milp.h"
+#include "solver/milp.h"
 #include "check_util.h"
 
 /* Random small knapsacks with 2 resources and integer counts: the MILP's

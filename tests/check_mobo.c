@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "check_util.h"
-#include "mobo.h"
+#include "solver/mobo.h"
 
 START_TEST(test_hv2)
 {

@@ -13,11 +13,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gen.h"
-#include "pipeline.h"
-#include "planners.h"
-#include "sim.h"
-#include "verify.h"
+#include "model/gen.h"
+#include "planners/pipeline.h"
+#include "planners/planners.h"
+#include "sim/sim.h"
+#include "plan/verify.h"
 #include "check_util.h"
 
 static char tmpdir[] = "/tmp/hx-check-pipeline-XXXXXX";

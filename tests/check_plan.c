@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
-#include "plan.h"
-#include "planners.h"
-#include "sha256.h"
+#include "model/catalog.h"
+#include "plan/plan.h"
+#include "planners/planners.h"
+#include "base/sha256.h"
 #include "check_util.h"
 
 static hx_catalog cat;

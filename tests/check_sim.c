@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
-#include "cost.h"
-#include "gen.h"
-#include "plan.h"
-#include "planners.h"
-#include "sim.h"
+#include "model/catalog.h"
+#include "model/cost.h"
+#include "model/gen.h"
+#include "plan/plan.h"
+#include "planners/planners.h"
+#include "sim/sim.h"
 #include "check_util.h"
 
 static hx_catalog cat;

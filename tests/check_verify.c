@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
-#include "plan.h"
-#include "problem.h"
-#include "verify.h"
+#include "model/catalog.h"
+#include "plan/plan.h"
+#include "model/problem.h"
+#include "plan/verify.h"
 #include "check_util.h"
 
 static hx_catalog cat;

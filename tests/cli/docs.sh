@@ -132,11 +132,11 @@ else
 fi
 
 # --- (f) hexplan-formats(5) names every key the loaders accept ------------
-# From the loaders (src/load.c, src/catalog.c, src/calib.c): every
+# From the loaders (src/model/): every
 # 'const char *const NAME[] = {...}' list (allowed keys and enumerated
 # values), the keys added to an allowed list one by one, and the Hugging
 # Face keys read through HF("...") or json_object_get().
-LOADERS="src/load.c src/catalog.c src/calib.c"
+LOADERS="src/model/load.c src/model/catalog.c src/model/calib.c"
 {
 	# shellcheck disable=SC2086
 	awk '/const char \*const [A-Za-z_]*\[\] = \{/ { on = 1 }
@@ -144,8 +144,8 @@ LOADERS="src/load.c src/catalog.c src/calib.c"
 		on && /\};/ { on = 0 }' $LOADERS | grep -o '"[^"]*"' | tr -d '"'
 	# shellcheck disable=SC2086
 	grep -ho 'allowed\[n++\] = "[A-Za-z0-9_]*"' $LOADERS | sed 's/.*= "//; s/"$//'
-	grep -o 'HF("[A-Za-z0-9_]*"' src/catalog.c | sed 's/^HF("//; s/"$//'
-	grep -o 'json_object_get([a-z]*, "[A-Za-z0-9_]*")' src/catalog.c |
+	grep -o 'HF("[A-Za-z0-9_]*"' src/model/catalog.c | sed 's/^HF("//; s/"$//'
+	grep -o 'json_object_get([a-z]*, "[A-Za-z0-9_]*")' src/model/catalog.c |
 		sed 's/.*, "//; s/")$//'
 } | sort -u >"$TMP/keys"
 : >"$TMP/err"

@@ -1,0 +1,489 @@
+/* util: see util.h. */
+#include "config.h"
+
+#include "base/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int hx_errf(hx_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err) {
+		err->code = code;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+static void oom(size_t n)
+{
+	fprintf(stderr, "hexplan: error: out of memory (%zu bytes)\n", n);
+	abort();
+}
+
+void *hx_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom(n);
+	return p;
+}
+
+void *hx_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		oom(n * size);
+	return p;
+}
+
+void *hx_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (!q)
+		oom(n);
+	return q;
+}
+
+char *hx_xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *p = hx_xmalloc(n);
+	memcpy(p, s, n);
+	return p;
+}
+
+int hx_strlcpy(char *dst, const char *src, size_t n)
+{
+	size_t len = strlen(src);
+
+	if (len < n) {
+		memcpy(dst, src, len + 1);
+		return 0;
+	}
+	if (n) {
+		memcpy(dst, src, n - 1);
+		dst[n - 1] = '\0';
+	}
+	return -1;
+}
+
+double hx_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double hx_deadline(double limit_s)
+{
+	return limit_s > 0 ? hx_now() + limit_s : 0;
+}
+
+int hx_past(double deadline)
+{
+	return deadline > 0 && hx_now() >= deadline;
+}
+
+static void size_text(size_t n, char *out, size_t len)
+{
+	if (n >= ((size_t)1 << 30) && n % ((size_t)1 << 30) == 0)
+		snprintf(out, len, "%zu GiB", n >> 30);
+	else
+		snprintf(out, len, "%zu MiB", n >> 20);
+}
+
+char *hx_read_file_max(const char *path, size_t max, size_t *len, hx_err *err)
+{
+	FILE *f;
+	char *buf = NULL, lim[32];
+	size_t cap = 0, n = 0, got;
+	int is_stdin = strcmp(path, "-") == 0;
+	struct stat st;
+
+	size_text(max, lim, sizeof(lim));
+	f = is_stdin ? stdin : fopen(path, "rb");
+	if (!f) {
+		hx_errf(err, HX_EINPUT, "%s: %s", hx_display_path(path), strerror(errno));
+		return NULL;
+	}
+	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uintmax_t)st.st_size > max) {
+		hx_errf(err, HX_EINPUT, "%s: the file is larger than hexplan's limit of %s for this input",
+			hx_display_path(path), lim);
+		goto fail;
+	}
+	for (;;) {
+		if (cap - n < 65536) {
+			cap = cap ? cap * 2 : 65536;
+			buf = hx_xrealloc(buf, cap + 1);
+		}
+		got = fread(buf + n, 1, cap - n, f);
+		n += got;
+		if (n > max) {
+			hx_errf(err, HX_EINPUT, "%s: the input is larger than hexplan's limit of %s",
+				hx_display_path(path), lim);
+			goto fail;
+		}
+		if (got == 0)
+			break;
+	}
+	if (ferror(f)) {
+		hx_errf(err, HX_EINPUT, "%s: %s", hx_display_path(path), strerror(errno ? errno : EIO));
+		goto fail;
+	}
+	buf[n] = '\0';
+	if (len)
+		*len = n;
+	if (!is_stdin)
+		fclose(f);
+	return buf;
+fail:
+	free(buf);
+	if (!is_stdin)
+		fclose(f);
+	return NULL;
+}
+
+char *hx_read_file(const char *path, size_t *len, hx_err *err)
+{
+	return hx_read_file_max(path, HX_MAX_JSON_BYTES, len, err);
+}
+
+static int write_in_place(const char *path, const char *data, size_t len, hx_err *err)
+{
+	size_t off = 0;
+	int fd = open(path, O_WRONLY | O_NOCTTY);
+
+	if (fd < 0)
+		return hx_errf(err, HX_EINPUT, "%s: %s", path, strerror(errno));
+	while (off < len) {
+		ssize_t w = write(fd, data + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			hx_errf(err, HX_EINPUT, "%s: %s", path, strerror(errno));
+			close(fd);
+			return HX_EINPUT;
+		}
+		off += (size_t)w;
+	}
+	if (close(fd) != 0)
+		return hx_errf(err, HX_EINPUT, "%s: %s", path, strerror(errno));
+	return HX_OK;
+}
+
+/* Write DATA to a new temporary file beside PATH, flushed and closed, with
+ * the mode PATH has (or would get); *TMP is its name (free it).  Returns 0,
+ * or HX_EINPUT with nothing left behind. */
+static int stage(const char *path, const char *data, size_t len, char **tmp_out, hx_err *err)
+{
+	char *dir = NULL, *tmp = NULL;
+	const char *fault;
+	long fault_after = -1;
+	int fd = -1, rc = HX_EINPUT;
+	size_t off = 0;
+
+	*tmp_out = NULL;
+	if ((fault = getenv("HEXPLAN_FAULT_WRITE")) && *fault)
+		fault_after = strtol(fault, NULL, 10);
+	dir = hx_dirname(path);
+	tmp = hx_xmalloc(strlen(path) + 16);
+	sprintf(tmp, "%s.tmpXXXXXX", path);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		hx_errf(err, HX_EINPUT, "%s: cannot create a temporary file: %s", path,
+			strerror(errno));
+		goto out;
+	}
+	{
+		/* mkstemp makes 0600: give the file the mode the old one had, or
+		 * what creating it would (0666 less the umask). */
+		struct stat st;
+		mode_t mask = umask(0);
+		umask(mask);
+		if (fchmod(fd, stat(path, &st) == 0 ? st.st_mode & 07777 : 0666 & ~mask) != 0) {
+			hx_errf(err, HX_EINPUT, "%s: %s", path, strerror(errno));
+			goto out;
+		}
+	}
+	while (off < len) {
+		ssize_t w;
+		if (fault_after >= 0 && off + (len - off) > (size_t)fault_after) {
+			/* HEXPLAN_FAULT_WRITE=N (tests): the disk fills after N bytes. */
+			if (off < (size_t)fault_after &&
+			    write(fd, data + off, (size_t)fault_after - off) > 0)
+				off = (size_t)fault_after;
+			hx_errf(err, HX_EINPUT, "%s: %s", path, strerror(ENOSPC));
+			goto out;
+		}
+		w = write(fd, data + off, len - off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			hx_errf(err, HX_EINPUT, "%s: %s", path, strerror(errno));
+			goto out;
+		}
+		off += (size_t)w;
+	}
+	if (fsync(fd) != 0 && errno != EINVAL) {
+		hx_errf(err, HX_EINPUT, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (close(fd) != 0) {
+		fd = -1;
+		hx_errf(err, HX_EINPUT, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	fd = -1;
+	rc = HX_OK;
+	*tmp_out = tmp;
+	tmp = NULL;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (tmp)
+		unlink(tmp);
+	free(tmp);
+	free(dir);
+	return rc;
+}
+
+/* A device or a FIFO (/dev/null, /dev/stdout, a named pipe) is written in
+ * place: renaming over it would replace it. */
+static int is_special(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+int hx_write_atomic(const char *path, const char *data, size_t len, hx_err *err)
+{
+	hx_out_file f = {path, data, len, 0};
+	return hx_write_files_atomic(&f, 1, err);
+}
+
+int hx_write_files_atomic(const hx_out_file *f, int n, hx_err *err)
+{
+	char **tmp = hx_xcalloc((size_t)n + 1, sizeof(*tmp));
+	int i, rc = HX_OK;
+
+	for (i = 0; i < n && !rc; i++) {
+		if (strcmp(f[i].path, "-") == 0) {
+			if (fwrite(f[i].data, 1, f[i].len, stdout) != f[i].len || fflush(stdout) != 0)
+				rc = hx_errf(err, HX_EINPUT, "<stdout>: %s", strerror(errno));
+		} else if (!is_special(f[i].path)) {
+			rc = stage(f[i].path, f[i].data, f[i].len, &tmp[i], err);
+			if (!rc && f[i].mode && chmod(tmp[i], (mode_t)f[i].mode) != 0)
+				rc = hx_errf(err, HX_EINPUT, "%s: %s", f[i].path, strerror(errno));
+		}
+	}
+	/* Every file is staged before the first replaces its old version. */
+	for (i = 0; i < n && !rc; i++) {
+		if (tmp[i]) {
+			if (rename(tmp[i], f[i].path) != 0)
+				rc = hx_errf(err, HX_EINPUT, "%s: %s", f[i].path, strerror(errno));
+			else {
+				free(tmp[i]);
+				tmp[i] = NULL;
+			}
+		} else if (strcmp(f[i].path, "-") != 0) {
+			rc = write_in_place(f[i].path, f[i].data, f[i].len, err);
+		}
+	}
+	for (i = 0; i < n; i++) {
+		if (tmp[i])
+			unlink(tmp[i]);
+		free(tmp[i]);
+	}
+	free(tmp);
+	return rc;
+}
+
+const char *hx_display_path(const char *path)
+{
+	return strcmp(path, "-") == 0 ? "<stdin>" : path;
+}
+
+char *hx_dirname(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *d;
+
+	if (!slash)
+		return hx_xstrdup(".");
+	if (slash == path)
+		return hx_xstrdup("/");
+	d = hx_xmalloc((size_t)(slash - path) + 1);
+	memcpy(d, path, (size_t)(slash - path));
+	d[slash - path] = '\0';
+	return d;
+}
+
+char *hx_path_join(const char *dir, const char *path)
+{
+	char *p;
+
+	if (path[0] == '/' || !dir || !*dir || strcmp(dir, ".") == 0)
+		return hx_xstrdup(path);
+	p = hx_xmalloc(strlen(dir) + strlen(path) + 2);
+	sprintf(p, "%s/%s", dir, path);
+	return p;
+}
+
+void hx_buf_printf(hx_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		size_t room = b->cap - b->len;
+		va_start(ap, fmt);
+		n = vsnprintf(b->s ? b->s + b->len : NULL, room, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return;
+		if ((size_t)n < room) {
+			b->len += (size_t)n;
+			return;
+		}
+		b->cap = (b->cap + (size_t)n + 1) * 2;
+		b->s = hx_xrealloc(b->s, b->cap);
+	}
+}
+
+void hx_buf_free(hx_buf *b)
+{
+	free(b->s);
+	b->s = NULL;
+	b->len = b->cap = 0;
+}
+
+static uint64_t splitmix(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+void hx_rng_seed(hx_rng *r, uint64_t seed)
+{
+	for (int i = 0; i < 4; i++)
+		r->s[i] = splitmix(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+uint64_t hx_rng_next(hx_rng *r)
+{
+	uint64_t *s = r->s;
+	uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = rotl(s[3], 45);
+	return result;
+}
+
+double hx_rng_uniform(hx_rng *r)
+{
+	return ((double)(hx_rng_next(r) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+double hx_rng_normal(hx_rng *r)
+{
+	/* Inversion keeps one draw per variate, so streams stay aligned. */
+	return hx_norm_quantile(hx_rng_uniform(r));
+}
+
+double hx_norm_cdf(double x)
+{
+	return 0.5 * erfc(-x / sqrt(2.0));
+}
+
+double hx_norm_quantile(double p)
+{
+	/* Acklam's rational approximation refined by one Halley step. */
+	static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+		-2.759285104469687e+02, 1.383577518672690e+02, -3.066479806614716e+01,
+		2.506628277459239e+00};
+	static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+		-1.556989798598866e+02, 6.680131188771972e+01, -1.328068155288572e+01};
+	static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+		-2.400758277161838e+00, -2.549732539343734e+00, 4.374664141464968e+00,
+		2.938163982698783e+00};
+	static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01,
+		2.445134137142996e+00, 3.754408661907416e+00};
+	double q, r, x, e, u;
+
+	if (p <= 0)
+		return -HUGE_VAL;
+	if (p >= 1)
+		return HUGE_VAL;
+	if (p < 0.02425) {
+		q = sqrt(-2 * log(p));
+		x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+		    ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+	} else if (p > 1 - 0.02425) {
+		q = sqrt(-2 * log(1 - p));
+		x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+		    ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+	} else {
+		q = p - 0.5;
+		r = q * q;
+		x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+		    (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+	}
+	e = hx_norm_cdf(x) - p;
+	u = e * sqrt(2 * M_PI) * exp(x * x / 2);
+	return x - u / (1 + x * u / 2);
+}
+
+double hx_round6(double v)
+{
+	char s[32];
+
+	if (!isfinite(v) || v == 0)
+		return v;
+	snprintf(s, sizeof(s), "%.6g", v);
+	return strtod(s, NULL);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+double hx_quantile(double *v, size_t n, double q)
+{
+	double pos;
+	size_t i;
+
+	if (n == 0)
+		return NAN;
+	qsort(v, n, sizeof(*v), cmp_double);
+	pos = q * (double)(n - 1);
+	i = (size_t)pos;
+	if (i + 1 >= n)
+		return v[n - 1];
+	return v[i] + (pos - (double)i) * (v[i + 1] - v[i]);
+}

@@ -1,0 +1,169 @@
+/* cli: see cli.h. */
+#include "config.h"
+
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/calib.h"
+
+int hx_cli_global(hx_cli *cli, int opt, const char *arg)
+{
+	if (opt == HX_OPT_CATALOG)
+		cli->catalog_dir = arg;
+	else if (opt == HX_OPT_CALIBRATION)
+		cli->calibration = arg;
+	else
+		return 0;
+	return 1;
+}
+
+int hx_cli_common(hx_cli *cli, const char *cmd, int opt, char **argv, int *table)
+{
+	switch (opt) {
+	case 'h':
+		return hx_cli_help(cmd);
+	case HX_OPT_FORMAT:
+		if (table)
+			return hx_cli_format(cmd, optarg, table) ? HX_EUSAGE : HX_CLI_GO;
+		break;
+	case ':':
+		return hx_cli_usage_error(cmd, "%s needs an argument", argv[optind - 1]);
+	case '?':
+		return hx_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+	default:
+		if (hx_cli_global(cli, opt, optarg))
+			return HX_CLI_GO;
+	}
+	return hx_cli_usage_error(cmd, "unknown option");
+}
+
+const hx_catalog *hx_cli_catalog(hx_cli *cli, int *rc)
+{
+	hx_err err = {0};
+	hx_calib cal;
+
+	if (cli->loaded)
+		return &cli->cat;
+	if ((*rc = hx_catalog_load(&cli->cat, cli->catalog_dir, &err))) {
+		hx_cli_fail(&err);
+		return NULL;
+	}
+	if (cli->calibration) {
+		if ((*rc = hx_calib_load(&cal, cli->calibration, &cli->cat, &err))) {
+			hx_cli_fail(&err);
+			hx_catalog_release(&cli->cat);
+			return NULL;
+		}
+		hx_calib_apply(&cal, &cli->cat);
+		hx_calib_release(&cal);
+	}
+	cli->loaded = 1;
+	return &cli->cat;
+}
+
+void hx_cli_release(hx_cli *cli)
+{
+	if (cli->loaded)
+		hx_catalog_release(&cli->cat);
+	cli->loaded = 0;
+}
+
+int hx_cli_fail(const hx_err *err)
+{
+	fprintf(stderr, "hexplan: error: %s\n", err->msg);
+	return err->code ? err->code : HX_EINPUT;
+}
+
+static const hx_command *find_command(const char *name)
+{
+	for (const hx_command *c = hx_commands; c->name; c++)
+		if (strcmp(c->name, name) == 0)
+			return c;
+	return NULL;
+}
+
+static void print_usage(FILE *f, const char *cmd)
+{
+	const hx_command *c = find_command(cmd);
+
+	for (int i = 0; c && c->usage[i]; i++)
+		fprintf(f, "%s%s\n", i ? "       " : "usage: ", c->usage[i]);
+}
+
+int hx_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("hexplan: error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	print_usage(stderr, cmd);
+	return HX_EUSAGE;
+}
+
+int hx_cli_help(const char *cmd)
+{
+	const hx_command *c = find_command(cmd);
+
+	print_usage(stdout, cmd);
+	if (c)
+		printf("\n%s\nSee hexplan(1) for every option.\n", c->summary);
+	return 0;
+}
+
+int hx_cli_int(const char *cmd, const char *opt, const char *s, long lo, long hi,
+	       long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (!*s || *end || errno || v < lo || v > hi)
+		return hx_cli_usage_error(cmd, "%s must be an integer from %ld to %ld, not \"%s\"",
+					  opt, lo, hi, s);
+	*out = v;
+	return 0;
+}
+
+int hx_cli_num(const char *cmd, const char *opt, const char *s, double lo, double hi,
+	       double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (!*s || *end || errno || !isfinite(v) || v < lo || v > hi)
+		return hx_cli_usage_error(cmd, "%s must be a number from %g to %g, not \"%s\"", opt,
+					  lo, hi, s);
+	*out = v;
+	return 0;
+}
+
+int hx_cli_format(const char *cmd, const char *s, int *table)
+{
+	if (strcmp(s, "json") == 0)
+		*table = 0;
+	else if (strcmp(s, "table") == 0)
+		*table = 1;
+	else
+		return hx_cli_usage_error(cmd, "--format must be json or table, not \"%s\"", s);
+	return 0;
+}
+
+int hx_cli_output(const char *path, const char *text)
+{
+	hx_err err = {0};
+
+	if (hx_write_atomic(path ? path : "-", text, strlen(text), &err))
+		return hx_cli_fail(&err);
+	return 0;
+}

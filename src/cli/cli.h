@@ -1,0 +1,87 @@
+/*
+ * cli: what the commands share — the command table's entry type, global
+ * options (--catalog, --calibration), the lazily loaded catalog, argument
+ * parsing and the one place that prints errors.
+ */
+#ifndef HX_CLI_H
+#define HX_CLI_H
+
+#include <getopt.h>
+
+#include "model/catalog.h"
+#include "base/util.h"
+
+typedef struct hx_cli {
+	const char *catalog_dir;
+	const char *calibration;
+	hx_catalog cat;
+	int loaded;
+} hx_cli;
+
+typedef struct hx_command {
+	const char *name;
+	int (*fn)(hx_cli *cli, int argc, char **argv);
+	const char *summary;
+	const char *const *usage; /* synopsis lines, NULL-terminated */
+} hx_command;
+
+extern const hx_command hx_commands[];
+
+/* The commands (cmd_<name>.c). */
+int cmd_estimate(hx_cli *cli, int argc, char **argv);
+int cmd_calibrate(hx_cli *cli, int argc, char **argv);
+int cmd_profiles(hx_cli *cli, int argc, char **argv);
+int cmd_validate(hx_cli *cli, int argc, char **argv);
+int cmd_plan(hx_cli *cli, int argc, char **argv);
+int cmd_simulate(hx_cli *cli, int argc, char **argv);
+int cmd_check(hx_cli *cli, int argc, char **argv);
+int cmd_trace(hx_cli *cli, int argc, char **argv);
+int cmd_export(hx_cli *cli, int argc, char **argv);
+int cmd_replan(hx_cli *cli, int argc, char **argv);
+
+/* Long-option values shared by every command. */
+enum {
+	HX_OPT_CATALOG = 1000,
+	HX_OPT_CALIBRATION,
+	HX_OPT_FORMAT,
+	HX_OPT_HELP = 'h'
+};
+#define HX_GLOBAL_LONGOPTS                                              \
+	{"catalog", required_argument, NULL, HX_OPT_CATALOG},            \
+	{"calibration", required_argument, NULL, HX_OPT_CALIBRATION},    \
+	{"help", no_argument, NULL, 'h'}
+
+/* What hx_cli_common returns when the option was an ordinary one. */
+#define HX_CLI_GO (-1)
+/* Handle what every command's getopt loop shares: -h (prints the usage),
+ * --format (TABLE may be NULL when the command has none), the global
+ * options, and getopt's ':' and '?'.  Returns HX_CLI_GO to go on, or the
+ * exit code to return now. */
+int hx_cli_common(hx_cli *cli, const char *cmd, int opt, char **argv, int *table);
+/* Handle a global option: 1 if OPT was one. */
+int hx_cli_global(hx_cli *cli, int opt, const char *arg);
+/* The catalog, with the calibration applied; NULL after printing an error
+ * (*RC gets the exit code). */
+const hx_catalog *hx_cli_catalog(hx_cli *cli, int *rc);
+void hx_cli_release(hx_cli *cli);
+
+/* Print "hexplan: error: MSG" and return ERR's code. */
+int hx_cli_fail(const hx_err *err);
+/* Print an error and the command's usage to stderr; return HX_EUSAGE. */
+int hx_cli_usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Print the command's usage to stdout (for --help); return 0. */
+int hx_cli_help(const char *cmd);
+
+/* Parse an integer/number option value; on failure print a usage error
+ * naming OPT and return HX_EUSAGE. */
+int hx_cli_int(const char *cmd, const char *opt, const char *s, long lo, long hi,
+	       long *out);
+int hx_cli_num(const char *cmd, const char *opt, const char *s, double lo, double hi,
+	       double *out);
+/* --format json|table: 0 json, 1 table; HX_EUSAGE printed when neither. */
+int hx_cli_format(const char *cmd, const char *s, int *table);
+/* Write a finished text to PATH ("-" or NULL: stdout), atomically. */
+int hx_cli_output(const char *path, const char *text);
+
+#endif

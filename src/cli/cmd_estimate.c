@@ -1,0 +1,278 @@
+/* estimate: the cost model's prediction for one replica configuration. */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "model/cost.h"
+#include "base/jsonio.h"
+
+#define CMD "estimate"
+
+enum { OPT_TP = 2000, OPT_PP, OPT_BATCH, OPT_INPUT, OPT_OUTPUT, OPT_WEIGHTS, OPT_KV };
+
+typedef struct est_args {
+	const char *model, *gpu, *workload;
+	long tp, pp, batch, input, output;
+	int wdt, kvdt, table;
+} est_args;
+
+static json_t *breakdown_json(const hx_breakdown *b, int layers)
+{
+	json_t *o = json_object();
+	hx_jset_num(o, "linear", b->linear_s * 1e3 / layers);
+	hx_jset_num(o, "attention", b->attention_s * 1e3 / layers);
+	hx_jset_num(o, "communication", b->comm_s * 1e3 / layers);
+	hx_jset_num(o, "overhead", b->overhead_s * 1e3 / layers);
+	return o;
+}
+
+static void table_breakdown(hx_buf *t, const char *what, const hx_breakdown *b, int layers)
+{
+	hx_buf_printf(t, "  %-9s linear %.4f  attention %.4f  communication %.4f  overhead %.4f ms/layer\n",
+		      what, b->linear_s * 1e3 / layers, b->attention_s * 1e3 / layers,
+		      b->comm_s * 1e3 / layers, b->overhead_s * 1e3 / layers);
+}
+
+static int run(hx_cli *cli, const est_args *a)
+{
+	const hx_catalog *cat;
+	const hx_gpu *g;
+	hx_model m;
+	hx_replica r;
+	hx_memory mem;
+	hx_iter pre, dec;
+	hx_batch pb = {0}, db = {0};
+	hx_workload w;
+	hx_capacity cap;
+	hx_err err = {0};
+	json_t *o = NULL, *x;
+	hx_buf t = {0};
+	char *text = NULL;
+	int rc, have_w = 0, layers;
+	double ctx, bw_gbps, lat_ms, need_tokens;
+	hx_dtype wdt, kvdt;
+
+	if (!(cat = hx_cli_catalog(cli, &rc)))
+		return rc;
+	if (!(g = hx_catalog_gpu(cat, a->gpu))) {
+		hx_errf(&err, HX_EINPUT, "unknown GPU \"%s\" (see 'hexplan profiles list')", a->gpu);
+		return hx_cli_fail(&err);
+	}
+	if ((rc = hx_model_resolve(cat, a->model, &m, &err)))
+		return hx_cli_fail(&err);
+	layers = m.a.layers;
+	wdt = a->wdt >= 0 ? (hx_dtype)a->wdt : m.a.dtype;
+	kvdt = a->kvdt >= 0 ? (hx_dtype)a->kvdt : HX_DT_FP16;
+	/* Stages of one node talk over its intra-node link; more GPUs than a
+	 * node holds go over a 100 Gb/s network. */
+	if (a->tp * a->pp <= 8) {
+		bw_gbps = g->intra_bw_gb_s * 8;
+		lat_ms = g->intra_latency_us * 1e-3;
+	} else {
+		bw_gbps = 100;
+		lat_ms = 0.02;
+	}
+	if ((rc = hx_replica_uniform(&r, &m, g, (int)a->tp, (int)a->pp, wdt, kvdt, bw_gbps,
+				     lat_ms, &err)))
+		return hx_cli_usage_error(CMD, "%s", err.msg);
+	if (a->tp > 8) /* a TP group larger than a node all-reduces over the network */
+		for (int i = 0; i < r.nstages; i++) {
+			r.stage[i].tp_bw_gb_s = 100 / 8.0;
+			r.stage[i].tp_latency_us = 20;
+		}
+	if (a->workload) {
+		if ((rc = hx_workload_load(&w, a->workload, &err)))
+			return hx_cli_fail(&err);
+		have_w = 1;
+	}
+	hx_cost_memory(&r, have_w ? w.serving.mem_util : 0.9, &mem);
+	if (!mem.fits) {
+		const hx_mem_stage *s = &mem.st[mem.worst_stage];
+		rc = hx_errf(&err, HX_EINFEASIBLE,
+			     "%s does not fit on %ld x %s (tp %ld, pp %ld): each GPU needs %.1f GiB of "
+			     "weights and %.1f GiB of reserve but has %.1f GiB usable: short by %.1f GiB",
+			     m.name, a->tp * a->pp, g->name, a->tp, a->pp, s->weights_b / HX_GIB,
+			     s->reserve_b / HX_GIB, s->capacity_b / HX_GIB, mem.short_b / HX_GIB);
+		goto out;
+	}
+	need_tokens = (double)a->batch * (a->input + a->output);
+	if (mem.kv_tokens < need_tokens) {
+		rc = hx_errf(&err, HX_EINFEASIBLE,
+			     "the KV cache of %s on %ld x %s holds %.0f tokens but a batch of %ld "
+			     "requests of %ld + %ld tokens needs %.0f",
+			     m.name, a->tp * a->pp, g->name, mem.kv_tokens, a->batch, a->input,
+			     a->output, need_tokens);
+		goto out;
+	}
+	hx_batch_add_prefill(&pb, a->batch, a->input, 0);
+	hx_cost_iter(&r, &pb, &pre);
+	ctx = a->input + a->output / 2.0;
+	hx_batch_add_decode(&db, a->batch, ctx);
+	hx_cost_cycle(&r, &db, &dec);
+	if (have_w)
+		hx_cost_capacity(&r, &w, &cap);
+
+	o = json_object();
+	hx_jset_str(o, "model", m.name);
+	hx_jset_str(o, "gpu", g->name);
+	hx_jset_int(o, "tp", a->tp);
+	hx_jset_int(o, "pp", a->pp);
+	hx_jset_int(o, "batch", a->batch);
+	hx_jset_int(o, "input_tokens", a->input);
+	hx_jset_int(o, "output_tokens", a->output);
+	hx_jset_str(o, "weights", hx_dtype_name(wdt));
+	hx_jset_str(o, "kv", hx_dtype_name(kvdt));
+	x = json_object();
+	hx_jset_num(x, "latency_ms", pre.latency_s * 1e3);
+	hx_jset_int(x, "tokens", a->batch * a->input);
+	hx_jset_num(x, "tokens_per_s", a->batch * a->input / pre.latency_s);
+	json_object_set_new(x, "per_layer_ms", breakdown_json(&pre.sum, layers));
+	json_object_set_new(o, "prefill", x);
+	x = json_object();
+	hx_jset_num(x, "step_ms", dec.cycle_s * 1e3);
+	hx_jset_num(x, "context", ctx);
+	hx_jset_num(x, "tokens_per_s", a->batch / dec.cycle_s);
+	json_object_set_new(x, "per_layer_ms", breakdown_json(&dec.sum, layers));
+	json_object_set_new(o, "decode", x);
+	x = json_object();
+	hx_jset_num(x, "e2e_ms", (pre.latency_s + (a->output - 1) * dec.cycle_s) * 1e3);
+	json_object_set_new(o, "request", x);
+	x = json_object();
+	{
+		const hx_mem_stage *s = &mem.st[0];
+		for (int i = 1; i < r.nstages; i++)
+			if (mem.st[i].kv_tokens < s->kv_tokens)
+				s = &mem.st[i];
+		hx_jset_num(x, "gpu_gib", g->mem_gib);
+		hx_jset_num(x, "usable_gib", s->capacity_b / HX_GIB);
+		hx_jset_num(x, "weights_gib", s->weights_b / HX_GIB);
+		hx_jset_num(x, "reserve_gib", s->reserve_b / HX_GIB);
+		hx_jset_num(x, "kv_gib", s->kv_b / HX_GIB);
+	}
+	hx_jset_num(x, "weights_total_gib", mem.weights_b / HX_GIB);
+	hx_jset_num(x, "kv_bytes_per_token", hx_kv_bytes_per_token(&m, kvdt));
+	hx_jset_num(x, "kv_capacity_tokens", mem.kv_tokens);
+	hx_jset_int(x, "max_batch", (long)floor(mem.kv_tokens / (a->input + a->output)));
+	json_object_set_new(o, "memory", x);
+	if (r.nstages > 1) {
+		json_t *st = json_array();
+		for (int i = 0; i < r.nstages; i++) {
+			json_t *s = json_object(), *l = json_array();
+			json_array_append_new(l, json_integer(r.stage[i].first));
+			json_array_append_new(l, json_integer(r.stage[i].last));
+			json_object_set_new(s, "layers", l);
+			hx_jset_num(s, "prefill_ms", pre.stage_s[i] * 1e3);
+			hx_jset_num(s, "decode_ms", dec.stage_s[i] * 1e3);
+			json_array_append_new(st, s);
+		}
+		json_object_set_new(o, "stages", st);
+	}
+	if (have_w) {
+		x = json_object();
+		hx_jset_num(x, "rps", cap.rps);
+		hx_jset_num(x, "tokens_per_s", cap.tokens_per_s);
+		hx_jset_num(x, "batch", cap.batch);
+		hx_jset_num(x, "tpot_ms", cap.tpot_ms);
+		hx_jset_num(x, "ttft_ms", cap.ttft_ms);
+		hx_jset_num(x, "max_batch", cap.max_batch);
+		hx_jset_str(x, "binding", cap.binding);
+		json_object_set_new(o, "capacity", x);
+	}
+
+	if (!a->table) {
+		text = hx_json_dump(o);
+	} else {
+		hx_buf_printf(&t, "%s on %ld x %s (tp %ld, pp %ld), weights %s, kv %s\n", m.name,
+			      a->tp * a->pp, g->name, a->tp, a->pp, hx_dtype_name(wdt),
+			      hx_dtype_name(kvdt));
+		hx_buf_printf(&t, "prefill   %ld x %ld tokens: %.3f ms\n", a->batch, a->input,
+			      pre.latency_s * 1e3);
+		hx_buf_printf(&t, "decode    batch %ld at context %.0f: %.3f ms/step, %.1f tokens/s\n",
+			      a->batch, ctx, dec.cycle_s * 1e3, a->batch / dec.cycle_s);
+		table_breakdown(&t, "prefill", &pre.sum, layers);
+		table_breakdown(&t, "decode", &dec.sum, layers);
+		hx_buf_printf(&t, "memory    %.1f GiB weights per GPU, %.1f GiB KV: %.0f tokens, max batch %.0f\n",
+			      mem.st[0].weights_b / HX_GIB, mem.st[0].kv_b / HX_GIB, mem.kv_tokens,
+			      floor(mem.kv_tokens / (a->input + a->output)));
+		if (have_w && cap.rps > 0)
+			hx_buf_printf(&t, "capacity  %.3f req/s at the SLO (batch %.1f, tpot %.2f ms, ttft p%g %.1f ms; bound by %s)\n",
+				      cap.rps, cap.batch, cap.tpot_ms, w.slo.percentile, cap.ttft_ms,
+				      cap.binding);
+		else if (have_w)
+			hx_buf_printf(&t, "capacity  0 req/s: even one request misses the SLO (bound by %s)\n",
+				      cap.binding);
+		text = t.s;
+		t.s = NULL;
+	}
+	rc = hx_cli_output("-", text);
+out:
+	if (rc && err.msg[0])
+		hx_cli_fail(&err);
+	json_decref(o);
+	free(text);
+	hx_buf_free(&t);
+	if (have_w)
+		hx_workload_release(&w);
+	return rc;
+}
+
+int cmd_estimate(hx_cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"model", required_argument, NULL, 'm'},
+		{"gpu", required_argument, NULL, 'g'},
+		{"workload", required_argument, NULL, 'w'},
+		{"tp", required_argument, NULL, OPT_TP},
+		{"pp", required_argument, NULL, OPT_PP},
+		{"batch", required_argument, NULL, OPT_BATCH},
+		{"input", required_argument, NULL, OPT_INPUT},
+		{"output", required_argument, NULL, OPT_OUTPUT},
+		{"weights", required_argument, NULL, OPT_WEIGHTS},
+		{"kv", required_argument, NULL, OPT_KV},
+		{"format", required_argument, NULL, HX_OPT_FORMAT},
+		HX_GLOBAL_LONGOPTS,
+		{NULL, 0, NULL, 0}};
+	est_args a = {NULL, NULL, NULL, 1, 1, 1, 512, 128, -1, -1, 0};
+	int c, rc;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":m:g:w:h", opts, NULL)) != -1) {
+		rc = 0;
+		switch (c) {
+		case 'm': a.model = optarg; break;
+		case 'g': a.gpu = optarg; break;
+		case 'w': a.workload = optarg; break;
+		case OPT_TP: rc = hx_cli_int(CMD, "--tp", optarg, 1, 1024, &a.tp); break;
+		case OPT_PP: rc = hx_cli_int(CMD, "--pp", optarg, 1, HX_MAX_STAGES, &a.pp); break;
+		case OPT_BATCH: rc = hx_cli_int(CMD, "--batch", optarg, 1, 1000000, &a.batch); break;
+		case OPT_INPUT: rc = hx_cli_int(CMD, "--input", optarg, 1, 10000000, &a.input); break;
+		case OPT_OUTPUT: rc = hx_cli_int(CMD, "--output", optarg, 1, 10000000, &a.output); break;
+		case OPT_WEIGHTS:
+			a.wdt = hx_dtype_parse(optarg);
+			if (a.wdt != HX_DT_BF16 && a.wdt != HX_DT_FP16 && a.wdt != HX_DT_FP8 &&
+			    a.wdt != HX_DT_INT4)
+				return hx_cli_usage_error(CMD, "--weights must be bf16, fp16, fp8 or int4, not \"%s\"", optarg);
+			break;
+		case OPT_KV:
+			a.kvdt = hx_dtype_parse(optarg);
+			if (a.kvdt != HX_DT_FP16 && a.kvdt != HX_DT_BF16 && a.kvdt != HX_DT_FP8)
+				return hx_cli_usage_error(CMD, "--kv must be fp16, bf16 or fp8, not \"%s\"", optarg);
+			break;
+		default:
+			if ((rc = hx_cli_common(cli, CMD, c, argv, &a.table)) != HX_CLI_GO)
+				return rc;
+			rc = 0;
+		}
+		if (rc)
+			return rc;
+	}
+	if (optind < argc)
+		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+	if (!a.model || !a.gpu)
+		return hx_cli_usage_error(CMD, "-m MODEL and -g GPU are required");
+	return run(cli, &a);
+}

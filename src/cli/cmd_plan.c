@@ -1,0 +1,385 @@
+/* plan: make a deployment plan (or print an existing one). */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "plan/plan.h"
+#include "planners/pipeline.h"
+#include "planners/bo.h"
+#include "planners/planners.h"
+#include "model/quality.h"
+
+#define CMD "plan"
+
+enum { OPT_MODE = 2200, OPT_SEED, OPT_OBJECTIVE, OPT_TIME_LIMIT, OPT_GAP, OPT_LP, OPT_VERBOSE, OPT_LAYER_COSTS, OPT_BUDGET };
+/* --mode bo's own */
+enum { OPT_PREFER = 2300, OPT_FRONT, OPT_PLOT, OPT_MAX_EVALS, OPT_EVALUATE };
+
+static int plan_baseline(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err)
+{
+	(void)o;
+	return hx_plan_baseline(pb, out, err);
+}
+
+/* What a mode takes besides -c, -w, -m and --seed. */
+enum {
+	TAKES_TIME = 1, /* --time-limit: it searches */
+	TAKES_MILP = 2, /* --objective, --gap, --lp: it solves a MILP */
+	TAKES_QUALITY = 4, /* its models come from the workload's quality profile */
+	TAKES_BO = 8, /* --prefer, --front, --plot, --max-evals, --evaluate: a Pareto search */
+};
+
+/* The modes this hexplan plans, in the order --help and errors name them. */
+static const struct mode {
+	const char *name;
+	int (*run)(const hx_problem *, const hx_plan_opts *, hx_plan *, hx_err *);
+	int takes;
+} modes[] = {
+	{"baseline", plan_baseline, 0},
+	{"colocated", hx_plan_colocated, TAKES_TIME | TAKES_MILP},
+	{"disagg", hx_plan_disagg, TAKES_TIME},
+	{"pipeline", hx_plan_pipeline, TAKES_TIME | TAKES_MILP},
+	{"compose", hx_plan_compose, TAKES_TIME | TAKES_MILP},
+	{"cascade", hx_plan_cascade, TAKES_TIME | TAKES_MILP | TAKES_QUALITY},
+	{"route", hx_plan_route, TAKES_TIME | TAKES_MILP | TAKES_QUALITY},
+	{"bo", NULL, TAKES_TIME | TAKES_QUALITY | TAKES_BO},
+};
+
+#define NMODES ((int)(sizeof(modes) / sizeof(modes[0])))
+
+/* The modes that take what FLAG says, as "a, b and c". */
+static void mode_list(int flag, char *out, size_t len)
+{
+	int n = 0, k = 0;
+	for (int i = 0; i < NMODES; i++)
+		n += (modes[i].takes & flag) == flag;
+	out[0] = '\0';
+	for (int i = 0; i < NMODES; i++) {
+		if ((modes[i].takes & flag) != flag)
+			continue;
+		k++;
+		snprintf(out + strlen(out), len - strlen(out), "%s%s",
+			 k == 1 ? "" : k == n ? " and " : ", ", modes[i].name);
+	}
+}
+
+/* Modes that take their models from the workload's quality profile (no -m). */
+static int takes_quality(const struct mode *md)
+{
+	return (md->takes & TAKES_QUALITY) != 0;
+}
+
+static const struct mode *find_mode(const char *name)
+{
+	for (int i = 0; i < NMODES; i++)
+		if (strcmp(modes[i].name, name) == 0)
+			return &modes[i];
+	return NULL;
+}
+
+static int unknown_mode(const char *name)
+{
+	char list[256];
+	mode_list(0, list, sizeof(list));
+	return hx_cli_usage_error(CMD, "unknown mode '%s' (this hexplan plans: %s)", name, list);
+}
+
+/* The search's progress on a terminal: one line, redrawn. */
+static void bo_progress(void *ctx, int iter, int evals, double hv)
+{
+	(void)ctx;
+	fprintf(stderr, "\rhexplan: plan: bo: iteration %d, %d evaluations, hypervolume %.4f ", iter, evals, hv);
+	fflush(stderr);
+}
+
+/* --mode bo: search, then write the plan, the front and the plot together
+ * (all or none). */
+static int plan_bo(const hx_problem *pb, const hx_plan_opts *po, const hx_bo_opts *bo,
+		   const char *out, const char *front_path, const char *plot_path, int table,
+		   hx_err *err)
+{
+	hx_plan p;
+	hx_bo_front f;
+	hx_out_file files[3];
+	char *text[3] = {NULL, NULL, NULL};
+	int n = 0, rc;
+
+	if ((rc = hx_plan_bo(pb, po, bo, front_path != NULL, &p, &f, err)))
+		goto done;
+	if (out) {
+		text[n] = hx_plan_dump(&p);
+		files[n] = (hx_out_file){out, text[n], strlen(text[n]), 0};
+		n++;
+	}
+	if (front_path) {
+		text[n] = hx_bo_front_dump(&f, pb->seed);
+		files[n] = (hx_out_file){front_path, text[n], strlen(text[n]), 0};
+		n++;
+	}
+	if (plot_path) {
+		text[n] = hx_bo_front_svg(&f);
+		files[n] = (hx_out_file){plot_path, text[n], strlen(text[n]), 0};
+		n++;
+	}
+	if (n && (rc = hx_write_files_atomic(files, n, err)))
+		goto free_all;
+	if (table || !out) {
+		char *t = table ? hx_plan_table(&p) : hx_plan_dump(&p);
+		rc = hx_cli_output("-", t);
+		free(t);
+	}
+free_all:
+	for (int i = 0; i < n; i++)
+		free(text[i]);
+	hx_plan_release(&p);
+	hx_bo_front_release(&f);
+done:
+	if (bo->progress)
+		fputc('\n', stderr);
+	return rc;
+}
+
+static int show(const char *path, int table)
+{
+	hx_plan p;
+	hx_err err = {0};
+	char *text;
+	int rc;
+
+	if ((rc = hx_plan_load(&p, path, &err)))
+		return hx_cli_fail(&err);
+	text = table ? hx_plan_table(&p) : hx_plan_dump(&p);
+	rc = hx_cli_output("-", text);
+	free(text);
+	hx_plan_release(&p);
+	return rc;
+}
+
+int cmd_plan(hx_cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"cluster", required_argument, NULL, 'c'},
+		{"workload", required_argument, NULL, 'w'},
+		{"model", required_argument, NULL, 'm'},
+		{"plan", required_argument, NULL, 'p'},
+		{"output", required_argument, NULL, 'o'},
+		{"mode", required_argument, NULL, OPT_MODE},
+		{"seed", required_argument, NULL, OPT_SEED},
+		{"objective", required_argument, NULL, OPT_OBJECTIVE},
+		{"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
+		{"gap", required_argument, NULL, OPT_GAP},
+		{"lp", required_argument, NULL, OPT_LP},
+		{"layer-costs", required_argument, NULL, OPT_LAYER_COSTS},
+		{"budget", required_argument, NULL, OPT_BUDGET},
+		{"prefer", required_argument, NULL, OPT_PREFER},
+		{"front", required_argument, NULL, OPT_FRONT},
+		{"plot", required_argument, NULL, OPT_PLOT},
+		{"max-evals", required_argument, NULL, OPT_MAX_EVALS},
+		{"evaluate", required_argument, NULL, OPT_EVALUATE},
+		{"format", required_argument, NULL, HX_OPT_FORMAT},
+		HX_GLOBAL_LONGOPTS,
+		{NULL, 0, NULL, 0}};
+	const char *cpath = NULL, *wpath = NULL, *model = NULL, *ppath = NULL, *out = NULL;
+	const char *mode = "baseline", *layer_costs = NULL, *front_path = NULL, *plot_path = NULL;
+	hx_bo_opts bo = {HX_PREFER_BALANCED, 0, 0, HX_BO_BAYES, 0, NULL, NULL};
+	int bo_given = 0;
+	const hx_catalog *cat;
+	hx_cluster cluster;
+	hx_workload w;
+	hx_model m;
+	hx_plan p;
+	hx_problem pb;
+	hx_err err = {0};
+	long seed = 1;
+	const struct mode *md;
+	int c, rc, table = 0, have_c = 0, have_w = 0, have_p = 0;
+	hx_plan_opts po = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0, 0};
+	const double start = hx_now();
+	double limit = 0;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":c:w:m:p:o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': cpath = optarg; break;
+		case 'w': wpath = optarg; break;
+		case 'm': model = optarg; break;
+		case 'p': ppath = optarg; break;
+		case 'o': out = optarg; break;
+		case OPT_MODE: mode = optarg; break;
+		case OPT_SEED:
+			if ((rc = hx_cli_int(CMD, "--seed", optarg, 0, 0x7fffffffL, &seed)))
+				return rc;
+			break;
+		case OPT_OBJECTIVE:
+			if (strcmp(optarg, "capacity") == 0)
+				po.objective = HX_OBJ_CAPACITY;
+			else if (strcmp(optarg, "cost") == 0)
+				po.objective = HX_OBJ_COST;
+			else if (strcmp(optarg, "latency") == 0)
+				po.objective = HX_OBJ_LATENCY;
+			else
+				return hx_cli_usage_error(CMD, "--objective must be capacity, cost or latency, not \"%s\"", optarg);
+			break;
+		case OPT_TIME_LIMIT:
+			if ((rc = hx_cli_num(CMD, "--time-limit", optarg, 1e-3, 1e7, &po.time_limit_s)))
+				return rc;
+			break;
+		case OPT_GAP:
+			if ((rc = hx_cli_num(CMD, "--gap", optarg, 0, 1, &po.gap)))
+				return rc;
+			break;
+		case OPT_LP: po.lp_path = optarg; break;
+		case OPT_LAYER_COSTS: layer_costs = optarg; break;
+		case OPT_BUDGET:
+			/* compose: the most traffic within it; bo: a hard filter */
+			if ((rc = hx_cli_num(CMD, "--budget", optarg, 1e-6, 1e9, &po.budget_usd_per_hour)))
+				return rc;
+			bo.budget_usd_per_hour = po.budget_usd_per_hour;
+			break;
+		case OPT_PREFER:
+			if (strcmp(optarg, "cost") == 0)
+				bo.prefer = HX_PREFER_COST;
+			else if (strcmp(optarg, "latency") == 0)
+				bo.prefer = HX_PREFER_LATENCY;
+			else if (strcmp(optarg, "quality") == 0)
+				bo.prefer = HX_PREFER_QUALITY;
+			else if (strcmp(optarg, "balanced") == 0)
+				bo.prefer = HX_PREFER_BALANCED;
+			else
+				return hx_cli_usage_error(CMD, "--prefer must be balanced, cost, latency or quality, not \"%s\"", optarg);
+			bo_given = 1;
+			break;
+		case OPT_FRONT: front_path = optarg; bo_given = 1; break;
+		case OPT_PLOT: plot_path = optarg; bo_given = 1; break;
+		case OPT_EVALUATE:
+			if (strcmp(optarg, "model") == 0)
+				bo.simulate = 0;
+			else if (strcmp(optarg, "sim") == 0)
+				bo.simulate = 1;
+			else
+				return hx_cli_usage_error(CMD, "--evaluate must be model or sim, not \"%s\"", optarg);
+			bo_given = 1;
+			break;
+		case OPT_MAX_EVALS: {
+			long n;
+			if ((rc = hx_cli_int(CMD, "--max-evals", optarg, 2, 100000, &n)))
+				return rc;
+			bo.max_evals = (int)n;
+			bo_given = 1;
+			break;
+		}
+		default:
+			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
+				return rc;
+		}
+	}
+	if (optind < argc)
+		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+	if (ppath) {
+		if (cpath || wpath || model || out)
+			return hx_cli_usage_error(CMD, "-p prints a plan: it takes no -c, -w, -m or -o");
+		return show(ppath, table);
+	}
+	if (!cpath || !wpath)
+		return hx_cli_usage_error(CMD, "-c cluster.json and -w workload.json are required");
+	if (!(md = find_mode(mode)))
+		return unknown_mode(mode);
+	if (!(md->takes & TAKES_MILP) && (po.objective != HX_OBJ_CAPACITY || po.lp_path || po.gap > 0)) {
+		char list[256];
+		mode_list(TAKES_MILP, list, sizeof(list));
+		return hx_cli_usage_error(CMD, "--objective, --gap and --lp need a MILP mode (%s)", list);
+	}
+	if (!(md->takes & TAKES_TIME) && po.time_limit_s > 0) {
+		char list[256];
+		mode_list(TAKES_TIME, list, sizeof(list));
+		return hx_cli_usage_error(CMD, "--time-limit needs a searching mode (%s)", list);
+	}
+	if (!(md->takes & TAKES_BO) && bo_given)
+		return hx_cli_usage_error(CMD, "--prefer, --max-evals, --evaluate, --front and --plot need --mode bo");
+	if (front_path && out && strcmp(front_path, out) == 0)
+		return hx_cli_usage_error(CMD, "--front and -o name the same file");
+	if (plot_path && ((out && strcmp(plot_path, out) == 0) || (front_path && strcmp(plot_path, front_path) == 0)))
+		return hx_cli_usage_error(CMD, "--plot names the same file as -o or --front");
+	limit = po.time_limit_s;
+	if (layer_costs && strcmp(md->name, "pipeline") != 0)
+		return hx_cli_usage_error(CMD, "--layer-costs is for --mode pipeline");
+	if (po.budget_usd_per_hour > 0 && strcmp(md->name, "compose") != 0 && !(md->takes & TAKES_BO))
+		return hx_cli_usage_error(CMD, "--budget needs --mode compose or bo");
+	if (!(cat = hx_cli_catalog(cli, &rc)))
+		return rc;
+	if ((rc = hx_cluster_load(&cluster, cpath, cat, &err)))
+		return hx_cli_fail(&err);
+	have_c = 1;
+	if ((rc = hx_workload_load(&w, wpath, &err)))
+		goto out;
+	have_w = 1;
+	if (takes_quality(md)) {
+		if (model) {
+			rc = hx_cli_usage_error(CMD, "--mode %s takes its models from the workload's quality profile, not -m", mode);
+			goto out;
+		}
+		if (!w.quality) {
+			rc = hx_cli_usage_error(CMD, "--mode %s needs a workload with a quality profile (\"quality\")", mode);
+			goto out;
+		}
+		/* the planner resolves the profile's models; -m's place is
+		 * held by the first */
+		if ((rc = hx_model_resolve(cat, w.quality->model[0], &m, &err))) {
+			char msg[sizeof(err.msg)];
+			snprintf(msg, sizeof(msg), "%s: /quality/models/0: %.900s", hx_display_path(wpath), err.msg);
+			hx_strlcpy(err.msg, msg, sizeof(err.msg));
+			goto out;
+		}
+	} else {
+		if (!model && !w.model[0]) {
+			rc = hx_cli_usage_error(CMD, "give -m MODEL (the workload names no model)");
+			goto out;
+		}
+		if ((rc = hx_model_resolve(cat, model ? model : w.model, &m, &err)))
+			goto out;
+	}
+	pb = (hx_problem){cat, &cluster, &w, &m, (uint64_t)seed, cpath, wpath, cli->calibration};
+	if (limit > 0)
+		/* The search stops at 90% of the limit, leaving the rest to
+		 * finish and write the plan; loading counts too. */
+		po.time_limit_s = fmax(0.9 * limit - (hx_now() - start), 1e-3);
+	if (md->takes & TAKES_BO) {
+		if (isatty(STDERR_FILENO)) {
+			bo.progress = bo_progress;
+		}
+		rc = plan_bo(&pb, &po, &bo, out, front_path, plot_path, table, &err);
+		goto out;
+	}
+	if (layer_costs) {
+		hx_pipe_opts xo = {0, 0, layer_costs};
+		rc = hx_plan_pipeline_run(&pb, &po, &xo, &p, NULL, &err);
+	} else {
+		rc = md->run(&pb, &po, &p, &err);
+	}
+	if (rc)
+		goto out;
+	have_p = 1;
+	if (out && (rc = hx_plan_write(&p, out, &err)))
+		goto out;
+	if (table || !out) {
+		char *text = table ? hx_plan_table(&p) : hx_plan_dump(&p);
+		rc = hx_cli_output("-", text);
+		free(text);
+	}
+out:
+	if (rc && err.msg[0])
+		hx_cli_fail(&err);
+	if (have_p)
+		hx_plan_release(&p);
+	if (have_w)
+		hx_workload_release(&w);
+	if (have_c)
+		hx_cluster_release(&cluster);
+	return rc;
+}

@@ -1,0 +1,162 @@
+/* replan: adapt a plan to a changed cluster or workload (replan.h); the new
+ * plan goes to -o (or stdout), what moves to --moves FILE and, in one line,
+ * to stderr. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "base/jsonio.h"
+#include "plan/plan.h"
+#include "planners/replan.h"
+
+#define CMD "replan"
+
+enum { OPT_MOVES = 2600 };
+
+static const char *const kinds[] = {"stop", "start", "role", "weight"};
+
+static json_t *moves_json(const hx_moves *mv, const char *plan_path, const char *old_digest)
+{
+	json_t *o = json_object(), *a = json_array(), *c = json_object();
+
+	hx_jset_str(o, "schema", "hexplan.moves");
+	hx_jset_int(o, "version", 1);
+	hx_jset_str(o, "plan", plan_path);
+	hx_jset_str(o, "old_plan", old_digest);
+	json_object_set_new(o, "routing_only", json_boolean(mv->routing_only));
+	hx_jset_int(o, "replicas_before", mv->replicas_before);
+	hx_jset_int(o, "kept", mv->kept);
+	hx_jset_int(o, "stopped", mv->stopped);
+	hx_jset_int(o, "started", mv->started);
+	hx_jset_int(o, "roles_flipped", mv->roles_flipped);
+	hx_jset_int(o, "weights_changed", mv->weights_changed);
+	json_object_set_new(o, "bytes_to_load", json_real(mv->bytes_to_load));
+	json_object_set_new(c, "before", json_real(mv->capacity_before_rps));
+	json_object_set_new(c, "after", json_real(mv->capacity_after_rps));
+	json_object_set_new(o, "capacity_rps", c);
+	json_object_set_new(o, "rate_rps", json_real(mv->rate_rps));
+	for (int i = 0; i < mv->n; i++) {
+		const hx_move *m = &mv->m[i];
+		json_t *x = json_object();
+		hx_jset_str(x, "kind", kinds[m->kind]);
+		if (m->kind == HX_MOVE_WEIGHT) {
+			hx_jset_str(x, "class", m->cls);
+			hx_jset_str(x, "group", m->group);
+			json_object_set_new(x, "from", json_real(hx_round6(m->from)));
+			json_object_set_new(x, "to", json_real(hx_round6(m->to)));
+		} else {
+			hx_jset_str(x, "replica", m->replica);
+			hx_jset_str(x, "group", m->group);
+			hx_jset_int(x, "gpus", m->gpus);
+			if (m->kind == HX_MOVE_STOP || m->kind == HX_MOVE_ROLE)
+				hx_jset_str(x, "why", m->why);
+			if (m->kind == HX_MOVE_START)
+				json_object_set_new(x, "bytes", json_real(m->bytes));
+		}
+		json_array_append_new(a, x);
+	}
+	json_object_set_new(o, "moves", a);
+	return o;
+}
+
+int cmd_replan(hx_cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"plan", required_argument, NULL, 'p'},
+		{"cluster", required_argument, NULL, 'c'},
+		{"workload", required_argument, NULL, 'w'},
+		{"output", required_argument, NULL, 'o'},
+		{"moves", required_argument, NULL, OPT_MOVES},
+		{"format", required_argument, NULL, HX_OPT_FORMAT},
+		HX_GLOBAL_LONGOPTS,
+		{NULL, 0, NULL, 0}};
+	const char *ppath = NULL, *cpath = NULL, *wpath = NULL, *out = NULL, *mpath = NULL;
+	const hx_catalog *cat;
+	hx_cluster cl;
+	hx_workload w;
+	hx_plan old, p;
+	hx_moves mv;
+	hx_problem pb;
+	hx_err err = {0};
+	hx_plan_opts po = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0, 0};
+	int c, rc, table = 0, have_c = 0, have_w = 0, have_old = 0, have_p = 0;
+	char digest[72];
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":p:c:w:o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': ppath = optarg; break;
+		case 'c': cpath = optarg; break;
+		case 'w': wpath = optarg; break;
+		case 'o': out = optarg; break;
+		case OPT_MOVES: mpath = optarg; break;
+		default:
+			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
+				return rc;
+		}
+	}
+	if (optind < argc)
+		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+	if (!ppath || !cpath)
+		return hx_cli_usage_error(CMD, "-p plan.json and -c cluster.json are required");
+	if (!(cat = hx_cli_catalog(cli, &rc)))
+		return rc;
+	if ((rc = hx_plan_load(&old, ppath, &err)))
+		goto out;
+	have_old = 1;
+	if ((rc = hx_cluster_load(&cl, cpath, cat, &err)))
+		goto out;
+	have_c = 1;
+	if (wpath) {
+		if ((rc = hx_workload_load(&w, wpath, &err)))
+			goto out;
+		have_w = 1;
+	}
+	if (old.nmodels != 1) {
+		rc = hx_errf(&err, HX_EINPUT, "%s: replan adapts plans of one model, this one has %d",
+			     hx_display_path(ppath), old.nmodels);
+		goto out;
+	}
+	hx_file_digest(ppath, digest);
+	pb = (hx_problem){cat, &cl, have_w ? &w : NULL, &old.models[0], old.solver.seed, cpath,
+		wpath, cli->calibration};
+	if ((rc = hx_replan(&old, &cl, have_w ? &w : NULL, &pb, &po, &p, &mv, &err)))
+		goto out;
+	have_p = 1;
+	if (out && (rc = hx_plan_write(&p, out, &err)))
+		goto out;
+	if (mpath) {
+		json_t *j = moves_json(&mv, out ? out : "-", digest);
+		rc = hx_json_write(j, mpath, &err);
+		json_decref(j);
+		if (rc)
+			goto out;
+	}
+	fprintf(stderr,
+		"hexplan: replan: kept %d of %d replicas; stopped %d, started %d, roles flipped %d, "
+		"weights changed %d; %.0f bytes of weights to load; capacity %.3f -> %.3f req/s\n",
+		mv.kept, mv.replicas_before, mv.stopped, mv.started, mv.roles_flipped,
+		mv.weights_changed, mv.bytes_to_load, mv.capacity_before_rps, mv.capacity_after_rps);
+	if (table || !out) {
+		char *text = table ? hx_plan_table(&p) : hx_plan_dump(&p);
+		rc = hx_cli_output("-", text);
+		free(text);
+	}
+out:
+	if (rc && err.msg[0])
+		hx_cli_fail(&err);
+	if (have_p) {
+		hx_plan_release(&p);
+		hx_moves_release(&mv);
+	}
+	if (have_w)
+		hx_workload_release(&w);
+	if (have_c)
+		hx_cluster_release(&cl);
+	if (have_old)
+		hx_plan_release(&old);
+	return rc;
+}

@@ -1,0 +1,129 @@
+/* export: the helpers every target shares (see export.h). */
+#include "config.h"
+
+#include "export/export.h"
+
+#include "model/cost.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void hx_export_add(hx_export_out *out, const char *name, char *text)
+{
+	out->f = hx_xrealloc(out->f, (size_t)(out->n + 1) * sizeof(*out->f));
+	out->f[out->n].name = hx_xstrdup(name);
+	out->f[out->n].text = text;
+	out->n++;
+}
+
+void hx_export_release(hx_export_out *out)
+{
+	for (int i = 0; i < out->n; i++) {
+		free(out->f[i].name);
+		free(out->f[i].text);
+	}
+	free(out->f);
+	hx_buf_free(&out->lost);
+	memset(out, 0, sizeof(*out));
+}
+
+void hx_export_lost(hx_export_out *out, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	hx_buf_printf(&out->lost, "%s\n", line);
+}
+
+char *hx_shell_quote(const char *s)
+{
+	hx_buf b = {0};
+
+	hx_buf_printf(&b, "'");
+	for (; *s; s++) {
+		if (*s == '\'')
+			hx_buf_printf(&b, "'\\''");
+		else
+			hx_buf_printf(&b, "%c", *s);
+	}
+	hx_buf_printf(&b, "'");
+	return b.s;
+}
+
+void hx_dns_label(char *out, size_t n, const char *s)
+{
+	size_t k = 0, max = n - 1 < 63 ? n - 1 : 63;
+
+	for (; *s && k < max; s++) {
+		char c = (char)tolower((unsigned char)*s);
+		if (isalnum((unsigned char)c))
+			out[k++] = c;
+		else if (k > 0 && out[k - 1] != '-')
+			out[k++] = '-';
+	}
+	while (k > 0 && out[k - 1] == '-')
+		k--;
+	if (k == 0)
+		out[k++] = 'x';
+	out[k] = '\0';
+}
+
+const char *hx_export_host(const hx_export_opts *o, const char *node)
+{
+	if (o && o->cluster)
+		for (int i = 0; i < o->cluster->nnodes; i++)
+			if (strcmp(o->cluster->nodes[i].name, node) == 0 && o->cluster->nodes[i].host[0])
+				return o->cluster->nodes[i].host;
+	return node;
+}
+
+int hx_export_precision_args(int engine, hx_dtype wdt, hx_dtype kvdt, const char *args[4])
+{
+	int n = 0;
+
+	switch (wdt) {
+	case HX_DT_BF16: args[n++] = "--dtype"; args[n++] = "bfloat16"; break;
+	case HX_DT_FP16: args[n++] = "--dtype"; args[n++] = "float16"; break;
+	case HX_DT_FP32: args[n++] = "--dtype"; args[n++] = "float32"; break;
+	case HX_DT_FP8: args[n++] = "--quantization"; args[n++] = "fp8"; break;
+	default: break;
+	}
+	if (kvdt == HX_DT_FP8) {
+		args[n++] = "--kv-cache-dtype";
+		args[n++] = engine == HX_ENGINE_SGLANG ? "fp8_e4m3" : "fp8";
+	}
+	return n;
+}
+
+int hx_export_max_model_len(const hx_plan *p, const hx_plan_group *g)
+{
+	const hx_model *m = hx_plan_model(p, g->model);
+	hx_replica r;
+	hx_memory mem;
+	double len;
+
+	if (!m)
+		return 0;
+	len = m->a.max_context;
+	if (g->nreplicas > 0 && hx_plan_replica_cost(p, g, &g->replicas[0], &r, NULL) == 0) {
+		hx_cost_memory(&r, 0.9, &mem);
+		if (mem.fits && mem.kv_tokens < len)
+			len = mem.kv_tokens;
+	}
+	return len >= 1 ? (int)len : 1;
+}
+
+const hx_gpu *hx_export_gpu(const hx_plan *p, const hx_export_opts *o, const char *node,
+			    const char *gpu)
+{
+	if (o && o->cluster)
+		for (int i = 0; i < o->cluster->nnodes; i++)
+			if (strcmp(o->cluster->nodes[i].name, node) == 0)
+				return &o->cluster->nodes[i].gpu;
+	return hx_plan_gpu(p, gpu);
+}

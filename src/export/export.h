@@ -1,0 +1,72 @@
+/*
+ * export: hands a plan to the systems that run it (DESIGN §9).  Each
+ * target (export_<target>.c) turns a plan into files — launch commands,
+ * Kubernetes manifests, KServe objects, a Graphviz picture — and never runs
+ * anything.  Where a target cannot express the plan it refuses (HX_EINPUT,
+ * saying what it cannot express) unless the options allow a lossy export,
+ * which writes the closest form and lists what was lost.
+ */
+#ifndef HX_EXPORT_H
+#define HX_EXPORT_H
+
+#include "plan/plan.h"
+#include "model/problem.h"
+#include "base/util.h"
+
+enum { HX_ENGINE_VLLM, HX_ENGINE_SGLANG };
+
+typedef struct hx_export_opts {
+	int engine;                /* HX_ENGINE_* */
+	int format_sh;             /* launch: shell scripts (else JSON, one object per line) */
+	int lossy;                 /* write the closest form instead of refusing */
+	const hx_cluster *cluster; /* optional: node hosts and GPU details */
+} hx_export_opts;
+
+typedef struct hx_export_file {
+	char *name; /* a plain file name, no directory */
+	char *text;
+} hx_export_file;
+
+typedef struct hx_export_out {
+	hx_export_file *f;
+	int n;
+	hx_buf lost; /* one line per thing a lossy export could not express */
+} hx_export_out;
+
+/* Each target fills OUT (release with hx_export_release); returns 0, or
+ * HX_EINPUT with ERR when the plan cannot be expressed (and !lossy). */
+int hx_export_launch(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err);
+int hx_export_k8s(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err);
+int hx_export_kserve(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err);
+int hx_export_dot(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err);
+
+/* Add a file to OUT; TEXT is taken over (freed by hx_export_release). */
+void hx_export_add(hx_export_out *out, const char *name, char *text);
+void hx_export_release(hx_export_out *out);
+/* Note something a lossy export could not express. */
+void hx_export_lost(hx_export_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* S quoted for a POSIX shell (single quotes; a quote inside as '\''): a new
+ * string.  Nothing in it is expanded or run by the shell. */
+char *hx_shell_quote(const char *s);
+/* S made a valid DNS-1123 label into OUT[N] (N >= 64): lower case letters,
+ * digits and '-', starting and ending with a letter or digit, at most 63
+ * characters; empty input gives "x". */
+void hx_dns_label(char *out, size_t n, const char *s);
+/* The address of node NODE: the cluster's "host" when given, else the name. */
+const char *hx_export_host(const hx_export_opts *o, const char *node);
+/* The cluster's profile of NODE's GPU, else the plan's profile named GPU. */
+const hx_gpu *hx_export_gpu(const hx_plan *p, const hx_export_opts *o, const char *node,
+			    const char *gpu);
+
+/* The engine flags for weights WDT and KV cache KVDT (HX_ENGINE_*): up to
+ * four static strings into ARGS; returns how many.  int4 checkpoints carry
+ * their own quantization config: no flag. */
+int hx_export_precision_args(int engine, hx_dtype wdt, hx_dtype kvdt, const char *args[4]);
+
+/* The context length an engine should allow a replica of group G: the
+ * model's, or what the replica's KV cache holds when that is less (an
+ * engine refuses to start when one sequence of its max length cannot fit). */
+int hx_export_max_model_len(const hx_plan *p, const hx_plan_group *g);
+
+#endif

@@ -1,0 +1,959 @@
+/*
+ * export_k8s: the plan as Kubernetes manifests (DESIGN §9), one
+ * multi-document YAML stream, hexplan.yaml, for `kubectl apply -f`.
+ *
+ * Per replica group: a Deployment (replicas = the group's) when each replica
+ * sits on one node, else a LeaderWorkerSet (leaderworkerset.x-k8s.io/v1) with
+ * one pod per node of a replica — the leader runs the Ray head and `vllm
+ * serve`, the workers join its Ray cluster; and a Service (port 8000) on the
+ * pods that serve.  Pods are pinned to their GPU type with a nodeSelector on
+ * nvidia.com/gpu.product (amd.com/gpu.product-name for AMD GPUs) and ask
+ * for nvidia.com/gpu (amd.com/gpu, with HIP_VISIBLE_DEVICES) limits; they
+ * mount a memory-backed /dev/shm, read HF_TOKEN from the Secret hf-token
+ * when there is one, and are ready when GET /health answers; Deployments
+ * recreate their pods on updates (the plan leaves no GPUs to surge into).
+ * Disaggregated groups carry llm-d's role label (llm-d.ai/role) and a NIXL
+ * --kv-transfer-config.  One Gateway API HTTPRoute, attached to the Gateway
+ * "hexplan-gateway", splits requests over the Services of the groups that
+ * take ingress by the plan's weights, scaled to integers summing to
+ * 1,000,000 (largest remainder).  The plan's node-level placement is kept as
+ * an annotation (hexplan.dev/placement); pods are pinned to GPU types, not
+ * nodes.
+ *
+ * Not expressible, so refused unless --lossy: stages with different TP
+ * sizes (vLLM runs one), worker pods of one replica that differ in GPU type
+ * or count (a LeaderWorkerSet has one worker template: the leader takes
+ * stage 0, every worker the same shape), NVIDIA and AMD GPUs in one replica,
+ * int4 weights (a pre-quantized checkpoint is needed), a model without a
+ * Hugging Face repository, a GPU without a valid product label, per-class
+ * or per-model ingress routing (an HTTPRoute sees neither the class nor the
+ * model of a request), more than 16 ingress groups (one rule holds 16
+ * backends), cascades, cross-replica hops, and disaggregation's KV routes
+ * (pairing prefill and decode pods is a P/D-aware router's job).
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export/export.h"
+#include "export/yaml.h"
+
+#define GATEWAY "hexplan-gateway"
+#define IMAGE_NVIDIA "vllm/vllm-openai:latest"
+#define IMAGE_AMD "rocm/vllm:latest"
+#define MAX_BACKENDS 16 /* backendRefs per HTTPRoute rule */
+
+/* ---- names ---- */
+
+void hx_k8s_keys(const hx_plan *p, char (*key)[56])
+{
+	for (int g = 0; g < p->ngroups; g++) {
+		char base[64];
+		size_t n;
+		int taken = 1;
+
+		/* at most 40 characters: "hexplan-" and a LeaderWorkerSet's pod
+		 * suffixes still fit in 63 */
+		hx_dns_label(base, sizeof(base), p->groups[g].name);
+		base[40] = '\0';
+		n = strlen(base);
+		while (n > 1 && base[n - 1] == '-')
+			base[--n] = '\0';
+		snprintf(key[g], 56, "%.40s", base);
+		for (int k = 2; taken; k++) {
+			taken = 0;
+			for (int h = 0; h < g && !taken; h++)
+				taken = strcmp(key[h], key[g]) == 0;
+			if (taken)
+				snprintf(key[g], 56, "%.40s-%d", base, k);
+		}
+	}
+}
+
+int hx_k8s_replica_group(const hx_plan *p, const char *id)
+{
+	size_t n = strcspn(id, "/");
+
+	for (int g = 0; g < p->ngroups; g++)
+		for (int r = 0; r < p->groups[g].nreplicas; r++) {
+			const char *rid = p->groups[g].replicas[r].id;
+			if (strlen(rid) == n && strncmp(rid, id, n) == 0)
+				return g;
+		}
+	return -1;
+}
+
+/* A valid label value: at most 63 characters, alphanumerics at both ends,
+ * '-', '_' and '.' between. */
+static int label_value_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 63 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("-_.", s[i]))
+			return 0;
+	return 1;
+}
+
+static int is_amd(const hx_gpu *gpu)
+{
+	return strcmp(gpu->vendor, "amd") == 0;
+}
+
+static const char *product_key(const hx_gpu *gpu)
+{
+	return is_amd(gpu) ? "amd.com/gpu.product-name" : "nvidia.com/gpu.product";
+}
+
+/* ---- a group's pods ---- */
+
+/* The pods of replica R: one per node, in the order the stages first use
+ * them.  PODS has room for every GPU of R. */
+static int layout(const hx_plan *p, const hx_export_opts *o, const hx_plan_group *g,
+		  const hx_plan_replica *r, hx_kpod *pods, int *npods, hx_err *err)
+{
+	const char **nodes;
+	int *last, n = 0, total = 0;
+
+	for (int s = 0; s < g->nstages; s++)
+		total += r->ngpus[s];
+	nodes = hx_xcalloc((size_t)total + 1, sizeof(*nodes));
+	last = hx_xcalloc((size_t)total + 1, sizeof(*last));
+	for (int s = 0; s < g->nstages; s++)
+		for (int i = 0; i < r->ngpus[s]; i++) {
+			const char *node = r->gpus[s][i].node;
+			int j = 0;
+			while (j < n && strcmp(nodes[j], node) != 0)
+				j++;
+			if (j == n) {
+				const hx_gpu *gpu = hx_export_gpu(p, o, node, g->stage[s].gpu);
+				if (!gpu) {
+					char gn[64], gpu_name[48];
+					hx_yaml_printable(gn, sizeof(gn), g->name);
+					hx_yaml_printable(gpu_name, sizeof(gpu_name), g->stage[s].gpu);
+					free(nodes);
+					free(last);
+					return hx_errf(err, HX_EINPUT, "group \"%s\": no profile of GPU \"%s\"", gn,
+						       gpu_name);
+				}
+				nodes[n] = node;
+				pods[n].gpu = gpu;
+				pods[n].ngpus = 0;
+				pods[n].stage0 = s;
+				pods[n].nstages = 0;
+				last[n] = -1;
+				n++;
+			}
+			pods[j].ngpus++;
+			if (last[j] != s) {
+				pods[j].nstages++;
+				last[j] = s;
+			}
+		}
+	free(nodes);
+	free(last);
+	*npods = n;
+	return 0;
+}
+
+static int same_pod(const hx_kpod *a, const hx_kpod *b)
+{
+	return a->ngpus == b->ngpus && strcmp(a->gpu->product, b->gpu->product) == 0 &&
+	       strcmp(a->gpu->vendor, b->gpu->vendor) == 0;
+}
+
+static char *placement_text(const hx_plan_group *g)
+{
+	hx_buf b = {0};
+
+	for (int r = 0; r < g->nreplicas; r++) {
+		const hx_plan_replica *rp = &g->replicas[r];
+		hx_buf_printf(&b, "%s%s:", r ? "; " : "", rp->id);
+		for (int s = 0; s < g->nstages; s++) {
+			hx_buf_printf(&b, "%s", s ? " |" : "");
+			for (int i = 0; i < rp->ngpus[s]; i++)
+				hx_buf_printf(&b, " %s:%d", rp->gpus[s][i].node, rp->gpus[s][i].index);
+		}
+	}
+	if (!b.s)
+		hx_buf_printf(&b, "%s", "");
+	return b.s;
+}
+
+int hx_kgroup_init(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, int gi,
+		   const char *key, hx_export_out *out, hx_err *err)
+{
+	const hx_plan_group *g = &p->groups[gi];
+	char gn[64];
+	int rc, total = 0;
+
+	memset(k, 0, sizeof(*k));
+	k->plan = p;
+	k->g = g;
+	hx_yaml_printable(gn, sizeof(gn), g->name);
+	snprintf(k->key, sizeof(k->key), "%.52s", key);
+	snprintf(k->name, sizeof(k->name), "hexplan-%.52s", key);
+	hx_dns_label(k->model, sizeof(k->model), g->model);
+	if (g->nstages < 1)
+		return hx_errf(err, HX_EINPUT, "group \"%s\" has no stages", gn);
+	if (!(k->m = hx_plan_model(p, g->model))) {
+		char mn[64];
+		hx_yaml_printable(mn, sizeof(mn), g->model);
+		return hx_errf(err, HX_EINPUT, "group \"%s\": the plan has no model \"%s\"", gn, mn);
+	}
+	k->repo = k->m->hf_repo[0] ? k->m->hf_repo : k->m->name;
+	if (!k->m->hf_repo[0] &&
+	    (rc = hx_yaml_lose(o, out, err, "model \"%s\" has no Hugging Face repository: the pods serve \"%s\"",
+			       k->m->name, k->m->name)))
+		return rc;
+	k->tp = g->stage[0].tp;
+	for (int s2 = 1; s2 < g->nstages; s2++) /* --lossy: the smallest fits every pod */
+		if (g->stage[s2].tp < k->tp)
+			k->tp = g->stage[s2].tp;
+	k->pp = g->nstages;
+	for (int s = 1; s < g->nstages; s++)
+		if (g->stage[s].tp != k->tp) {
+			if ((rc = hx_yaml_lose(o, out, err,
+					       "group \"%s\": its stages run TP %d and %d, and vLLM runs one TP size: "
+					       "every stage gets %d",
+					       gn, k->tp, g->stage[s].tp, k->tp)))
+				return rc;
+			break;
+		}
+	if (g->wdt == HX_DT_INT4 &&
+	    (rc = hx_yaml_lose(o, out, err,
+			       "group \"%s\": int4 weights need a pre-quantized checkpoint: vLLM serves \"%s\" as published",
+			       gn, k->repo)))
+		return rc;
+
+	for (int s = 0; s < g->nstages; s++)
+		total += g->stage[s].tp;
+	for (int r = 0; r < g->nreplicas; r++) {
+		int t = 0;
+		for (int s = 0; s < g->nstages; s++)
+			t += g->replicas[r].ngpus[s];
+		total = t > total ? t : total;
+	}
+	k->pods = hx_xcalloc((size_t)total + 1, sizeof(*k->pods));
+	if (g->nreplicas == 0) {
+		/* no placement: one pod with the first stage's GPU */
+		k->npods = 1;
+		k->pods[0].gpu = hx_plan_gpu(p, g->stage[0].gpu);
+		k->pods[0].ngpus = total;
+		k->pods[0].nstages = g->nstages;
+		if (!k->pods[0].gpu) {
+			char gpu[48];
+			hx_yaml_printable(gpu, sizeof(gpu), g->stage[0].gpu);
+			return hx_errf(err, HX_EINPUT, "group \"%s\": no profile of GPU \"%s\"", gn, gpu);
+		}
+	} else {
+		hx_kpod *other = hx_xcalloc((size_t)total + 1, sizeof(*other));
+		if ((rc = layout(p, o, g, &g->replicas[0], k->pods, &k->npods, err))) {
+			free(other);
+			return rc;
+		}
+		for (int r = 1; r < g->nreplicas; r++) {
+			int n = 0, same;
+			if ((rc = layout(p, o, g, &g->replicas[r], other, &n, err))) {
+				free(other);
+				return rc;
+			}
+			same = n == k->npods;
+			for (int j = 0; same && j < n; j++)
+				same = same_pod(&other[j], &k->pods[j]) && other[j].stage0 == k->pods[j].stage0 &&
+				       other[j].nstages == k->pods[j].nstages;
+			if (!same) {
+				char rid[64];
+				hx_yaml_printable(rid, sizeof(rid), g->replicas[r].id);
+				rc = hx_yaml_lose(o, out, err,
+						  "group \"%s\": replica \"%s\" is laid out over its nodes unlike the "
+						  "first, and one pod template serves them all: every replica follows the first",
+						  gn, rid);
+				if (rc) {
+					free(other);
+					return rc;
+				}
+				break;
+			}
+		}
+		free(other);
+	}
+
+	/* one vendor per replica; every GPU type with a label to pin it */
+	for (int j = 1; j < k->npods; j++)
+		if (strcmp(k->pods[j].gpu->vendor, k->pods[0].gpu->vendor) != 0) {
+			if ((rc = hx_yaml_lose(o, out, err,
+					       "group \"%s\" mixes %s and %s GPUs in one replica, which vLLM cannot run",
+					       gn, k->pods[0].gpu->vendor, k->pods[j].gpu->vendor)))
+				return rc;
+			break;
+		}
+	for (int j = 0; j < k->npods; j++) {
+		int seen = 0;
+		for (int i = 0; i < j && !seen; i++)
+			seen = k->pods[i].gpu == k->pods[j].gpu;
+		if (!seen && !label_value_ok(k->pods[j].gpu->product) &&
+		    (rc = hx_yaml_lose(o, out, err,
+				       "GPU \"%s\" has no valid Kubernetes product label (\"%s\"): the pods of "
+				       "group \"%s\" are not pinned to it",
+				       k->pods[j].gpu->name, k->pods[j].gpu->product, gn)))
+			return rc;
+	}
+
+	/* a LeaderWorkerSet: the leader is pod 0, every worker pod the same */
+	if (k->npods > 1) {
+		int differ = 0;
+		k->worker_ngpus = k->pods[1].ngpus;
+		k->worker_products[k->worker_nproducts++] = k->pods[1].gpu->product;
+		for (int j = 2; j < k->npods; j++) {
+			int seen = 0;
+			if (!same_pod(&k->pods[j], &k->pods[1]))
+				differ = j;
+			if (k->pods[j].ngpus > k->worker_ngpus)
+				k->worker_ngpus = k->pods[j].ngpus;
+			for (int i = 0; i < k->worker_nproducts && !seen; i++)
+				seen = strcmp(k->worker_products[i], k->pods[j].gpu->product) == 0;
+			if (!seen && k->worker_nproducts < (int)HX_ARRAY_LEN(k->worker_products))
+				k->worker_products[k->worker_nproducts++] = k->pods[j].gpu->product;
+		}
+		if (differ) {
+			rc = hx_yaml_lose(o, out, err,
+					  "group \"%s\": its worker pods need %d x %s and %d x %s, and one worker "
+					  "template describes them all: workers may land on any of their GPU types "
+					  "and ask for %d GPUs",
+					  gn, k->pods[1].ngpus, k->pods[1].gpu->name, k->pods[differ].ngpus,
+					  k->pods[differ].gpu->name, k->worker_ngpus);
+			if (rc)
+				return rc;
+		} else {
+			k->worker_nproducts = 1;
+		}
+	}
+	k->placement = placement_text(g);
+	return 0;
+}
+
+void hx_kgroup_release(hx_kgroup *k)
+{
+	free(k->pods);
+	free(k->placement);
+	memset(k, 0, sizeof(*k));
+}
+
+void hx_k8s_labels(hx_yw *w, const hx_kgroup *k)
+{
+	hx_yw_str(w, "app.kubernetes.io/name", "vllm");
+	hx_yw_str(w, "app.kubernetes.io/part-of", "hexplan");
+	hx_yw_str(w, "hexplan.dev/group", k->key);
+	hx_yw_str(w, "hexplan.dev/model", k->model);
+	if (k->g->role != HX_ROLE_AGGREGATED)
+		hx_yw_str(w, "llm-d.ai/role", hx_role_name(k->g->role));
+}
+
+/* ---- the container ---- */
+
+typedef struct argv_t {
+	char **v;
+	int n;
+} argv_t;
+
+static void arg(argv_t *a, const char *s)
+{
+	a->v = hx_xrealloc(a->v, (size_t)(a->n + 1) * sizeof(*a->v));
+	a->v[a->n++] = hx_xstrdup(s);
+}
+
+static void argi(argv_t *a, int n)
+{
+	char s[24];
+	snprintf(s, sizeof(s), "%d", n);
+	arg(a, s);
+}
+
+static void argv_free(argv_t *a)
+{
+	for (int i = 0; i < a->n; i++)
+		free(a->v[i]);
+	free(a->v);
+	memset(a, 0, sizeof(*a));
+}
+
+/* `vllm serve` and its options for K (the port unless PORT is 0). */
+static void vllm_serve(argv_t *a, const hx_kgroup *k, int port, int ray)
+{
+	const hx_plan_group *g = k->g;
+
+	arg(a, "vllm");
+	arg(a, "serve");
+	arg(a, k->repo);
+	if (port) {
+		arg(a, "--port");
+		argi(a, port);
+	}
+	arg(a, "--tensor-parallel-size");
+	argi(a, k->tp);
+	arg(a, "--pipeline-parallel-size");
+	argi(a, k->pp);
+	if (k->m->a.max_context > 0) {
+		arg(a, "--max-model-len");
+		argi(a, hx_export_max_model_len(k->plan, k->g));
+	}
+	{
+		const char *prec[4];
+		int n = hx_export_precision_args(HX_ENGINE_VLLM, g->wdt, g->kvdt, prec);
+		for (int i = 0; i < n; i++)
+			arg(a, prec[i]);
+	}
+	if (g->role != HX_ROLE_AGGREGATED) {
+		arg(a, "--kv-transfer-config");
+		arg(a, "{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}");
+	}
+	if (ray) {
+		arg(a, "--distributed-executor-backend");
+		arg(a, "ray");
+	}
+}
+
+/* S needs no quotes in a shell command line. */
+static int shell_plain(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("-_./:=,+@%", *s))
+			return 0;
+	return 1;
+}
+
+/* What the container of pod KIND runs; MANAGED: the serving port comes
+ * from the arguments KServe appends. */
+static void command(argv_t *a, const hx_kgroup *k, int kind, int managed)
+{
+	hx_buf sh = {0};
+	argv_t serve = {0};
+
+	if (kind == HX_KPOD_SINGLE) {
+		vllm_serve(a, k, managed ? 0 : HX_K8S_PORT, 0);
+		return;
+	}
+	if (kind == HX_KPOD_WORKER) {
+		hx_buf_printf(&sh, "until ray start --address=\"$LWS_LEADER_ADDRESS:6379\" --block; do sleep 5; done");
+	} else {
+		/* the Ray head waits for every node of the replica, then serves */
+		vllm_serve(&serve, k, HX_K8S_PORT, 1);
+		hx_buf_printf(&sh,
+			      "ray start --head --port=6379 && "
+			      "until python3 -c 'import ray, sys; ray.init(address=\"auto\", logging_level=\"ERROR\"); "
+			      "sys.exit(sum(n[\"Alive\"] for n in ray.nodes()) < %d)'; do sleep 5; done && exec",
+			      k->npods);
+		for (int i = 0; i < serve.n; i++) {
+			if (shell_plain(serve.v[i])) {
+				hx_buf_printf(&sh, " %s", serve.v[i]);
+			} else {
+				char *q = hx_shell_quote(serve.v[i]);
+				hx_buf_printf(&sh, " %s", q);
+				free(q);
+			}
+		}
+		argv_free(&serve);
+	}
+	arg(a, "sh");
+	arg(a, "-c");
+	arg(a, sh.s);
+	hx_buf_free(&sh);
+}
+
+/* S with '$' doubled: Kubernetes expands $(VAR) in command and env values,
+ * and "$$" is its escape for "$". */
+static void str_nodollar(hx_yw *w, const char *key, const char *s)
+{
+	hx_buf b = {0};
+
+	hx_buf_printf(&b, "%s", "");
+	for (; *s; s++) {
+		if (*s == '$')
+			hx_buf_printf(&b, "$$");
+		else
+			hx_buf_printf(&b, "%c", *s);
+	}
+	if (key)
+		hx_yw_str(w, key, b.s);
+	else
+		hx_yw_item_str(w, b.s);
+	hx_buf_free(&b);
+}
+
+static void env(hx_yw *w, const char *name, const char *value)
+{
+	hx_yw_item(w);
+	hx_yw_str(w, "name", name);
+	str_nodollar(w, "value", value);
+	hx_yw_end(w);
+}
+
+void hx_k8s_pod_spec(hx_yw *w, const hx_kgroup *k, int kind, const char *container, int managed)
+{
+	const hx_kpod *pod = &k->pods[kind == HX_KPOD_WORKER && k->npods > 1 ? 1 : 0];
+	int ngpus = kind == HX_KPOD_WORKER ? k->worker_ngpus : pod->ngpus;
+	int amd = is_amd(pod->gpu);
+	argv_t cmd = {0};
+	int pinnable = 0;
+
+	for (int i = 0; kind == HX_KPOD_WORKER && i < k->worker_nproducts; i++)
+		pinnable += label_value_ok(k->worker_products[i]);
+	if (kind == HX_KPOD_WORKER && k->worker_nproducts > 1 && pinnable > 0) {
+		/* lossy: the worker pods' GPU types, in any order */
+		hx_yw_map(w, "affinity");
+		hx_yw_map(w, "nodeAffinity");
+		hx_yw_map(w, "requiredDuringSchedulingIgnoredDuringExecution");
+		hx_yw_map(w, "nodeSelectorTerms");
+		hx_yw_item(w);
+		hx_yw_map(w, "matchExpressions");
+		hx_yw_item(w);
+		hx_yw_str(w, "key", product_key(pod->gpu));
+		hx_yw_str(w, "operator", "In");
+		hx_yw_map(w, "values");
+		for (int i = 0; i < k->worker_nproducts; i++)
+			if (label_value_ok(k->worker_products[i]))
+				hx_yw_item_str(w, k->worker_products[i]);
+		hx_yw_end(w);
+		hx_yw_end(w);
+		hx_yw_end(w);
+		hx_yw_end(w);
+		hx_yw_end(w);
+		hx_yw_end(w);
+		hx_yw_end(w);
+		hx_yw_end(w);
+	} else if ((kind != HX_KPOD_WORKER || k->worker_nproducts <= 1) && label_value_ok(pod->gpu->product)) {
+		hx_yw_map(w, "nodeSelector");
+		hx_yw_str(w, product_key(pod->gpu), pod->gpu->product);
+		hx_yw_end(w);
+	}
+	hx_yw_map(w, "containers");
+	hx_yw_item(w);
+	hx_yw_str(w, "name", container);
+	hx_yw_str(w, "image", amd ? IMAGE_AMD : IMAGE_NVIDIA);
+	command(&cmd, k, kind, managed);
+	hx_yw_map(w, "command");
+	for (int i = 0; i < cmd.n; i++)
+		str_nodollar(w, NULL, cmd.v[i]);
+	hx_yw_end(w);
+	argv_free(&cmd);
+
+	hx_yw_map(w, "env");
+	if (k->pp > 1) {
+		hx_buf part = {0};
+		for (int s = 0; s < k->g->nstages; s++)
+			hx_buf_printf(&part, "%s%d", s ? "," : "", k->g->stage[s].last - k->g->stage[s].first);
+		env(w, "VLLM_PP_LAYER_PARTITION", part.s);
+		hx_buf_free(&part);
+	}
+	if (amd) {
+		hx_buf dev = {0};
+		for (int i = 0; i < ngpus; i++)
+			hx_buf_printf(&dev, "%s%d", i ? "," : "", i);
+		env(w, "HIP_VISIBLE_DEVICES", dev.s ? dev.s : "");
+		hx_buf_free(&dev);
+	}
+	if (k->g->role != HX_ROLE_AGGREGATED) {
+		hx_yw_item(w);
+		hx_yw_str(w, "name", "VLLM_NIXL_SIDE_CHANNEL_HOST");
+		hx_yw_map(w, "valueFrom");
+		hx_yw_map(w, "fieldRef");
+		hx_yw_str(w, "fieldPath", "status.podIP");
+		hx_yw_end(w);
+		hx_yw_end(w);
+		hx_yw_end(w);
+	}
+	/* gated models read the token from the Secret hf-token, when there is one */
+	hx_yw_item(w);
+	hx_yw_str(w, "name", "HF_TOKEN");
+	hx_yw_map(w, "valueFrom");
+	hx_yw_map(w, "secretKeyRef");
+	hx_yw_str(w, "name", "hf-token");
+	hx_yw_str(w, "key", "token");
+	hx_yw_raw(w, "optional", "true");
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+
+	if (kind != HX_KPOD_WORKER && !managed) {
+		hx_yw_map(w, "ports");
+		hx_yw_item(w);
+		hx_yw_str(w, "name", "http");
+		hx_yw_int(w, "containerPort", HX_K8S_PORT);
+		hx_yw_str(w, "protocol", "TCP");
+		hx_yw_end(w);
+		hx_yw_end(w);
+		hx_yw_map(w, "readinessProbe");
+		hx_yw_map(w, "httpGet");
+		hx_yw_str(w, "path", "/health");
+		hx_yw_int(w, "port", HX_K8S_PORT);
+		hx_yw_end(w);
+		hx_yw_int(w, "periodSeconds", 10);
+		hx_yw_end(w);
+	}
+	hx_yw_map(w, "resources");
+	hx_yw_map(w, "limits");
+	hx_yw_int(w, amd ? "amd.com/gpu" : "nvidia.com/gpu", ngpus);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_map(w, "volumeMounts");
+	hx_yw_item(w);
+	hx_yw_str(w, "name", "dshm");
+	hx_yw_str(w, "mountPath", "/dev/shm");
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w); /* the container */
+	hx_yw_end(w); /* containers */
+
+	hx_yw_map(w, "volumes");
+	hx_yw_item(w);
+	hx_yw_str(w, "name", "dshm");
+	hx_yw_map(w, "emptyDir");
+	hx_yw_str(w, "medium", "Memory");
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+}
+
+void hx_k8s_scale(const double *weight, int n, long *out)
+{
+	double total = 0, *frac;
+	long sum = 0;
+
+	for (int i = 0; i < n; i++) {
+		out[i] = 0;
+		total += weight[i] > 0 ? weight[i] : 0;
+	}
+	if (n == 0 || !(total > 0))
+		return;
+	frac = hx_xcalloc((size_t)n, sizeof(*frac));
+	for (int i = 0; i < n; i++) {
+		double q = (weight[i] > 0 ? weight[i] : 0) / total * 1e6;
+		out[i] = (long)floor(q);
+		frac[i] = q - (double)out[i];
+		sum += out[i];
+	}
+	/* the units left go to the largest remainders (the first on ties) */
+	while (sum < 1000000) {
+		int best = -1;
+		for (int i = 0; i < n; i++)
+			if (weight[i] > 0 && (best < 0 || frac[i] > frac[best]))
+				best = i;
+		out[best]++;
+		frac[best] = -1;
+		sum++;
+	}
+	free(frac);
+}
+
+/* ---- the manifests ---- */
+
+static void metadata(hx_yw *w, const hx_kgroup *k)
+{
+	hx_yw_map(w, "metadata");
+	hx_yw_str(w, "name", k->name);
+	hx_yw_map(w, "labels");
+	hx_k8s_labels(w, k);
+	hx_yw_end(w);
+	hx_yw_map(w, "annotations");
+	hx_yw_str(w, "hexplan.dev/placement", k->placement);
+	hx_yw_end(w);
+	hx_yw_end(w);
+}
+
+static void pod_template(hx_yw *w, const char *key, const hx_kgroup *k, int kind)
+{
+	hx_yw_map(w, key);
+	hx_yw_map(w, "metadata");
+	hx_yw_map(w, "labels");
+	hx_k8s_labels(w, k);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_map(w, "spec");
+	hx_k8s_pod_spec(w, k, kind, "vllm", 0);
+	hx_yw_end(w);
+	hx_yw_end(w);
+}
+
+static void workload(hx_yw *w, const hx_kgroup *k)
+{
+	hx_yw_doc(w);
+	if (k->npods == 1) {
+		hx_yw_str(w, "apiVersion", "apps/v1");
+		hx_yw_str(w, "kind", "Deployment");
+		metadata(w, k);
+		hx_yw_map(w, "spec");
+		hx_yw_int(w, "replicas", k->g->nreplicas);
+		/* the plan uses the GPUs: no surge of extra pods on updates */
+		hx_yw_map(w, "strategy");
+		hx_yw_str(w, "type", "Recreate");
+		hx_yw_end(w);
+		hx_yw_map(w, "selector");
+		hx_yw_map(w, "matchLabels");
+		hx_yw_str(w, "app.kubernetes.io/part-of", "hexplan");
+		hx_yw_str(w, "hexplan.dev/group", k->key);
+		hx_yw_end(w);
+		hx_yw_end(w);
+		pod_template(w, "template", k, HX_KPOD_SINGLE);
+		hx_yw_end(w);
+		return;
+	}
+	hx_yw_str(w, "apiVersion", "leaderworkerset.x-k8s.io/v1");
+	hx_yw_str(w, "kind", "LeaderWorkerSet");
+	metadata(w, k);
+	hx_yw_map(w, "spec");
+	hx_yw_int(w, "replicas", k->g->nreplicas);
+	/* workers start with the leader and wait for its Ray head */
+	hx_yw_str(w, "startupPolicy", "LeaderCreated");
+	hx_yw_map(w, "leaderWorkerTemplate");
+	hx_yw_int(w, "size", k->npods);
+	hx_yw_str(w, "restartPolicy", "RecreateGroupOnPodRestart");
+	pod_template(w, "leaderTemplate", k, HX_KPOD_LEADER);
+	pod_template(w, "workerTemplate", k, HX_KPOD_WORKER);
+	hx_yw_end(w);
+	hx_yw_end(w);
+}
+
+static void service(hx_yw *w, const hx_kgroup *k)
+{
+	hx_yw_doc(w);
+	hx_yw_str(w, "apiVersion", "v1");
+	hx_yw_str(w, "kind", "Service");
+	hx_yw_map(w, "metadata");
+	hx_yw_str(w, "name", k->name);
+	hx_yw_map(w, "labels");
+	hx_k8s_labels(w, k);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_map(w, "spec");
+	hx_yw_map(w, "selector");
+	hx_yw_str(w, "app.kubernetes.io/part-of", "hexplan");
+	hx_yw_str(w, "hexplan.dev/group", k->key);
+	if (k->npods > 1) /* the leaders serve */
+		hx_yw_str(w, "leaderworkerset.sigs.k8s.io/worker-index", "0");
+	hx_yw_end(w);
+	hx_yw_map(w, "ports");
+	hx_yw_item(w);
+	hx_yw_str(w, "name", "http");
+	hx_yw_int(w, "port", HX_K8S_PORT);
+	hx_yw_int(w, "targetPort", HX_K8S_PORT);
+	hx_yw_str(w, "protocol", "TCP");
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+}
+
+/* What a Kubernetes route cannot tell apart or carry, refused or noted. */
+static int plan_limits(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err)
+{
+	int rc, disagg = 0;
+
+	if (p->ncascade > 0 &&
+	    (rc = hx_yaml_lose(o, out, err,
+			       "the cascade (%d steps) is not expressible: requests are not escalated between models",
+			       p->ncascade)))
+		return rc;
+	if (p->nhops > 0 &&
+	    (rc = hx_yaml_lose(o, out, err,
+			       "the %d hops between replicas' stages are not expressible: each replica runs its stages itself",
+			       p->nhops)))
+		return rc;
+	for (int g = 0; g < p->ngroups; g++)
+		disagg |= p->groups[g].role != HX_ROLE_AGGREGATED;
+	if (disagg) {
+		hx_buf pairs = {0};
+		int npairs = 0, *from = hx_xcalloc((size_t)p->nkv + 1, sizeof(*from)),
+		    *to = hx_xcalloc((size_t)p->nkv + 1, sizeof(*to));
+		hx_buf_printf(&pairs, "%s", "");
+		for (int i = 0; i < p->nkv; i++) {
+			from[i] = hx_k8s_replica_group(p, p->kv[i].from);
+			to[i] = hx_k8s_replica_group(p, p->kv[i].to);
+		}
+		for (int i = 0; i < p->nkv; i++) {
+			int a = from[i], b = to[i], seen = 0;
+			if (a < 0 || b < 0)
+				continue;
+			for (int j = 0; j < i && !seen; j++)
+				seen = from[j] == a && to[j] == b;
+			if (seen)
+				continue;
+			if (npairs < 4) {
+				char x[48], y[48];
+				hx_yaml_printable(x, sizeof(x), p->groups[a].name);
+				hx_yaml_printable(y, sizeof(y), p->groups[b].name);
+				hx_buf_printf(&pairs, "%s%s->%s", npairs ? ", " : "", x, y);
+			} else if (npairs == 4) {
+				hx_buf_printf(&pairs, ", ...");
+			}
+			npairs++;
+		}
+		rc = hx_yaml_lose(o, out, err,
+				  "Kubernetes objects cannot carry the KV routes (%s): pairing prefill and decode "
+				  "pods is left to a prefill/decode-aware router such as llm-d's, and the HTTPRoute "
+				  "splits requests over the groups by the ingress weights",
+				  npairs ? pairs.s : "none");
+		hx_buf_free(&pairs);
+		free(from);
+		free(to);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* The HTTPRoute: the Services of the groups that take ingress, weighted. */
+static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
+		 hx_export_out *out, hx_err *err)
+{
+	double *weight = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*weight));
+	long *scaled = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*scaled));
+	int *keep = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*keep));
+	int rc = 0, nin = 0, models = 0, first = -1;
+	double total = 0;
+
+	for (int i = 0; i < p->ningress; i++) {
+		int g = hx_plan_group_index(p, p->ingress[i].to);
+		if (g >= 0 && p->ingress[i].weight > 0)
+			weight[g] += p->ingress[i].weight;
+	}
+	for (int i = 1; i < p->ningress; i++)
+		if (strcmp(p->ingress[i].from, p->ingress[0].from) != 0) {
+			char a[64], b[64];
+			hx_yaml_printable(a, sizeof(a), p->ingress[0].from);
+			hx_yaml_printable(b, sizeof(b), p->ingress[i].from);
+			if ((rc = hx_yaml_lose(o, out, err,
+					       "the plan routes classes \"%s\" and \"%s\" apart, and an HTTPRoute "
+					       "does not see a request's class: the weights are summed over the classes",
+					       a, b)))
+				goto done;
+			break;
+		}
+	for (int g = 0; g < p->ngroups; g++)
+		if (weight[g] > 0) {
+			nin++;
+			total += weight[g];
+			if (first < 0)
+				first = g;
+			else if (strcmp(p->groups[g].model, p->groups[first].model) != 0)
+				models++;
+		}
+	if (models &&
+	    (rc = hx_yaml_lose(o, out, err,
+			       "the ingress routes to groups of different models, and an HTTPRoute does not see "
+			       "a request's model: one rule splits all requests by the weights")))
+		goto done;
+	if (!(total > 0)) {
+		rc = hx_yaml_lose(o, out, err, "the plan routes no requests: no HTTPRoute is written");
+		goto done;
+	}
+	for (int g = 0; g < p->ngroups; g++)
+		keep[g] = weight[g] > 0;
+	if (nin > MAX_BACKENDS) {
+		if ((rc = hx_yaml_lose(o, out, err,
+				       "%d groups take requests, and an HTTPRoute rule holds %d backends: the "
+				       "%d with the largest weights take them all",
+				       nin, MAX_BACKENDS, MAX_BACKENDS)))
+			goto done;
+		for (int n = nin; n > MAX_BACKENDS; n--) {
+			int least = -1;
+			for (int g = 0; g < p->ngroups; g++)
+				if (keep[g] && (least < 0 || weight[g] <= weight[least]))
+					least = g;
+			keep[least] = 0;
+		}
+		for (int g = 0; g < p->ngroups; g++)
+			if (!keep[g])
+				weight[g] = 0;
+	}
+	hx_k8s_scale(weight, p->ngroups, scaled);
+
+	hx_yw_doc(w);
+	hx_yw_str(w, "apiVersion", "gateway.networking.k8s.io/v1");
+	hx_yw_str(w, "kind", "HTTPRoute");
+	hx_yw_map(w, "metadata");
+	hx_yw_str(w, "name", "hexplan");
+	hx_yw_map(w, "labels");
+	hx_yw_str(w, "app.kubernetes.io/part-of", "hexplan");
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_map(w, "spec");
+	hx_yw_map(w, "parentRefs");
+	hx_yw_item(w);
+	hx_yw_str(w, "name", GATEWAY);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_map(w, "rules");
+	hx_yw_item(w);
+	hx_yw_map(w, "matches");
+	hx_yw_item(w);
+	hx_yw_map(w, "path");
+	hx_yw_str(w, "type", "PathPrefix");
+	hx_yw_str(w, "value", "/");
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_map(w, "backendRefs");
+	for (int g = 0; g < p->ngroups; g++) {
+		if (!keep[g])
+			continue;
+		hx_yw_item(w);
+		hx_yw_str(w, "name", kg[g].name);
+		hx_yw_int(w, "port", HX_K8S_PORT);
+		hx_yw_int(w, "weight", scaled[g]);
+		hx_yw_end(w);
+	}
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+done:
+	free(weight);
+	free(scaled);
+	free(keep);
+	return rc;
+}
+
+int hx_export_k8s(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err)
+{
+	char (*key)[56] = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*key));
+	hx_kgroup *kg = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*kg));
+	hx_yw w = {{0}, 0, 0};
+	int rc = 0, n = 0;
+
+	if (o->engine == HX_ENGINE_SGLANG &&
+	    (rc = hx_yaml_lose(o, out, err, "the k8s export writes vLLM pods: --engine sglang is not expressed")))
+		goto done;
+	hx_k8s_keys(p, key);
+	for (n = 0; n < p->ngroups; n++)
+		if ((rc = hx_kgroup_init(&kg[n], p, o, n, key[n], out, err))) {
+			n++;
+			goto done;
+		}
+	if ((rc = plan_limits(p, o, out, err)))
+		goto done;
+	for (int g = 0; g < p->ngroups; g++) {
+		workload(&w, &kg[g]);
+		service(&w, &kg[g]);
+	}
+	if ((rc = route(&w, p, o, kg, out, err)))
+		goto done;
+	if (!w.b.s)
+		hx_buf_printf(&w.b, "%s", "");
+	hx_export_add(out, "hexplan.yaml", w.b.s);
+	w.b.s = NULL;
+done:
+	for (int g = 0; g < n; g++)
+		hx_kgroup_release(&kg[g]);
+	hx_buf_free(&w.b);
+	free(kg);
+	free(key);
+	return rc;
+}

@@ -1,0 +1,244 @@
+/*
+ * export_yaml: what the k8s and kserve exports share (DESIGN §9).
+ *
+ * A YAML writer by hand: every string value is a double-quoted scalar in
+ * which '"', '\' and everything outside printable ASCII is escaped (UTF-8
+ * as \uXXXX), so no name from a plan or a cluster file can change the
+ * structure of a manifest, and the output is plain ASCII.  Keys come from
+ * this code only.
+ *
+ * And the view of a replica group both targets take (export_k8s.c): its
+ * unique object name, its pods (one per node of a replica: the GPUs there),
+ * the vLLM command each pod runs, and the pod spec written from them.
+ */
+#ifndef HX_EXPORT_YAML_H
+#define HX_EXPORT_YAML_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "export/export.h"
+
+typedef struct hx_yw {
+	hx_buf b;
+	int ind;  /* indentation of the next key */
+	int dash; /* the next line opens a sequence item */
+} hx_yw;
+
+/* S as a double-quoted YAML scalar, appended to B. */
+static inline void hx_yaml_quote(hx_buf *b, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	hx_buf_printf(b, "\"");
+	while (*p) {
+		unsigned c = *p, cp = 0;
+		int len = 0;
+
+		if (c == '"' || c == '\\') {
+			hx_buf_printf(b, "\\%c", (int)c);
+			p++;
+			continue;
+		}
+		if (c >= 0x20 && c < 0x7f) {
+			hx_buf_printf(b, "%c", (int)c);
+			p++;
+			continue;
+		}
+		if (c < 0x80) {
+			if (c == '\n')
+				hx_buf_printf(b, "\\n");
+			else if (c == '\t')
+				hx_buf_printf(b, "\\t");
+			else
+				hx_buf_printf(b, "\\x%02X", c);
+			p++;
+			continue;
+		}
+		/* UTF-8: decode one code point; anything malformed is U+FFFD */
+		if (c >= 0xc2 && c <= 0xdf)
+			len = 2, cp = c & 0x1f;
+		else if (c >= 0xe0 && c <= 0xef)
+			len = 3, cp = c & 0x0f;
+		else if (c >= 0xf0 && c <= 0xf4)
+			len = 4, cp = c & 0x07;
+		for (int i = 1; i < len; i++) {
+			if ((p[i] & 0xc0) != 0x80) {
+				len = 0;
+				break;
+			}
+			cp = (cp << 6) | (p[i] & 0x3f);
+		}
+		if (len == 0 || (len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+		    (cp >= 0xd800 && cp <= 0xdfff)) {
+			hx_buf_printf(b, "\\uFFFD");
+			p++;
+			continue;
+		}
+		if (cp > 0xffff)
+			hx_buf_printf(b, "\\U%08X", cp);
+		else
+			hx_buf_printf(b, "\\u%04X", cp);
+		p += len;
+	}
+	hx_buf_printf(b, "\"");
+}
+
+/* The indentation of a new line (and the "- " of a new sequence item). */
+static inline void hx_yw_lead(hx_yw *w)
+{
+	if (w->dash) {
+		hx_buf_printf(&w->b, "%*s- ", w->ind - 2, "");
+		w->dash = 0;
+	} else {
+		hx_buf_printf(&w->b, "%*s", w->ind, "");
+	}
+}
+
+/* A new document of the stream. */
+static inline void hx_yw_doc(hx_yw *w)
+{
+	hx_buf_printf(&w->b, "---\n");
+	w->ind = 0;
+	w->dash = 0;
+}
+
+/* KEY: "VAL" */
+static inline void hx_yw_str(hx_yw *w, const char *key, const char *val)
+{
+	hx_yw_lead(w);
+	hx_buf_printf(&w->b, "%s: ", key);
+	hx_yaml_quote(&w->b, val);
+	hx_buf_printf(&w->b, "\n");
+}
+
+/* KEY: N */
+static inline void hx_yw_int(hx_yw *w, const char *key, long long n)
+{
+	hx_yw_lead(w);
+	hx_buf_printf(&w->b, "%s: %lld\n", key, n);
+}
+
+/* KEY: TOKEN, for a literal of this code's own (true, {}). */
+static inline void hx_yw_raw(hx_yw *w, const char *key, const char *token)
+{
+	hx_yw_lead(w);
+	hx_buf_printf(&w->b, "%s: %s\n", key, token);
+}
+
+/* KEY: and a nested mapping or sequence (close with hx_yw_end). */
+static inline void hx_yw_map(hx_yw *w, const char *key)
+{
+	hx_yw_lead(w);
+	hx_buf_printf(&w->b, "%s:\n", key);
+	w->ind += 2;
+}
+
+static inline void hx_yw_end(hx_yw *w)
+{
+	w->ind -= 2;
+	w->dash = 0;
+}
+
+/* A sequence item that is a mapping: its first key follows the "- " (close
+ * with hx_yw_end). */
+static inline void hx_yw_item(hx_yw *w)
+{
+	w->ind += 2;
+	w->dash = 1;
+}
+
+/* - "VAL" */
+static inline void hx_yw_item_str(hx_yw *w, const char *val)
+{
+	hx_buf_printf(&w->b, "%*s- ", w->ind, "");
+	hx_yaml_quote(&w->b, val);
+	hx_buf_printf(&w->b, "\n");
+}
+
+/* S for a message line: control characters become '?' (new string in OUT). */
+static inline void hx_yaml_printable(char *out, size_t n, const char *s)
+{
+	size_t k = 0;
+
+	for (; *s && k + 1 < n; s++)
+		out[k++] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
+	out[k] = '\0';
+}
+
+/* Something the target cannot express: noted when lossy (and 0), else a
+ * refusal (HX_EINPUT) that says --lossy writes the closest form. */
+static inline int hx_yaml_lose(const hx_export_opts *o, hx_export_out *out, hx_err *err,
+			       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static inline int hx_yaml_lose(const hx_export_opts *o, hx_export_out *out, hx_err *err,
+			       const char *fmt, ...)
+{
+	char msg[600], line[600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	hx_yaml_printable(line, sizeof(line), msg);
+	if (o->lossy) {
+		hx_export_lost(out, "%s", line);
+		return 0;
+	}
+	return hx_errf(err, HX_EINPUT, "%s (--lossy writes the closest form)", line);
+}
+
+/* ---- shared with export_k8s.c ---- */
+
+enum { HX_KPOD_SINGLE, HX_KPOD_LEADER, HX_KPOD_WORKER };
+
+#define HX_K8S_PORT 8000
+
+/* One pod of a replica: the GPUs it holds on one node. */
+typedef struct hx_kpod {
+	const hx_gpu *gpu; /* the node's GPU profile */
+	int ngpus;
+	int stage0, nstages; /* the stages with GPUs here */
+} hx_kpod;
+
+/* A replica group as Kubernetes sees it. */
+typedef struct hx_kgroup {
+	const hx_plan *plan;
+	const hx_plan_group *g;
+	const hx_model *m;
+	char key[56];     /* unique DNS-1123 label of the group: hexplan.dev/group */
+	char name[64];    /* its objects: "hexplan-" KEY */
+	char model[64];   /* DNS-1123 label of the model name: hexplan.dev/model */
+	const char *repo; /* what vLLM serves (the Hugging Face repository) */
+	int tp, pp;
+	int npods;        /* pods per replica (nodes), as replica 0 lays them out */
+	hx_kpod *pods;
+	/* the worker template's GPUs when worker pods differ (lossy): */
+	int worker_ngpus;
+	int worker_nproducts;
+	const char *worker_products[8];
+	char *placement;  /* every replica's GPUs, for an annotation */
+} hx_kgroup;
+
+/* The unique keys of the plan's groups (KEY[i] for group i). */
+void hx_k8s_keys(const hx_plan *p, char (*key)[56]);
+/* Read group GI for TARGET ("k8s", "kserve"); refuses or notes in OUT what
+ * the pods cannot express.  Release with hx_kgroup_release. */
+int hx_kgroup_init(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, int gi,
+		   const char *key, hx_export_out *out, hx_err *err);
+void hx_kgroup_release(hx_kgroup *k);
+/* The labels of K's pods (a mapping's keys at W's indentation). */
+void hx_k8s_labels(hx_yw *w, const hx_kgroup *k);
+/* The pod spec of K's pod KIND (HX_KPOD_*) as mapping keys at W's
+ * indentation; the container is named CONTAINER.  MANAGED (KServe): the
+ * serving port, its container port and probes come from KServe's presets
+ * (vLLM listens behind llm-d's routing sidecar on decode pods), except on
+ * a multi-node leader, whose shell command takes no appended arguments. */
+void hx_k8s_pod_spec(hx_yw *w, const hx_kgroup *k, int kind, const char *container, int managed);
+/* The group of replica ID ("g0r1", or "g0r1/s0"): an index, or -1. */
+int hx_k8s_replica_group(const hx_plan *p, const char *id);
+/* WEIGHT[0..N) scaled to integers summing to 1,000,000, proportional
+ * (largest remainder); all 0 when the weights sum to 0. */
+void hx_k8s_scale(const double *weight, int n, long *out);
+
+#endif

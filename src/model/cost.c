@@ -1,0 +1,755 @@
+/*
+ * cost: see cost.h.  Per layer, every GEMM is a roofline of FLOPs / (peak *
+ * e_compute) and bytes / (bandwidth * e_mem), its corner smoothed (the 2-norm
+ * of the two), never below the kernel floor;
+ * the per-token ops around them (norms, rotary, activation, residual adds)
+ * are memory-bound kernels with the same floor; attention reads the KV cache
+ * (decode) or does 4 n (c + n/2) d_head heads FLOPs (prefill chunks); TP adds
+ * two ring all-reduces per layer; PP adds a send per stage boundary; every
+ * iteration pays a fixed serving overhead.
+ */
+#include "config.h"
+
+#include "model/cost.h"
+
+#include <math.h>
+#include <string.h>
+
+static double ceil_div(double a, double b)
+{
+	return ceil(a / b);
+}
+
+/* KV heads each GPU holds: replicated when tp exceeds them. */
+static double kv_heads_gpu(const hx_arch *a, int tp)
+{
+	return a->kv_heads >= tp ? (double)a->kv_heads / tp : 1;
+}
+
+/* KV bytes per token per layer held by one GPU of a TP group. */
+static double kv_token_layer_gpu(const hx_arch *a, int tp, hx_dtype kvdt)
+{
+	if (a->kv_lora_rank > 0) /* MLA: the latent is not split by TP */
+		return (double)(a->kv_lora_rank + a->qk_rope_head_dim) * hx_dtype_bytes(kvdt);
+	return 2.0 * kv_heads_gpu(a, tp) * a->head_dim * hx_dtype_bytes(kvdt);
+}
+
+double hx_kv_bytes_token_layer_gpu(const hx_model *m, int tp, hx_dtype kvdt)
+{
+	return kv_token_layer_gpu(&m->a, tp, kvdt);
+}
+
+double hx_kv_bytes_per_token(const hx_model *m, hx_dtype kvdt)
+{
+	return kv_token_layer_gpu(&m->a, 1, kvdt) * m->a.layers;
+}
+
+/* A GEMM as one GPU of a TP group runs it. */
+typedef struct gemm {
+	double k, n;     /* weight matrix K x N per GPU */
+	double resident; /* matrices held (all experts) */
+	double read;     /* matrices read at this batch (active experts) */
+	double m;        /* rows through all matrices together */
+} gemm;
+
+/* Active experts when TOKENS tokens each pick K of E. */
+static double active_experts(const hx_arch *a, double tokens)
+{
+	double e = a->experts, k = a->experts_per_tok;
+	if (tokens <= 0)
+		return 0;
+	return e * (1 - pow(1 - k / e, tokens));
+}
+
+/* The GEMMs of layer LAYER for M tokens on TP GPUs; returns how many. */
+static int layer_gemms(const hx_arch *a, int tp, int layer, double m, gemm *g)
+{
+	int n = 0;
+	double h = a->hidden, heads = (double)a->heads / tp;
+
+	if (a->kv_lora_rank > 0) {
+		double qk = a->qk_nope_head_dim + a->qk_rope_head_dim;
+		if (a->q_lora_rank > 0) {
+			g[n++] = (gemm){h, a->q_lora_rank, 1, 1, m};
+			g[n++] = (gemm){a->q_lora_rank, heads * qk, 1, 1, m};
+		} else {
+			g[n++] = (gemm){h, heads * qk, 1, 1, m};
+		}
+		g[n++] = (gemm){h, a->kv_lora_rank + a->qk_rope_head_dim, 1, 1, m};
+		g[n++] = (gemm){a->kv_lora_rank, heads * (a->qk_nope_head_dim + a->v_head_dim), 1, 1, m};
+		g[n++] = (gemm){heads * a->v_head_dim, h, 1, 1, m};
+	} else {
+		g[n++] = (gemm){h, (heads + 2 * kv_heads_gpu(a, tp)) * a->head_dim, 1, 1, m};
+		g[n++] = (gemm){heads * a->head_dim, h, 1, 1, m};
+	}
+	double up = a->gated_mlp ? 2 : 1;
+	if (hx_layer_is_moe(a, layer)) {
+		double act = active_experts(a, m), mi = (double)a->moe_intermediate / tp;
+		g[n++] = (gemm){h, a->experts, 1, 1, m}; /* router */
+		g[n++] = (gemm){h, up * mi, a->experts, act, m * a->experts_per_tok};
+		g[n++] = (gemm){mi, h, a->experts, act, m * a->experts_per_tok};
+		if (a->shared_experts > 0) {
+			double si = mi * a->shared_experts;
+			g[n++] = (gemm){h, up * si, 1, 1, m};
+			g[n++] = (gemm){si, h, 1, 1, m};
+		}
+	} else {
+		double it = (double)a->intermediate / tp;
+		g[n++] = (gemm){h, up * it, 1, 1, m};
+		g[n++] = (gemm){it, h, 1, 1, m};
+	}
+	return n;
+}
+
+static double peak_flops(const hx_gpu *g, hx_dtype wdt)
+{
+	if (wdt == HX_DT_FP8 && g->tflops_fp8 > 0)
+		return g->tflops_fp8 * 1e12;
+	return g->tflops_bf16 * 1e12;
+}
+
+static double floor_s(const hx_gpu *g)
+{
+	return g->kernel_floor_us * 1e-6;
+}
+
+/* Roofline of one kernel, never below the launch floor.  The corner is
+ * smoothed (the 2-norm of compute and memory time rather than their max):
+ * measured GEMMs between 64 and 512 rows are slower than either bound, as
+ * tiles are neither full nor bandwidth-bound there. */
+static double kernel_s(const hx_gpu *g, double flops, double peak, double e_c,
+		       double bytes)
+{
+	double c = flops / (peak * e_c), m = bytes / (g->mem_bw_gb_s * 1e9 * g->e_mem);
+	return fmax(sqrt(c * c + m * m), floor_s(g));
+}
+
+static double gemm_s(const hx_gpu *g, hx_dtype wdt, const gemm *x)
+{
+	double flops = 2 * x->m * x->k * x->n;
+	double bytes = x->read * x->k * x->n * hx_dtype_bytes(wdt) + x->m * (x->k + x->n) * 2;
+
+	if (x->m <= 0)
+		return 0;
+	return kernel_s(g, flops, peak_flops(g, wdt), g->e_compute, bytes);
+}
+
+/* A memory-bound per-token kernel moving BYTES. */
+static double elementwise_s(const hx_gpu *g, double bytes)
+{
+	return fmax(bytes / (g->mem_bw_gb_s * 1e9 * g->e_mem), floor_s(g));
+}
+
+double hx_cost_linear(const hx_model *m, const hx_gpu *g, int tp, hx_dtype wdt,
+		      int layer, double tokens)
+{
+	const hx_arch *a = &m->a;
+	gemm gs[16];
+	int n = layer_gemms(a, tp, layer, tokens, gs);
+	double t = 0, h = a->hidden, heads = (double)a->heads / tp, kvh = kv_heads_gpu(a, tp);
+	double inter, up = a->gated_mlp ? 3 : 2;
+
+	if (tokens <= 0)
+		return 0;
+	for (int i = 0; i < n; i++)
+		t += gemm_s(g, wdt, &gs[i]);
+	if (hx_layer_is_moe(a, layer))
+		inter = (double)a->moe_intermediate / tp * (a->experts_per_tok + a->shared_experts);
+	else
+		inter = (double)a->intermediate / tp;
+	t += 2 * elementwise_s(g, tokens * h * 2 * 2);                      /* norms */
+	t += elementwise_s(g, tokens * (heads + kvh) * a->head_dim * 2 * 2); /* rotary */
+	if (a->qk_norm)
+		t += elementwise_s(g, tokens * (heads + kvh) * a->head_dim * 2 * 2);
+	t += elementwise_s(g, tokens * inter * up * 2); /* activation */
+	t += 2 * elementwise_s(g, tokens * h * 2 * 3);  /* residual adds */
+	return t;
+}
+
+static double attention_s(const hx_replica *r, const hx_stage *s, const hx_batch *b)
+{
+	const hx_arch *a = &r->model->a;
+	const hx_gpu *g = s->gpu;
+	double heads = (double)a->heads / s->tp, t = 0;
+	double qk = a->kv_lora_rank > 0 ? a->kv_lora_rank + a->qk_rope_head_dim : a->head_dim;
+	double v = a->kv_lora_rank > 0 ? a->kv_lora_rank : a->head_dim;
+	double peak = g->tflops_bf16 * 1e12;
+
+	if (b->prefill_tokens > 0) {
+		/* QK^T and PV over the chunk and what it attends to. */
+		double flops = 2 * b->prefill_attn * heads * (qk + v);
+		t += kernel_s(g, flops, peak, g->e_attn, b->prefill_tokens * heads * (qk + v) * 2 * 2);
+	}
+	if (b->decode_seqs > 0) {
+		double bytes = b->decode_ctx * kv_token_layer_gpu(a, s->tp, r->kvdt);
+		double flops = 2 * b->decode_ctx * heads * (qk + v);
+		t += kernel_s(g, flops, peak, g->e_attn, bytes);
+	}
+	return t;
+}
+
+static double allreduce_s(const hx_stage *s, double bytes)
+{
+	double bw = (s->tp_bw_gb_s > 0 ? s->tp_bw_gb_s : s->gpu->intra_bw_gb_s) * 1e9;
+	double lat = (s->tp_latency_us > 0 ? s->tp_latency_us : s->gpu->allreduce_latency_us) * 1e-6;
+
+	if (s->tp <= 1)
+		return 0;
+	return lat + 2.0 * (s->tp - 1) / s->tp * bytes / bw;
+}
+
+double hx_cost_layer(const hx_replica *r, const hx_stage *s, int layer,
+		     const hx_batch *b, hx_breakdown *bd)
+{
+	double tokens = b->prefill_tokens + b->decode_seqs;
+	double lin = hx_cost_linear(r->model, s->gpu, s->tp, r->wdt, layer, tokens);
+	double att = attention_s(r, s, b);
+	double comm = 2 * allreduce_s(s, tokens * r->model->a.hidden * 2);
+
+	if (bd) {
+		bd->linear_s += lin;
+		bd->attention_s += att;
+		bd->comm_s += comm;
+	}
+	return lin + att + comm;
+}
+
+/* The output head on the last stage: logits for every sequence that emits a
+ * token this iteration. */
+static double head_s(const hx_replica *r, const hx_stage *s, const hx_batch *b)
+{
+	const hx_arch *a = &r->model->a;
+	gemm x = {a->hidden, (double)a->vocab / s->tp, 1, 1, b->prefill_seqs + b->decode_seqs};
+
+	return gemm_s(s->gpu, r->wdt, &x) +
+	       elementwise_s(s->gpu, x.m * a->hidden * 2 * 2);
+}
+
+void hx_cost_iter(const hx_replica *r, const hx_batch *b, hx_iter *out)
+{
+	double tokens = b->prefill_tokens + b->decode_seqs;
+	double over = 0;
+
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < r->nstages; i++) {
+		const hx_stage *s = &r->stage[i];
+		const hx_arch *a = &r->model->a;
+		double t = 0;
+		/* Layers of one kind (dense or MoE) cost the same: price one of
+		 * each kind and multiply (the simulator calls this per iteration). */
+		int ndense = 0, nmoe = 0, dense_at = -1, moe_at = -1;
+		for (int l = s->first; l < s->last; l++) {
+			if (hx_layer_is_moe(a, l)) {
+				nmoe++;
+				moe_at = l;
+			} else {
+				ndense++;
+				dense_at = l;
+			}
+		}
+		for (int k = 0; k < 2; k++) {
+			hx_breakdown one = {0};
+			int n = k ? nmoe : ndense;
+			if (n == 0)
+				continue;
+			t += n * hx_cost_layer(r, s, k ? moe_at : dense_at, b, &one);
+			out->sum.linear_s += n * one.linear_s;
+			out->sum.attention_s += n * one.attention_s;
+			out->sum.comm_s += n * one.comm_s;
+		}
+		if (i == r->nstages - 1) {
+			double h = head_s(r, s, b);
+			t += h;
+			out->sum.linear_s += h;
+		}
+		out->stage_s[i] = t;
+		out->latency_s += t;
+		if (t > out->bottleneck_s)
+			out->bottleneck_s = t;
+		if (i + 1 < r->nstages) {
+			double bytes = tokens * r->model->a.hidden * 2;
+			out->transfer_s += s->next_latency_ms * 1e-3 + bytes / (s->next_bw_gbps * 1e9 / 8);
+		}
+		if (s->gpu->iter_overhead_ms * 1e-3 > over)
+			over = s->gpu->iter_overhead_ms * 1e-3;
+	}
+	out->overhead_s = over;
+	out->sum.overhead_s = over;
+	out->latency_s += out->transfer_s + over;
+	out->cycle_s = out->latency_s;
+}
+
+double hx_cost_cycle(const hx_replica *r, const hx_batch *b, hx_iter *out)
+{
+	/* As many micro-batches as stages, but no more than there are
+	 * sequences to split (one sequence passes the stages one by one). */
+	double units = b->decode_seqs + b->prefill_seqs;
+	int m = (int)fmin(r->nstages, fmax(1, ceil(units - 1e-9)));
+	hx_batch mb;
+
+	if (m <= 1) {
+		hx_cost_iter(r, b, out);
+		return out->cycle_s;
+	}
+	mb = hx_batch_scale(b, 1.0 / m);
+	hx_cost_iter(r, &mb, out);
+	out->cycle_s = fmax(out->latency_s, m * out->bottleneck_s + out->overhead_s);
+	return out->cycle_s;
+}
+
+void hx_batch_add_prefill(hx_batch *b, double seqs, double tokens, double cached)
+{
+	b->prefill_tokens += seqs * tokens;
+	b->prefill_attn += seqs * tokens * (cached + tokens / 2);
+	b->prefill_seqs += seqs;
+}
+
+void hx_batch_add_decode(hx_batch *b, double seqs, double context)
+{
+	b->decode_seqs += seqs;
+	b->decode_ctx += seqs * context;
+}
+
+hx_batch hx_batch_scale(const hx_batch *b, double f)
+{
+	hx_batch x = {b->prefill_tokens * f, b->prefill_attn * f, b->prefill_seqs * f,
+		      b->decode_seqs * f, b->decode_ctx * f};
+	return x;
+}
+
+/* ---- shapes ------------------------------------------------------------- */
+
+int hx_replica_check(const hx_replica *r, hx_err *err)
+{
+	const hx_arch *a = &r->model->a;
+	int next = 0;
+
+	if (r->nstages < 1 || r->nstages > HX_MAX_STAGES)
+		return hx_errf(err, HX_EINPUT, "a replica needs 1 to %d stages", HX_MAX_STAGES);
+	for (int i = 0; i < r->nstages; i++) {
+		const hx_stage *s = &r->stage[i];
+		if (s->tp < 1 || a->heads % s->tp)
+			return hx_errf(err, HX_EINPUT,
+				       "tensor parallel degree %d must divide the %d attention heads of %s",
+				       s->tp, a->heads, r->model->name);
+		if (s->first != next || s->last <= s->first)
+			return hx_errf(err, HX_EINPUT, "stage %d must hold layers from %d on", i, next);
+		next = s->last;
+	}
+	if (next != a->layers)
+		return hx_errf(err, HX_EINPUT, "the stages cover %d of %d layers", next, a->layers);
+	return 0;
+}
+
+int hx_replica_uniform(hx_replica *r, const hx_model *m, const hx_gpu *g, int tp,
+		       int pp, hx_dtype wdt, hx_dtype kvdt, double bw_gbps,
+		       double latency_ms, hx_err *err)
+{
+	int layers = m->a.layers, first = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (pp < 1 || pp > HX_MAX_STAGES || pp > layers)
+		return hx_errf(err, HX_EINPUT, "pipeline degree %d must be between 1 and %d", pp,
+			       layers < HX_MAX_STAGES ? layers : HX_MAX_STAGES);
+	r->model = m;
+	r->wdt = wdt;
+	r->kvdt = kvdt;
+	r->nstages = pp;
+	for (int i = 0; i < pp; i++) {
+		hx_stage *s = &r->stage[i];
+		int n = layers / pp + (i < layers % pp);
+		s->gpu = g;
+		s->tp = tp;
+		s->first = first;
+		s->last = first + n;
+		s->next_bw_gbps = bw_gbps;
+		s->next_latency_ms = latency_ms;
+		first += n;
+	}
+	return hx_replica_check(r, err);
+}
+
+/* ---- memory ------------------------------------------------------------- */
+
+/* Weight bytes one GPU of stage S holds. */
+static double stage_weights_b(const hx_replica *r, int si)
+{
+	const hx_stage *s = &r->stage[si];
+	const hx_arch *a = &r->model->a;
+	double wb = hx_dtype_bytes(r->wdt), total = 0, h = a->hidden;
+	gemm gs[16];
+
+	for (int l = s->first; l < s->last; l++) {
+		int n = layer_gemms(a, s->tp, l, 1, gs);
+		for (int i = 0; i < n; i++)
+			total += gs[i].resident * gs[i].k * gs[i].n * wb;
+		total += 2.0 * h * (a->norm_layer ? 2 : 1) * 2; /* norms, 16-bit */
+	}
+	/* Embeddings are vocab-parallel; the head too (a tied head is a second
+	 * copy once the embedding and the head sit on different stages). */
+	if (si == 0)
+		total += ((double)a->vocab / s->tp + a->learned_pos) * h * wb;
+	if (si == r->nstages - 1 && (!a->tied_embeddings || r->nstages > 1))
+		total += (double)a->vocab / s->tp * h * wb;
+	return total;
+}
+
+void hx_cost_memory(const hx_replica *r, double mem_util, hx_memory *out)
+{
+	const hx_arch *a = &r->model->a;
+
+	memset(out, 0, sizeof(*out));
+	out->fits = 1;
+	out->kv_tokens = INFINITY;
+	for (int i = 0; i < r->nstages; i++) {
+		const hx_stage *s = &r->stage[i];
+		hx_mem_stage *m = &out->st[i];
+		m->capacity_b = s->gpu->mem_gib * HX_GIB * mem_util;
+		m->weights_b = stage_weights_b(r, i);
+		m->reserve_b = s->gpu->runtime_reserve_gib * HX_GIB;
+		m->kv_b = m->capacity_b - m->weights_b - m->reserve_b;
+		m->kv_tokens = m->kv_b > 0
+			? floor(m->kv_b / (kv_token_layer_gpu(a, s->tp, r->kvdt) * (s->last - s->first)))
+			: 0;
+		out->weights_b += m->weights_b * s->tp;
+		if (m->kv_b < 0 && -m->kv_b > out->short_b) {
+			out->fits = 0;
+			out->short_b = -m->kv_b;
+			out->worst_stage = i;
+		}
+		if (m->kv_tokens < out->kv_tokens)
+			out->kv_tokens = m->kv_tokens;
+	}
+}
+
+double hx_model_weight_bytes(const hx_model *m, hx_dtype wdt)
+{
+	return hx_model_params(&m->a) * hx_dtype_bytes(wdt);
+}
+
+double hx_cost_kv_transfer(const hx_model *m, hx_dtype kvdt, double tokens,
+			   double bw_gbps, double latency_ms)
+{
+	return latency_ms * 1e-3 + tokens * hx_kv_bytes_per_token(m, kvdt) / (bw_gbps * 1e9 / 8);
+}
+
+/* ---- capacity at the SLO ------------------------------------------------- */
+
+/*
+ * The rule (the simulator is its judge).  At a request rate L a replica runs
+ * iterations of mean time t (with PP: the micro-batch cycle).  By Little's
+ * law the decode batch is B = L * O * t (O: mean output tokens) and each
+ * iteration also carries p = L * P * t prompt tokens (P: mean prompt;
+ * chunked prefill shares iterations with decode), so t solves t = T(B, p).
+ * T grows with t, so the fixed point exists below the TPOT SLO exactly when
+ * T at the SLO is within it; it is found by bisection.  Then:
+ *   - B <= max_seqs and B + p <= the token budget;
+ *   - KV: the running sequences hold, on average, L t (P O + E[O^2]/2)
+ *     tokens (longer outputs stay longer); that mean plus two standard
+ *     deviations must fit the KV cache;
+ *   - the fraction of requests that miss the SLO must stay within
+ *     1 - attainment.  A request with n = O - 1 decode steps has TPOT
+ *     t0 + S / n, where t0 = T(B, 0) and S the stalls of the requests that
+ *     arrive during its n t seconds of decoding (compound Poisson: their
+ *     prompts share its iterations; a stall is what a whole prompt adds to
+ *     the iterations that carry it).  Its TTFT is a queueing wait for prefill room
+ *     (Kingman's G/G/1 approximation with utilization u = p / (budget - B)
+ *     and an exponential tail) plus ceil(P / c) iterations that each carry
+ *     a chunk of it.  Both are averaged over quantiles of the output and
+ *     prompt distributions.
+ * Capacity is the largest such L, found by bisection.
+ */
+typedef struct cap_eval {
+	int ok;
+	const char *binding;
+	double t, batch, ttft;
+} cap_eval;
+
+#define CAP_QUANTILES 48
+
+/* Moments of a length distribution by its quantiles. */
+static void dist_moments(const hx_dist *d, double m[4])
+{
+	m[0] = 1;
+	m[1] = m[2] = m[3] = 0;
+	for (int i = 0; i < 256; i++) {
+		double x = hx_dist_quantile(d, (i + 0.5) / 256);
+		m[1] += x / 256;
+		m[2] += x * x / 256;
+		m[3] += x * x * x / 256;
+	}
+}
+
+/* Iteration time at rate LAMBDA if iterations took T: T(B, p) above. */
+static double iter_at(const hx_replica *r, int phase, double lambda, double P, double O,
+		      double t)
+{
+	hx_batch b = {0};
+	hx_iter it;
+
+	if (phase != HX_SERVE_PREFILL)
+		hx_batch_add_decode(&b, lambda * O * t, P + O / 2);
+	if (phase != HX_SERVE_DECODE)
+		hx_batch_add_prefill(&b, lambda * t, P, 0);
+	return hx_cost_cycle(r, &b, &it);
+}
+
+/* P(S > x) for S the sum of K ~ Poisson(M) prompts with moments PM: a
+ * Fenton-Wilkinson lognormal for each k, the Poisson terms summed. */
+static double compound_tail(double m, const double pm[4], double x)
+{
+	double mean = pm[1], var = fmax(pm[2] - pm[1] * pm[1], 1e-9), tail = 0, pk;
+	int kmax;
+
+	if (x < 0)
+		return 1;
+	if (m <= 0)
+		return 0;
+	if (m > 60) { /* many arrivals: normal */
+		double mu = m * mean, sd = sqrt(m * pm[2]);
+		return 1 - hx_norm_cdf((x - mu) / sd);
+	}
+	kmax = (int)(m + 10 * sqrt(m) + 20);
+	pk = exp(-m);
+	for (int k = 1; k <= kmax; k++) {
+		double mk = k * mean, vk = k * var, s2 = log(1 + vk / (mk * mk));
+		double mu = log(mk) - s2 / 2;
+		pk *= m / k;
+		tail += pk * (x <= 0 ? 1 : 1 - hx_norm_cdf((log(x) - mu) / sqrt(s2)));
+	}
+	return tail;
+}
+
+static void cap_check(const hx_replica *r, const hx_workload *w, int phase, double kv_tokens,
+		      double lambda, cap_eval *ev)
+{
+	double P = hx_dist_mean(&w->prompt), O = hx_dist_mean(&w->output);
+	double q = w->slo.percentile / 100, Pq = hx_dist_quantile(&w->prompt, q);
+	double budget = w->serving.token_budget;
+	/* A prefill-only replica has no TPOT to keep: its iterations may take
+	 * up to the TTFT SLO. */
+	double tmax = (phase == HX_SERVE_PREFILL ? w->slo.ttft_ms : w->slo.tpot_ms) * 1e-3;
+	double allow = 1 - w->slo.attainment, lo = 0, hi = tmax, B, p, t, t0;
+	double pm[4], om[4], miss_tpot = 0, miss_ttft = 0, burst = 1;
+	hx_batch b = {0};
+	hx_iter it;
+
+	ev->ok = 0;
+	ev->ttft = INFINITY;
+	ev->t = INFINITY;
+	if (iter_at(r, phase, lambda, P, O, tmax) > tmax) {
+		ev->binding = phase == HX_SERVE_PREFILL ? "ttft" : "tpot";
+		return;
+	}
+	for (int i = 0; i < 60; i++) {
+		double mid = (lo + hi) / 2;
+		if (iter_at(r, phase, lambda, P, O, mid) > mid)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	t = ev->t = hi;
+	B = ev->batch = phase == HX_SERVE_PREFILL ? 0 : lambda * O * t;
+	p = phase == HX_SERVE_DECODE ? 0 : lambda * P * t;
+	if (B + p > budget) {
+		ev->binding = "budget";
+		return;
+	}
+	if (B > w->serving.max_seqs) {
+		ev->binding = "batch";
+		return;
+	}
+	dist_moments(&w->prompt, pm);
+	dist_moments(&w->output, om);
+	if (phase == HX_SERVE_DECODE) {
+		/* KV arrives whole; no prompt stalls the decode iterations, and
+		 * TTFT is the prefill side's. */
+		double mean = lambda * t * (P * om[1] + om[2] / 2);
+		double second = lambda * t * (om[1] * pm[2] + om[2] * pm[1] + om[3] / 4);
+		ev->ttft = 0;
+		if (mean + 2 * sqrt(second) > kv_tokens) {
+			ev->binding = "kv";
+			return;
+		}
+		ev->ok = 1;
+		return;
+	}
+	if (phase != HX_SERVE_PREFILL) {
+		/* Occupancy of the KV cache: mean and spread of an M/G/inf system. */
+		double mean = lambda * t * (P * om[1] + om[2] / 2);
+		double second = lambda * t * (om[1] * pm[2] + om[2] * pm[1] + om[3] / 4);
+		if (mean + 2 * sqrt(second) > kv_tokens) {
+			ev->binding = "kv";
+			return;
+		}
+	}
+	if (phase == HX_SERVE_BOTH) {
+		/* TPOT misses: prefill interference on short outputs.  Each request
+		 * that arrives while a tagged one decodes stalls its iterations by the
+		 * time its prompt adds to them (a roofline is flat at small batches, so
+		 * the stall of a whole prompt, not a mean token cost). */
+		hx_batch_add_decode(&b, B, P + O / 2);
+		t0 = hx_cost_cycle(r, &b, &it);
+		{
+			double c = fmax(budget - B, 1), sm[4] = {1, 0, 0, 0};
+			double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
+			for (int i = 0; i < CAP_QUANTILES; i++) {
+				double len = hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES);
+				double chunks = fmax(1, ceil_div(len, c)), stall;
+				hx_batch bc = {0};
+				hx_batch_add_decode(&bc, B, P + O / 2);
+				hx_batch_add_prefill(&bc, 1, fmin(len, c), len / 2);
+				stall = chunks * fmax(hx_cost_cycle(r, &bc, &it) - t0, 0);
+				sm[1] += stall / CAP_QUANTILES;
+				sm[2] += stall * stall / CAP_QUANTILES;
+			}
+			/* Bursty arrivals (gamma, cv > 1): counts over a window vary cv^2
+			 * times more than Poisson ones; match that with Poisson bursts of
+			 * cv^2 requests each. */
+			if (ca2 > 1) {
+				double var = sm[2] - sm[1] * sm[1];
+				sm[1] *= ca2;
+				sm[2] = ca2 * var + sm[1] * sm[1];
+				burst = ca2;
+			}
+			for (int i = 0; i < CAP_QUANTILES; i++) {
+				double o = floor(hx_dist_quantile(&w->output, (i + 0.5) / CAP_QUANTILES) + 0.5);
+				double n = o - 1;
+				if (n < 1)
+					continue;
+				if (t0 > tmax) {
+					miss_tpot += 1.0 / CAP_QUANTILES;
+					continue;
+				}
+				miss_tpot += compound_tail(lambda * n * t / burst, sm, (tmax - t0) * n) /
+					     CAP_QUANTILES;
+			}
+		}
+	}
+	if (miss_tpot > allow) {
+		ev->binding = "tpot";
+		return;
+	}
+	/* TTFT misses: waiting for prefill room, then the prompt's chunks. */
+	{
+		double c = budget - B, u = p / c;
+		double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
+		double cs2 = hx_dist_cv2(&w->prompt), service = P / c * t;
+		double scale = (ca2 + cs2) / 2 * service / fmax(1 - u, 1e-9);
+		if (u >= 1) {
+			ev->binding = "ttft";
+			return;
+		}
+		for (int i = 0; i <= CAP_QUANTILES; i++) {
+			/* The last point is the percentile prompt, for the report. */
+			double len = i < CAP_QUANTILES
+				? hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES) : Pq;
+			double chunks = fmax(1, ceil_div(len, c)), t_chunk, left;
+			hx_batch bc = {0};
+			hx_batch_add_decode(&bc, B, P + O / 2);
+			hx_batch_add_prefill(&bc, 1, fmin(len, c), len / 2);
+			t_chunk = fmax(t, hx_cost_cycle(r, &bc, &it));
+			left = w->slo.ttft_ms * 1e-3 - chunks * t_chunk;
+			if (i == CAP_QUANTILES) {
+				double wq = u > 1 - q ? scale * log(u / (1 - q)) : 0;
+				ev->ttft = wq + chunks * t_chunk;
+				break;
+			}
+			miss_ttft += (left < 0 ? 1 : u * exp(-left / fmax(scale, 1e-12))) / CAP_QUANTILES;
+		}
+	}
+	if (miss_tpot + miss_ttft > allow) {
+		ev->binding = miss_ttft > miss_tpot ? "ttft" : "tpot";
+		return;
+	}
+	ev->ok = 1;
+}
+
+void hx_cost_at_rate(const hx_replica *r, const hx_workload *w, double lambda,
+		     hx_capacity *out)
+{
+	hx_cost_at_rate_phase(r, w, HX_SERVE_BOTH, lambda, out);
+}
+
+void hx_cost_at_rate_phase(const hx_replica *r, const hx_workload *w, int phase, double lambda,
+			   hx_capacity *out)
+{
+	hx_memory mem;
+	cap_eval ev;
+
+	memset(out, 0, sizeof(*out));
+	hx_cost_memory(r, w->serving.mem_util, &mem);
+	if (!mem.fits) {
+		out->binding = "memory";
+		return;
+	}
+	cap_check(r, w, phase, mem.kv_tokens, lambda, &ev);
+	out->rps = ev.ok ? lambda : 0;
+	out->binding = ev.ok ? NULL : ev.binding;
+	out->tokens_per_s = out->rps * hx_dist_mean(&w->output);
+	out->batch = ev.batch;
+	out->tpot_ms = ev.t * 1e3;
+	out->ttft_ms = ev.ttft * 1e3;
+}
+
+int hx_cost_capacity(const hx_replica *r, const hx_workload *w, hx_capacity *out)
+{
+	return hx_cost_capacity_phase(r, w, HX_SERVE_BOTH, out);
+}
+
+int hx_cost_capacity_phase(const hx_replica *r, const hx_workload *w, int phase,
+			   hx_capacity *out)
+{
+	hx_memory mem;
+	cap_eval ev, best = {0};
+	double lo = 0, hi = 0.01, P = hx_dist_mean(&w->prompt), O = hx_dist_mean(&w->output);
+	int i;
+
+	memset(out, 0, sizeof(*out));
+	hx_cost_memory(r, w->serving.mem_util, &mem);
+	out->max_batch = fmin(floor(mem.kv_tokens / (P + O)), w->serving.max_seqs);
+	if (!mem.fits || mem.kv_tokens < hx_dist_quantile(&w->prompt, w->slo.percentile / 100) +
+						  (phase == HX_SERVE_PREFILL ? 0 :
+						   hx_dist_quantile(&w->output, w->slo.percentile / 100))) {
+		out->binding = "memory";
+		return 0;
+	}
+	/* Does even a trickle meet the SLO? */
+	cap_check(r, w, phase, mem.kv_tokens, 1e-9, &ev);
+	if (!ev.ok) {
+		out->binding = ev.binding;
+		out->tpot_ms = ev.t * 1e3;
+		out->ttft_ms = ev.ttft * 1e3;
+		return 0;
+	}
+	best = ev;
+	for (i = 0; i < 60; i++) {
+		cap_check(r, w, phase, mem.kv_tokens, hi, &ev);
+		if (!ev.ok)
+			break;
+		best = ev;
+		lo = hi;
+		hi *= 2;
+	}
+	for (i = 0; i < 50 && hi - lo > 1e-6 * hi; i++) {
+		double mid = (lo + hi) / 2;
+		cap_check(r, w, phase, mem.kv_tokens, mid, &ev);
+		if (ev.ok) {
+			lo = mid;
+			best = ev;
+		} else {
+			hi = mid;
+			out->binding = ev.binding;
+		}
+	}
+	if (!out->binding) {
+		cap_check(r, w, phase, mem.kv_tokens, hi, &ev);
+		out->binding = ev.binding ? ev.binding : "tpot";
+	}
+	out->rps = lo;
+	out->tokens_per_s = lo * O;
+	out->batch = best.batch;
+	out->tpot_ms = best.t * 1e3;
+	out->ttft_ms = best.ttft * 1e3;
+	return 0;
+}

@@ -1,0 +1,163 @@
+/*
+ * cost: the one cost model (DESIGN §5).  Planners, the simulator and
+ * `estimate` ask these functions for iteration latencies, memory fit, KV
+ * capacity and a replica's capacity at the SLO; nobody re-derives a latency
+ * inline.  Times are seconds, sizes bytes, rates per second.  Every constant
+ * comes from a GPU profile field (catalog.h), so calibration overrides it.
+ */
+#ifndef HX_COST_H
+#define HX_COST_H
+
+#include "model/catalog.h"
+#include "model/problem.h"
+
+#define HX_MAX_STAGES 64
+
+/* The KV cache every replica must keep beyond its weights, in tokens: one
+ * long request.  Planners may ask for more (the workload's percentile
+ * request); `check` holds every plan to at least this. */
+#define HX_KV_RESERVE_TOKENS 4096
+
+/* One pipeline stage: TP GPUs of one type holding layers [first, last). */
+typedef struct hx_stage {
+	const hx_gpu *gpu;
+	int tp;
+	int first, last;
+	double tp_bw_gb_s;      /* all-reduce bus bandwidth; 0: the GPU's intra-node */
+	double tp_latency_us;   /* all-reduce latency; 0: the GPU's */
+	double next_bw_gbps;    /* link to the next stage (unused on the last) */
+	double next_latency_ms;
+} hx_stage;
+
+typedef struct hx_replica {
+	const hx_model *model;
+	hx_dtype wdt, kvdt;
+	int nstages;
+	hx_stage stage[HX_MAX_STAGES];
+} hx_replica;
+
+/* Set R to PP stages of TP GPUs each, layers split as evenly as possible,
+ * stage links BW_GBPS / LATENCY_MS.  Returns 0, or HX_EINPUT with ERR when
+ * the shape is impossible (tp not dividing the heads, pp > layers). */
+int hx_replica_uniform(hx_replica *r, const hx_model *m, const hx_gpu *g, int tp,
+		       int pp, hx_dtype wdt, hx_dtype kvdt, double bw_gbps,
+		       double latency_ms, hx_err *err);
+/* Check a replica's shape (contiguous layer cover, tp dividing heads). */
+int hx_replica_check(const hx_replica *r, hx_err *err);
+
+/* The work of one serving iteration (all sequences, whole batch). */
+typedef struct hx_batch {
+	double prefill_tokens; /* new prompt tokens */
+	double prefill_attn;   /* sum over prefilling sequences of n * (c + n/2) */
+	double prefill_seqs;   /* sequences whose prompt ends here (emit a token) */
+	double decode_seqs;
+	double decode_ctx;     /* sum of the decoding sequences' contexts */
+} hx_batch;
+
+/* Add SEQS prompts of TOKENS new tokens over CACHED tokens each. */
+void hx_batch_add_prefill(hx_batch *b, double seqs, double tokens, double cached);
+/* Add SEQS decoding sequences at CONTEXT tokens each. */
+void hx_batch_add_decode(hx_batch *b, double seqs, double context);
+/* B scaled by F (one micro-batch of a pipeline). */
+hx_batch hx_batch_scale(const hx_batch *b, double f);
+
+/* Time split of a layer (or of an iteration). */
+typedef struct hx_breakdown {
+	double linear_s;    /* GEMMs and the per-token ops around them */
+	double attention_s; /* attention kernels */
+	double comm_s;      /* tensor-parallel all-reduces */
+	double overhead_s;  /* share of the per-iteration serving overhead */
+} hx_breakdown;
+
+/* Non-attention kernel time of one layer (index LAYER) for TOKENS tokens on
+ * TP GPUs: what kernel profiles measure per layer. */
+double hx_cost_linear(const hx_model *m, const hx_gpu *g, int tp, hx_dtype wdt,
+		      int layer, double tokens);
+
+/* Time of layer LAYER of stage S (of replica R) on batch B; BD (may be NULL)
+ * gets the split, added to what it holds. */
+double hx_cost_layer(const hx_replica *r, const hx_stage *s, int layer,
+		     const hx_batch *b, hx_breakdown *bd);
+
+typedef struct hx_iter {
+	double latency_s;              /* through every stage + transfers + overhead */
+	double cycle_s;                /* time per iteration with PP micro-batches */
+	double bottleneck_s;           /* slowest stage */
+	double stage_s[HX_MAX_STAGES]; /* compute per stage */
+	double transfer_s;             /* stage-to-stage sends */
+	double overhead_s;
+	hx_breakdown sum;              /* over all layers */
+} hx_iter;
+
+/* One iteration of batch B (whole replica, one micro-batch: PP stages run
+ * it one after the other). */
+void hx_cost_iter(const hx_replica *r, const hx_batch *b, hx_iter *out);
+/* One iteration with the batch split into m micro-batches that overlap in
+ * the pipeline, m = min(stages, sequences in the batch): cycle_s =
+ * max(latency(b/m), m * bottleneck(b/m) + overhead).  Equals hx_cost_iter's
+ * latency for one stage or one sequence. */
+double hx_cost_cycle(const hx_replica *r, const hx_batch *b, hx_iter *out);
+
+/* Memory, per GPU of each stage. */
+typedef struct hx_mem_stage {
+	double capacity_b;  /* memory * utilization */
+	double weights_b;
+	double reserve_b;
+	double kv_b;        /* what is left for the KV cache (< 0: short) */
+	double kv_tokens;   /* tokens of KV this stage can hold */
+} hx_mem_stage;
+
+typedef struct hx_memory {
+	int fits;             /* weights + reserve fit on every GPU */
+	double short_b;       /* worst shortfall when not */
+	int worst_stage;
+	double kv_tokens;     /* the replica's KV capacity: min over stages */
+	double weights_b;     /* whole replica */
+	hx_mem_stage st[HX_MAX_STAGES];
+} hx_memory;
+
+void hx_cost_memory(const hx_replica *r, double mem_util, hx_memory *out);
+/* KV bytes per token of the whole model (all layers, unsharded): what a
+ * disaggregated replica sends per prompt token. */
+double hx_kv_bytes_per_token(const hx_model *m, hx_dtype kvdt);
+/* KV bytes per token per layer that one GPU of a TP group holds (KV heads
+ * split by TP, replicated when TP exceeds them; an MLA latent unsplit). */
+double hx_kv_bytes_token_layer_gpu(const hx_model *m, int tp, hx_dtype kvdt);
+/* Weight bytes of the whole model at WDT. */
+double hx_model_weight_bytes(const hx_model *m, hx_dtype wdt);
+/* Seconds to move the KV of TOKENS prompt tokens over a link. */
+double hx_cost_kv_transfer(const hx_model *m, hx_dtype kvdt, double tokens,
+			   double bw_gbps, double latency_ms);
+
+/* Capacity of one replica at the workload's SLO (see cost.c for the rule). */
+typedef struct hx_capacity {
+	double rps;            /* highest sustainable request rate */
+	double tokens_per_s;   /* generated tokens/s at that rate */
+	double batch;          /* decode batch at that rate */
+	double tpot_ms;        /* iteration time at that rate */
+	double ttft_ms;        /* percentile TTFT at that rate */
+	double max_batch;      /* KV-limited batch (mean request) */
+	const char *binding;   /* tpot, ttft, kv, batch, budget or memory */
+} hx_capacity;
+
+int hx_cost_capacity(const hx_replica *r, const hx_workload *w, hx_capacity *out);
+
+/* What a replica does: both phases (aggregated), or only prefill or only
+ * decode (disaggregated; a decode replica receives whole KV caches). */
+enum { HX_SERVE_BOTH, HX_SERVE_PREFILL, HX_SERVE_DECODE };
+/* Capacity for one phase: a prefill replica is held to the TTFT SLO (its
+ * requests' queueing and prompt iterations), a decode replica to the TPOT
+ * SLO and its KV cache. */
+int hx_cost_capacity_phase(const hx_replica *r, const hx_workload *w, int phase,
+			   hx_capacity *out);
+
+/* The operating point of a replica at request rate LAMBDA (the same rule):
+ * OUT's rps is LAMBDA when sustainable, else 0 with binding set; tpot_ms,
+ * ttft_ms and batch describe the steady state when one exists. */
+void hx_cost_at_rate(const hx_replica *r, const hx_workload *w, double lambda,
+		     hx_capacity *out);
+/* The same for one phase (HX_SERVE_*, declared below). */
+void hx_cost_at_rate_phase(const hx_replica *r, const hx_workload *w, int phase, double lambda,
+			   hx_capacity *out);
+
+#endif

@@ -1,0 +1,158 @@
+/*
+ * problem: what the user has and wants — the cluster (fixed nodes and links,
+ * or rentable offers), the workload (rates, lengths, SLOs, serving knobs),
+ * request traces and calibration measurements — and their strict loaders.
+ * Loaders name the file and the JSON pointer (or CSV line) of a bad value.
+ */
+#ifndef HX_PROBLEM_H
+#define HX_PROBLEM_H
+
+#include "model/catalog.h"
+#include "base/util.h"
+
+typedef struct hx_linkspec {
+	double bw_gbps;
+	double latency_ms;
+} hx_linkspec;
+
+typedef struct hx_node {
+	char name[64];
+	char region[64];
+	char host[256];
+	hx_gpu gpu;
+	int count;          /* GPUs */
+	double nic_gbps;    /* per node, to the network */
+	double usd_per_hour; /* per GPU */
+} hx_node;
+
+typedef struct hx_link {
+	int a, b; /* node indexes */
+	hx_linkspec spec;
+} hx_link;
+
+typedef struct hx_offer {
+	hx_gpu gpu;
+	int max_count;     /* GPUs available */
+	int gpus_per_node;
+	double usd_per_hour;
+	char region[64];
+} hx_offer;
+
+/* What a cluster may hold (hexplan-formats(5), LIMITS): beyond these the
+ * planners' memory and time grow past what a planning run should take. */
+#define HX_MAX_NODES 4096
+#define HX_MAX_CLUSTER_GPUS 65536
+#define HX_MAX_LINKS 16384
+#define HX_MAX_OFFERS 256
+#define HX_MAX_OFFER_GPUS 65536
+#define HX_MAX_CLASSES 64
+#define HX_MAX_BUCKETS 100000
+#define HX_MAX_QUALITY_SAMPLES 100000
+
+typedef struct hx_cluster {
+	hx_node *nodes;
+	int nnodes;
+	hx_link *links;
+	int nlinks;
+	hx_linkspec same_region, cross_region;
+	hx_offer *offers;
+	int noffers;
+} hx_cluster;
+
+/* Load a cluster file; GPU names resolve in CAT.  Release with
+ * hx_cluster_release. */
+int hx_cluster_load(hx_cluster *c, const char *path, const hx_catalog *cat,
+		    hx_err *err);
+void hx_cluster_release(hx_cluster *c);
+/* The link between nodes A and B (explicit, else the region default). */
+hx_linkspec hx_cluster_link(const hx_cluster *c, int a, int b);
+int hx_cluster_gpus(const hx_cluster *c);
+
+/* A length distribution (tokens). */
+enum { HX_DIST_LOGNORMAL, HX_DIST_BUCKETS };
+typedef struct hx_dist {
+	int kind;
+	double mean, p50, max;  /* lognormal as given */
+	double mu, sigma;       /* derived */
+	int nb;                 /* buckets (also a trace's empirical lengths) */
+	double *tokens, *weight; /* weight normalized to sum 1, tokens sorted */
+} hx_dist;
+
+double hx_dist_mean(const hx_dist *d);
+double hx_dist_quantile(const hx_dist *d, double q);
+double hx_dist_sample(const hx_dist *d, hx_rng *r);
+/* Squared coefficient of variation. */
+double hx_dist_cv2(const hx_dist *d);
+void hx_dist_release(hx_dist *d);
+/* A bucket distribution from N (tokens, weight) pairs: sorted, equal
+ * lengths merged, weights normalized.  Takes ownership of P (frees it). */
+typedef struct hx_tw {
+	double t, w;
+} hx_tw;
+void hx_dist_from_pairs(hx_dist *d, hx_tw *p, int n);
+
+typedef struct hx_slo {
+	double ttft_ms, tpot_ms;
+	double percentile; /* e.g. 99 */
+	double attainment; /* e.g. 0.99 */
+} hx_slo;
+
+/* Serving-engine knobs the cost model needs (vLLM-like defaults). */
+typedef struct hx_serving {
+	double token_budget;   /* max tokens per iteration (chunked prefill) */
+	double max_seqs;       /* max sequences in a batch */
+	double mem_util;       /* fraction of GPU memory the engine may use */
+} hx_serving;
+void hx_serving_defaults(hx_serving *s);
+
+typedef struct hx_class {
+	char name[64];
+	double share;
+	hx_dist prompt, output;
+} hx_class;
+
+enum { HX_ARRIVAL_POISSON, HX_ARRIVAL_GAMMA };
+struct hx_quality; /* quality.h */
+typedef struct hx_workload {
+	char model[512]; /* optional: model name or config.json path */
+	double rate_rps;
+	int arrival;
+	double cv;
+	hx_dist prompt, output; /* whole workload (mixture of classes if given) */
+	hx_slo slo;
+	hx_serving serving;
+	hx_class *classes;
+	int nclasses;
+	struct hx_quality *quality; /* the quality profile, or NULL (owned) */
+} hx_workload;
+
+int hx_workload_load(hx_workload *w, const char *path, hx_err *err);
+void hx_workload_release(hx_workload *w);
+
+/* A request trace, read or generated, holds at most this many requests. */
+#define HX_MAX_REQUESTS 50000000
+
+/* A request trace. */
+typedef struct hx_trace {
+	int n;
+	double *arrival_s;
+	int *input, *output;
+	int *cls; /* class index per request (workload classes), or NULL */
+} hx_trace;
+
+/* Read the Azure format (TIMESTAMP,ContextTokens,GeneratedTokens) or
+ * arrival_s,input_tokens,output_tokens.  Errors name "PATH:LINE". */
+int hx_trace_load(hx_trace *t, const char *path, hx_err *err);
+void hx_trace_release(hx_trace *t);
+
+/* Calibration measurements: gpu,model,tp,phase,batch,tokens,context,ms. */
+enum { HX_PHASE_PREFILL, HX_PHASE_DECODE, HX_PHASE_LINEAR };
+typedef struct hx_meas {
+	char gpu[48], model[512];
+	int tp, phase, batch, tokens, context;
+	double ms;
+	int line;
+} hx_meas;
+int hx_meas_load(hx_meas **out, int *n, const char *path, hx_err *err);
+
+#endif

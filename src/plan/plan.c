@@ -1,0 +1,1009 @@
+/* plan: see plan.h. */
+#include "config.h"
+
+#include "plan/plan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/jsonio.h"
+#include "base/sha256.h"
+
+static const char *const role_names[] = {"aggregated", "prefill", "decode", NULL};
+
+const char *hx_role_name(hx_role r)
+{
+	return role_names[r];
+}
+
+void hx_plan_init(hx_plan *p)
+{
+	memset(p, 0, sizeof(*p));
+	strcpy(p->solver.engine, "none");
+	strcpy(p->solver.status, "heuristic");
+	p->solver.seed = 1;
+}
+
+static void replica_release(hx_plan_replica *r)
+{
+	for (int s = 0; s < HX_MAX_STAGES; s++)
+		free(r->gpus[s]);
+}
+
+void hx_plan_release(hx_plan *p)
+{
+	for (int g = 0; g < p->ngroups; g++) {
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			replica_release(&p->groups[g].replicas[r]);
+		free(p->groups[g].replicas);
+	}
+	free(p->groups);
+	free(p->models);
+	free(p->gpus);
+	free(p->ingress);
+	free(p->kv);
+	free(p->hops);
+	free(p->cascade);
+	free(p->classes);
+	free(p->rent);
+	hx_plan_init(p);
+}
+
+hx_model *hx_plan_add_model(hx_plan *p, const hx_model *m)
+{
+	p->models = hx_xrealloc(p->models, (size_t)(p->nmodels + 1) * sizeof(*p->models));
+	p->models[p->nmodels] = *m;
+	return &p->models[p->nmodels++];
+}
+
+hx_gpu *hx_plan_add_gpu(hx_plan *p, const hx_gpu *g)
+{
+	p->gpus = hx_xrealloc(p->gpus, (size_t)(p->ngpus + 1) * sizeof(*p->gpus));
+	p->gpus[p->ngpus] = *g;
+	return &p->gpus[p->ngpus++];
+}
+
+hx_plan_group *hx_plan_add_group(hx_plan *p)
+{
+	hx_plan_group *g;
+
+	p->groups = hx_xrealloc(p->groups, (size_t)(p->ngroups + 1) * sizeof(*p->groups));
+	g = &p->groups[p->ngroups++];
+	memset(g, 0, sizeof(*g));
+	g->wdt = HX_DT_BF16;
+	g->kvdt = HX_DT_FP16;
+	return g;
+}
+
+hx_plan_replica *hx_plan_add_replica(hx_plan_group *g)
+{
+	hx_plan_replica *r;
+
+	g->replicas = hx_xrealloc(g->replicas, (size_t)(g->nreplicas + 1) * sizeof(*g->replicas));
+	r = &g->replicas[g->nreplicas++];
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+hx_route *hx_plan_add_route(hx_route **list, int *n)
+{
+	*list = hx_xrealloc(*list, (size_t)(*n + 1) * sizeof(**list));
+	memset(&(*list)[*n], 0, sizeof(**list));
+	return &(*list)[(*n)++];
+}
+
+void hx_routes_normalize(hx_route *r, int n)
+{
+	double total = 0, acc = 0;
+
+	for (int i = 0; i < n; i++)
+		total += r[i].weight;
+	for (int i = 0; i < n; i++) {
+		r[i].weight = hx_round6(total > 0 ? r[i].weight / total : 1.0 / n);
+		if (i + 1 < n)
+			acc += r[i].weight;
+	}
+	if (n > 0)
+		r[n - 1].weight = hx_round6(1 - acc);
+}
+
+const hx_model *hx_plan_model(const hx_plan *p, const char *name)
+{
+	for (int i = 0; i < p->nmodels; i++)
+		if (strcmp(p->models[i].name, name) == 0)
+			return &p->models[i];
+	return NULL;
+}
+
+const hx_gpu *hx_plan_gpu(const hx_plan *p, const char *name)
+{
+	for (int i = 0; i < p->ngpus; i++)
+		if (strcmp(p->gpus[i].name, name) == 0)
+			return &p->gpus[i];
+	return NULL;
+}
+
+int hx_plan_group_index(const hx_plan *p, const char *name)
+{
+	for (int i = 0; i < p->ngroups; i++)
+		if (strcmp(p->groups[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g,
+			 const hx_plan_replica *r, hx_replica *out, hx_err *err)
+{
+	const hx_model *m = hx_plan_model(p, g->model);
+
+	memset(out, 0, sizeof(*out));
+	if (!m)
+		return hx_errf(err, HX_EINPUT, "group %s: unknown model \"%s\"", g->name, g->model);
+	out->model = m;
+	out->wdt = g->wdt;
+	out->kvdt = g->kvdt;
+	out->nstages = g->nstages;
+	for (int s = 0; s < g->nstages; s++) {
+		hx_stage *st = &out->stage[s];
+		st->gpu = hx_plan_gpu(p, g->stage[s].gpu);
+		if (!st->gpu)
+			return hx_errf(err, HX_EINPUT, "group %s: unknown GPU \"%s\"", g->name,
+				       g->stage[s].gpu);
+		st->tp = g->stage[s].tp;
+		st->first = g->stage[s].first;
+		st->last = g->stage[s].last;
+		if (r && r->tp_link[s].bw_gbps > 0) {
+			st->tp_bw_gb_s = r->tp_link[s].bw_gbps / 8;
+			st->tp_latency_us = r->tp_link[s].latency_ms * 1e3;
+		}
+		if (r && s + 1 < g->nstages) {
+			st->next_bw_gbps = r->link[s].bw_gbps;
+			st->next_latency_ms = r->link[s].latency_ms;
+		} else {
+			st->next_bw_gbps = 100;
+		}
+	}
+	return hx_replica_check(out, err);
+}
+
+int hx_plan_fragment_cost(const hx_plan *p, const hx_plan_group *g,
+			  const hx_plan_replica *r, hx_replica *out, int *offset, hx_err *err)
+{
+	const hx_model *m = hx_plan_model(p, g->model);
+	hx_plan_group pad;
+	int pre, post;
+
+	*offset = 0;
+	if (!m || g->nstages < 1 || g->nstages > HX_MAX_STAGES - 2)
+		return hx_plan_replica_cost(p, g, r, out, err);
+	pre = g->stage[0].first > 0;
+	post = g->stage[g->nstages - 1].last < m->a.layers;
+	if (!pre && !post)
+		return hx_plan_replica_cost(p, g, r, out, err);
+	/* A copy of the group's shape with the padding stages; the replica's
+	 * links are taken stage by stage below. */
+	pad = *g;
+	pad.nstages = g->nstages + pre + post;
+	pad.replicas = NULL;
+	pad.nreplicas = 0;
+	for (int s = 0; s < g->nstages; s++)
+		pad.stage[s + pre] = g->stage[s];
+	if (pre) {
+		pad.stage[0] = g->stage[0];
+		pad.stage[0].first = 0;
+		pad.stage[0].last = g->stage[0].first;
+	}
+	if (post) {
+		pad.stage[pad.nstages - 1] = g->stage[g->nstages - 1];
+		pad.stage[pad.nstages - 1].first = g->stage[g->nstages - 1].last;
+		pad.stage[pad.nstages - 1].last = m->a.layers;
+	}
+	if (hx_plan_replica_cost(p, &pad, NULL, out, err))
+		return HX_EINPUT;
+	for (int s = 0; r && s < g->nstages; s++) {
+		hx_stage *st = &out->stage[s + pre];
+		if (r->tp_link[s].bw_gbps > 0) {
+			st->tp_bw_gb_s = r->tp_link[s].bw_gbps / 8;
+			st->tp_latency_us = r->tp_link[s].latency_ms * 1e3;
+		}
+		if (s + 1 < g->nstages) {
+			st->next_bw_gbps = r->link[s].bw_gbps;
+			st->next_latency_ms = r->link[s].latency_ms;
+		}
+	}
+	*offset = pre;
+	return 0;
+}
+
+int hx_gpu_ref_parse(const char *s, hx_gpu_ref *out)
+{
+	const char *colon = strrchr(s, ':');
+	char *end;
+	long idx;
+
+	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(out->node))
+		return -1;
+	idx = strtol(colon + 1, &end, 10);
+	if (!colon[1] || *end || idx < 0 || idx > 1000000)
+		return -1;
+	memcpy(out->node, s, (size_t)(colon - s));
+	out->node[colon - s] = '\0';
+	out->index = (int)idx;
+	return 0;
+}
+
+void hx_file_digest(const char *path, char out[72])
+{
+	hx_err err;
+	size_t len;
+	char *text;
+
+	if (strcmp(path, "-") == 0) { /* already read: nothing to digest */
+		strcpy(out, "stdin");
+		return;
+	}
+	text = hx_read_file(path, &len, &err);
+	out[0] = '\0';
+	if (!text)
+		return;
+	hx_sha256_hex(text, len, out);
+	free(text);
+}
+
+/* ---- writer ------------------------------------------------------------- */
+
+static json_t *link_json(const hx_linkspec *l)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "bw_gbps", json_real(l->bw_gbps));
+	json_object_set_new(o, "latency_ms", json_real(l->latency_ms));
+	return o;
+}
+
+static json_t *routes_json(const hx_route *r, int n, const char *from, const char *to,
+			   int ingress)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; i < n; i++) {
+		json_t *o = json_object();
+		if (!ingress)
+			hx_jset_str(o, from, r[i].from);
+		hx_jset_str(o, to, r[i].to);
+		json_object_set_new(o, "weight", json_real(r[i].weight));
+		if (ingress && r[i].from[0])
+			hx_jset_str(o, from, r[i].from);
+		if (!ingress && r[i].link[0])
+			hx_jset_str(o, "link", r[i].link);
+		if (!ingress && r[i].bw_gbps > 0) {
+			json_object_set_new(o, "bw_gbps", json_real(r[i].bw_gbps));
+			json_object_set_new(o, "latency_ms", json_real(r[i].latency_ms));
+		}
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+static json_t *plan_json(const hx_plan *p)
+{
+	json_t *o = json_object(), *x, *a;
+
+	hx_jset_str(o, "schema", "hexplan.plan");
+	hx_jset_int(o, "version", 1);
+	hx_jset_str(o, "mode", p->mode);
+	x = json_object();
+	/* each digest only when known: the reader takes them as optional but
+	 * not empty, so a plan without one still reads back */
+	if (p->cluster_digest[0])
+		hx_jset_str(x, "cluster", p->cluster_digest);
+	if (p->workload_digest[0])
+		hx_jset_str(x, "workload", p->workload_digest);
+	if (p->calibration[0])
+		hx_jset_str(x, "calibration", p->calibration);
+	json_object_set_new(o, "inputs", x);
+	a = json_array();
+	for (int i = 0; i < p->nmodels; i++) {
+		json_t *m = json_object();
+		hx_jset_str(m, "name", p->models[i].name);
+		if (p->models[i].hf_repo[0])
+			hx_jset_str(m, "hf_repo", p->models[i].hf_repo);
+		json_object_set_new(m, "arch", hx_arch_to_json(&p->models[i].a));
+		json_array_append_new(a, m);
+	}
+	json_object_set_new(o, "models", a);
+	a = json_array();
+	for (int i = 0; i < p->ngpus; i++)
+		json_array_append_new(a, hx_gpu_to_json(&p->gpus[i]));
+	json_object_set_new(o, "gpus", a);
+	a = json_array();
+	for (int gi = 0; gi < p->ngroups; gi++) {
+		const hx_plan_group *g = &p->groups[gi];
+		json_t *go = json_object(), *st = json_array(), *rs = json_array(), *pr;
+		hx_jset_str(go, "name", g->name);
+		hx_jset_str(go, "model", g->model);
+		hx_jset_str(go, "role", hx_role_name(g->role));
+		hx_jset_str(go, "weights", hx_dtype_name(g->wdt));
+		hx_jset_str(go, "kv", hx_dtype_name(g->kvdt));
+		for (int s = 0; s < g->nstages; s++) {
+			json_t *so = json_object(), *l = json_array();
+			hx_jset_str(so, "gpu", g->stage[s].gpu);
+			hx_jset_int(so, "tp", g->stage[s].tp);
+			json_array_append_new(l, json_integer(g->stage[s].first));
+			json_array_append_new(l, json_integer(g->stage[s].last));
+			json_object_set_new(so, "layers", l);
+			if (g->stage[s].cross_node)
+				json_object_set_new(so, "cross_node", json_true());
+			json_array_append_new(st, so);
+		}
+		json_object_set_new(go, "stages", st);
+		for (int r = 0; r < g->nreplicas; r++) {
+			const hx_plan_replica *rep = &g->replicas[r];
+			json_t *ro = json_object(), *pl = json_array();
+			int any_tp = 0;
+			hx_jset_str(ro, "id", rep->id);
+			for (int s = 0; s < g->nstages; s++) {
+				json_t *sa = json_array();
+				for (int k = 0; k < rep->ngpus[s]; k++) {
+					char ref[96];
+					snprintf(ref, sizeof(ref), "%s:%d", rep->gpus[s][k].node,
+						 rep->gpus[s][k].index);
+					json_array_append_new(sa, json_string(ref));
+				}
+				json_array_append_new(pl, sa);
+				any_tp |= rep->tp_link[s].bw_gbps > 0;
+			}
+			json_object_set_new(ro, "placement", pl);
+			if (g->nstages > 1) {
+				json_t *la = json_array();
+				for (int s = 0; s + 1 < g->nstages; s++)
+					json_array_append_new(la, link_json(&rep->link[s]));
+				json_object_set_new(ro, "links", la);
+			}
+			if (any_tp) {
+				json_t *ta = json_array();
+				for (int s = 0; s < g->nstages; s++)
+					json_array_append_new(ta, rep->tp_link[s].bw_gbps > 0
+									  ? link_json(&rep->tp_link[s])
+									  : json_null());
+				json_object_set_new(ro, "tp_links", ta);
+			}
+			json_array_append_new(rs, ro);
+		}
+		json_object_set_new(go, "replicas", rs);
+		pr = json_object();
+		json_object_set_new(pr, "capacity_rps", json_real(g->capacity_rps));
+		json_object_set_new(pr, "max_batch", json_real(g->max_batch));
+		json_object_set_new(go, "predicted", pr);
+		json_array_append_new(a, go);
+	}
+	json_object_set_new(o, "groups", a);
+	x = json_object();
+	json_object_set_new(x, "ingress", routes_json(p->ingress, p->ningress, "class", "group", 1));
+	json_object_set_new(x, "kv", routes_json(p->kv, p->nkv, "from", "to", 0));
+	json_object_set_new(x, "hops", routes_json(p->hops, p->nhops, "from", "to", 0));
+	a = json_array();
+	for (int i = 0; i < p->ncascade; i++) {
+		json_t *c = json_object();
+		hx_jset_str(c, "model", p->cascade[i].model);
+		json_object_set_new(c, "threshold", json_real(p->cascade[i].threshold));
+		json_object_set_new(c, "escalate", json_real(p->cascade[i].escalate));
+		json_array_append_new(a, c);
+	}
+	json_object_set_new(x, "cascade", a);
+	if (p->nclasses > 0) {
+		a = json_array();
+		for (int i = 0; i < p->nclasses; i++) {
+			const hx_plan_class *k = &p->classes[i];
+			json_t *c = json_object();
+			hx_jset_str(c, "name", k->name);
+			json_object_set_new(c, "prompt_tokens",
+					    json_pack("[ii]", k->prompt_lo, k->prompt_hi));
+			json_object_set_new(c, "output_tokens",
+					    json_pack("[ii]", k->output_lo, k->output_hi));
+			json_array_append_new(a, c);
+		}
+		json_object_set_new(x, "classes", a);
+	}
+	json_object_set_new(o, "routing", x);
+	if (p->nrent > 0) {
+		a = json_array();
+		for (int i = 0; i < p->nrent; i++) {
+			json_t *c = json_object();
+			hx_jset_int(c, "offer", p->rent[i].offer);
+			hx_jset_str(c, "gpu", p->rent[i].gpu);
+			hx_jset_int(c, "nodes", p->rent[i].nodes);
+			hx_jset_int(c, "gpus", p->rent[i].gpus);
+			json_object_set_new(c, "usd_per_hour", json_real(p->rent[i].usd_per_hour));
+			json_array_append_new(a, c);
+		}
+		json_object_set_new(o, "rent", a);
+	}
+	x = json_object();
+	json_object_set_new(x, "capacity_rps", json_real(p->predicted.capacity_rps));
+	json_object_set_new(x, "throughput_tps", json_real(p->predicted.throughput_tps));
+	json_object_set_new(x, "ttft_ms_p99", json_real(p->predicted.ttft_ms_p99));
+	json_object_set_new(x, "tpot_ms_p99", json_real(p->predicted.tpot_ms_p99));
+	json_object_set_new(x, "usd_per_hour", json_real(p->predicted.usd_per_hour));
+	json_object_set_new(x, "usd_per_m_tokens", json_real(p->predicted.usd_per_m_tokens));
+	if (p->predicted.has_quality)
+		json_object_set_new(x, "quality", json_real(p->predicted.quality));
+	json_object_set_new(o, "predicted", x);
+	x = json_object();
+	hx_jset_str(x, "engine", p->solver.engine);
+	hx_jset_str(x, "status", p->solver.status);
+	json_object_set_new(x, "objective", json_real(p->solver.objective));
+	json_object_set_new(x, "bound", json_real(p->solver.bound));
+	json_object_set_new(x, "gap", json_real(p->solver.gap));
+	a = json_object();
+	hx_jset_int(a, "nodes", p->solver.nodes);
+	hx_jset_int(a, "iterations", p->solver.iterations);
+	json_object_set_new(x, "work", a);
+	json_object_set_new(x, "seed", json_integer((json_int_t)p->solver.seed));
+	json_object_set_new(o, "solver", x);
+	return o;
+}
+
+char *hx_plan_dump(const hx_plan *p)
+{
+	json_t *o = plan_json(p);
+	char *s = hx_json_dump(o);
+	json_decref(o);
+	return s;
+}
+
+int hx_plan_write(const hx_plan *p, const char *path, hx_err *err)
+{
+	char *s = hx_plan_dump(p);
+	int rc = hx_write_atomic(path, s, strlen(s), err);
+	free(s);
+	return rc;
+}
+
+/* ---- reader ------------------------------------------------------------- */
+
+static int parse_link(const hx_jr *r, const json_t *v, const char *ptr, hx_linkspec *l)
+{
+	static const char *const keys[] = {"bw_gbps", "latency_ms", NULL};
+	int rc;
+
+	l->latency_ms = 0;
+	if ((rc = hx_jr_object(r, v, ptr, keys)) ||
+	    (rc = hx_jr_pos(r, v, ptr, "bw_gbps", 1, &l->bw_gbps)) ||
+	    (rc = hx_jr_num(r, v, ptr, "latency_ms", 0, 0, 1e6, &l->latency_ms)))
+		return rc;
+	return 0;
+}
+
+static int parse_replica(const hx_jr *r, const json_t *v, const char *ptr,
+			 hx_plan_group *g, hx_plan_replica *rep)
+{
+	static const char *const keys[] = {"id", "placement", "links", "tp_links", NULL};
+	json_t *pl, *x;
+	char p[256], ps[300], pg[320];
+	size_t n, k;
+	int rc;
+
+	if ((rc = hx_jr_object(r, v, ptr, keys)) ||
+	    (rc = hx_jr_str(r, v, ptr, "id", 1, rep->id, sizeof(rep->id))))
+		return rc;
+	pl = json_object_get(v, "placement");
+	if (!pl)
+		return hx_jr_fail(r, ptr, "missing required key \"placement\"");
+	hx_ptr_key(p, sizeof(p), ptr, "placement");
+	if ((rc = hx_jr_array(r, pl, p, 1, &n)))
+		return rc;
+	if ((int)n != g->nstages)
+		return hx_jr_fail(r, p, "has %zu stages, the group %d", n, g->nstages);
+	for (int s = 0; s < g->nstages; s++) {
+		json_t *sa = json_array_get(pl, (size_t)s);
+		hx_ptr_index(ps, sizeof(ps), p, (size_t)s);
+		if ((rc = hx_jr_array(r, sa, ps, 1, &k)))
+			return rc;
+		rep->gpus[s] = hx_xcalloc(k, sizeof(hx_gpu_ref));
+		rep->ngpus[s] = (int)k;
+		for (size_t i = 0; i < k; i++) {
+			json_t *e = json_array_get(sa, i);
+			hx_ptr_index(pg, sizeof(pg), ps, i);
+			if (!json_is_string(e) || hx_gpu_ref_parse(json_string_value(e), &rep->gpus[s][i]))
+				return hx_jr_fail(r, pg, "must be a GPU as \"node:index\"");
+		}
+	}
+	if ((x = json_object_get(v, "links"))) {
+		hx_ptr_key(p, sizeof(p), ptr, "links");
+		if ((rc = hx_jr_array(r, x, p, 0, &n)))
+			return rc;
+		if ((int)n != g->nstages - 1)
+			return hx_jr_fail(r, p, "must have %d links (one per stage boundary)", g->nstages - 1);
+		for (size_t i = 0; i < n; i++) {
+			hx_ptr_index(ps, sizeof(ps), p, i);
+			if ((rc = parse_link(r, json_array_get(x, i), ps, &rep->link[i])))
+				return rc;
+		}
+	} else if (g->nstages > 1) {
+		return hx_jr_fail(r, ptr, "missing required key \"links\" (the group has %d stages)",
+				  g->nstages);
+	}
+	if ((x = json_object_get(v, "tp_links"))) {
+		hx_ptr_key(p, sizeof(p), ptr, "tp_links");
+		if ((rc = hx_jr_array(r, x, p, 0, &n)))
+			return rc;
+		if ((int)n != g->nstages)
+			return hx_jr_fail(r, p, "must have one entry per stage");
+		for (size_t i = 0; i < n; i++) {
+			json_t *e = json_array_get(x, i);
+			hx_ptr_index(ps, sizeof(ps), p, i);
+			if (!json_is_null(e) && (rc = parse_link(r, e, ps, &rep->tp_link[i])))
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static int parse_group(const hx_jr *r, const json_t *v, const char *ptr, hx_plan_group *g)
+{
+	static const char *const keys[] = {"name", "model", "role", "weights", "kv", "stages",
+		"replicas", "predicted", NULL};
+	static const char *const skeys[] = {"gpu", "tp", "layers", "cross_node", NULL};
+	static const char *const pkeys[] = {"capacity_rps", "max_batch", NULL};
+	static const char *const wdts[] = {"bf16", "fp16", "fp8", "int4", NULL};
+	static const char *const kvdts[] = {"bf16", "fp16", "fp8", NULL};
+	json_t *st, *rs, *pr;
+	char p[256], ps[300], pl[320];
+	size_t n;
+	int rc, idx = 0;
+
+	if ((rc = hx_jr_object(r, v, ptr, keys)) ||
+	    (rc = hx_jr_str(r, v, ptr, "name", 1, g->name, sizeof(g->name))) ||
+	    (rc = hx_jr_str(r, v, ptr, "model", 1, g->model, sizeof(g->model))) ||
+	    (rc = hx_jr_enum(r, v, ptr, "role", 1, role_names, &idx)))
+		return rc;
+	g->role = (hx_role)idx;
+	idx = 0;
+	if ((rc = hx_jr_enum(r, v, ptr, "weights", 0, wdts, &idx)))
+		return rc;
+	g->wdt = (hx_dtype)hx_dtype_parse(wdts[idx]);
+	idx = 1;
+	if ((rc = hx_jr_enum(r, v, ptr, "kv", 0, kvdts, &idx)))
+		return rc;
+	g->kvdt = (hx_dtype)hx_dtype_parse(kvdts[idx]);
+	st = json_object_get(v, "stages");
+	if (!st)
+		return hx_jr_fail(r, ptr, "missing required key \"stages\"");
+	hx_ptr_key(p, sizeof(p), ptr, "stages");
+	if ((rc = hx_jr_array(r, st, p, 1, &n)))
+		return rc;
+	if (n > HX_MAX_STAGES)
+		return hx_jr_fail(r, p, "has more than %d stages", HX_MAX_STAGES);
+	g->nstages = (int)n;
+	for (size_t s = 0; s < n; s++) {
+		json_t *so = json_array_get(st, s), *l;
+		hx_plan_stage *x = &g->stage[s];
+		long tp = 0;
+		hx_ptr_index(ps, sizeof(ps), p, s);
+		if ((rc = hx_jr_object(r, so, ps, skeys)) ||
+		    (rc = hx_jr_str(r, so, ps, "gpu", 1, x->gpu, sizeof(x->gpu))) ||
+		    (rc = hx_jr_int(r, so, ps, "tp", 1, 1, 4096, &tp)) ||
+		    (rc = hx_jr_bool(r, so, ps, "cross_node", 0, &x->cross_node)))
+			return rc;
+		x->tp = (int)tp;
+		l = json_object_get(so, "layers");
+		hx_ptr_key(pl, sizeof(pl), ps, "layers");
+		if (!l)
+			return hx_jr_fail(r, ps, "missing required key \"layers\"");
+		if (!json_is_array(l) || json_array_size(l) != 2 ||
+		    !json_is_integer(json_array_get(l, 0)) || !json_is_integer(json_array_get(l, 1)) ||
+		    json_integer_value(json_array_get(l, 0)) < 0 ||
+		    json_integer_value(json_array_get(l, 0)) > 1000000 ||
+		    json_integer_value(json_array_get(l, 1)) < 0 ||
+		    json_integer_value(json_array_get(l, 1)) > 1000000)
+			return hx_jr_fail(r, pl, "must be a pair [first, last) of layer indexes");
+		x->first = (int)json_integer_value(json_array_get(l, 0));
+		x->last = (int)json_integer_value(json_array_get(l, 1));
+	}
+	rs = json_object_get(v, "replicas");
+	if (!rs)
+		return hx_jr_fail(r, ptr, "missing required key \"replicas\"");
+	hx_ptr_key(p, sizeof(p), ptr, "replicas");
+	if ((rc = hx_jr_array(r, rs, p, 1, &n)))
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		hx_plan_replica *rep = hx_plan_add_replica(g);
+		hx_ptr_index(ps, sizeof(ps), p, i);
+		if ((rc = parse_replica(r, json_array_get(rs, i), ps, g, rep)))
+			return rc;
+	}
+	if ((pr = json_object_get(v, "predicted"))) {
+		hx_ptr_key(p, sizeof(p), ptr, "predicted");
+		if ((rc = hx_jr_object(r, pr, p, pkeys)) ||
+		    (rc = hx_jr_num(r, pr, p, "capacity_rps", 0, 0, 1e12, &g->capacity_rps)) ||
+		    (rc = hx_jr_num(r, pr, p, "max_batch", 0, 0, 1e12, &g->max_batch)))
+			return rc;
+	}
+	return 0;
+}
+
+static int parse_routes(const hx_jr *r, const json_t *v, const char *ptr, int ingress,
+			hx_route **list, int *n)
+{
+	static const char *const ikeys[] = {"group", "weight", "class", NULL};
+	static const char *const ekeys[] = {"from", "to", "weight", "link", "bw_gbps", "latency_ms",
+		NULL};
+	size_t k;
+	int rc;
+
+	if ((rc = hx_jr_array(r, v, ptr, 0, &k)))
+		return rc;
+	for (size_t i = 0; i < k; i++) {
+		json_t *e = json_array_get(v, i);
+		hx_route *x = hx_plan_add_route(list, n);
+		char p[128];
+		hx_ptr_index(p, sizeof(p), ptr, i);
+		if ((rc = hx_jr_object(r, e, p, ingress ? ikeys : ekeys)) ||
+		    (rc = hx_jr_num(r, e, p, "weight", 1, -1e12, 1e12, &x->weight)))
+			return rc;
+		if (ingress) {
+			if ((rc = hx_jr_str(r, e, p, "group", 1, x->to, sizeof(x->to))) ||
+			    (rc = hx_jr_str(r, e, p, "class", 0, x->from, sizeof(x->from))))
+				return rc;
+		} else if ((rc = hx_jr_str(r, e, p, "from", 1, x->from, sizeof(x->from))) ||
+			   (rc = hx_jr_str(r, e, p, "to", 1, x->to, sizeof(x->to))) ||
+			   (rc = hx_jr_str(r, e, p, "link", 0, x->link, sizeof(x->link))) ||
+			   (rc = hx_jr_num(r, e, p, "bw_gbps", 0, 0, 1e9, &x->bw_gbps)) ||
+			   (rc = hx_jr_num(r, e, p, "latency_ms", 0, 0, 1e6, &x->latency_ms))) {
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* A [lo, hi) token range: two integers, 0 <= lo < hi. */
+static int parse_range(const hx_jr *r, const json_t *obj, const char *ptr, const char *key,
+		       int *lo, int *hi)
+{
+	json_t *v = json_object_get(obj, key);
+	char p[160];
+
+	hx_ptr_key(p, sizeof(p), ptr, key);
+	if (!v)
+		return hx_jr_fail(r, ptr, "missing required key \"%s\"", key);
+	if (!json_is_array(v) || json_array_size(v) != 2 ||
+	    !json_is_integer(json_array_get(v, 0)) || !json_is_integer(json_array_get(v, 1)))
+		return hx_jr_fail(r, p, "must be [lo, hi], two integers (tokens)");
+	if (json_integer_value(json_array_get(v, 0)) < 0 ||
+	    json_integer_value(json_array_get(v, 1)) > (1L << 30) ||
+	    json_integer_value(json_array_get(v, 0)) >= json_integer_value(json_array_get(v, 1)))
+		return hx_jr_fail(r, p, "must have 0 <= lo < hi <= 1073741824");
+	*lo = (int)json_integer_value(json_array_get(v, 0));
+	*hi = (int)json_integer_value(json_array_get(v, 1));
+	return 0;
+}
+
+static int parse_classes(const hx_jr *r, const json_t *v, hx_plan *p)
+{
+	static const char *const keys[] = {"name", "prompt_tokens", "output_tokens", NULL};
+	size_t n;
+	int rc;
+
+	if ((rc = hx_jr_array(r, v, "/routing/classes", 0, &n)))
+		return rc;
+	p->classes = hx_xcalloc(n ? n : 1, sizeof(*p->classes));
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_array_get(v, i);
+		hx_plan_class *k = &p->classes[i];
+		char p1[128];
+		hx_ptr_index(p1, sizeof(p1), "/routing/classes", i);
+		if ((rc = hx_jr_object(r, e, p1, keys)) ||
+		    (rc = hx_jr_str(r, e, p1, "name", 1, k->name, sizeof(k->name))) ||
+		    (rc = parse_range(r, e, p1, "prompt_tokens", &k->prompt_lo, &k->prompt_hi)) ||
+		    (rc = parse_range(r, e, p1, "output_tokens", &k->output_lo, &k->output_hi)))
+			return rc;
+		for (int j = 0; j < p->nclasses; j++)
+			if (strcmp(p->classes[j].name, k->name) == 0) {
+				char p2[160];
+				hx_ptr_key(p2, sizeof(p2), p1, "name");
+				return hx_jr_fail(r, p2, "duplicate class name \"%s\"", k->name);
+			}
+		p->nclasses++;
+	}
+	return 0;
+}
+
+static int parse_rent(const hx_jr *r, const json_t *v, hx_plan *p)
+{
+	static const char *const keys[] = {"offer", "gpu", "nodes", "gpus", "usd_per_hour", NULL};
+	size_t n;
+	int rc;
+
+	if ((rc = hx_jr_array(r, v, "/rent", 0, &n)))
+		return rc;
+	p->rent = hx_xcalloc(n ? n : 1, sizeof(*p->rent));
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_array_get(v, i);
+		hx_plan_rent *k = &p->rent[i];
+		long offer = 0, nodes = 0, gpus = 0;
+		char p1[128];
+		hx_ptr_index(p1, sizeof(p1), "/rent", i);
+		if ((rc = hx_jr_object(r, e, p1, keys)) ||
+		    (rc = hx_jr_int(r, e, p1, "offer", 1, 0, 1000000, &offer)) ||
+		    (rc = hx_jr_str(r, e, p1, "gpu", 1, k->gpu, sizeof(k->gpu))) ||
+		    (rc = hx_jr_int(r, e, p1, "nodes", 1, 1, 1000000, &nodes)) ||
+		    (rc = hx_jr_int(r, e, p1, "gpus", 1, 1, 1000000, &gpus)) ||
+		    (rc = hx_jr_num(r, e, p1, "usd_per_hour", 1, 0, 1e12, &k->usd_per_hour)))
+			return rc;
+		k->offer = (int)offer;
+		k->nodes = (int)nodes;
+		k->gpus = (int)gpus;
+		p->nrent++;
+	}
+	return 0;
+}
+
+const char *hx_plan_class_of(const hx_plan *p, int prompt, int output)
+{
+	for (int i = 0; i < p->nclasses; i++) {
+		const hx_plan_class *k = &p->classes[i];
+		if (prompt >= k->prompt_lo && prompt < k->prompt_hi && output >= k->output_lo &&
+		    output < k->output_hi)
+			return k->name;
+	}
+	return NULL;
+}
+
+static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
+{
+	static const char *const top[] = {"schema", "version", "mode", "inputs", "models", "gpus",
+		"groups", "routing", "rent", "predicted", "solver", NULL};
+	static const char *const ikeys[] = {"cluster", "workload", "calibration", NULL};
+	static const char *const mkeys[] = {"name", "hf_repo", "arch", NULL};
+	static const char *const rkeys[] = {"ingress", "kv", "hops", "cascade", "classes", NULL};
+	static const char *const ckeys[] = {"model", "threshold", "escalate", NULL};
+	static const char *const pkeys[] = {"capacity_rps", "throughput_tps", "ttft_ms_p99",
+		"tpot_ms_p99", "usd_per_hour", "usd_per_m_tokens", "quality", NULL};
+	static const char *const skeys[] = {"engine", "status", "objective", "bound", "gap",
+		"work", "seed", NULL};
+	static const char *const wkeys[] = {"nodes", "iterations", NULL};
+	static const char *const statuses[] = {"optimal", "gap_limit", "work_limit", "time_limit",
+		"heuristic", NULL};
+	char schema[32], p1[128], p2[160];
+	json_t *v, *x;
+	size_t n;
+	int rc, idx;
+
+	if ((rc = hx_jr_object(r, root, "", top)) || (rc = hx_jr_version(r, root)) ||
+	    (rc = hx_jr_str(r, root, "", "schema", 1, schema, sizeof(schema))))
+		return rc;
+	if (strcmp(schema, "hexplan.plan") != 0)
+		return hx_jr_fail(r, "/schema", "must be \"hexplan.plan\"");
+	if ((rc = hx_jr_str(r, root, "", "mode", 1, p->mode, sizeof(p->mode))))
+		return rc;
+	if ((v = json_object_get(root, "inputs"))) {
+		if ((rc = hx_jr_object(r, v, "/inputs", ikeys)) ||
+		    (rc = hx_jr_str(r, v, "/inputs", "cluster", 0, p->cluster_digest,
+				    sizeof(p->cluster_digest))) ||
+		    (rc = hx_jr_str(r, v, "/inputs", "workload", 0, p->workload_digest,
+				    sizeof(p->workload_digest))) ||
+		    (rc = hx_jr_str(r, v, "/inputs", "calibration", 0, p->calibration,
+				    sizeof(p->calibration))))
+			return rc;
+	}
+	v = json_object_get(root, "models");
+	if (!v)
+		return hx_jr_fail(r, "", "missing required key \"models\"");
+	if ((rc = hx_jr_array(r, v, "/models", 1, &n)))
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		hx_model m;
+		json_t *e = json_array_get(v, i), *a;
+		memset(&m, 0, sizeof(m));
+		hx_ptr_index(p1, sizeof(p1), "/models", i);
+		if ((rc = hx_jr_object(r, e, p1, mkeys)) ||
+		    (rc = hx_jr_str(r, e, p1, "name", 1, m.name, sizeof(m.name))) ||
+		    (rc = hx_jr_str(r, e, p1, "hf_repo", 0, m.hf_repo, sizeof(m.hf_repo))))
+			return rc;
+		a = json_object_get(e, "arch");
+		if (!a)
+			return hx_jr_fail(r, p1, "missing required key \"arch\"");
+		hx_ptr_key(p2, sizeof(p2), p1, "arch");
+		if ((rc = hx_arch_parse(r, a, p2, &m.a)))
+			return rc;
+		if (hx_arch_check(&m.a, "arch", r->err))
+			return hx_jr_fail(r, p2, "%s", r->err->msg + 6);
+		if (hx_plan_model(p, m.name))
+			return hx_jr_fail(r, p1, "duplicate model \"%s\"", m.name);
+		hx_plan_add_model(p, &m);
+	}
+	v = json_object_get(root, "gpus");
+	if (!v)
+		return hx_jr_fail(r, "", "missing required key \"gpus\"");
+	if ((rc = hx_jr_array(r, v, "/gpus", 1, &n)))
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		hx_gpu g;
+		hx_ptr_index(p1, sizeof(p1), "/gpus", i);
+		if ((rc = hx_gpu_parse(r, json_array_get(v, i), p1, NULL, &g)))
+			return rc;
+		if (hx_plan_gpu(p, g.name))
+			return hx_jr_fail(r, p1, "duplicate GPU \"%s\"", g.name);
+		hx_plan_add_gpu(p, &g);
+	}
+	v = json_object_get(root, "groups");
+	if (!v)
+		return hx_jr_fail(r, "", "missing required key \"groups\"");
+	if ((rc = hx_jr_array(r, v, "/groups", 1, &n)))
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		hx_plan_group *g = hx_plan_add_group(p);
+		hx_ptr_index(p1, sizeof(p1), "/groups", i);
+		if ((rc = parse_group(r, json_array_get(v, i), p1, g)))
+			return rc;
+		for (int j = 0; j + 1 < p->ngroups; j++)
+			if (strcmp(p->groups[j].name, g->name) == 0) {
+				hx_ptr_key(p2, sizeof(p2), p1, "name");
+				return hx_jr_fail(r, p2, "duplicate group name \"%s\"", g->name);
+			}
+	}
+	if ((v = json_object_get(root, "routing"))) {
+		if ((rc = hx_jr_object(r, v, "/routing", rkeys)))
+			return rc;
+		if ((x = json_object_get(v, "ingress")) &&
+		    (rc = parse_routes(r, x, "/routing/ingress", 1, &p->ingress, &p->ningress)))
+			return rc;
+		if ((x = json_object_get(v, "kv")) &&
+		    (rc = parse_routes(r, x, "/routing/kv", 0, &p->kv, &p->nkv)))
+			return rc;
+		if ((x = json_object_get(v, "hops")) &&
+		    (rc = parse_routes(r, x, "/routing/hops", 0, &p->hops, &p->nhops)))
+			return rc;
+		if ((x = json_object_get(v, "cascade"))) {
+			if ((rc = hx_jr_array(r, x, "/routing/cascade", 0, &n)))
+				return rc;
+			p->cascade = hx_xcalloc(n ? n : 1, sizeof(*p->cascade));
+			for (size_t i = 0; i < n; i++) {
+				json_t *e = json_array_get(x, i);
+				hx_cascade_step *c = &p->cascade[i];
+				hx_ptr_index(p1, sizeof(p1), "/routing/cascade", i);
+				if ((rc = hx_jr_object(r, e, p1, ckeys)) ||
+				    (rc = hx_jr_str(r, e, p1, "model", 1, c->model, sizeof(c->model))) ||
+				    (rc = hx_jr_num(r, e, p1, "threshold", 0, 0, 100, &c->threshold)) ||
+				    (rc = hx_jr_num(r, e, p1, "escalate", 1, 0, 1, &c->escalate)))
+					return rc;
+				p->ncascade++;
+			}
+		}
+		if ((x = json_object_get(v, "classes")) && (rc = parse_classes(r, x, p)))
+			return rc;
+	}
+	if ((v = json_object_get(root, "rent")) && (rc = parse_rent(r, v, p)))
+		return rc;
+	if ((v = json_object_get(root, "predicted"))) {
+		double *f[] = {&p->predicted.capacity_rps, &p->predicted.throughput_tps,
+			&p->predicted.ttft_ms_p99, &p->predicted.tpot_ms_p99,
+			&p->predicted.usd_per_hour, &p->predicted.usd_per_m_tokens};
+		if ((rc = hx_jr_object(r, v, "/predicted", pkeys)))
+			return rc;
+		for (int i = 0; pkeys[i + 1]; i++)
+			if ((rc = hx_jr_num(r, v, "/predicted", pkeys[i], 0, 0, 1e15, f[i])))
+				return rc;
+		if (json_object_get(v, "quality")) {
+			p->predicted.has_quality = 1;
+			if ((rc = hx_jr_num(r, v, "/predicted", "quality", 1, 0, 100,
+					    &p->predicted.quality)))
+				return rc;
+		}
+	}
+	if ((v = json_object_get(root, "solver"))) {
+		long seed = 1;
+		idx = 4;
+		if ((rc = hx_jr_object(r, v, "/solver", skeys)) ||
+		    (rc = hx_jr_str(r, v, "/solver", "engine", 0, p->solver.engine,
+				    sizeof(p->solver.engine))) ||
+		    (rc = hx_jr_enum(r, v, "/solver", "status", 0, statuses, &idx)) ||
+		    (rc = hx_jr_num(r, v, "/solver", "objective", 0, -1e300, 1e300, &p->solver.objective)) ||
+		    (rc = hx_jr_num(r, v, "/solver", "bound", 0, -1e300, 1e300, &p->solver.bound)) ||
+		    (rc = hx_jr_num(r, v, "/solver", "gap", 0, 0, 1e300, &p->solver.gap)) ||
+		    (rc = hx_jr_int(r, v, "/solver", "seed", 0, 0, 0x7fffffffffffffffL, &seed)))
+			return rc;
+		strcpy(p->solver.status, statuses[idx]);
+		p->solver.seed = (uint64_t)seed;
+		if ((x = json_object_get(v, "work"))) {
+			if ((rc = hx_jr_object(r, x, "/solver/work", wkeys)) ||
+			    (rc = hx_jr_int(r, x, "/solver/work", "nodes", 0, 0, 0x7fffffffffffffffL,
+					    &p->solver.nodes)) ||
+			    (rc = hx_jr_int(r, x, "/solver/work", "iterations", 0, 0,
+					    0x7fffffffffffffffL, &p->solver.iterations)))
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static int load_json(hx_plan *p, json_t *root, const char *name, hx_err *err)
+{
+	hx_jr r = {name, err};
+	int rc;
+
+	hx_plan_init(p);
+	rc = parse_plan(p, root, &r);
+	json_decref(root);
+	if (rc)
+		hx_plan_release(p);
+	return rc;
+}
+
+int hx_plan_load(hx_plan *p, const char *path, hx_err *err)
+{
+	json_t *root = hx_json_load_file(path, err);
+
+	hx_plan_init(p);
+	if (!root)
+		return HX_EINPUT;
+	return load_json(p, root, hx_display_path(path), err);
+}
+
+int hx_plan_parse_text(hx_plan *p, const char *text, const char *name, hx_err *err)
+{
+	json_t *root = hx_json_load_text(text, name, err);
+
+	hx_plan_init(p);
+	if (!root)
+		return HX_EINPUT;
+	return load_json(p, root, name, err);
+}
+
+char *hx_plan_table(const hx_plan *p)
+{
+	hx_buf t = {0};
+	int gpus = 0, reps = 0;
+
+	for (int g = 0; g < p->ngroups; g++)
+		for (int r = 0; r < p->groups[g].nreplicas; r++) {
+			reps++;
+			for (int s = 0; s < p->groups[g].nstages; s++)
+				gpus += p->groups[g].replicas[r].ngpus[s];
+		}
+	hx_buf_printf(&t, "plan %s: %d group%s, %d replica%s on %d GPUs", p->mode, p->ngroups,
+		      p->ngroups == 1 ? "" : "s", reps, reps == 1 ? "" : "s", gpus);
+	for (int i = 0; i < p->nmodels; i++)
+		hx_buf_printf(&t, "%s %s", i ? "," : ", model", p->models[i].name);
+	hx_buf_printf(&t, "\n\n%-6s %-10s %-12s %-40s %8s %12s %7s\n", "group", "role", "model",
+		      "stages (gpu x tp [layers])", "replicas", "req/s each", "weight");
+	for (int g = 0; g < p->ngroups; g++) {
+		const hx_plan_group *grp = &p->groups[g];
+		char st[256] = "";
+		double w = 0;
+		for (int s = 0; s < grp->nstages; s++) {
+			char one[96];
+			snprintf(one, sizeof(one), "%s%s x%d [%d,%d)", s ? " | " : "", grp->stage[s].gpu,
+				 grp->stage[s].tp, grp->stage[s].first, grp->stage[s].last);
+			if (strlen(st) + strlen(one) < sizeof(st))
+				strcat(st, one);
+		}
+		for (int i = 0; i < p->ningress; i++)
+			if (strcmp(p->ingress[i].to, grp->name) == 0)
+				w += p->ingress[i].weight;
+		hx_buf_printf(&t, "%-6s %-10s %-12s %-40s %8d %12.3f %7.4f\n", grp->name,
+			      hx_role_name(grp->role), grp->model, st, grp->nreplicas,
+			      grp->capacity_rps, w);
+	}
+	hx_buf_printf(&t, "\npredicted: capacity %.3f req/s, %.1f tokens/s at the workload's rate, "
+			  "ttft p99 %.1f ms, tpot p99 %.2f ms\n",
+		      p->predicted.capacity_rps, p->predicted.throughput_tps, p->predicted.ttft_ms_p99,
+		      p->predicted.tpot_ms_p99);
+	hx_buf_printf(&t, "cost: $%.2f/hour, $%.4f per million tokens\n", p->predicted.usd_per_hour,
+		      p->predicted.usd_per_m_tokens);
+	if (p->ncascade > 0) {
+		hx_buf_printf(&t, "cascade:");
+		for (int i = 0; i < p->ncascade; i++)
+			if (i + 1 < p->ncascade)
+				hx_buf_printf(&t, " %s (score < %g: %.2f%% on) ->", p->cascade[i].model,
+					      p->cascade[i].threshold, 100 * p->cascade[i].escalate);
+			else
+				hx_buf_printf(&t, " %s\n", p->cascade[i].model);
+	}
+	if (p->predicted.has_quality)
+		hx_buf_printf(&t, "quality: %.2f (judge score, 0-100)\n", p->predicted.quality);
+	hx_buf_printf(&t, "solver: %s, %s, seed %llu\n", p->solver.engine, p->solver.status,
+		      (unsigned long long)p->solver.seed);
+	return t.s;
+}

@@ -1,0 +1,181 @@
+/*
+ * plan: the deployment plan every planner writes and every consumer reads
+ * (DESIGN §7), with its strict JSON reader and its writer.  A plan stands
+ * alone: it embeds the architecture of its models and the (calibrated)
+ * profiles of its GPUs, so it simulates and exports after its inputs are
+ * gone.  Its unit is the replica group: one shape (model, role, stages with
+ * GPU type, TP and layer range) with concrete placements.  A plan written
+ * and read back is the same plan, byte for byte when written again.
+ */
+#ifndef HX_PLAN_H
+#define HX_PLAN_H
+
+#include <stdint.h>
+
+#include "model/catalog.h"
+#include "model/cost.h"
+#include "model/problem.h"
+
+typedef enum hx_role { HX_ROLE_AGGREGATED, HX_ROLE_PREFILL, HX_ROLE_DECODE } hx_role;
+const char *hx_role_name(hx_role r);
+
+typedef struct hx_plan_stage {
+	char gpu[48];    /* a name in the plan's gpus */
+	int tp;
+	int first, last; /* layers [first, last) */
+	int cross_node;  /* the TP group may span nodes */
+} hx_plan_stage;
+
+/* A GPU of the cluster: node name and index in it ("n0:3"). */
+typedef struct hx_gpu_ref {
+	char node[64];
+	int index;
+} hx_gpu_ref;
+
+typedef struct hx_plan_replica {
+	char id[48];
+	hx_gpu_ref *gpus[HX_MAX_STAGES]; /* per stage, tp of them */
+	int ngpus[HX_MAX_STAGES];
+	hx_linkspec link[HX_MAX_STAGES]; /* stage i to i+1 */
+	hx_linkspec tp_link[HX_MAX_STAGES]; /* for cross-node TP; bw 0: intra-node */
+} hx_plan_replica;
+
+typedef struct hx_plan_group {
+	char name[48];
+	char model[64];  /* a name in the plan's models */
+	hx_role role;
+	hx_dtype wdt, kvdt;
+	int nstages;
+	hx_plan_stage stage[HX_MAX_STAGES];
+	int nreplicas;
+	hx_plan_replica *replicas;
+	double capacity_rps; /* predicted, per replica */
+	double max_batch;
+} hx_plan_group;
+
+typedef struct hx_route {
+	char from[64];   /* ingress: the class ("" for all) */
+	char to[64];     /* ingress: a group; kv/hops: a replica (or replica/stage) */
+	double weight;
+	/* kv only: the path KV caches take; transfers over routes naming the same
+	 * link share its bandwidth.  bw_gbps 0: unknown (100 Gb/s, unshared). */
+	char link[160];
+	double bw_gbps, latency_ms;
+} hx_route;
+
+typedef struct hx_cascade_step {
+	char model[64];
+	double threshold;
+	double escalate; /* fraction of this model's requests sent on */
+} hx_cascade_step;
+
+/* A length class that ingress routes name (compose): requests whose prompt
+ * and output lengths (tokens) fall in [lo, hi) each. */
+typedef struct hx_plan_class {
+	char name[64];
+	int prompt_lo, prompt_hi, output_lo, output_hi;
+} hx_plan_class;
+
+/* What a plan rents (compose): the NODES nodes of offer OFFER of the
+ * cluster (named "offerI-J", see compose.h) that its placements use, GPUS
+ * GPUs in all (whole nodes), at USD_PER_HOUR for them all. */
+typedef struct hx_plan_rent {
+	int offer;
+	char gpu[48];
+	int nodes, gpus;
+	double usd_per_hour;
+} hx_plan_rent;
+
+typedef struct hx_prediction {
+	double capacity_rps, throughput_tps, ttft_ms_p99, tpot_ms_p99;
+	double usd_per_hour, usd_per_m_tokens;
+	/* Quality (0-100) of a cascade or routing split, from the workload's
+	 * quality profile; written only when has_quality. */
+	double quality;
+	int has_quality;
+} hx_prediction;
+
+typedef struct hx_solver_record {
+	char engine[16];
+	char status[16]; /* optimal gap_limit work_limit time_limit heuristic */
+	double objective, bound, gap;
+	long nodes, iterations;
+	uint64_t seed;
+} hx_solver_record;
+
+typedef struct hx_plan {
+	char mode[16];
+	char cluster_digest[72], workload_digest[72];
+	char calibration[72];   /* digest of the calibration file, or "" */
+	hx_model *models;
+	int nmodels;
+	hx_gpu *gpus;
+	int ngpus;
+	hx_plan_group *groups;
+	int ngroups;
+	hx_route *ingress, *kv, *hops;
+	int ningress, nkv, nhops;
+	hx_cascade_step *cascade;
+	int ncascade;
+	hx_plan_class *classes; /* routing.classes (none: classes are the workload's) */
+	int nclasses;
+	hx_plan_rent *rent;
+	int nrent;
+	hx_prediction predicted;
+	hx_solver_record solver;
+} hx_plan;
+
+void hx_plan_init(hx_plan *p);
+void hx_plan_release(hx_plan *p);
+
+/* Builders: each returns a pointer into P (valid until the next add). */
+hx_model *hx_plan_add_model(hx_plan *p, const hx_model *m);
+hx_gpu *hx_plan_add_gpu(hx_plan *p, const hx_gpu *g);
+hx_plan_group *hx_plan_add_group(hx_plan *p);
+hx_plan_replica *hx_plan_add_replica(hx_plan_group *g);
+hx_route *hx_plan_add_route(hx_route **list, int *n);
+
+/* The name of the first of P's length classes that holds a request of
+ * PROMPT and OUTPUT tokens: borrowed, or NULL when none does. */
+const char *hx_plan_class_of(const hx_plan *p, int prompt, int output);
+
+/* Make the N weights of R sum to exactly 1 as written: divide by their sum
+ * (all equal when it is 0), round to 6 digits, the last taking the rest. */
+void hx_routes_normalize(hx_route *r, int n);
+
+/* Lookups by name: borrowed, or NULL. */
+const hx_model *hx_plan_model(const hx_plan *p, const char *name);
+const hx_gpu *hx_plan_gpu(const hx_plan *p, const char *name);
+int hx_plan_group_index(const hx_plan *p, const char *name);
+
+/* The cost model's view of replica R of group G: stages with the plan's GPU
+ * profiles and the replica's links.  Pointers borrow from P. */
+int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g,
+			 const hx_plan_replica *r, hx_replica *out, hx_err *err);
+
+/* The cost model's view of a fragment group G (pipeline plans: its stages
+ * hold layers [first, last) of the model, not all of them): the replica of
+ * R's stages padded with one stage of the same GPU and TP before (layers
+ * [0, first)) and after ([last, L)), so that the embedding and the head sit
+ * where they would.  *OFFSET gets the index of G's first stage in OUT.  For
+ * a group that covers every layer this is hx_plan_replica_cost. */
+int hx_plan_fragment_cost(const hx_plan *p, const hx_plan_group *g,
+			  const hx_plan_replica *r, hx_replica *out, int *offset, hx_err *err);
+
+/* Parse "node:index". */
+int hx_gpu_ref_parse(const char *s, hx_gpu_ref *out);
+
+/* JSON.  The writer rounds nothing: planners store figures already rounded
+ * (hx_round6) so that a plan read back is equal to the one written. */
+char *hx_plan_dump(const hx_plan *p);                 /* new string */
+int hx_plan_write(const hx_plan *p, const char *path, hx_err *err);
+int hx_plan_load(hx_plan *p, const char *path, hx_err *err);
+int hx_plan_parse_text(hx_plan *p, const char *text, const char *name, hx_err *err);
+
+/* A readable summary of P for people: new string. */
+char *hx_plan_table(const hx_plan *p);
+
+/* Digest of a file's bytes ("sha256:..."); "" when unreadable. */
+void hx_file_digest(const char *path, char out[72]);
+
+#endif

@@ -1,0 +1,786 @@
+/* verify: see verify.h.  Every rule walks the plan in document order, so the
+ * violations come out in a fixed order: per group (model, stages, then each
+ * replica's placements), then GPUs used twice, replica ids, routing, roles. */
+#include "config.h"
+
+#include "plan/verify.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const vclass_names[HX_V_NCLASSES] = {
+	"unknown-gpu", "gpu-twice", "gpu-type", "tp-count", "layers", "tp-heads",
+	"memory", "cross-node", "undeclared", "routing", "roles", "duplicate-replica", "rent",
+};
+
+const char *hx_vclass_name(hx_vclass c)
+{
+	return c >= 0 && c < HX_V_NCLASSES ? vclass_names[c] : "unknown";
+}
+
+typedef struct vlist {
+	hx_violation *v;
+	int n, cap;
+} vlist;
+
+static void add(vlist *l, hx_vclass cls, const char *ptr, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void add(vlist *l, hx_vclass cls, const char *ptr, const char *fmt, ...)
+{
+	hx_violation *x;
+	va_list ap;
+
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 16;
+		l->v = hx_xrealloc(l->v, (size_t)l->cap * sizeof(*l->v));
+	}
+	x = &l->v[l->n++];
+	memset(x, 0, sizeof(*x));
+	x->cls = cls;
+	hx_strlcpy(x->ptr, ptr, sizeof(x->ptr));
+	va_start(ap, fmt);
+	vsnprintf(x->msg, sizeof(x->msg), fmt, ap);
+	va_end(ap);
+}
+
+static int node_index(const hx_cluster *c, const char *name)
+{
+	for (int i = 0; i < c->nnodes; i++)
+		if (strcmp(c->nodes[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/* The cluster node of a GPU reference, or -1 when the cluster lacks it. */
+static int ref_node(const hx_cluster *c, const hx_gpu_ref *ref)
+{
+	int ni = node_index(c, ref->node);
+	return ni >= 0 && ref->index < c->nodes[ni].count ? ni : -1;
+}
+
+/* ---- groups -------------------------------------------------------------- */
+
+static void check_stages(const hx_plan *p, int gi, vlist *l)
+{
+	const hx_plan_group *g = &p->groups[gi];
+	const hx_model *m = hx_plan_model(p, g->model);
+	char ptr[160];
+	int next = 0, frag = p->nhops > 0;
+
+	if (!m) {
+		snprintf(ptr, sizeof(ptr), "/groups/%d/model", gi);
+		add(l, HX_V_UNDECLARED, ptr, "model \"%s\" is not among the plan's models",
+		    g->model);
+	}
+	for (int s = 0; s < g->nstages; s++) {
+		const hx_plan_stage *st = &g->stage[s];
+		if (!hx_plan_gpu(p, st->gpu)) {
+			snprintf(ptr, sizeof(ptr), "/groups/%d/stages/%d/gpu", gi, s);
+			add(l, HX_V_UNDECLARED, ptr, "GPU \"%s\" is not among the plan's gpus",
+			    st->gpu);
+		}
+		if (m && m->a.heads % st->tp) {
+			snprintf(ptr, sizeof(ptr), "/groups/%d/stages/%d/tp", gi, s);
+			add(l, HX_V_TP_HEADS, ptr,
+			    "tp %d does not divide the %d attention heads of %s", st->tp,
+			    m->a.heads, m->name);
+		}
+		snprintf(ptr, sizeof(ptr), "/groups/%d/stages/%d/layers", gi, s);
+		/* A plan with hops chains fragments: its groups may start and end
+		 * anywhere; check_paths holds every path to the whole model. */
+		if (frag && s == 0)
+			next = st->first;
+		if (st->first != next)
+			add(l, HX_V_LAYERS, ptr, "starts at layer %d, not %d%s", st->first,
+			    next, s ? " where the previous stage ends" : "");
+		if (st->last <= st->first)
+			add(l, HX_V_LAYERS, ptr, "[%d, %d) holds no layers", st->first,
+			    st->last);
+		else if (m && s == g->nstages - 1 && st->last != m->a.layers && !frag)
+			add(l, HX_V_LAYERS, ptr,
+			    "the last stage ends at layer %d, not at the %d layers of %s",
+			    st->last, m->a.layers, m->name);
+		next = st->last;
+	}
+}
+
+/* KV bytes per token that one GPU of stage S holds. */
+static double stage_kv_bytes_per_token(const hx_replica *rep, int s)
+{
+	const hx_stage *st = &rep->stage[s];
+	return hx_kv_bytes_token_layer_gpu(rep->model, st->tp, rep->kvdt) * (st->last - st->first);
+}
+
+/* Memory of each stage of replica R, on the GPU of every node its placement
+ * uses (the cluster's profile, not the plan's).  Skipped when the replica's
+ * shape is broken: other rules report that. */
+static void check_memory(const hx_plan *p, const hx_cluster *c, int gi, int ri, vlist *l)
+{
+	const hx_plan_group *g = &p->groups[gi];
+	const hx_plan_replica *r = &g->replicas[ri];
+	hx_replica rep;
+	hx_err err = {0};
+	int off = 0;
+
+	/* A fragment (hops plans) is priced where it sits in the model. */
+	if (hx_plan_fragment_cost(p, g, r, &rep, &off, &err))
+		return;
+	for (int gs = 0; gs < g->nstages; gs++) {
+		int s = gs + off;
+		const hx_gpu *plan_gpu = rep.stage[s].gpu;
+		double worst = 0, need_w = 0, need_r = 0, need_kv = 0, have = 0;
+		int worst_node = -1;
+		for (int k = 0; k < r->ngpus[gs]; k++) {
+			int ni = ref_node(c, &r->gpus[gs][k]), seen = 0;
+			hx_memory mem;
+			double kv_b, short_b;
+			if (ni < 0)
+				continue;
+			for (int j = 0; j < k && !seen; j++)
+				seen = ref_node(c, &r->gpus[gs][j]) == ni;
+			if (seen)
+				continue;
+			rep.stage[s].gpu = &c->nodes[ni].gpu;
+			hx_cost_memory(&rep, HX_VERIFY_MEM_UTIL, &mem);
+			if (mem.st[s].kv_tokens >= HX_VERIFY_KV_TOKENS)
+				continue;
+			kv_b = HX_VERIFY_KV_TOKENS * stage_kv_bytes_per_token(&rep, s);
+			short_b = mem.st[s].weights_b + mem.st[s].reserve_b + kv_b -
+				  mem.st[s].capacity_b;
+			if (worst_node < 0 || short_b > worst) {
+				worst = short_b;
+				worst_node = ni;
+				need_w = mem.st[s].weights_b;
+				need_r = mem.st[s].reserve_b;
+				need_kv = kv_b;
+				have = mem.st[s].capacity_b;
+			}
+		}
+		rep.stage[s].gpu = plan_gpu;
+		if (worst_node >= 0) {
+			char ptr[160];
+			const hx_node *nd = &c->nodes[worst_node];
+			snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/placement/%d", gi, ri,
+				 gs);
+			add(l, HX_V_MEMORY, ptr,
+			    "does not fit on the %s GPUs of node \"%s\": weights %.2f GiB + "
+			    "reserve %.2f GiB + KV of %d tokens %.2f GiB exceed %.2f GiB "
+			    "(%g%% of %g GiB); short by %.2f GiB",
+			    nd->gpu.name, nd->name, need_w / HX_GIB, need_r / HX_GIB,
+			    HX_VERIFY_KV_TOKENS, need_kv / HX_GIB, have / HX_GIB,
+			    HX_VERIFY_MEM_UTIL * 100, nd->gpu.mem_gib, fmax(worst, 0) / HX_GIB);
+		}
+	}
+}
+
+static void check_placement(const hx_plan *p, const hx_cluster *c, int gi, int ri, vlist *l)
+{
+	const hx_plan_group *g = &p->groups[gi];
+	const hx_plan_replica *r = &g->replicas[ri];
+	char ptr[160];
+
+	for (int s = 0; s < g->nstages; s++) {
+		const hx_plan_stage *st = &g->stage[s];
+		const hx_gpu_ref *refs = r->gpus[s];
+		const char *other = NULL;
+		int nnodes = 1;
+
+		snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/placement/%d", gi, ri, s);
+		if (r->ngpus[s] != st->tp)
+			add(l, HX_V_TP_COUNT, ptr, "has %d GPUs, the stage's tp is %d",
+			    r->ngpus[s], st->tp);
+		for (int k = 0; k < r->ngpus[s]; k++) {
+			int ni = node_index(c, refs[k].node), first = 1;
+			char pk[180];
+			snprintf(pk, sizeof(pk), "%s/%d", ptr, k);
+			if (ni < 0) {
+				add(l, HX_V_UNKNOWN_GPU, pk,
+				    "GPU \"%s:%d\": the cluster has no node \"%s\"", refs[k].node,
+				    refs[k].index, refs[k].node);
+				continue;
+			}
+			if (refs[k].index >= c->nodes[ni].count)
+				add(l, HX_V_UNKNOWN_GPU, pk,
+				    "GPU \"%s:%d\": node \"%s\" has %d GPUs", refs[k].node,
+				    refs[k].index, refs[k].node, c->nodes[ni].count);
+			/* The type once per node of the stage. */
+			for (int j = 0; j < k && first; j++)
+				first = strcmp(refs[j].node, refs[k].node) != 0;
+			if (first && strcmp(c->nodes[ni].gpu.name, st->gpu) != 0)
+				add(l, HX_V_GPU_TYPE, pk,
+				    "node \"%s\" has %s GPUs, not the stage's %s", refs[k].node,
+				    c->nodes[ni].gpu.name, st->gpu);
+		}
+		for (int k = 1; k < r->ngpus[s]; k++) {
+			int first = 1;
+			for (int j = 0; j < k && first; j++)
+				first = strcmp(refs[j].node, refs[k].node) != 0;
+			if (first) {
+				if (!other)
+					other = refs[k].node;
+				nnodes++;
+			}
+		}
+		if (nnodes > 1 && !st->cross_node) {
+			if (nnodes == 2)
+				add(l, HX_V_CROSS_NODE, ptr,
+				    "the TP group spans nodes \"%s\" and \"%s\" but the stage "
+				    "is not cross_node", refs[0].node, other);
+			else
+				add(l, HX_V_CROSS_NODE, ptr,
+				    "the TP group spans %d nodes (\"%s\", \"%s\", ...) but the "
+				    "stage is not cross_node", nnodes, refs[0].node, other);
+		}
+	}
+	check_memory(p, c, gi, ri, l);
+}
+
+/* ---- GPUs and replica ids used twice -------------------------------------- */
+
+typedef struct use {
+	const hx_gpu_ref *ref;
+	int g, r, s, k;
+	int order;
+} use;
+
+static int cmp_use(const void *a, const void *b)
+{
+	const use *x = a, *y = b;
+	int d = strcmp(x->ref->node, y->ref->node);
+	if (d)
+		return d;
+	if (x->ref->index != y->ref->index)
+		return x->ref->index < y->ref->index ? -1 : 1;
+	return x->order - y->order;
+}
+
+static void check_gpus_twice(const hx_plan *p, vlist *l)
+{
+	use *u = NULL;
+	int n = 0, *first, *pos;
+
+	for (int g = 0; g < p->ngroups; g++)
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			for (int s = 0; s < p->groups[g].nstages; s++)
+				n += p->groups[g].replicas[r].ngpus[s];
+	if (n == 0)
+		return;
+	u = hx_xcalloc((size_t)n, sizeof(*u));
+	first = hx_xcalloc((size_t)n, sizeof(*first));
+	pos = hx_xcalloc((size_t)n, sizeof(*pos));
+	n = 0;
+	for (int g = 0; g < p->ngroups; g++)
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			for (int s = 0; s < p->groups[g].nstages; s++)
+				for (int k = 0; k < p->groups[g].replicas[r].ngpus[s]; k++) {
+					const hx_gpu_ref *ref = &p->groups[g].replicas[r].gpus[s][k];
+					u[n] = (use){ref, g, r, s, k, n};
+					n++;
+				}
+	qsort(u, (size_t)n, sizeof(*u), cmp_use);
+	/* FIRST[order]: the sorted index of the first use of that use's GPU, or
+	 * -1 when it is the first; then report in document order. */
+	for (int i = 0, head = 0; i < n; i++) {
+		if (strcmp(u[i].ref->node, u[head].ref->node) != 0 ||
+		    u[i].ref->index != u[head].ref->index)
+			head = i;
+		first[u[i].order] = i == head ? -1 : head;
+	}
+	for (int i = 0; i < n; i++)
+		pos[u[i].order] = i;
+	for (int o = 0; o < n; o++) {
+		const use *a, *b;
+		char ptr[160];
+		if (first[o] < 0)
+			continue;
+		a = &u[first[o]];
+		b = &u[pos[o]];
+		snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/placement/%d/%d", b->g, b->r,
+			 b->s, b->k);
+		add(l, HX_V_GPU_TWICE, ptr,
+		    "GPU \"%s:%d\" is already used at /groups/%d/replicas/%d/placement/%d/%d",
+		    b->ref->node, b->ref->index, a->g, a->r, a->s, a->k);
+	}
+	free(pos);
+	free(first);
+	free(u);
+}
+
+/* The first replica with id ID: its group and index, or 0 when none. */
+static int find_replica(const hx_plan *p, const char *id, int *gi, int *ri)
+{
+	for (int g = 0; g < p->ngroups; g++)
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			if (strcmp(p->groups[g].replicas[r].id, id) == 0) {
+				*gi = g;
+				*ri = r;
+				return 1;
+			}
+	return 0;
+}
+
+static void check_replica_ids(const hx_plan *p, vlist *l)
+{
+	for (int g = 0; g < p->ngroups; g++)
+		for (int r = 0; r < p->groups[g].nreplicas; r++) {
+			int fg = g, fr = r;
+			char ptr[160];
+			find_replica(p, p->groups[g].replicas[r].id, &fg, &fr);
+			if (fg == g && fr == r)
+				continue;
+			snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/id", g, r);
+			add(l, HX_V_DUP_REPLICA, ptr,
+			    "duplicate replica id \"%s\" (first at /groups/%d/replicas/%d)",
+			    p->groups[g].replicas[r].id, fg, fr);
+		}
+}
+
+/* ---- routing -------------------------------------------------------------- */
+
+/* A kv or hops endpoint: a replica id, or (hops) "REPLICA/sN".  Returns 1
+ * with the group, replica and stage (-1: the whole replica) when it names
+ * one; else fills WHY. */
+static int parse_endpoint(const hx_plan *p, const char *s, int stages, int *gi, int *ri,
+			  int *si, char *why, size_t nwhy)
+{
+	char id[64];
+	const char *slash = stages ? strrchr(s, '/') : NULL;
+
+	*si = -1;
+	hx_strlcpy(id, s, sizeof(id));
+	if (find_replica(p, id, gi, ri))
+		return 1;
+	if (slash && slash[1] == 's' && slash[2] && strlen(slash + 2) < 6 &&
+	    strspn(slash + 2, "0123456789") == strlen(slash + 2)) {
+		id[slash - s] = '\0';
+		if (find_replica(p, id, gi, ri)) {
+			*si = atoi(slash + 2);
+			if (*si < p->groups[*gi].nstages)
+				return 1;
+			snprintf(why, nwhy, "replica \"%s\" has no stage %d (its group has %d)", id,
+				 *si, p->groups[*gi].nstages);
+			return 0;
+		}
+	}
+	snprintf(why, nwhy, "no replica \"%s\"", id);
+	return 0;
+}
+
+/* Sums of the weights of LIST per key (FROM, or the ingress class): each
+ * key that does not sum to 1 is reported at BASE. */
+static void check_sums(const hx_route *list, int n, const char *base, int ingress, vlist *l)
+{
+	for (int i = 0; i < n; i++) {
+		double sum = 0;
+		int seen = 0;
+		for (int j = 0; j < i && !seen; j++)
+			seen = strcmp(list[j].from, list[i].from) == 0;
+		if (seen)
+			continue;
+		for (int j = i; j < n; j++)
+			if (strcmp(list[j].from, list[i].from) == 0)
+				sum += list[j].weight;
+		if (fabs(sum - 1) <= 1e-6)
+			continue;
+		if (!ingress)
+			add(l, HX_V_ROUTING, base, "the weights from \"%s\" sum to %.9g, not 1",
+			    list[i].from, sum);
+		else if (list[i].from[0])
+			add(l, HX_V_ROUTING, base, "the weights of class \"%s\" sum to %.9g, not 1",
+			    list[i].from, sum);
+		else
+			add(l, HX_V_ROUTING, base, "the weights for all traffic sum to %.9g, not 1",
+			    sum);
+	}
+}
+
+static void check_weights(const hx_route *list, int n, const char *base, vlist *l)
+{
+	for (int i = 0; i < n; i++)
+		if (list[i].weight < 0) {
+			char ptr[160];
+			snprintf(ptr, sizeof(ptr), "%s/%d/weight", base, i);
+			add(l, HX_V_ROUTING, ptr, "is negative (%g)", list[i].weight);
+		}
+}
+
+/* Replicas of model M that take requests (aggregated or prefill). */
+static int serving_replicas(const hx_plan *p, const char *m)
+{
+	int n = 0;
+	for (int g = 0; g < p->ngroups; g++)
+		if (strcmp(p->groups[g].model, m) == 0 && p->groups[g].role != HX_ROLE_DECODE)
+			n += p->groups[g].nreplicas;
+	return n;
+}
+
+/* A cascade (DESIGN §6): each step names a distinct model that has replicas
+ * to answer; thresholds are judge scores (0-100); a step escalates a
+ * fraction in [0, 1] (the reader holds it there) and the last one escalates
+ * nothing, since no model follows it; requests enter at the first model,
+ * and every group serves a model of the cascade. */
+static void check_cascade(const hx_plan *p, vlist *l)
+{
+	char ptr[160];
+
+	if (p->ncascade == 0)
+		return;
+	/* A step naming a model the plan lacks (reported by the caller) leaves
+	 * nothing else to judge. */
+	for (int i = 0; i < p->ncascade; i++)
+		if (!hx_plan_model(p, p->cascade[i].model))
+			return;
+	for (int i = 0; i < p->ncascade; i++) {
+		const hx_cascade_step *c = &p->cascade[i];
+		for (int j = 0; j < i; j++)
+			if (strcmp(p->cascade[j].model, c->model) == 0) {
+				snprintf(ptr, sizeof(ptr), "/routing/cascade/%d/model", i);
+				add(l, HX_V_ROUTING, ptr, "model \"%s\" is step %d too: a cascade visits each model once",
+				    c->model, j);
+			}
+		if (serving_replicas(p, c->model) == 0) {
+			snprintf(ptr, sizeof(ptr), "/routing/cascade/%d/model", i);
+			add(l, HX_V_ROUTING, ptr, "no replica of \"%s\" answers the requests this step gets",
+			    c->model);
+		}
+		if (!(c->threshold >= 0 && c->threshold <= 100)) {
+			snprintf(ptr, sizeof(ptr), "/routing/cascade/%d/threshold", i);
+			add(l, HX_V_ROUTING, ptr, "%g is not a judge score (0 to 100)", c->threshold);
+		}
+		if (!(c->escalate >= 0 && c->escalate <= 1)) {
+			snprintf(ptr, sizeof(ptr), "/routing/cascade/%d/escalate", i);
+			add(l, HX_V_ROUTING, ptr, "%g is not a fraction", c->escalate);
+		} else if (i == p->ncascade - 1 && c->escalate > 0) {
+			snprintf(ptr, sizeof(ptr), "/routing/cascade/%d/escalate", i);
+			add(l, HX_V_ROUTING, ptr, "the last model escalates %g of its requests, but no model follows it",
+			    c->escalate);
+		}
+	}
+	for (int i = 0; i < p->ningress; i++) {
+		int g = hx_plan_group_index(p, p->ingress[i].to);
+		if (g >= 0 && p->ingress[i].weight > 0 &&
+		    strcmp(p->groups[g].model, p->cascade[0].model) != 0) {
+			snprintf(ptr, sizeof(ptr), "/routing/ingress/%d/group", i);
+			add(l, HX_V_ROUTING, ptr, "group \"%s\" serves %s, but a cascade's requests enter at its first model (%s)",
+			    p->groups[g].name, p->groups[g].model, p->cascade[0].model);
+		}
+	}
+	for (int g = 0; g < p->ngroups; g++) {
+		int in = 0;
+		for (int i = 0; i < p->ncascade; i++)
+			in |= strcmp(p->groups[g].model, p->cascade[i].model) == 0;
+		if (!in) {
+			snprintf(ptr, sizeof(ptr), "/groups/%d/model", g);
+			add(l, HX_V_ROUTING, ptr, "model \"%s\" is not a step of the plan's cascade: no request reaches it",
+			    p->groups[g].model);
+		}
+	}
+}
+
+static void check_routing(const hx_plan *p, vlist *l)
+{
+	char ptr[160], why[160];
+
+	check_weights(p->ingress, p->ningress, "/routing/ingress", l);
+	for (int i = 0; i < p->ningress; i++)
+		if (hx_plan_group_index(p, p->ingress[i].to) < 0) {
+			snprintf(ptr, sizeof(ptr), "/routing/ingress/%d/group", i);
+			add(l, HX_V_ROUTING, ptr, "no group \"%s\"", p->ingress[i].to);
+		}
+	if (p->ningress == 0 && p->ngroups > 0)
+		add(l, HX_V_ROUTING, "/routing/ingress",
+		    "no route: no traffic reaches the plan's groups");
+	check_sums(p->ingress, p->ningress, "/routing/ingress", 1, l);
+
+	check_weights(p->kv, p->nkv, "/routing/kv", l);
+	for (int i = 0; i < p->nkv; i++) {
+		int g = 0, r = 0, s = 0;
+		if (!parse_endpoint(p, p->kv[i].from, 0, &g, &r, &s, why, sizeof(why))) {
+			snprintf(ptr, sizeof(ptr), "/routing/kv/%d/from", i);
+			add(l, HX_V_ROUTING, ptr, "%s", why);
+		}
+		if (!parse_endpoint(p, p->kv[i].to, 0, &g, &r, &s, why, sizeof(why))) {
+			snprintf(ptr, sizeof(ptr), "/routing/kv/%d/to", i);
+			add(l, HX_V_ROUTING, ptr, "%s", why);
+		}
+	}
+	check_sums(p->kv, p->nkv, "/routing/kv", 0, l);
+
+	check_weights(p->hops, p->nhops, "/routing/hops", l);
+	for (int i = 0; i < p->nhops; i++) {
+		int fg = 0, fr = 0, fs = -1, tg = 0, tr = 0, ts = -1, okf, okt;
+		okf = parse_endpoint(p, p->hops[i].from, 1, &fg, &fr, &fs, why, sizeof(why));
+		if (!okf) {
+			snprintf(ptr, sizeof(ptr), "/routing/hops/%d/from", i);
+			add(l, HX_V_ROUTING, ptr, "%s", why);
+		}
+		okt = parse_endpoint(p, p->hops[i].to, 1, &tg, &tr, &ts, why, sizeof(why));
+		if (!okt) {
+			snprintf(ptr, sizeof(ptr), "/routing/hops/%d/to", i);
+			add(l, HX_V_ROUTING, ptr, "%s", why);
+		}
+		if (okf && okt && fs >= 0 && ts >= 0) {
+			const hx_plan_group *a = &p->groups[fg], *b = &p->groups[tg];
+			snprintf(ptr, sizeof(ptr), "/routing/hops/%d", i);
+			if (strcmp(a->model, b->model) != 0)
+				add(l, HX_V_ROUTING, ptr, "joins stages of two models (%s and %s)",
+				    a->model, b->model);
+			else if (a->stage[fs].last != b->stage[ts].first)
+				add(l, HX_V_ROUTING, ptr,
+				    "goes from a stage ending at layer %d to one starting at "
+				    "layer %d", a->stage[fs].last, b->stage[ts].first);
+		}
+	}
+	check_sums(p->hops, p->nhops, "/routing/hops", 0, l);
+
+	for (int i = 0; i < p->ncascade; i++)
+		if (!hx_plan_model(p, p->cascade[i].model)) {
+			snprintf(ptr, sizeof(ptr), "/routing/cascade/%d/model", i);
+			add(l, HX_V_ROUTING, ptr, "model \"%s\" is not among the plan's models",
+			    p->cascade[i].model);
+		}
+	check_cascade(p, l);
+}
+
+/* Plans with hops (pipeline plans): traffic enters at layer 0, every
+ * replica it reaches either ends at the model's last layer or hands on to
+ * another hop, and every group is reached.  With check_routing's rule that
+ * a hop joins a stage ending at layer x to one starting at x, every path
+ * from ingress to an exit then covers each layer exactly once. */
+static void check_paths(const hx_plan *p, vlist *l)
+{
+	int nrep = 0, *base, *seen, *queue, qh = 0, qt = 0;
+	char ptr[160], why[160];
+
+	if (p->nhops == 0)
+		return;
+	base = hx_xcalloc((size_t)p->ngroups + 1, sizeof(int));
+	for (int g = 0; g < p->ngroups; g++) {
+		base[g] = nrep;
+		nrep += p->groups[g].nreplicas;
+	}
+	seen = hx_xcalloc((size_t)nrep + 1, sizeof(int));
+	queue = hx_xcalloc((size_t)nrep + 1, sizeof(int));
+	for (int i = 0; i < p->ningress; i++) {
+		int g = hx_plan_group_index(p, p->ingress[i].to);
+		if (g < 0 || p->groups[g].nstages < 1)
+			continue;
+		if (p->groups[g].stage[0].first != 0) {
+			snprintf(ptr, sizeof(ptr), "/routing/ingress/%d/group", i);
+			add(l, HX_V_ROUTING, ptr,
+			    "group \"%s\" starts at layer %d: traffic must enter at layer 0",
+			    p->ingress[i].to, p->groups[g].stage[0].first);
+			continue;
+		}
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			if (!seen[base[g] + r]) {
+				seen[base[g] + r] = 1;
+				queue[qt++] = base[g] + r;
+			}
+	}
+	while (qh < qt) {
+		int v = queue[qh++], g = 0, r;
+		const hx_plan_group *grp;
+		const hx_model *m;
+		int out = 0;
+		while (g + 1 < p->ngroups && base[g + 1] <= v)
+			g++;
+		r = v - base[g];
+		grp = &p->groups[g];
+		for (int i = 0; i < p->nhops; i++) {
+			int fg, fr, fs, tg, tr, ts;
+			if (!parse_endpoint(p, p->hops[i].from, 1, &fg, &fr, &fs, why, sizeof(why)) ||
+			    fg != g || fr != r)
+				continue;
+			out = 1;
+			if (!parse_endpoint(p, p->hops[i].to, 1, &tg, &tr, &ts, why, sizeof(why)))
+				continue;
+			if (!seen[base[tg] + tr]) {
+				seen[base[tg] + tr] = 1;
+				queue[qt++] = base[tg] + tr;
+			}
+		}
+		m = hx_plan_model(p, grp->model);
+		if (!out && m && grp->nstages > 0 && grp->stage[grp->nstages - 1].last != m->a.layers) {
+			snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/id", g, r);
+			add(l, HX_V_ROUTING, ptr,
+			    "dead end: replica \"%s\" ends at layer %d of %d and no hop leaves it",
+			    grp->replicas[r].id, grp->stage[grp->nstages - 1].last, m->a.layers);
+		}
+	}
+	for (int g = 0; g < p->ngroups; g++)
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			if (!seen[base[g] + r]) {
+				snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/id", g, r);
+				add(l, HX_V_ROUTING, ptr,
+				    "no path from ingress reaches replica \"%s\"",
+				    p->groups[g].replicas[r].id);
+			}
+	free(queue);
+	free(seen);
+	free(base);
+}
+
+/* Length classes: ingress routes name declared classes, and every declared
+ * class has a route. */
+static void check_classes(const hx_plan *p, vlist *l)
+{
+	char ptr[160];
+
+	if (p->nclasses == 0)
+		return;
+	for (int i = 0; i < p->ningress; i++) {
+		int found = 0;
+		for (int k = 0; k < p->nclasses && !found; k++)
+			found = strcmp(p->classes[k].name, p->ingress[i].from) == 0;
+		if (!found) {
+			snprintf(ptr, sizeof(ptr), "/routing/ingress/%d/class", i);
+			add(l, HX_V_ROUTING, ptr, "%s", p->ingress[i].from[0]
+				? "names no class of /routing/classes"
+				: "is missing: the plan routes by its length classes");
+		}
+	}
+	for (int k = 0; k < p->nclasses; k++) {
+		int routed = 0;
+		for (int i = 0; i < p->ningress && !routed; i++)
+			routed = strcmp(p->classes[k].name, p->ingress[i].from) == 0;
+		if (!routed) {
+			snprintf(ptr, sizeof(ptr), "/routing/classes/%d", k);
+			add(l, HX_V_ROUTING, ptr, "class \"%s\" has no ingress route",
+			    p->classes[k].name);
+		}
+	}
+}
+
+/* Rent: GPUs on an offer's nodes ("offerI-J") are rented whole nodes; each
+ * offer's entry must count exactly the nodes the placements use, their GPUs
+ * and their price, and never more than the offer has. */
+static int offer_of(const char *name, int *j)
+{
+	char *end;
+	long i;
+
+	if (strncmp(name, "offer", 5) != 0 || name[5] < '0' || name[5] > '9')
+		return -1;
+	i = strtol(name + 5, &end, 10);
+	if (*end != '-' || end[1] < '0' || end[1] > '9')
+		return -1;
+	*j = (int)strtol(end + 1, &end, 10);
+	return *end || i > 1000000 ? -1 : (int)i;
+}
+
+static void check_rent(const hx_plan *p, const hx_cluster *c, vlist *l)
+{
+	char ptr[160];
+	int *nodes = hx_xcalloc((size_t)c->noffers + 1, sizeof(int));
+	int *gpus = hx_xcalloc((size_t)c->noffers + 1, sizeof(int));
+	char *seen = hx_xcalloc((size_t)c->nnodes + 1, 1);
+
+	for (int g = 0; g < p->ngroups; g++)
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			for (int s = 0; s < p->groups[g].nstages; s++)
+				for (int k = 0; k < p->groups[g].replicas[r].ngpus[s]; k++) {
+					const hx_gpu_ref *ref = &p->groups[g].replicas[r].gpus[s][k];
+					int ni = node_index(c, ref->node), j = 0;
+					int o = offer_of(ref->node, &j);
+					if (ni < 0 || o < 0 || o >= c->noffers || seen[ni])
+						continue;
+					seen[ni] = 1;
+					nodes[o]++;
+					gpus[o] += c->nodes[ni].count;
+				}
+	for (int i = 0; i < p->nrent; i++) {
+		const hx_plan_rent *rt = &p->rent[i];
+		int o = rt->offer;
+		snprintf(ptr, sizeof(ptr), "/rent/%d", i);
+		if (o >= c->noffers) {
+			add(l, HX_V_RENT, ptr, "offer %d: the cluster has %d offers", o, c->noffers);
+			continue;
+		}
+		for (int j = 0; j < i; j++)
+			if (p->rent[j].offer == o)
+				add(l, HX_V_RENT, ptr, "offer %d is rented twice (first at /rent/%d)", o, j);
+		if (strcmp(rt->gpu, c->offers[o].gpu.name) != 0)
+			add(l, HX_V_RENT, ptr, "offer %d is of %s GPUs, not %s", o,
+			    c->offers[o].gpu.name, rt->gpu);
+		if (rt->gpus > c->offers[o].max_count)
+			add(l, HX_V_RENT, ptr, "rents %d GPUs of offer %d, which has %d", rt->gpus, o,
+			    c->offers[o].max_count);
+		if (rt->nodes != nodes[o] || rt->gpus != gpus[o])
+			add(l, HX_V_RENT, ptr,
+			    "rents %d nodes (%d GPUs) of offer %d, but the placements use %d (%d GPUs)",
+			    rt->nodes, rt->gpus, o, nodes[o], gpus[o]);
+		if (fabs(rt->usd_per_hour - rt->gpus * c->offers[o].usd_per_hour) >
+		    1e-5 * fmax(1, rt->usd_per_hour))
+			add(l, HX_V_RENT, ptr, "costs %g USD/h, not %d GPUs at %g USD/h", rt->usd_per_hour,
+			    rt->gpus, c->offers[o].usd_per_hour);
+		nodes[o] = -1; /* accounted for */
+	}
+	for (int o = 0; o < c->noffers; o++)
+		if (nodes[o] > 0)
+			add(l, HX_V_RENT, "/rent", "the placements use %d nodes of offer %d (%s) that the "
+			    "plan does not rent", nodes[o], o, c->offers[o].gpu.name);
+	free(nodes);
+	free(gpus);
+	free(seen);
+}
+
+static void check_roles(const hx_plan *p, vlist *l)
+{
+	char ptr[160];
+
+	for (int i = 0; i < p->nkv; i++) {
+		int g = 0, r = 0;
+		if (find_replica(p, p->kv[i].from, &g, &r) &&
+		    p->groups[g].role != HX_ROLE_PREFILL) {
+			snprintf(ptr, sizeof(ptr), "/routing/kv/%d/from", i);
+			add(l, HX_V_ROLES, ptr, "replica \"%s\" is %s, not prefill", p->kv[i].from,
+			    hx_role_name(p->groups[g].role));
+		}
+		if (find_replica(p, p->kv[i].to, &g, &r) &&
+		    p->groups[g].role != HX_ROLE_DECODE) {
+			snprintf(ptr, sizeof(ptr), "/routing/kv/%d/to", i);
+			add(l, HX_V_ROLES, ptr, "replica \"%s\" is %s, not decode", p->kv[i].to,
+			    hx_role_name(p->groups[g].role));
+		}
+	}
+	for (int g = 0; g < p->ngroups; g++) {
+		if (p->groups[g].role != HX_ROLE_PREFILL)
+			continue;
+		for (int r = 0; r < p->groups[g].nreplicas; r++) {
+			const char *id = p->groups[g].replicas[r].id;
+			int out = 0;
+			for (int i = 0; i < p->nkv && !out; i++)
+				out = strcmp(p->kv[i].from, id) == 0;
+			if (out)
+				continue;
+			snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/id", g, r);
+			add(l, HX_V_ROLES, ptr,
+			    "prefill replica \"%s\" has no kv route to a decode replica", id);
+		}
+	}
+}
+
+int hx_verify_plan(const hx_plan *p, const hx_cluster *c, hx_violation **out, int *n)
+{
+	vlist l = {NULL, 0, 0};
+
+	for (int g = 0; g < p->ngroups; g++) {
+		check_stages(p, g, &l);
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			check_placement(p, c, g, r, &l);
+	}
+	check_gpus_twice(p, &l);
+	check_replica_ids(p, &l);
+	check_routing(p, &l);
+	check_paths(p, &l);
+	check_classes(p, &l);
+	check_roles(p, &l);
+	check_rent(p, c, &l);
+	*out = l.v;
+	*n = l.n;
+	return l.n;
+}

@@ -1,0 +1,348 @@
+/*
+ * plan_colocated: HexGen's heterogeneous replicas (DESIGN §6), chosen by a
+ * MILP.  Integer n_c counts the replicas of candidate shape c (candidates.h);
+ * each node class k offers G_k GPUs: sum_c use_{c,k} n_c <= G_k.
+ *   capacity: max sum_c cap_c n_c;
+ *   cost:     min sum_c usd_c n_c  s.t. sum_c cap_c n_c >= the workload's rate;
+ *   latency:  the lowest threshold T such that the shapes whose percentile
+ *             TTFT bound at the rate's share is <= T still carry the rate
+ *             (bisection over the shapes' bounds, one capacity MILP each).
+ * Requests split in proportion to capacity.  Classes of interchangeable
+ * nodes keep the MILP small whatever the GPU count, and packing the chosen
+ * replicas onto concrete nodes is exact (powers of two, first fit
+ * decreasing), so the MILP's optimum is the plan's.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planners/candidates.h"
+#include "solver/milp.h"
+#include "planners/planners.h"
+
+/* Build and solve the MILP over candidates flagged in USE (NULL: all). */
+static int solve(const hx_problem *pb, const hx_plan_opts *o, const hx_candset *s,
+		 const char *use, int objective, hx_milp_result *res, hx_err *err)
+{
+	hx_milp *m = hx_milp_new(objective == HX_OBJ_CAPACITY);
+	hx_milp_opts mo = {o->gap, o->node_limit, o->time_limit_s, o->verbose, o->lp_path};
+	int *idx = hx_xmalloc((size_t)s->n * sizeof(int) + 1);
+	double *val = hx_xmalloc((size_t)s->n * sizeof(double) + 1);
+	int rc;
+
+	for (int c = 0; c < s->n; c++) {
+		const hx_candidate *x = &s->c[c];
+		double ub = INFINITY;
+		char name[160];
+		for (int k = 0; k < s->ncls; k++) {
+			int u = hx_cand_use(x, k);
+			if (u > 0)
+				ub = fmin(ub, floor((double)s->cls[k].nnodes * s->cls[k].gpus_per_node / u));
+		}
+		if (use && !use[c])
+			ub = 0;
+		snprintf(name, sizeof(name), "n_%d_%s_tp%d_pp%d", c, s->cls[x->st[0].cls].gpu->name,
+			 x->st[0].tp, x->nstages);
+		hx_milp_add_var(m, name, HX_MILP_INT, 0, ub,
+				objective == HX_OBJ_COST ? x->usd_per_hour : x->capacity_rps);
+	}
+	for (int k = 0; k < s->ncls; k++) {
+		int n = 0;
+		char name[160];
+		for (int c = 0; c < s->n; c++) {
+			int u = hx_cand_use(&s->c[c], k);
+			if (u > 0) {
+				idx[n] = c;
+				val[n++] = u;
+			}
+		}
+		snprintf(name, sizeof(name), "gpus_%s_class%d", s->cls[k].gpu->name, k);
+		if (n > 0)
+			hx_milp_add_row(m, name, n, idx, val, -INFINITY,
+					(double)s->cls[k].nnodes * s->cls[k].gpus_per_node);
+	}
+	if (objective == HX_OBJ_COST) {
+		for (int c = 0; c < s->n; c++) {
+			idx[c] = c;
+			val[c] = s->c[c].capacity_rps;
+		}
+		hx_milp_add_row(m, "demand", s->n, idx, val, pb->workload->rate_rps, INFINITY);
+	}
+	rc = hx_milp_solve(m, &mo, res, err);
+	hx_milp_free(m);
+	free(idx);
+	free(val);
+	return rc;
+}
+
+typedef struct dense {
+	double d; /* capacity per GPU */
+	int c;
+} dense;
+
+static int cmp_density(const void *a, const void *b)
+{
+	const dense *x = a, *y = b;
+	if (x->d != y->d)
+		return x->d > y->d ? -1 : 1;
+	return x->c - y->c;
+}
+
+/* When the time limit stops the MILP before its first integer solution: a
+ * feasible one by greed into RES->x.  Capacity: densest capacity per GPU
+ * first, as many copies as the classes' GPUs allow.  Cost (LAMBDA > 0):
+ * cheapest capacity first, copies until they carry LAMBDA; RES->status
+ * stays no_solution when all the GPUs do not. */
+static void greedy(const hx_candset *s, double lambda, hx_milp_result *res)
+{
+	dense *order = hx_xmalloc((size_t)s->n * sizeof(dense) + 1);
+	double carried = 0;
+	double *left = hx_xcalloc((size_t)s->ncls + 1, sizeof(double));
+
+	for (int k = 0; k < s->ncls; k++)
+		left[k] = (double)s->cls[k].nnodes * s->cls[k].gpus_per_node;
+	for (int c = 0; c < s->n; c++)
+		order[c] = (dense){lambda > 0 ? s->c[c].capacity_rps / fmax(s->c[c].usd_per_hour, 1e-9)
+					      : s->c[c].capacity_rps / s->c[c].gpus, c};
+	qsort(order, (size_t)s->n, sizeof(dense), cmp_density);
+	free(res->x);
+	res->x = hx_xcalloc((size_t)s->n + 1, sizeof(double));
+	res->objective = 0;
+	for (int i = 0; i < s->n && !(lambda > 0 && carried >= lambda); i++) {
+		const hx_candidate *x = &s->c[order[i].c];
+		double n = INFINITY;
+		for (int k = 0; k < s->ncls; k++)
+			if (hx_cand_use(x, k) > 0)
+				n = fmin(n, floor(left[k] / hx_cand_use(x, k)));
+		if (lambda > 0)
+			n = fmin(n, ceil((lambda - carried) / x->capacity_rps));
+		if (!(n >= 1))
+			continue;
+		for (int k = 0; k < s->ncls; k++)
+			left[k] -= n * hx_cand_use(x, k);
+		res->x[order[i].c] = n;
+		carried += n * x->capacity_rps;
+		res->objective += n * (lambda > 0 ? x->usd_per_hour : x->capacity_rps);
+	}
+	if (lambda > 0 && carried < lambda) {
+		free(order);
+		free(left);
+		return;
+	}
+	res->status = HX_MILP_TIME_LIMIT;
+	if (lambda > 0) {
+		/* no bound on the cost is known: report none rather than a wrong one */
+		res->bound = res->objective;
+		res->gap = 0;
+		free(order);
+		free(left);
+		return;
+	}
+	res->bound = fmax(res->bound, res->objective);
+	res->gap = fabs(res->bound - res->objective) / fmax(res->objective, 1e-9);
+	free(order);
+	free(left);
+}
+
+static double max_capacity(const hx_candset *s)
+{
+	/* An upper bound on any plan's capacity: each class alone at its best
+	 * capacity per GPU. */
+	double b = 0;
+	for (int k = 0; k < s->ncls; k++) {
+		double best = 0;
+		for (int c = 0; c < s->n; c++)
+			if (hx_cand_use(&s->c[c], k) == s->c[c].gpus)
+				best = fmax(best, s->c[c].capacity_rps / s->c[c].gpus);
+		b += best * s->cls[k].nnodes * s->cls[k].gpus_per_node;
+	}
+	return b;
+}
+
+typedef struct pick {
+	int cand, n, width;
+} pick;
+
+static int cmp_pick(const void *a, const void *b)
+{
+	const pick *x = a, *y = b;
+	if (x->width != y->width)
+		return y->width - x->width;
+	return x->cand - y->cand;
+}
+
+static void fill_solver(hx_plan *p, const hx_milp_result *res, const char *engine)
+{
+	strcpy(p->solver.engine, engine);
+	strcpy(p->solver.status, hx_milp_plan_status(res->status));
+	p->solver.objective = hx_round6(res->objective);
+	p->solver.bound = hx_round6(res->bound);
+	p->solver.gap = hx_round6(res->gap);
+	p->solver.nodes = res->nodes;
+	p->solver.iterations = res->iterations;
+}
+
+/* Give O's solves the time left before DEADLINE (at least a millisecond,
+ * so that GLPK stops at once rather than running unbounded). */
+static const hx_plan_opts *time_left(const hx_plan_opts *o, double deadline, hx_plan_opts *buf)
+{
+	*buf = *o;
+	if (deadline > 0)
+		buf->time_limit_s = fmax(deadline - hx_now(), 1e-3);
+	return buf;
+}
+
+int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, hx_err *err)
+{
+	const double deadline = hx_deadline(o0->time_limit_s);
+	hx_cand_opts co = {0, deadline};
+	hx_plan_opts obuf;
+	const hx_plan_opts *o = o0;
+	hx_candset s;
+	hx_milp_result res = {0};
+	pick *picks = NULL;
+	int npicks = 0, rc, *free_gpus = NULL, *next = NULL;
+	double lambda = pb->workload->rate_rps;
+
+	hx_plan_init(p);
+	strcpy(p->mode, "colocated");
+	if (pb->cluster->nnodes == 0)
+		return hx_errf(err, HX_EINFEASIBLE,
+			       "the cluster has offers but no nodes: colocated plans fixed nodes (see --mode compose)");
+	if ((rc = hx_candidates(pb, &co, &s, err)))
+		return rc;
+	if (s.n == 0 && s.cut) {
+		hx_candset_release(&s);
+		return hx_errf(err, HX_ELIMIT,
+			       "the time limit of %g s was reached before any replica shape was priced",
+			       o0->time_limit_s);
+	}
+	if (s.n == 0) {
+		double need = hx_model_params(&pb->model->a) * hx_dtype_bytes(pb->model->a.dtype);
+		hx_candset_release(&s);
+		return hx_errf(err, HX_EINFEASIBLE,
+			       "%s fits on no GPU set of this cluster at the SLO: its weights alone are "
+			       "%.1f GiB, plus a KV reserve of %.0f tokens per replica, and no replica "
+			       "shape meets TTFT %g ms and TPOT %g ms",
+			       pb->model->name, need / HX_GIB, hx_plan_kv_reserve(pb->workload),
+			       pb->workload->slo.ttft_ms, pb->workload->slo.tpot_ms);
+	}
+	if (o->objective == HX_OBJ_CAPACITY) {
+		if ((rc = solve(pb, time_left(o, deadline, &obuf), &s, NULL, HX_OBJ_CAPACITY, &res, err)))
+			goto out;
+	} else {
+		double all = max_capacity(&s);
+		/* Exact: the most the cluster carries at the SLO. */
+		if ((rc = solve(pb, time_left(o, deadline, &obuf), &s, NULL, HX_OBJ_CAPACITY, &res, err)))
+			goto out;
+		if (res.status <= HX_MILP_TIME_LIMIT && res.bound < lambda) {
+			rc = hx_errf(err, HX_EINFEASIBLE,
+				     "the workload's rate of %g req/s is above what all the GPUs carry at "
+				     "the SLO (at most %.3f req/s)", lambda, res.bound);
+			goto out;
+		}
+		(void)all;
+		free(res.x);
+		memset(&res, 0, sizeof(res));
+		if (o->objective == HX_OBJ_COST) {
+			if ((rc = solve(pb, time_left(o, deadline, &obuf), &s, NULL, HX_OBJ_COST, &res, err)))
+				goto out;
+		} else {
+			/* Latency: bisection over the shapes' TTFT bounds. */
+			double *bounds = hx_xmalloc((size_t)s.n * sizeof(double));
+			char *use = hx_xcalloc((size_t)s.n, 1);
+			int lo = 0, hi = s.n - 1;
+			for (int c = 0; c < s.n; c++) {
+				hx_replica r;
+				hx_capacity cap;
+				hx_cand_replica(pb, &s, &s.c[c], &r);
+				/* at the share of the rate it would carry if the
+				 * whole cluster ran at the rate's utilization */
+				hx_cost_at_rate(&r, pb->workload,
+						s.c[c].capacity_rps * fmin(1, lambda / fmax(max_capacity(&s), 1e-9)), &cap);
+				bounds[c] = isfinite(cap.ttft_ms) ? cap.ttft_ms : s.c[c].ttft_ms;
+			}
+			{
+				double *sorted = hx_xmalloc((size_t)s.n * sizeof(double));
+				memcpy(sorted, bounds, (size_t)s.n * sizeof(double));
+				hx_quantile(sorted, (size_t)s.n, 0.5); /* sorts */
+				while (lo < hi && !hx_past(deadline)) {
+					int mid = (lo + hi) / 2;
+					hx_milp_result r2 = {0};
+					for (int c = 0; c < s.n; c++)
+						use[c] = bounds[c] <= sorted[mid];
+					rc = solve(pb, time_left(o, deadline, &obuf), &s, use, HX_OBJ_CAPACITY, &r2, err);
+					if (rc) {
+						free(r2.x);
+						break;
+					}
+					if (r2.status <= HX_MILP_TIME_LIMIT && r2.objective >= lambda)
+						hi = mid;
+					else
+						lo = mid + 1;
+					free(r2.x);
+				}
+				for (int c = 0; c < s.n; c++)
+					use[c] = bounds[c] <= sorted[lo];
+				free(sorted);
+			}
+			if (!rc)
+				rc = solve(pb, time_left(o, deadline, &obuf), &s, use, HX_OBJ_CAPACITY, &res, err);
+			free(bounds);
+			free(use);
+			if (rc)
+				goto out;
+		}
+	}
+	if (res.status == HX_MILP_NO_SOLUTION && o->objective != HX_OBJ_LATENCY && deadline > 0 &&
+	    hx_past(deadline)) {
+		if (o->objective == HX_OBJ_CAPACITY && !(res.bound > 0))
+			res.bound = max_capacity(&s);
+		greedy(&s, o->objective == HX_OBJ_COST ? lambda : 0, &res);
+	}
+	if (res.status > HX_MILP_TIME_LIMIT) {
+		rc = res.status == HX_MILP_NO_SOLUTION
+			? hx_errf(err, HX_ELIMIT, "the MILP reached its limit before finding any plan")
+			: hx_errf(err, HX_EINFEASIBLE, "the MILP is %s", hx_milp_status_name(res.status));
+		goto out;
+	}
+	/* Place the chosen replicas, widest stages first. */
+	picks = hx_xcalloc((size_t)s.n + 1, sizeof(pick));
+	for (int c = 0; c < s.n; c++) {
+		int n = (int)floor(res.x[c] + 0.5), w = 0;
+		for (int i = 0; i < s.c[c].nstages; i++)
+			w = s.c[c].st[i].tp > w ? s.c[c].st[i].tp : w;
+		if (n > 0)
+			picks[npicks++] = (pick){c, n, w};
+	}
+	qsort(picks, (size_t)npicks, sizeof(pick), cmp_pick);
+	free_gpus = hx_xcalloc((size_t)pb->cluster->nnodes + 1, sizeof(int));
+	next = hx_xcalloc((size_t)pb->cluster->nnodes + 1, sizeof(int));
+	for (int i = 0; i < pb->cluster->nnodes; i++)
+		free_gpus[i] = pb->cluster->nodes[i].count;
+	for (int i = 0; i < npicks; i++)
+		hx_cand_place(pb, &s, &s.c[picks[i].cand], picks[i].n, free_gpus, next, p);
+	if (p->ngroups == 0) {
+		rc = hx_errf(err, HX_EINFEASIBLE, "no replica shape is worth placing");
+		goto out;
+	}
+	fill_solver(p, &res, "glpk");
+	if (s.cut || hx_past(deadline))
+		strcpy(p->solver.status, "time_limit"); /* not every shape was tried */
+	if ((rc = hx_plan_finish(pb, p, 1, err)))
+		goto out;
+	/* hx_plan_finish sets the objective to the capacity; keep the MILP's. */
+	p->solver.objective = hx_round6(res.objective);
+out:
+	free(picks);
+	free(free_gpus);
+	free(next);
+	free(res.x);
+	hx_candset_release(&s);
+	if (rc)
+		hx_plan_release(p);
+	return rc;
+}

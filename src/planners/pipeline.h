@@ -1,0 +1,76 @@
+/*
+ * pipeline: the scoring engine of `plan --mode pipeline` (Helix, Parallax;
+ * DESIGN §6), apart from the planner so that tests reach it.  A placement
+ * gives each node a contiguous layer range [first, last) or nothing
+ * (first < 0).  Its throughput is the max-flow, in generated tokens/s, of
+ * the node-split graph: source -> in(i) for nodes holding layer 0, in(i) ->
+ * out(i) with the node's capacity for its range, out(i) -> in(j) wherever
+ * last(i) == first(j) with the link's capacity, out(i) -> sink for nodes
+ * holding the last layer.
+ */
+#ifndef HX_PIPELINE_H
+#define HX_PIPELINE_H
+
+#include "planners/planners.h"
+#include "base/util.h"
+
+typedef struct hx_pipe_net {
+	int n;             /* nodes */
+	int layers;        /* L */
+	double *node_tps;  /* per node: capacity for its range (tokens/s) */
+	double *link_tps;  /* n * n: capacity of the link i -> j (tokens/s) */
+} hx_pipe_net;
+
+typedef struct hx_pipe_flow {
+	double value;     /* tokens/s */
+	double *through;  /* per node: flow through it */
+	double *src;      /* per node: flow from the source */
+	double *hop;      /* n * n: flow on out(i) -> in(j) */
+} hx_pipe_flow;
+
+/* Max-flow of the placement FIRST/LAST (per node; first < 0: unused) over
+ * NET.  Fills F (release with hx_pipe_flow_release); returns 0 or
+ * HX_EINPUT with ERR (a failed max-flow). */
+int hx_pipe_flow_eval(const hx_pipe_net *net, const int *first, const int *last,
+		      hx_pipe_flow *f, hx_err *err);
+void hx_pipe_flow_release(hx_pipe_flow *f);
+
+/* The planner with what bench/ and tests look at. */
+#define HX_PIPE_NCONSTRUCTIONS 3 /* per-type, balanced, greedy */
+const char *hx_pipe_construction_name(int k);
+
+/* A measured per-layer timing (--layer-costs): one transformer layer on
+ * one GPU of a TP group, no serving overhead. */
+enum { HX_LC_DECODE, HX_LC_PREFILL };
+typedef struct hx_layer_cost {
+	char gpu[48];
+	int tp, phase;    /* HX_LC_* */
+	double tokens;    /* decode: sequences; prefill: prompt tokens */
+	double context;   /* as measured (the planner interpolates in tokens) */
+	double ms;
+	int line;
+} hx_layer_cost;
+
+/* Read a layer-cost CSV (header gpu,tp,phase,tokens,context,ms).  *OUT is
+ * new (free it); errors name "PATH:LINE". */
+int hx_layer_costs_load(hx_layer_cost **out, int *n, const char *path, hx_err *err);
+
+typedef struct hx_pipe_opts {
+	long work;     /* flow evaluations of the local search (0: 2000 n + 20000, at most 150000) */
+	int no_search; /* the best construction alone */
+	const char *layer_costs; /* a layer-cost CSV to use instead of the cost model (may be NULL) */
+} hx_pipe_opts;
+
+typedef struct hx_pipe_stats {
+	double construction[HX_PIPE_NCONSTRUCTIONS]; /* flow of each, tokens/s */
+	double flow, bound;                           /* the plan's, tokens/s */
+	long flows;                                   /* max-flows solved */
+	double seconds;                               /* wall clock (never in the plan) */
+} hx_pipe_stats;
+
+/* hx_plan_pipeline with options PO (may be NULL) and statistics ST (may be
+ * NULL). */
+int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_pipe_opts *po,
+			 hx_plan *p, hx_pipe_stats *st, hx_err *err);
+
+#endif

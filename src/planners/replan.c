@@ -1,0 +1,669 @@
+/* replan: see replan.h. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planners/candidates.h"
+#include "planners/compose.h"
+#include "solver/milp.h"
+#include "planners/replan.h"
+
+void hx_moves_release(hx_moves *mv)
+{
+	free(mv->m);
+	memset(mv, 0, sizeof(*mv));
+}
+
+static hx_move *add_move(hx_moves *mv, int kind)
+{
+	hx_move *m;
+	mv->m = hx_xrealloc(mv->m, (size_t)(mv->n + 1) * sizeof(*mv->m));
+	m = &mv->m[mv->n++];
+	memset(m, 0, sizeof(*m));
+	m->kind = kind;
+	return m;
+}
+
+static int node_index(const hx_cluster *c, const char *name)
+{
+	for (int i = 0; i < c->nnodes; i++)
+		if (strcmp(c->nodes[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static int replica_gpus(const hx_plan_group *g, const hx_plan_replica *r)
+{
+	int n = 0;
+	for (int s = 0; s < g->nstages; s++)
+		n += r->ngpus[s];
+	return n;
+}
+
+/* Whether replica R of G still has all its GPUs in CL; WHY says what is
+ * gone when not. */
+static int alive(const hx_plan_group *g, const hx_plan_replica *r, const hx_cluster *cl,
+		 char *why, size_t nwhy)
+{
+	for (int s = 0; s < g->nstages; s++)
+		for (int k = 0; k < r->ngpus[s]; k++) {
+			const hx_gpu_ref *ref = &r->gpus[s][k];
+			int ni = node_index(cl, ref->node);
+			if (ni < 0) {
+				snprintf(why, nwhy, "node \"%s\" is gone", ref->node);
+				return 0;
+			}
+			if (ref->index >= cl->nodes[ni].count) {
+				snprintf(why, nwhy, "GPU \"%s:%d\" is gone (the node has %d)", ref->node,
+					 ref->index, cl->nodes[ni].count);
+				return 0;
+			}
+			if (strcmp(cl->nodes[ni].gpu.name, g->stage[s].gpu) != 0) {
+				snprintf(why, nwhy, "node \"%s\" now has %s GPUs, not %s", ref->node,
+					 cl->nodes[ni].gpu.name, g->stage[s].gpu);
+				return 0;
+			}
+		}
+	return 1;
+}
+
+static void replica_free(hx_plan_replica *r)
+{
+	for (int s = 0; s < HX_MAX_STAGES; s++)
+		free(r->gpus[s]);
+}
+
+/* Drop routes of LIST whose endpoint (TO for ingress groups, FROM/TO
+ * replica ids for kv) P no longer has. */
+static int has_replica(const hx_plan *p, const char *id)
+{
+	for (int g = 0; g < p->ngroups; g++)
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			if (strcmp(p->groups[g].replicas[r].id, id) == 0)
+				return 1;
+	return 0;
+}
+
+/* Renormalize the weights of LIST per FROM key. */
+static void normalize_per_key(hx_route *list, int n)
+{
+	char *done = hx_xcalloc((size_t)n + 1, 1);
+	hx_route *tmp = hx_xcalloc((size_t)n + 1, sizeof(*tmp));
+	int *at = hx_xcalloc((size_t)n + 1, sizeof(int));
+
+	for (int i = 0; i < n; i++) {
+		int k = 0;
+		if (done[i])
+			continue;
+		for (int j = i; j < n; j++)
+			if (!done[j] && strcmp(list[j].from, list[i].from) == 0) {
+				done[j] = 1;
+				at[k] = j;
+				tmp[k++] = list[j];
+			}
+		hx_routes_normalize(tmp, k);
+		for (int j = 0; j < k; j++)
+			list[at[j]].weight = tmp[j].weight;
+	}
+	free(done);
+	free(tmp);
+	free(at);
+}
+
+static double total_capacity(const hx_plan *p)
+{
+	double pre = 0, dec = 0, agg = 0;
+	for (int g = 0; g < p->ngroups; g++) {
+		double c = p->groups[g].capacity_rps * p->groups[g].nreplicas;
+		if (p->groups[g].role == HX_ROLE_PREFILL)
+			pre += c;
+		else if (p->groups[g].role == HX_ROLE_DECODE)
+			dec += c;
+		else
+			agg += c;
+	}
+	return agg + fmin(pre, dec);
+}
+
+/* Ingress after replicas stopped: each route's weight scaled by the share of
+ * its group's replicas kept (KEPT/BEFORE per group index of NEW), per class;
+ * a class left with no weight goes to every serving group by capacity. */
+static void reroute(hx_plan *p, const int *before)
+{
+	int n = 0, nkeys = 0;
+	char (*keys)[64] = hx_xcalloc((size_t)p->ningress + 1, sizeof(*keys));
+
+	/* The keys (classes, or "" for all traffic) routed before. */
+	for (int i = 0; i < p->ningress; i++) {
+		int seen = 0;
+		for (int k = 0; k < nkeys && !seen; k++)
+			seen = strcmp(keys[k], p->ingress[i].from) == 0;
+		if (!seen)
+			hx_strlcpy(keys[nkeys++], p->ingress[i].from, sizeof(keys[0]));
+	}
+	for (int i = 0; i < p->ningress; i++) {
+		int g = hx_plan_group_index(p, p->ingress[i].to);
+		if (g < 0 || p->groups[g].nreplicas == 0)
+			continue;
+		p->ingress[n] = p->ingress[i];
+		p->ingress[n].weight *= (double)p->groups[g].nreplicas / before[g];
+		n++;
+	}
+	p->ningress = n;
+	/* A key that lost every route goes to every serving group by capacity. */
+	for (int k = 0; k < nkeys; k++) {
+		double sum = 0;
+		for (int i = 0; i < p->ningress; i++)
+			if (strcmp(p->ingress[i].from, keys[k]) == 0)
+				sum += p->ingress[i].weight;
+		if (sum > 0)
+			continue;
+		for (int g = 0; g < p->ngroups; g++) {
+			hx_route *rt;
+			if (p->groups[g].role == HX_ROLE_DECODE || p->groups[g].nreplicas == 0)
+				continue;
+			rt = hx_plan_add_route(&p->ingress, &p->ningress);
+			hx_strlcpy(rt->from, keys[k], sizeof(rt->from));
+			hx_strlcpy(rt->to, p->groups[g].name, sizeof(rt->to));
+			rt->weight = fmax(p->groups[g].capacity_rps, 1e-9) * p->groups[g].nreplicas;
+		}
+	}
+	free(keys);
+	normalize_per_key(p->ingress, p->ningress);
+}
+
+/* KV routes after replicas stopped: routes to or from a stopped replica
+ * dropped; a prefill replica left with none sends to every decode replica
+ * in proportion to capacity. */
+static void reroute_kv(hx_plan *p, const hx_cluster *cl)
+{
+	int n = 0;
+	for (int i = 0; i < p->nkv; i++)
+		if (has_replica(p, p->kv[i].from) && has_replica(p, p->kv[i].to))
+			p->kv[n++] = p->kv[i];
+	p->nkv = n;
+	for (int g = 0; g < p->ngroups; g++) {
+		if (p->groups[g].role != HX_ROLE_PREFILL)
+			continue;
+		for (int r = 0; r < p->groups[g].nreplicas; r++) {
+			const hx_plan_replica *pr = &p->groups[g].replicas[r];
+			int has = 0;
+			for (int i = 0; i < p->nkv && !has; i++)
+				has = strcmp(p->kv[i].from, pr->id) == 0;
+			if (has)
+				continue;
+			for (int d = 0; d < p->ngroups; d++) {
+				if (p->groups[d].role != HX_ROLE_DECODE)
+					continue;
+				for (int q = 0; q < p->groups[d].nreplicas; q++) {
+					const hx_plan_replica *dr = &p->groups[d].replicas[q];
+					int a = node_index(cl, pr->gpus[0][0].node);
+					int b = node_index(cl, dr->gpus[0][0].node);
+					hx_route *rt = hx_plan_add_route(&p->kv, &p->nkv);
+					hx_linkspec l = a == b ? (hx_linkspec){cl->nodes[a].gpu.intra_bw_gb_s * 8,
+						cl->nodes[a].gpu.intra_latency_us * 1e-3} : hx_cluster_link(cl, a, b);
+					hx_strlcpy(rt->from, pr->id, sizeof(rt->from));
+					hx_strlcpy(rt->to, dr->id, sizeof(rt->to));
+					rt->weight = fmax(p->groups[d].capacity_rps, 1e-9);
+					rt->bw_gbps = l.bw_gbps;
+					rt->latency_ms = l.latency_ms;
+				}
+			}
+		}
+	}
+	normalize_per_key(p->kv, p->nkv);
+}
+
+/* Disaggregated routes after roles changed: ingress to the groups that take
+ * requests (prefill, aggregated) by capacity; kv routes only from prefill to
+ * decode replicas, a prefill replica without one sending to every decode
+ * replica by capacity. */
+static void reroute_roles(hx_plan *p, const hx_cluster *cl)
+{
+	int n = 0;
+	double total = 0;
+
+	free(p->ingress);
+	p->ingress = NULL;
+	p->ningress = 0;
+	for (int g = 0; g < p->ngroups; g++)
+		if (p->groups[g].role != HX_ROLE_DECODE)
+			total += p->groups[g].capacity_rps * p->groups[g].nreplicas;
+	for (int g = 0; g < p->ngroups; g++) {
+		hx_route *rt;
+		if (p->groups[g].role == HX_ROLE_DECODE)
+			continue;
+		rt = hx_plan_add_route(&p->ingress, &p->ningress);
+		hx_strlcpy(rt->to, p->groups[g].name, sizeof(rt->to));
+		rt->weight = total > 0 ? p->groups[g].capacity_rps * p->groups[g].nreplicas / total : 1;
+	}
+	hx_routes_normalize(p->ingress, p->ningress);
+	for (int i = 0; i < p->nkv; i++) {
+		int fg = -1, tg = -1;
+		for (int g = 0; g < p->ngroups; g++)
+			for (int r = 0; r < p->groups[g].nreplicas; r++) {
+				if (strcmp(p->groups[g].replicas[r].id, p->kv[i].from) == 0)
+					fg = g;
+				if (strcmp(p->groups[g].replicas[r].id, p->kv[i].to) == 0)
+					tg = g;
+			}
+		if (fg >= 0 && tg >= 0 && p->groups[fg].role == HX_ROLE_PREFILL &&
+		    p->groups[tg].role == HX_ROLE_DECODE)
+			p->kv[n++] = p->kv[i];
+	}
+	p->nkv = n;
+	reroute_kv(p, cl);
+}
+
+/* Flip the role of group G (prefill <-> decode) and re-route; capacities
+ * and predictions at PB's workload. */
+static int flip(hx_plan *p, int g, const hx_cluster *cl, const hx_problem *pb, hx_err *err)
+{
+	int rc;
+
+	p->groups[g].role = p->groups[g].role == HX_ROLE_PREFILL ? HX_ROLE_DECODE : HX_ROLE_PREFILL;
+	if ((rc = hx_plan_finish(pb, p, 0, err)))
+		return rc;
+	reroute_roles(p, cl);
+	return hx_plan_finish(pb, p, 0, err);
+}
+
+/* Flip whole groups' roles, the one that raises the capacity most at a time,
+ * while the plan falls short of NEED req/s and a flip helps. */
+static int flip_roles(hx_plan *p, const hx_cluster *cl, const hx_problem *pb, double need,
+		      hx_moves *mv, hx_err *err)
+{
+	int rc = 0;
+
+	while (total_capacity(p) < need) {
+		double best_cap = total_capacity(p) * (1 + 1e-9) + 1e-9;
+		int best = -1;
+		for (int g = 0; g < p->ngroups && !rc; g++) {
+			hx_plan t;
+			char *text;
+			if (p->groups[g].role == HX_ROLE_AGGREGATED)
+				continue;
+			text = hx_plan_dump(p);
+			rc = hx_plan_parse_text(&t, text, "plan", err);
+			free(text);
+			if (rc)
+				break;
+			if (!(rc = flip(&t, g, cl, pb, err)) && total_capacity(&t) > best_cap) {
+				best_cap = total_capacity(&t);
+				best = g;
+			}
+			hx_plan_release(&t);
+		}
+		if (rc || best < 0)
+			break;
+		if ((rc = flip(p, best, cl, pb, err)))
+			break;
+		for (int r = 0; r < p->groups[best].nreplicas; r++) {
+			hx_move *m = add_move(mv, HX_MOVE_ROLE);
+			hx_strlcpy(m->replica, p->groups[best].replicas[r].id, sizeof(m->replica));
+			hx_strlcpy(m->group, p->groups[best].name, sizeof(m->group));
+			snprintf(m->why, sizeof(m->why), "%s -> %s",
+				 p->groups[best].role == HX_ROLE_PREFILL ? "decode" : "prefill",
+				 hx_role_name(p->groups[best].role));
+			m->gpus = replica_gpus(&p->groups[best], &p->groups[best].replicas[r]);
+			mv->roles_flipped++;
+		}
+	}
+	return rc;
+}
+
+/* A group name and replica ids unused in P. */
+static void fresh_group_name(const hx_plan *p, char *name, size_t n)
+{
+	for (int k = p->ngroups;; k++) {
+		snprintf(name, n, "g%d", k);
+		if (hx_plan_group_index(p, name) < 0)
+			return;
+	}
+}
+
+/* Place the fewest new replicas on the GPUs P leaves free in CL so that the
+ * plan's capacity reaches NEED req/s more.  Returns 0, HX_EINFEASIBLE when
+ * the free GPUs cannot, or an error. */
+static int place_new(hx_plan *p, const hx_cluster *cl, const hx_problem *pb0, const hx_workload *w,
+		     const hx_plan_opts *o, double need, hx_moves *mv, int *cut, hx_err *err)
+{
+	hx_cluster fc = *cl;
+	int **freeidx = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int *));
+	int *nfree = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int));
+	int *free_gpus = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int));
+	int *next = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int));
+	hx_problem pb = *pb0;
+	hx_candset s = {0};
+	hx_cand_opts co = {2};
+	hx_milp *m = NULL;
+	hx_milp_result res = {0};
+	hx_milp_opts mo = {o->gap, o->node_limit, o->time_limit_s, o->verbose, o->lp_path};
+	hx_plan tmp;
+	int rc = 0, *idx = NULL;
+	double *val = NULL, most = 0;
+
+	hx_plan_init(&tmp);
+	/* The free GPUs of each node, in index order. */
+	fc.nodes = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(hx_node));
+	if (cl->nnodes > 0)
+		memcpy(fc.nodes, cl->nodes, (size_t)cl->nnodes * sizeof(hx_node));
+	for (int i = 0; i < cl->nnodes; i++) {
+		char *used = hx_xcalloc((size_t)cl->nodes[i].count + 1, 1);
+		for (int g = 0; g < p->ngroups; g++)
+			for (int r = 0; r < p->groups[g].nreplicas; r++)
+				for (int st = 0; st < p->groups[g].nstages; st++)
+					for (int k = 0; k < p->groups[g].replicas[r].ngpus[st]; k++) {
+						const hx_gpu_ref *ref = &p->groups[g].replicas[r].gpus[st][k];
+						if (strcmp(ref->node, cl->nodes[i].name) == 0 &&
+						    ref->index < cl->nodes[i].count)
+							used[ref->index] = 1;
+					}
+		freeidx[i] = hx_xcalloc((size_t)cl->nodes[i].count + 1, sizeof(int));
+		for (int k = 0; k < cl->nodes[i].count; k++)
+			if (!used[k])
+				freeidx[i][nfree[i]++] = k;
+		fc.nodes[i].count = nfree[i];
+		free_gpus[i] = nfree[i];
+		free(used);
+	}
+	pb.cluster = &fc;
+	pb.workload = w;
+	if ((rc = hx_candidates(&pb, &co, &s, err)))
+		goto out;
+	m = hx_milp_new(0);
+	idx = hx_xcalloc((size_t)s.n + 1, sizeof(int));
+	val = hx_xcalloc((size_t)s.n + 1, sizeof(double));
+	for (int c = 0; c < s.n; c++) {
+		double ub = INFINITY;
+		char name[64];
+		for (int k = 0; k < s.ncls; k++) {
+			int u = hx_cand_use(&s.c[c], k);
+			if (u > 0)
+				ub = fmin(ub, floor((double)s.cls[k].nnodes * s.cls[k].gpus_per_node / u));
+		}
+		most += ub * s.c[c].capacity_rps;
+		snprintf(name, sizeof(name), "n_%d", c);
+		/* Fewest replicas (bytes of weights to load), then fewest GPUs, then
+		 * least cost. */
+		hx_milp_add_var(m, name, HX_MILP_INT, 0, ub,
+				1 + 1e-3 * s.c[c].gpus + 1e-6 * s.c[c].usd_per_hour);
+	}
+	for (int k = 0; k < s.ncls; k++) {
+		int n = 0;
+		char name[64];
+		for (int c = 0; c < s.n; c++) {
+			int u = hx_cand_use(&s.c[c], k);
+			if (u > 0) {
+				idx[n] = c;
+				val[n++] = u;
+			}
+		}
+		snprintf(name, sizeof(name), "gpus_%d", k);
+		if (n > 0)
+			hx_milp_add_row(m, name, n, idx, val, -INFINITY,
+					(double)s.cls[k].nnodes * s.cls[k].gpus_per_node);
+	}
+	for (int c = 0; c < s.n; c++) {
+		idx[c] = c;
+		val[c] = s.c[c].capacity_rps;
+	}
+	if (s.n == 0 || most < need) {
+		rc = hx_errf(err, HX_EINFEASIBLE,
+			     "the kept replicas carry %.3f req/s at the SLO and the free GPUs at most "
+			     "%.3f more, short of the %.3f req/s the rate of %g req/s needs at %g%% "
+			     "utilization", total_capacity(p), fmin(most, need), w->rate_rps / HX_REPLAN_UTIL,
+			     w->rate_rps, HX_REPLAN_UTIL * 100);
+		goto out;
+	}
+	hx_milp_add_row(m, "capacity", s.n, idx, val, need, INFINITY);
+	if ((rc = hx_milp_solve(m, &mo, &res, err)))
+		goto out;
+	if (res.status == HX_MILP_INFEASIBLE) {
+		rc = hx_errf(err, HX_EINFEASIBLE,
+			     "the free GPUs cannot add the %.3f req/s at the SLO the rate needs", need);
+		goto out;
+	}
+	if (res.status > HX_MILP_TIME_LIMIT) {
+		rc = hx_errf(err, HX_ELIMIT, "the placement MILP reached its limit before any plan");
+		goto out;
+	}
+	*cut = res.status == HX_MILP_TIME_LIMIT;
+	/* Place widest first, into a scratch plan, then adopt the groups under
+	 * fresh names with the real GPU indexes. */
+	for (int pass = HX_CAND_MAX_STAGES * 64; pass >= 1; pass /= 2)
+		for (int c = 0; c < s.n; c++) {
+			int n = (int)floor(res.x[c] + 0.5), wd = 0;
+			for (int i = 0; i < s.c[c].nstages; i++)
+				wd = s.c[c].st[i].tp > wd ? s.c[c].st[i].tp : wd;
+			if (n > 0 && wd >= pass && wd < pass * 2)
+				hx_cand_place(&pb, &s, &s.c[c], n, free_gpus, next, &tmp);
+		}
+	for (int g = 0; g < tmp.ngroups; g++) {
+		hx_plan_group *src = &tmp.groups[g], *dst;
+		char name[48];
+		fresh_group_name(p, name, sizeof(name));
+		dst = hx_plan_add_group(p);
+		*dst = *src;
+		src->replicas = NULL;
+		src->nreplicas = 0;
+		hx_strlcpy(dst->name, name, sizeof(dst->name));
+		for (int r = 0; r < dst->nreplicas; r++) {
+			hx_plan_replica *rep = &dst->replicas[r];
+			hx_move *mvv = add_move(mv, HX_MOVE_START);
+			char id[128];
+			snprintf(id, sizeof(id), "%sr%d", name, r);
+			hx_strlcpy(rep->id, id, sizeof(rep->id));
+			for (int st = 0; st < dst->nstages; st++)
+				for (int k = 0; k < rep->ngpus[st]; k++) {
+					int ni = node_index(cl, rep->gpus[st][k].node);
+					rep->gpus[st][k].index = freeidx[ni][rep->gpus[st][k].index];
+				}
+			hx_strlcpy(mvv->replica, rep->id, sizeof(mvv->replica));
+			hx_strlcpy(mvv->group, name, sizeof(mvv->group));
+			mvv->gpus = replica_gpus(dst, rep);
+			mvv->bytes = hx_model_weight_bytes(pb.model, dst->wdt);
+			mv->bytes_to_load += mvv->bytes;
+			mv->started++;
+		}
+	}
+out:
+	for (int i = 0; i < cl->nnodes; i++)
+		free(freeidx[i]);
+	free(freeidx);
+	free(nfree);
+	free(free_gpus);
+	free(next);
+	free(fc.nodes);
+	free(idx);
+	free(val);
+	free(res.x);
+	if (m)
+		hx_milp_free(m);
+	hx_plan_release(&tmp);
+	hx_candset_release(&s);
+	return rc;
+}
+
+/* The weight of the ingress route CLS -> GROUP in P (-1: none). */
+static double route_weight(const hx_plan *p, const char *cls, const char *group)
+{
+	for (int i = 0; i < p->ningress; i++)
+		if (strcmp(p->ingress[i].from, cls) == 0 && strcmp(p->ingress[i].to, group) == 0)
+			return p->ingress[i].weight;
+	return -1;
+}
+
+static void weight_moves(const hx_plan *old, const hx_plan *p, hx_moves *mv)
+{
+	for (int i = 0; i < old->ningress; i++) {
+		double to = route_weight(p, old->ingress[i].from, old->ingress[i].to);
+		if (fabs(fmax(to, 0) - old->ingress[i].weight) > 1e-6) {
+			hx_move *m = add_move(mv, HX_MOVE_WEIGHT);
+			hx_strlcpy(m->cls, old->ingress[i].from, sizeof(m->cls));
+			hx_strlcpy(m->group, old->ingress[i].to, sizeof(m->group));
+			m->from = old->ingress[i].weight;
+			m->to = fmax(to, 0);
+			mv->weights_changed++;
+		}
+	}
+	for (int i = 0; i < p->ningress; i++)
+		if (route_weight(old, p->ingress[i].from, p->ingress[i].to) < 0) {
+			hx_move *m = add_move(mv, HX_MOVE_WEIGHT);
+			hx_strlcpy(m->cls, p->ingress[i].from, sizeof(m->cls));
+			hx_strlcpy(m->group, p->ingress[i].to, sizeof(m->group));
+			m->from = 0;
+			m->to = p->ingress[i].weight;
+			mv->weights_changed++;
+		}
+}
+
+int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
+	      const hx_problem *pb0, const hx_plan_opts *o, hx_plan *p, hx_moves *mv, hx_err *err)
+{
+	hx_cluster cl;
+	hx_problem pb = *pb0;
+	char *text = hx_plan_dump(old), why[200];
+	int rc, *before = NULL, compose = strcmp(old->mode, "compose") == 0, disagg = 0, cut = 0;
+
+	memset(mv, 0, sizeof(*mv));
+	rc = hx_plan_parse_text(p, text, "plan", err);
+	free(text);
+	if (rc)
+		return rc;
+	if (p->nmodels != 1 || p->ncascade > 0 || p->nhops > 0) {
+		hx_plan_release(p);
+		return hx_errf(err, HX_EINPUT,
+			       "replan adapts plans of one model without pipeline hops or cascades");
+	}
+	if ((rc = hx_cluster_expand_offers(cl0, compose, &cl, err))) {
+		hx_plan_release(p);
+		return rc;
+	}
+	pb.cluster = &cl;
+	pb.workload = w;
+	mv->capacity_before_rps = old->predicted.capacity_rps;
+	before = hx_xcalloc((size_t)p->ngroups + 1, sizeof(int));
+	/* Keep what survives. */
+	for (int g = 0; g < p->ngroups; g++) {
+		hx_plan_group *grp = &p->groups[g];
+		int n = 0;
+		before[g] = grp->nreplicas;
+		disagg |= grp->role != HX_ROLE_AGGREGATED;
+		mv->replicas_before += grp->nreplicas;
+		for (int r = 0; r < grp->nreplicas; r++) {
+			if (alive(grp, &grp->replicas[r], &cl, why, sizeof(why))) {
+				grp->replicas[n++] = grp->replicas[r];
+				continue;
+			}
+			{
+				hx_move *m = add_move(mv, HX_MOVE_STOP);
+				hx_strlcpy(m->replica, grp->replicas[r].id, sizeof(m->replica));
+				hx_strlcpy(m->group, grp->name, sizeof(m->group));
+				hx_strlcpy(m->why, why, sizeof(m->why));
+				m->gpus = replica_gpus(grp, &grp->replicas[r]);
+				mv->stopped++;
+			}
+			replica_free(&grp->replicas[r]);
+		}
+		grp->nreplicas = n;
+		mv->kept += n;
+	}
+	/* Empty groups go (no group is without replicas); their routes follow. */
+	{
+		int n = 0;
+		for (int g = 0; g < p->ngroups; g++) {
+			if (p->groups[g].nreplicas == 0) {
+				free(p->groups[g].replicas);
+				continue;
+			}
+			before[n] = before[g];
+			p->groups[n++] = p->groups[g];
+		}
+		p->ngroups = n;
+	}
+	if (p->ngroups == 0 && !w) {
+		rc = hx_errf(err, HX_EINFEASIBLE, "no replica survives and there is no workload (-w) "
+			     "to place new ones for");
+		goto out;
+	}
+	/* Routes first (by the kept shares), then the capacities at the (new)
+	 * workload's SLO and the predictions at its rate: one pass over the
+	 * replicas when routing alone does. */
+	reroute(p, before);
+	reroute_kv(p, &cl);
+	if (w) {
+		if ((rc = hx_plan_finish(&pb, p, 0, err)))
+			goto out;
+		mv->rate_rps = w->rate_rps;
+	}
+	if (w && total_capacity(p) < w->rate_rps / HX_REPLAN_UTIL) {
+		if (disagg && (rc = flip_roles(p, &cl, &pb, w->rate_rps / HX_REPLAN_UTIL, mv, err)))
+			goto out;
+	}
+	if (w && total_capacity(p) < w->rate_rps / HX_REPLAN_UTIL) {
+		if (disagg) {
+			rc = hx_errf(err, HX_EINFEASIBLE,
+				     "the kept replicas carry %.3f req/s at the SLO, short of the rate of "
+				     "%g req/s, after flipping the roles that help, and replan places new "
+				     "replicas in aggregated plans only",
+				     total_capacity(p), w->rate_rps);
+			goto out;
+		}
+		if ((rc = place_new(p, &cl, &pb, w, o, w->rate_rps / HX_REPLAN_UTIL - total_capacity(p),
+				    mv, &cut, err)))
+			goto out;
+	}
+	if (mv->started > 0) {
+		/* New groups: every class (or all traffic) by capacity. */
+		free(p->classes);
+		p->classes = NULL;
+		p->nclasses = 0;
+		if ((rc = hx_plan_finish(&pb, p, 1, err)))
+			goto out;
+	} else if (!w) {
+		/* No workload: the capacities the old plan recorded. */
+		double usd = 0;
+		for (int g = 0; g < p->ngroups; g++)
+			for (int r = 0; r < p->groups[g].nreplicas; r++)
+				for (int s = 0; s < p->groups[g].nstages; s++)
+					for (int k = 0; k < p->groups[g].replicas[r].ngpus[s]; k++) {
+						int ni = node_index(&cl, p->groups[g].replicas[r].gpus[s][k].node);
+						usd += ni >= 0 ? cl.nodes[ni].usd_per_hour : 0;
+					}
+		p->predicted.capacity_rps = hx_round6(total_capacity(p));
+		p->predicted.usd_per_hour = hx_round6(usd);
+	}
+	if (compose || p->nrent > 0) {
+		hx_plan_fill_rent(p, &cl);
+		if (compose) {
+			double usd = 0;
+			for (int i = 0; i < p->nrent; i++)
+				usd += p->rent[i].usd_per_hour;
+			if (p->predicted.usd_per_hour > 0 && p->predicted.usd_per_m_tokens > 0)
+				p->predicted.usd_per_m_tokens =
+					hx_round6(p->predicted.usd_per_m_tokens * usd / p->predicted.usd_per_hour);
+			p->predicted.usd_per_hour = hx_round6(usd);
+		}
+	}
+	/* A disaggregated plan carries what its weaker role does (the KV
+	 * links' limits left out). */
+	if (disagg)
+		p->predicted.capacity_rps = hx_round6(total_capacity(p));
+	/* Kept replicas and new ones are not one optimization's result. */
+	strcpy(p->solver.status, cut ? "time_limit" : "heuristic");
+	mv->routing_only = mv->started == 0;
+	mv->capacity_after_rps = p->predicted.capacity_rps;
+	weight_moves(old, p, mv);
+out:
+	free(before);
+	hx_cluster_release(&cl);
+	if (rc) {
+		hx_plan_release(p);
+		hx_moves_release(mv);
+	}
+	return rc;
+}

@@ -1,0 +1,1204 @@
+/* sim: see sim.h. */
+#include "config.h"
+
+#include "sim/sim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/cost.h"
+#include "model/gen.h"
+
+enum { EV_ITER, EV_XFER, EV_DELIVER, EV_HOP };
+
+typedef struct event {
+	double t;
+	long order;  /* ties in time resolve in creation order: deterministic */
+	int type, a, b;
+	long version;
+} event;
+
+typedef struct req {
+	double arrival, first, finish;
+	int input, output, cls;
+	int generated, step;  /* tokens emitted; cascade step */
+	int preempt, esc;
+	int group, replica;
+	char done, dropped;
+	int *path, plen; /* hops plans: the fragments it visits, in order */
+} req;
+
+typedef struct seq {
+	int req;
+	int prompt;    /* tokens to prefill here */
+	int prefilled;
+	int chunk;     /* prefill tokens in the running iteration */
+	char decoding; /* decodes in the running iteration */
+	double kv;     /* tokens it holds in the KV cache */
+	long admitted; /* admission order: the latest is preempted first */
+	int avail;     /* hops plans: tokens arrived from upstream, not yet run here */
+} seq;
+
+typedef struct replica {
+	hx_replica cost;
+	int group, role, id_in_group;
+	char id[48];
+	double kv_cap, kv_used;
+	seq *run;
+	int nrun, caprun;
+	int *wq; /* waiting requests: a ring buffer (preempted ones go in front) */
+	int wq_head, wq_len, wq_cap;
+	int busy;
+	long version;
+	double busy_s;
+	int *kv_route; /* indexes into the plan's kv routes from this replica */
+	int nkv_route;
+	/* hops plans: the fragment's stages in COST (padded to the whole
+	 * model), its exit (it ends at the last layer) and its hops out */
+	int frag_off, frag_n, exit;
+	int *hop_route, nhop_route;
+} replica;
+
+typedef struct xfer {
+	int req, to;   /* request, destination replica */
+	double left;   /* bytes */
+	double latency_s;
+} xfer;
+
+typedef struct link {
+	char name[64];
+	double bw;      /* bytes/s */
+	xfer *x;
+	int n, cap;
+	double last;
+	long version;
+	int due; /* the request whose transfer the pending event ends */
+} link;
+
+typedef struct sim {
+	const hx_plan *p;
+	const hx_workload *w;
+	const hx_trace *t;
+	hx_rng rng;
+	double now;
+	event *heap;
+	int nheap, capheap;
+	long order;
+	req *reqs;
+	replica *reps;
+	int nreps;
+	int *group_first, *group_rr; /* replicas of group g: group_first[g] .. +nreplicas */
+	link *links;
+	int nlinks;
+	int *kv_link;   /* per kv route: its link */
+	int hops;       /* the plan routes node to node (pipeline plans) */
+	int *hop_to;    /* per hop: its destination replica */
+	long admitted, done_count, preemptions, iterations, kv_overflows, time_reversals;
+} sim;
+
+/* ---- event heap ------------------------------------------------------------ */
+
+static int ev_less(const event *a, const event *b)
+{
+	return a->t < b->t || (a->t == b->t && a->order < b->order);
+}
+
+static void push(sim *s, double t, int type, int a, int b, long version)
+{
+	int i;
+
+	if (s->nheap == s->capheap) {
+		s->capheap = s->capheap ? 2 * s->capheap : 256;
+		s->heap = hx_xrealloc(s->heap, (size_t)s->capheap * sizeof(event));
+	}
+	i = s->nheap++;
+	s->heap[i] = (event){t, s->order++, type, a, b, version};
+	while (i > 0) {
+		int up = (i - 1) / 2;
+		if (!ev_less(&s->heap[i], &s->heap[up]))
+			break;
+		event tmp = s->heap[i];
+		s->heap[i] = s->heap[up];
+		s->heap[up] = tmp;
+		i = up;
+	}
+}
+
+static event pop(sim *s)
+{
+	event top = s->heap[0];
+	int i = 0;
+
+	s->heap[0] = s->heap[--s->nheap];
+	for (;;) {
+		int l = 2 * i + 1, r = l + 1, m = i;
+		if (l < s->nheap && ev_less(&s->heap[l], &s->heap[m]))
+			m = l;
+		if (r < s->nheap && ev_less(&s->heap[r], &s->heap[m]))
+			m = r;
+		if (m == i)
+			break;
+		event tmp = s->heap[i];
+		s->heap[i] = s->heap[m];
+		s->heap[m] = tmp;
+		i = m;
+	}
+	return top;
+}
+
+/* ---- waiting queues -------------------------------------------------------- */
+
+static void wq_grow(replica *r)
+{
+	int cap = r->wq_cap ? 2 * r->wq_cap : 64, *q = hx_xmalloc((size_t)cap * sizeof(int));
+	for (int i = 0; i < r->wq_len; i++)
+		q[i] = r->wq[(r->wq_head + i) % r->wq_cap];
+	free(r->wq);
+	r->wq = q;
+	r->wq_cap = cap;
+	r->wq_head = 0;
+}
+
+static void wq_push_back(replica *r, int id)
+{
+	if (r->wq_len == r->wq_cap)
+		wq_grow(r);
+	r->wq[(r->wq_head + r->wq_len++) % r->wq_cap] = id;
+}
+
+static void wq_push_front(replica *r, int id)
+{
+	if (r->wq_len == r->wq_cap)
+		wq_grow(r);
+	r->wq_head = (r->wq_head + r->wq_cap - 1) % r->wq_cap;
+	r->wq[r->wq_head] = id;
+	r->wq_len++;
+}
+
+static int wq_pop(replica *r)
+{
+	int x = r->wq[r->wq_head];
+	r->wq_head = (r->wq_head + 1) % r->wq_cap;
+	r->wq_len--;
+	return x;
+}
+
+/* ---- routing --------------------------------------------------------------- */
+
+static const char *class_name(const sim *s, int cls)
+{
+	return cls >= 0 && cls < s->w->nclasses ? s->w->classes[cls].name : "";
+}
+
+/* The model a request at cascade step STEP runs on ("" : any). */
+static const char *step_model(const sim *s, int step)
+{
+	return s->p->ncascade > 0 ? s->p->cascade[step].model : "";
+}
+
+/* A group for request R: by the ingress weights at the first step, by
+ * capacity among the next model's groups after an escalation; -1 if none. */
+static int pick_group(sim *s, const req *r)
+{
+	const hx_plan *p = s->p;
+	double total = 0, u;
+
+	if (r->step == 0) {
+		/* The plan's own length classes, where it declares them, come
+		 * before the workload's named classes. */
+		const char *pc = hx_plan_class_of(p, r->input, r->output);
+		const char *cls = pc ? pc : class_name(s, r->cls);
+		int specific = 0;
+		int any = 0, open = 0;
+		for (int i = 0; i < p->ningress; i++) {
+			if (p->ingress[i].from[0] && strcmp(p->ingress[i].from, cls) == 0)
+				specific = 1;
+			open |= !p->ingress[i].from[0];
+		}
+		/* A request of no known class (from a trace) may take any route
+		 * when none is for all traffic. */
+		any = !specific && !open;
+		for (int pass = 0; pass < 2; pass++) {
+			double acc = 0;
+			u = pass ? hx_rng_uniform(&s->rng) * total : 0;
+			for (int i = 0; i < p->ningress; i++) {
+				const hx_route *rt = &p->ingress[i];
+				int g;
+				if (!any && (specific ? strcmp(rt->from, cls) != 0 : rt->from[0] != '\0'))
+					continue;
+				g = hx_plan_group_index(p, rt->to);
+				if (g < 0 || rt->weight <= 0 || p->groups[g].nreplicas == 0)
+					continue;
+				if (!pass) {
+					total += rt->weight;
+				} else {
+					acc += rt->weight;
+					if (u < acc)
+						return g;
+				}
+			}
+			if (total <= 0)
+				return -1;
+		}
+		return -1;
+	}
+	{
+		const char *model = step_model(s, r->step);
+		double acc = 0;
+		for (int g = 0; g < p->ngroups; g++)
+			if (strcmp(p->groups[g].model, model) == 0 && p->groups[g].role != HX_ROLE_DECODE)
+				total += fmax(p->groups[g].capacity_rps, 1e-9) * p->groups[g].nreplicas;
+		if (total <= 0)
+			return -1;
+		u = hx_rng_uniform(&s->rng) * total;
+		for (int g = 0; g < p->ngroups; g++) {
+			if (strcmp(p->groups[g].model, model) != 0 || p->groups[g].role == HX_ROLE_DECODE)
+				continue;
+			acc += fmax(p->groups[g].capacity_rps, 1e-9) * p->groups[g].nreplicas;
+			if (u < acc)
+				return g;
+		}
+		return -1;
+	}
+}
+
+/* ---- replicas -------------------------------------------------------------- */
+
+static void start_iteration(sim *s, int ri);
+
+static void drop(sim *s, int id)
+{
+	req *r = &s->reqs[id];
+	r->dropped = 1;
+	r->done = 1;
+	s->done_count++;
+}
+
+/* Put request ID in replica RI's queue (prefilled: its KV arrives whole). */
+static void enqueue(sim *s, int ri, int id)
+{
+	replica *rp = &s->reps[ri];
+	req *r = &s->reqs[id];
+
+	if (r->input + r->output > rp->kv_cap) {
+		drop(s, id); /* it can never fit */
+		return;
+	}
+	wq_push_back(rp, id);
+	if (!rp->busy)
+		start_iteration(s, ri);
+}
+
+static void hop_route_req(sim *s, int id);
+
+static void route(sim *s, int id)
+{
+	req *r = &s->reqs[id];
+	int g, ri;
+
+	if (s->hops) {
+		hop_route_req(s, id);
+		return;
+	}
+	g = pick_group(s, r);
+	if (g < 0) {
+		drop(s, id);
+		return;
+	}
+	ri = s->group_first[g] + s->group_rr[g]++ % s->p->groups[g].nreplicas;
+	r->group = g;
+	r->replica = ri;
+	enqueue(s, ri, id);
+}
+
+/* Preempt the latest admitted sequence of RP (recompute: back to the front
+ * of the queue, its KV freed). */
+static void preempt(sim *s, replica *rp)
+{
+	int v = 0;
+	seq *q;
+
+	for (int i = 1; i < rp->nrun; i++)
+		if (rp->run[i].admitted > rp->run[v].admitted)
+			v = i;
+	q = &rp->run[v];
+	rp->kv_used -= q->kv;
+	s->reqs[q->req].preempt++;
+	s->preemptions++;
+	wq_push_front(rp, q->req);
+	rp->run[v] = rp->run[--rp->nrun];
+}
+
+static void start_iteration(sim *s, int ri)
+{
+	replica *rp = &s->reps[ri];
+	double budget = s->w->serving.token_budget, kv_need = 0, left;
+	int max_seqs = (int)s->w->serving.max_seqs, ndec = 0;
+	hx_batch b = {0};
+	hx_iter it;
+
+	if (rp->busy)
+		return;
+	/* 1. decodes first: each needs one more token of KV. */
+	for (;;) {
+		ndec = 0;
+		for (int i = 0; i < rp->nrun; i++)
+			ndec += rp->run[i].prefilled >= rp->run[i].prompt;
+		if (rp->kv_used + ndec <= rp->kv_cap || rp->nrun <= 1)
+			break;
+		preempt(s, rp);
+	}
+	left = budget;
+	for (int i = 0; i < rp->nrun; i++) {
+		seq *q = &rp->run[i];
+		q->chunk = 0;
+		q->decoding = q->prefilled >= q->prompt;
+		if (q->decoding) {
+			left -= 1;
+			kv_need += 1;
+			hx_batch_add_decode(&b, 1, q->kv);
+		}
+	}
+	/* 2. prompts already under way, then 3. new admissions, while the
+	 * token budget and the KV cache allow. */
+	for (int i = 0; i < rp->nrun && left > 0; i++) {
+		seq *q = &rp->run[i];
+		int n;
+		if (q->decoding)
+			continue;
+		n = (int)fmin(q->prompt - q->prefilled, left);
+		n = (int)fmin(n, rp->kv_cap - rp->kv_used - kv_need);
+		if (n <= 0)
+			continue;
+		q->chunk = n;
+		left -= n;
+		kv_need += n;
+		hx_batch_add_prefill(&b, 1, n, q->prefilled);
+	}
+	while (rp->wq_len > 0 && left > 0 && rp->nrun < max_seqs) {
+		int id = rp->wq[rp->wq_head];
+		req *r = &s->reqs[id];
+		seq q = {id, 0, 0, 0, 0, 0, s->admitted, 0};
+		if (rp->role == HX_ROLE_DECODE && r->generated > 0 && r->preempt == 0) {
+			/* KV arrived from a prefill replica: admit it whole. */
+			if (rp->kv_used + kv_need + r->input + 1 > rp->kv_cap)
+				break;
+			q.prompt = 0;
+			q.kv = r->input;
+			rp->kv_used += q.kv;
+			q.decoding = 1;
+			left -= 1;
+			kv_need += 1;
+			hx_batch_add_decode(&b, 1, q.kv);
+		} else {
+			int n;
+			/* A preempted request recomputes what it had. */
+			q.prompt = r->input + (r->generated > 0 ? r->generated - 1 : 0);
+			n = (int)fmin(q.prompt, left);
+			if (rp->kv_used + kv_need + n > rp->kv_cap)
+				break;
+			q.chunk = n;
+			left -= n;
+			kv_need += n;
+			hx_batch_add_prefill(&b, 1, n, 0);
+		}
+		wq_pop(rp);
+		s->admitted++;
+		if (rp->nrun == rp->caprun) {
+			rp->caprun = rp->caprun ? 2 * rp->caprun : 16;
+			rp->run = hx_xrealloc(rp->run, (size_t)rp->caprun * sizeof(seq));
+		}
+		rp->run[rp->nrun++] = q;
+	}
+	if (b.prefill_tokens + b.decode_seqs <= 0)
+		return; /* nothing runnable: waits for KV or work */
+	rp->busy = 1;
+	rp->version++;
+	{
+		double dt = hx_cost_cycle(&rp->cost, &b, &it);
+		rp->busy_s += dt;
+		push(s, s->now + dt, EV_ITER, ri, 0, rp->version);
+	}
+	s->iterations++;
+}
+
+static void finish(sim *s, int id)
+{
+	req *r = &s->reqs[id];
+	const hx_plan *p = s->p;
+
+	if (p->ncascade > r->step + 1 && hx_rng_uniform(&s->rng) < p->cascade[r->step].escalate) {
+		r->step++;
+		r->esc++;
+		r->generated = 0;
+		r->preempt = 0;
+		route(s, id);
+		return;
+	}
+	r->finish = s->now;
+	r->done = 1;
+	s->done_count++;
+}
+
+static int pick_kv_route(sim *s, const replica *rp)
+{
+	double total = 0, acc = 0, u;
+
+	for (int i = 0; i < rp->nkv_route; i++)
+		total += fmax(0, s->p->kv[rp->kv_route[i]].weight);
+	if (total <= 0)
+		return -1;
+	u = hx_rng_uniform(&s->rng) * total;
+	for (int i = 0; i < rp->nkv_route; i++) {
+		acc += fmax(0, s->p->kv[rp->kv_route[i]].weight);
+		if (u < acc)
+			return rp->kv_route[i];
+	}
+	return rp->kv_route[rp->nkv_route - 1];
+}
+
+static int replica_index(const sim *s, const char *id)
+{
+	for (int i = 0; i < s->nreps; i++)
+		if (strcmp(s->reps[i].id, id) == 0)
+			return i;
+	return -1;
+}
+
+/* Processor sharing on a link: bring every transfer's bytes up to now. */
+static void link_advance(sim *s, link *l)
+{
+	double dt = s->now - l->last;
+	if (l->n > 0 && dt > 0) {
+		double each = l->bw / l->n * dt;
+		for (int i = 0; i < l->n; i++)
+			l->x[i].left -= each;
+	}
+	l->last = s->now;
+}
+
+static void link_schedule(sim *s, int li)
+{
+	link *l = &s->links[li];
+	double least = INFINITY;
+
+	l->version++;
+	for (int i = 0; i < l->n; i++)
+		if (l->x[i].left < least) {
+			least = l->x[i].left;
+			l->due = l->x[i].req;
+		}
+	if (l->n > 0)
+		push(s, s->now + fmax(0, least) / (l->bw / l->n), EV_XFER, li, 0, l->version);
+}
+
+static void send_kv(sim *s, const replica *from, int id)
+{
+	int k = pick_kv_route(s, from), li, to;
+	link *l;
+	const hx_route *rt;
+	req *r = &s->reqs[id];
+
+	if (k < 0 || (to = replica_index(s, s->p->kv[k].to)) < 0) {
+		drop(s, id);
+		return;
+	}
+	rt = &s->p->kv[k];
+	li = s->kv_link[k];
+	l = &s->links[li];
+	link_advance(s, l);
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 8;
+		l->x = hx_xrealloc(l->x, (size_t)l->cap * sizeof(xfer));
+	}
+	l->x[l->n++] = (xfer){id, to, hx_kv_bytes_per_token(from->cost.model, from->cost.kvdt) * r->input,
+			      rt->latency_ms * 1e-3};
+	r->replica = to;
+	r->group = s->reps[to].group;
+	link_schedule(s, li);
+}
+
+static void iteration_done(sim *s, int ri)
+{
+	replica *rp = &s->reps[ri];
+	int i = 0;
+
+	rp->busy = 0;
+	while (i < rp->nrun) {
+		seq *q = &rp->run[i];
+		req *r = &s->reqs[q->req];
+		int emitted = 0;
+		if (q->decoding) {
+			q->kv += 1;
+			rp->kv_used += 1;
+			r->generated++;
+			emitted = 1;
+		} else if (q->chunk > 0) {
+			q->prefilled += q->chunk;
+			q->kv += q->chunk;
+			rp->kv_used += q->chunk;
+			if (q->prefilled >= q->prompt) {
+				/* A disaggregated request's first token reaches the
+				 * user from the decode side: TTFT includes the KV
+				 * transfer. */
+				if (r->generated == 0 && rp->role != HX_ROLE_PREFILL)
+					r->first = s->now;
+				r->generated++;
+				emitted = 1;
+			}
+		}
+		q->chunk = 0;
+		q->decoding = 0;
+		if (rp->kv_used > rp->kv_cap + 1e-9)
+			s->kv_overflows++;
+		if (emitted && (r->generated >= r->output ||
+				(rp->role == HX_ROLE_PREFILL && q->prefilled >= q->prompt))) {
+			int id = q->req;
+			rp->kv_used -= q->kv;
+			rp->run[i] = rp->run[--rp->nrun];
+			if (r->generated >= r->output) {
+				if (r->first < 0) /* a one-token answer straight from prefill */
+					r->first = s->now;
+				finish(s, id);
+			}
+			else
+				send_kv(s, rp, id);
+			continue;
+		}
+		i++;
+	}
+	start_iteration(s, ri);
+}
+
+static void xfer_done(sim *s, int li)
+{
+	link *l = &s->links[li];
+	int i = 0;
+
+	link_advance(s, l);
+	while (i < l->n) {
+		/* The transfer this event was for ends now, whatever crumbs
+		 * floating point left (late in a long run a clock step can
+		 * exceed them); others within a nanosecond end with it. */
+		if (l->x[i].req == l->due || l->x[i].left <= fmax(1, l->bw * 1e-9)) {
+			push(s, s->now + l->x[i].latency_s, EV_DELIVER, l->x[i].req, l->x[i].to, 0);
+			l->x[i] = l->x[--l->n];
+			continue;
+		}
+		i++;
+	}
+	link_schedule(s, li);
+}
+
+/* ---- pipeline plans: fragments joined by hops ------------------------------- *
+ * A request samples its whole path at arrival (the ingress weights, then
+ * each fragment's hop weights, as Helix's weighted round-robin does) and is
+ * admitted at the path's first fragment once every fragment on it has KV
+ * room for its prompt and output (reserved up front: no preemption).  Each
+ * fragment runs continuous batching over its layers: decodes first, then
+ * prompt chunks within the token budget, but only tokens that have reached
+ * it.  What an iteration ran moves on to the next fragment after the hop's
+ * latency and transfer (hidden * 2 bytes per token); the last fragment emits
+ * the token, and a decode step starts again at the first (the return trip is
+ * not charged). */
+
+static seq *frag_seq(replica *rp, int id)
+{
+	for (int i = 0; i < rp->nrun; i++)
+		if (rp->run[i].req == id)
+			return &rp->run[i];
+	return NULL;
+}
+
+static void hop_start_iteration(sim *s, int ri);
+
+static int hop_pick(sim *s, const replica *rp)
+{
+	double total = 0, acc = 0, u;
+
+	for (int i = 0; i < rp->nhop_route; i++)
+		total += fmax(0, s->p->hops[rp->hop_route[i]].weight);
+	if (total <= 0)
+		return -1;
+	u = hx_rng_uniform(&s->rng) * total;
+	for (int i = 0; i < rp->nhop_route; i++) {
+		acc += fmax(0, s->p->hops[rp->hop_route[i]].weight);
+		if (u < acc)
+			return rp->hop_route[i];
+	}
+	return rp->hop_route[rp->nhop_route - 1];
+}
+
+static void hop_route_req(sim *s, int id)
+{
+	req *r = &s->reqs[id];
+	int g = pick_group(s, r), ri;
+
+	if (g < 0) {
+		drop(s, id);
+		return;
+	}
+	ri = s->group_first[g] + s->group_rr[g]++ % s->p->groups[g].nreplicas;
+	r->path = hx_xmalloc((size_t)(s->nreps + 1) * sizeof(int));
+	r->plen = 0;
+	for (;;) {
+		int h;
+		if (r->plen >= s->nreps) { /* a cycle: check rejects such plans */
+			drop(s, id);
+			return;
+		}
+		r->path[r->plen++] = ri;
+		if (s->reps[ri].exit)
+			break;
+		if ((h = hop_pick(s, &s->reps[ri])) < 0 || s->hop_to[h] < 0) {
+			drop(s, id); /* a dead end */
+			return;
+		}
+		ri = s->hop_to[h];
+	}
+	for (int k = 0; k < r->plen; k++)
+		if (r->input + r->output > s->reps[r->path[k]].kv_cap) {
+			drop(s, id); /* it can never fit */
+			return;
+		}
+	r->group = s->reps[r->path[r->plen - 1]].group;
+	r->replica = r->path[r->plen - 1];
+	wq_push_back(&s->reps[r->path[0]], id);
+	hop_start_iteration(s, r->path[0]);
+}
+
+/* Admit the head of RI's queue when every fragment of its path has room. */
+static int hop_admit(sim *s, int ri)
+{
+	replica *rp = &s->reps[ri];
+	int id, need;
+	req *r;
+
+	if (rp->wq_len == 0)
+		return 0;
+	id = rp->wq[rp->wq_head];
+	r = &s->reqs[id];
+	need = r->input + r->output;
+	for (int k = 0; k < r->plen; k++) {
+		const replica *f = &s->reps[r->path[k]];
+		if (f->kv_used + need > f->kv_cap || f->nrun >= (int)s->w->serving.max_seqs)
+			return 0;
+	}
+	wq_pop(rp);
+	for (int k = 0; k < r->plen; k++) {
+		replica *f = &s->reps[r->path[k]];
+		seq q = {id, r->input, 0, 0, 0, 0, s->admitted, k == 0 ? r->input : 0};
+		if (f->nrun == f->caprun) {
+			f->caprun = f->caprun ? 2 * f->caprun : 16;
+			f->run = hx_xrealloc(f->run, (size_t)f->caprun * sizeof(seq));
+		}
+		f->run[f->nrun++] = q;
+		f->kv_used += need;
+	}
+	s->admitted++;
+	return 1;
+}
+
+static void hop_start_iteration(sim *s, int ri)
+{
+	replica *rp = &s->reps[ri];
+	double left = s->w->serving.token_budget, dt = 0;
+	hx_batch b = {0};
+	hx_iter it;
+
+	if (rp->busy)
+		return;
+	while (hop_admit(s, ri))
+		;
+	for (int i = 0; i < rp->nrun; i++) {
+		seq *q = &rp->run[i];
+		q->chunk = 0;
+		q->decoding = q->prefilled >= q->prompt && q->avail > 0;
+		if (q->decoding) {
+			left -= 1;
+			hx_batch_add_decode(&b, 1, q->kv);
+		}
+	}
+	for (int i = 0; i < rp->nrun && left > 0; i++) {
+		seq *q = &rp->run[i];
+		int n;
+		if (q->decoding || q->prefilled >= q->prompt || q->avail <= 0)
+			continue;
+		n = (int)fmin(q->avail, left);
+		q->chunk = n;
+		left -= n;
+		hx_batch_add_prefill(&b, 1, n, q->prefilled);
+	}
+	if (b.prefill_tokens + b.decode_seqs <= 0)
+		return;
+	hx_cost_iter(&rp->cost, &b, &it);
+	for (int k = 0; k < rp->frag_n; k++)
+		dt += it.stage_s[rp->frag_off + k];
+	dt += it.overhead_s;
+	rp->busy = 1;
+	rp->version++;
+	rp->busy_s += dt;
+	push(s, s->now + dt, EV_ITER, ri, 0, rp->version);
+	s->iterations++;
+}
+
+/* Request ID is done: free its seats on every fragment of its path. */
+static void hop_finish(sim *s, int id)
+{
+	req *r = &s->reqs[id];
+
+	for (int k = 0; k < r->plen; k++) {
+		replica *f = &s->reps[r->path[k]];
+		for (int i = 0; i < f->nrun; i++)
+			if (f->run[i].req == id) {
+				f->run[i] = f->run[--f->nrun];
+				f->kv_used -= r->input + r->output;
+				break;
+			}
+	}
+	r->finish = s->now;
+	r->done = 1;
+	s->done_count++;
+	/* freed KV may let queued requests in anywhere */
+	for (int i = 0; i < s->nreps; i++)
+		if (s->reps[i].wq_len > 0 && !s->reps[i].busy)
+			hop_start_iteration(s, i);
+}
+
+/* N tokens of request ID leave fragment RI for the next on its path. */
+static void hop_send(sim *s, int ri, int id, int n)
+{
+	req *r = &s->reqs[id];
+	double t = s->now;
+	int k = 0;
+
+	while (k < r->plen && r->path[k] != ri)
+		k++;
+	if (k + 1 < r->plen) {
+		const replica *rp = &s->reps[ri];
+		for (int i = 0; i < rp->nhop_route; i++) {
+			const hx_route *h = &s->p->hops[rp->hop_route[i]];
+			if (s->hop_to[rp->hop_route[i]] != r->path[k + 1])
+				continue;
+			t += h->latency_ms * 1e-3 +
+			     n * rp->cost.model->a.hidden * 2.0 / ((h->bw_gbps > 0 ? h->bw_gbps : 100) * 1e9 / 8);
+			break;
+		}
+		push(s, t, EV_HOP, id, r->path[k + 1], n);
+	} else {
+		push(s, t, EV_HOP, id, r->path[0], n);
+	}
+}
+
+static void hop_arrive(sim *s, int ri, int id, int n)
+{
+	seq *q = frag_seq(&s->reps[ri], id);
+
+	if (!q)
+		return;
+	q->avail += n;
+	hop_start_iteration(s, ri);
+}
+
+static void hop_iteration_done(sim *s, int ri)
+{
+	replica *rp = &s->reps[ri];
+	int i = 0;
+
+	rp->busy = 0;
+	while (i < rp->nrun) {
+		seq *q = &rp->run[i];
+		int id = q->req, n = 0, emit = 0;
+		req *r = &s->reqs[id];
+		if (q->decoding) {
+			n = 1;
+			q->kv += 1;
+			emit = 1;
+		} else if (q->chunk > 0) {
+			n = q->chunk;
+			q->prefilled += n;
+			q->kv += n;
+			emit = q->prefilled >= q->prompt;
+		}
+		q->avail -= n;
+		q->chunk = 0;
+		q->decoding = 0;
+		if (n == 0) {
+			i++;
+			continue;
+		}
+		if (!rp->exit) {
+			hop_send(s, ri, id, n);
+		} else if (emit) {
+			if (r->generated == 0)
+				r->first = s->now;
+			r->generated++;
+			if (r->generated >= r->output) {
+				hop_finish(s, id); /* moves run[]: look at i again */
+				continue;
+			}
+			hop_send(s, ri, id, 1);
+		}
+		i++;
+	}
+	hop_start_iteration(s, ri);
+}
+
+/* ---- set-up and report ------------------------------------------------------ */
+
+static int setup(sim *s, hx_err *err)
+{
+	const hx_plan *p = s->p;
+	int n = 0, rc;
+
+	/* Pipeline plans: hops between groups that hold part of the model.
+	 * Other plans keep their replicas whole (hops, if any, unused). */
+	for (int g = 0; g < p->ngroups && p->nhops > 0; g++) {
+		const hx_plan_group *grp = &p->groups[g];
+		const hx_model *md = hx_plan_model(p, grp->model);
+		if (md && grp->nstages > 0 &&
+		    (grp->stage[0].first != 0 || grp->stage[grp->nstages - 1].last != md->a.layers))
+			s->hops = 1;
+	}
+	for (int g = 0; g < p->ngroups; g++)
+		n += p->groups[g].nreplicas;
+	s->reps = hx_xcalloc((size_t)n, sizeof(replica));
+	s->group_first = hx_xcalloc((size_t)p->ngroups + 1, sizeof(int));
+	s->group_rr = hx_xcalloc((size_t)p->ngroups + 1, sizeof(int));
+	for (int g = 0; g < p->ngroups; g++) {
+		const hx_plan_group *grp = &p->groups[g];
+		s->group_first[g] = s->nreps;
+		for (int r = 0; r < grp->nreplicas; r++) {
+			replica *rp = &s->reps[s->nreps];
+			hx_memory m;
+			if (s->hops) {
+				const hx_model *md = hx_plan_model(p, grp->model);
+				if ((rc = hx_plan_fragment_cost(p, grp, &grp->replicas[r], &rp->cost,
+								&rp->frag_off, err)))
+					return rc;
+				rp->frag_n = grp->nstages;
+				rp->exit = md && grp->stage[grp->nstages - 1].last == md->a.layers;
+				hx_cost_memory(&rp->cost, s->w->serving.mem_util, &m);
+				rp->kv_cap = INFINITY;
+				for (int k = rp->frag_off; k < rp->frag_off + rp->frag_n; k++) {
+					if (m.st[k].kv_b < 0)
+						return hx_errf(err, HX_EINPUT,
+							       "replica %s: its layers do not fit its GPUs",
+							       grp->replicas[r].id);
+					rp->kv_cap = fmin(rp->kv_cap, m.st[k].kv_tokens);
+				}
+			} else {
+				if ((rc = hx_plan_replica_cost(p, grp, &grp->replicas[r], &rp->cost, err)))
+					return rc;
+				hx_cost_memory(&rp->cost, s->w->serving.mem_util, &m);
+				if (!m.fits)
+					return hx_errf(err, HX_EINPUT, "replica %s: the model does not fit its GPUs",
+						       grp->replicas[r].id);
+				rp->kv_cap = m.kv_tokens;
+			}
+			rp->group = g;
+			rp->role = grp->role;
+			rp->id_in_group = r;
+			hx_strlcpy(rp->id, grp->replicas[r].id, sizeof(rp->id));
+			s->nreps++;
+		}
+	}
+	/* Hops: each replica's routes out and where they go. */
+	s->hop_to = hx_xcalloc((size_t)p->nhops + 1, sizeof(int));
+	for (int h = 0; h < p->nhops && s->hops; h++) {
+		char id[64], *slash;
+		int from;
+		hx_strlcpy(id, p->hops[h].to, sizeof(id));
+		if ((slash = strrchr(id, '/')))
+			*slash = '\0';
+		s->hop_to[h] = replica_index(s, id);
+		hx_strlcpy(id, p->hops[h].from, sizeof(id));
+		if ((slash = strrchr(id, '/')))
+			*slash = '\0';
+		if ((from = replica_index(s, id)) < 0 || s->hop_to[h] < 0)
+			return hx_errf(err, HX_EINPUT, "hop %d: unknown replica \"%s\"", h,
+				       from < 0 ? p->hops[h].from : p->hops[h].to);
+		replica *rp = &s->reps[from];
+		rp->hop_route = hx_xrealloc(rp->hop_route, (size_t)(rp->nhop_route + 1) * sizeof(int));
+		rp->hop_route[rp->nhop_route++] = h;
+	}
+	/* KV routes and the links they share. */
+	s->kv_link = hx_xcalloc((size_t)p->nkv + 1, sizeof(int));
+	s->links = hx_xcalloc((size_t)p->nkv + 1, sizeof(link));
+	for (int k = 0; k < p->nkv; k++) {
+		const hx_route *rt = &p->kv[k];
+		int from = replica_index(s, rt->from), li = -1;
+		if (from < 0)
+			return hx_errf(err, HX_EINPUT, "kv route %d: unknown replica \"%s\"", k, rt->from);
+		if (replica_index(s, rt->to) < 0)
+			return hx_errf(err, HX_EINPUT, "kv route %d: unknown replica \"%s\"", k, rt->to);
+		for (int j = 0; rt->link[0] && j < s->nlinks; j++)
+			if (strcmp(s->links[j].name, rt->link) == 0)
+				li = j;
+		if (li < 0) {
+			li = s->nlinks++;
+			hx_strlcpy(s->links[li].name, rt->link, sizeof(s->links[li].name));
+			s->links[li].bw = (rt->bw_gbps > 0 ? rt->bw_gbps : 100) * 1e9 / 8;
+		}
+		s->kv_link[k] = li;
+		replica *rp = &s->reps[from];
+		rp->kv_route = hx_xrealloc(rp->kv_route, (size_t)(rp->nkv_route + 1) * sizeof(int));
+		rp->kv_route[rp->nkv_route++] = k;
+	}
+	return 0;
+}
+
+static void teardown(sim *s)
+{
+	for (int i = 0; i < s->nreps; i++) {
+		free(s->reps[i].run);
+		free(s->reps[i].wq);
+		free(s->reps[i].kv_route);
+		free(s->reps[i].hop_route);
+	}
+	for (long i = 0; s->reqs && s->t && i < s->t->n; i++)
+		free(s->reqs[i].path);
+	free(s->hop_to);
+	for (int i = 0; i < s->nlinks; i++)
+		free(s->links[i].x);
+	free(s->links);
+	free(s->kv_link);
+	free(s->reps);
+	free(s->group_first);
+	free(s->group_rr);
+	free(s->heap);
+	free(s->reqs);
+}
+
+static void percentiles(double *v, long n, double out[4])
+{
+	static const double q[] = {0.5, 0.9, 0.95, 0.99};
+	for (int i = 0; i < 4; i++)
+		out[i] = n > 0 ? hx_quantile(v, (size_t)n, q[i]) : NAN;
+}
+
+static void report(sim *s, hx_sim_report *out, int keep)
+{
+	const hx_workload *w = s->w;
+	long n = s->t->n, k = 0, met = 0;
+	double *ttft = hx_xmalloc((size_t)n * sizeof(double));
+	double *tpot = hx_xmalloc((size_t)n * sizeof(double));
+	double *e2e = hx_xmalloc((size_t)n * sizeof(double));
+	double gen = 0, tokens = 0, end = 0, first_arrival = n ? s->reqs[0].arrival : 0;
+	long ntpot = 0;
+
+	out->requests = n;
+	out->groups = hx_xcalloc((size_t)s->p->ngroups + 1, sizeof(hx_sim_group_stats));
+	out->ngroups = s->p->ngroups;
+	if (keep) {
+		out->records = hx_xcalloc((size_t)n + 1, sizeof(hx_sim_record));
+		out->nrecords = (int)n;
+	}
+	for (long i = 0; i < n; i++) {
+		req *r = &s->reqs[i];
+		int ok = 0;
+		if (r->dropped) {
+			out->dropped++;
+		} else {
+			double tt = (r->first - r->arrival) * 1e3;
+			double tp = r->output > 1 ? (r->finish - r->first) * 1e3 / (r->output - 1) : 0;
+			out->finished++;
+			ttft[k] = tt;
+			e2e[k] = (r->finish - r->arrival) * 1e3;
+			k++;
+			if (r->output > 1)
+				tpot[ntpot++] = tp;
+			ok = tt <= w->slo.ttft_ms && tp <= w->slo.tpot_ms;
+			met += ok;
+			gen += r->output;
+			tokens += r->input + r->output;
+			end = fmax(end, r->finish);
+			out->groups[r->group].finished++;
+		}
+		if (keep) {
+			hx_sim_record *x = &out->records[i];
+			x->arrival_s = r->arrival;
+			x->first_token_s = r->dropped ? NAN : r->first;
+			x->finish_s = r->dropped ? NAN : r->finish;
+			x->input = r->input;
+			x->output = r->output;
+			x->group = r->dropped ? -1 : r->group;
+			x->replica = r->dropped ? -1 : r->replica - s->group_first[r->group];
+			x->preemptions = r->preempt;
+			x->escalations = r->esc;
+			x->dropped = r->dropped;
+			x->met_slo = ok;
+		}
+	}
+	percentiles(ttft, k, out->ttft_ms);
+	percentiles(tpot, ntpot, out->tpot_ms);
+	percentiles(e2e, k, out->e2e_ms);
+	/* Everything is measured from the first arrival. */
+	end = fmax(end - first_arrival, 0);
+	out->makespan_s = end;
+	out->offered_s = n ? s->reqs[n - 1].arrival - first_arrival : 0;
+	out->offered_rps = out->offered_s > 0 ? (n - 1) / out->offered_s : 0;
+	out->slo_attainment = n ? (double)met / n : 0;
+	out->goodput_rps = met / fmax(out->offered_s > 0 ? out->offered_s : end, 1e-9);
+	out->throughput_tps = end > 0 ? gen / end : 0;
+	out->usd_per_hour = s->p->predicted.usd_per_hour;
+	out->usd_per_m_tokens = tokens > 0 ? out->usd_per_hour * end / 3600 / (tokens / 1e6) : 0;
+	out->preemptions = s->preemptions;
+	out->iterations = s->iterations;
+	out->kv_overflows = s->kv_overflows;
+	out->time_reversals = s->time_reversals;
+	for (int g = 0; g < s->p->ngroups; g++) {
+		double busy = 0;
+		int nr = s->p->groups[g].nreplicas;
+		for (int r = 0; r < nr; r++)
+			busy += s->reps[s->group_first[g] + r].busy_s;
+		out->groups[g].utilization = end > 0 && nr > 0 ? busy / (nr * end) : 0;
+	}
+	free(ttft);
+	free(tpot);
+	free(e2e);
+}
+
+int hx_simulate(const hx_plan *p, const hx_workload *w, const hx_trace *t,
+		const hx_sim_opts *o, hx_sim_report *out, hx_err *err)
+{
+	sim s;
+	int rc, next = 0;
+	long step = t->n / 100 + 1;
+
+	memset(out, 0, sizeof(*out));
+	memset(&s, 0, sizeof(s));
+	s.p = p;
+	s.w = w;
+	s.t = t;
+	hx_rng_seed(&s.rng, o ? o->seed : 1);
+	if ((rc = setup(&s, err))) {
+		teardown(&s);
+		return rc;
+	}
+	s.reqs = hx_xcalloc((size_t)t->n + 1, sizeof(req));
+	for (int i = 0; i < t->n; i++) {
+		req *r = &s.reqs[i];
+		r->arrival = t->arrival_s[i];
+		r->input = t->input[i];
+		r->output = t->output[i];
+		r->cls = t->cls ? t->cls[i] : -1;
+		r->first = -1;
+	}
+	while (next < t->n || s.nheap > 0) {
+		/* Arrivals come in trace order; events from the heap. */
+		if (next < t->n && (s.nheap == 0 || s.reqs[next].arrival <= s.heap[0].t)) {
+			if (s.reqs[next].arrival < s.now)
+				s.time_reversals++;
+			s.now = fmax(s.now, s.reqs[next].arrival);
+			route(&s, next++);
+			if (o && o->progress && next % step == 0)
+				o->progress((double)next / t->n, o->progress_ctx);
+			continue;
+		}
+		event e = pop(&s);
+		if (e.t < s.now)
+			s.time_reversals++;
+		s.now = e.t;
+		switch (e.type) {
+		case EV_ITER:
+			if (e.version == s.reps[e.a].version) {
+				if (s.hops)
+					hop_iteration_done(&s, e.a);
+				else
+					iteration_done(&s, e.a);
+			}
+			break;
+		case EV_HOP:
+			hop_arrive(&s, e.b, e.a, (int)e.version);
+			break;
+		case EV_XFER:
+			if (e.version == s.links[e.a].version)
+				xfer_done(&s, e.a);
+			break;
+		case EV_DELIVER:
+			if (s.reqs[e.a].first < 0)
+				s.reqs[e.a].first = s.now;
+			enqueue(&s, e.b, e.a);
+			break;
+		}
+	}
+	/* Anything still queued could never be admitted. */
+	for (int i = 0; i < t->n; i++)
+		if (!s.reqs[i].done)
+			drop(&s, i);
+	report(&s, out, o && o->keep_records);
+	teardown(&s);
+	return 0;
+}
+
+void hx_sim_report_release(hx_sim_report *r)
+{
+	free(r->groups);
+	free(r->records);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Simulate N requests of W at RATE; *OK says whether the SLO attainment
+ * target held. */
+static int try_rate(const hx_plan *p, const hx_workload *w, int n, const hx_sim_opts *o,
+		    double rate, hx_sim_report *r, int *ok, hx_err *err)
+{
+	hx_trace t;
+	int rc;
+
+	/* At least two minutes of arrivals, so an overload has time to show. */
+	n = (int)fmax(n, fmin(rate * 120, 100000));
+	if ((rc = hx_gen_workload(w, rate, n, 0, o ? o->seed : 1, &t, err)))
+		return rc;
+	rc = hx_simulate(p, w, &t, o, r, err);
+	hx_trace_release(&t);
+	*ok = !rc && r->slo_attainment >= w->slo.attainment;
+	return rc;
+}
+
+int hx_sim_capacity(const hx_plan *p, const hx_workload *w, int n, const hx_sim_opts *o,
+		    double *rps, hx_sim_report *at, hx_err *err)
+{
+	double lo = 0, hi = p->predicted.capacity_rps > 0 ? p->predicted.capacity_rps * 1.25 : 1;
+	hx_sim_report best = {0}, r;
+	int rc, ok, i;
+
+	/* Double hi while the SLO holds there, then bisect to 1%.  Every rate
+	 * uses the same seed: the same requests, only closer together. */
+	for (i = 0; i < 40; i++) {
+		if ((rc = try_rate(p, w, n, o, hi, &r, &ok, err)))
+			goto fail;
+		if (!ok) {
+			hx_sim_report_release(&r);
+			break;
+		}
+		hx_sim_report_release(&best);
+		best = r;
+		lo = hi;
+		hi *= 2;
+	}
+	while (hi - lo > 0.01 * hi && hi > 1e-6) {
+		double mid = (lo + hi) / 2;
+		if ((rc = try_rate(p, w, n, o, mid, &r, &ok, err)))
+			goto fail;
+		if (ok) {
+			hx_sim_report_release(&best);
+			best = r;
+			lo = mid;
+		} else {
+			hx_sim_report_release(&r);
+			hi = mid;
+		}
+	}
+	*rps = lo;
+	if (at)
+		*at = best;
+	else
+		hx_sim_report_release(&best);
+	return 0;
+fail:
+	hx_sim_report_release(&best);
+	return rc;
+}

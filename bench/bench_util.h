@@ -9,7 +9,12 @@
 #include <unistd.h>
 
 #include "plan/plan.h"
-#include "planners/planners.h"
+#include "planners/baseline.h"
+#include "planners/cascade.h"
+#include "planners/colocated.h"
+#include "planners/compose.h"
+#include "planners/disagg.h"
+#include "planners/pipeline.h"
 
 static inline double bench_now(void)
 {

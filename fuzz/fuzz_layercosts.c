@@ -2,7 +2,7 @@
 #include "config.h"
 
 #include "fuzz.h"
-#include "planners/pipeline.h"
+#include "model/tables.h"
 
 static void hx_fuzz_one(const char *path)
 {

@@ -13,7 +13,12 @@
 
 #include "planners/candidates.h"
 #include "model/gen.h"
-#include "planners/planners.h"
+#include "planners/baseline.h"
+#include "planners/cascade.h"
+#include "planners/colocated.h"
+#include "planners/compose.h"
+#include "planners/disagg.h"
+#include "planners/pipeline.h"
 #include "model/quality.h"
 #include "sim/sim.h"
 #include "plan/verify.h"

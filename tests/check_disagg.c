@@ -9,7 +9,12 @@
 #include <unistd.h>
 
 #include "model/cost.h"
-#include "planners/planners.h"
+#include "planners/baseline.h"
+#include "planners/cascade.h"
+#include "planners/colocated.h"
+#include "planners/compose.h"
+#include "planners/disagg.h"
+#include "planners/pipeline.h"
 #include "plan/verify.h"
 #include "check_util.h"
 

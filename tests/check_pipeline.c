@@ -15,7 +15,12 @@
 
 #include "model/gen.h"
 #include "planners/pipeline.h"
-#include "planners/planners.h"
+#include "planners/baseline.h"
+#include "planners/cascade.h"
+#include "planners/colocated.h"
+#include "planners/compose.h"
+#include "planners/disagg.h"
+#include "planners/pipeline.h"
 #include "sim/sim.h"
 #include "plan/verify.h"
 #include "check_util.h"

@@ -8,7 +8,12 @@
 
 #include "model/catalog.h"
 #include "plan/plan.h"
-#include "planners/planners.h"
+#include "planners/baseline.h"
+#include "planners/cascade.h"
+#include "planners/colocated.h"
+#include "planners/compose.h"
+#include "planners/disagg.h"
+#include "planners/pipeline.h"
 #include "base/sha256.h"
 #include "check_util.h"
 

@@ -10,7 +10,12 @@
 #include "model/cost.h"
 #include "model/gen.h"
 #include "plan/plan.h"
-#include "planners/planners.h"
+#include "planners/baseline.h"
+#include "planners/cascade.h"
+#include "planners/colocated.h"
+#include "planners/compose.h"
+#include "planners/disagg.h"
+#include "planners/pipeline.h"
 #include "sim/sim.h"
 #include "check_util.h"
 

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "planners/compose.h"
 #include "base/jsonio.h"
 #include "plan/plan.h"
 #include "model/problem.h"

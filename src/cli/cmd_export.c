@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
-#include "planners/compose.h"
 #include "export/export.h"
 #include "plan/plan.h"
 

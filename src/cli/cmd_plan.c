@@ -11,7 +11,12 @@
 #include "plan/plan.h"
 #include "planners/pipeline.h"
 #include "planners/bo.h"
-#include "planners/planners.h"
+#include "planners/baseline.h"
+#include "planners/cascade.h"
+#include "planners/colocated.h"
+#include "planners/compose.h"
+#include "planners/disagg.h"
+#include "planners/pipeline.h"
 #include "model/quality.h"
 
 #define CMD "plan"

@@ -155,4 +155,27 @@ typedef struct hx_meas {
 } hx_meas;
 int hx_meas_load(hx_meas **out, int *n, const char *path, hx_err *err);
 
+/* ---- offers ---------------------------------------------------------------- */
+
+/* Most nodes that expanding a cluster's offers may create. */
+#define HX_OFFER_MAX_NODES 65536
+
+/* IN's nodes and links, then one node per gpus_per_node GPUs of every offer:
+ * offer I becomes ceil(max_count / gpus_per_node) nodes named "offerI-J"
+ * (J from 0), each of gpus_per_node GPUs but the last, which holds the rest,
+ * with the offer's GPU, region and price (per GPU) and a 100 Gb/s NIC.  IN's
+ * offers are copied too.  OWNED_FREE: IN's own nodes cost 0 (their marginal
+ * cost).  Returns 0, or HX_EINPUT with ERR when a node of IN already bears
+ * such a name or the offers make too many nodes.  Release OUT with
+ * hx_cluster_release. */
+int hx_cluster_expand_offers(const hx_cluster *in, int owned_free, hx_cluster *out,
+			     hx_err *err);
+
+/* Load the cluster file at PATH as check and export see it: its offers, if
+ * any, expanded into nodes (owned nodes keep their prices).  Release with
+ * hx_cluster_release. */
+int hx_cluster_load_expanded(hx_cluster *c, const char *path, const hx_catalog *cat, hx_err *err);
+/* Offer index and node index J of a node named "offerI-J", or -1. */
+int hx_offer_node(const char *name, int *j);
+
 #endif

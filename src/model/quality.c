@@ -57,27 +57,6 @@ void hx_cascade_evaluate(const hx_quality *q, const double *theta, hx_cascade_ev
 		out->stages += out->reach[m] > 0;
 }
 
-int hx_cascade_thresholds(const hx_quality *q, const hx_cascade_step *steps, int n, double *theta)
-{
-	int at = 0;
-
-	for (int m = 0; m < q->nmodels; m++)
-		theta[m] = HX_CASCADE_SKIP;
-	for (int k = 0; k < n; k++) {
-		int m = at;
-		while (m < q->nmodels && strcmp(q->model[m], steps[k].model) != 0)
-			m++;
-		if (m == q->nmodels)
-			return -1;
-		theta[m] = k + 1 < n ? steps[k].threshold : 0;
-		at = m + 1;
-	}
-	for (int m = at; m < q->nmodels; m++)
-		theta[m] = 0;
-	return n > 0 ? 0 : -1;
-}
-
-
 int hx_cascade_model_workload(const hx_quality *q, const hx_workload *w, const double *theta,
 			      int m, hx_workload *out, hx_err *err)
 {

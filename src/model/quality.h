@@ -15,7 +15,6 @@
 #ifndef HX_QUALITY_H
 #define HX_QUALITY_H
 
-#include "plan/plan.h"
 #include "model/problem.h"
 
 #define HX_QUALITY_MAX_MODELS 8
@@ -63,12 +62,6 @@ void hx_cascade_evaluate(const hx_quality *q, const double *theta, hx_cascade_ev
  * Returns 0, or HX_EINFEASIBLE when no sample request reaches M. */
 int hx_cascade_model_workload(const hx_quality *q, const hx_workload *w, const double *theta,
 			      int m, hx_workload *out, hx_err *err);
-
-/* The thresholds (nmodels of them) that a plan's cascade steps stand for:
- * a step's threshold, 0 for its last step and the models after it,
- * HX_CASCADE_SKIP for the profile's models it leaves out.  Returns 0, or -1
- * when the steps are not the profile's models in its order. */
-int hx_cascade_thresholds(const hx_quality *q, const hx_cascade_step *steps, int n, double *theta);
 
 /* Mean score of model M over the whole sample. */
 double hx_quality_mean(const hx_quality *q, int m);

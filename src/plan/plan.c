@@ -1007,3 +1007,23 @@ char *hx_plan_table(const hx_plan *p)
 		      (unsigned long long)p->solver.seed);
 	return t.s;
 }
+
+int hx_cascade_thresholds(const hx_quality *q, const hx_cascade_step *steps, int n, double *theta)
+{
+	int at = 0;
+
+	for (int m = 0; m < q->nmodels; m++)
+		theta[m] = HX_CASCADE_SKIP;
+	for (int k = 0; k < n; k++) {
+		int m = at;
+		while (m < q->nmodels && strcmp(q->model[m], steps[k].model) != 0)
+			m++;
+		if (m == q->nmodels)
+			return -1;
+		theta[m] = k + 1 < n ? steps[k].threshold : 0;
+		at = m + 1;
+	}
+	for (int m = at; m < q->nmodels; m++)
+		theta[m] = 0;
+	return n > 0 ? 0 : -1;
+}

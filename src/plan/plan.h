@@ -15,6 +15,7 @@
 #include "model/catalog.h"
 #include "model/cost.h"
 #include "model/problem.h"
+#include "model/quality.h"
 
 typedef enum hx_role { HX_ROLE_AGGREGATED, HX_ROLE_PREFILL, HX_ROLE_DECODE } hx_role;
 const char *hx_role_name(hx_role r);
@@ -177,5 +178,11 @@ char *hx_plan_table(const hx_plan *p);
 
 /* Digest of a file's bytes ("sha256:..."); "" when unreadable. */
 void hx_file_digest(const char *path, char out[72]);
+
+/* The thresholds (nmodels of them) that a plan's cascade steps stand for:
+ * a step's threshold, 0 for its last step and the models after it,
+ * HX_CASCADE_SKIP for the profile's models it leaves out.  Returns 0, or -1
+ * when the steps are not the profile's models in its order. */
+int hx_cascade_thresholds(const hx_quality *q, const hx_cascade_step *steps, int n, double *theta);
 
 #endif

@@ -30,7 +30,7 @@
 #ifndef HX_PLAN_BO_H
 #define HX_PLAN_BO_H
 
-#include "planners/planners.h"
+#include "planners/common.h"
 
 enum { HX_PREFER_BALANCED, HX_PREFER_COST, HX_PREFER_LATENCY, HX_PREFER_QUALITY };
 /* How configurations are chosen: BO, or the yardsticks of bench/bo. */

@@ -15,7 +15,7 @@
 #define HX_CANDIDATES_H
 
 #include "model/cost.h"
-#include "planners/planners.h"
+#include "planners/common.h"
 
 #define HX_CAND_MAX_STAGES 4
 

@@ -46,7 +46,7 @@
 
 #include "planners/candidates.h"
 #include "solver/milp.h"
-#include "planners/planners.h"
+#include "planners/cascade.h"
 #include "model/quality.h"
 
 #define W_LAT 0.9

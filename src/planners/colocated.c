@@ -21,7 +21,7 @@
 
 #include "planners/candidates.h"
 #include "solver/milp.h"
-#include "planners/planners.h"
+#include "planners/colocated.h"
 
 /* Build and solve the MILP over candidates flagged in USE (NULL: all). */
 static int solve(const hx_problem *pb, const hx_plan_opts *o, const hx_candset *s,

@@ -12,61 +12,15 @@
  * minimizing the rent sum_k usd_k x_k, or with a budget maximizing kappa.
  * h_{c,w} is the cost model's capacity at the SLO of one replica of c
  * serving class w alone.  Nodes are rented whole (an offer's gpus_per_node);
- * owned nodes cost nothing at the margin.  The helpers here are shared with
- * `replan` and `check`: offers expanded into named nodes, and the
- * workload's length classes.
+ * owned nodes cost nothing at the margin.  Offers expanded into named nodes are
+ * in model/problem.h, the workload's length classes in model/classes.h.
  */
 #ifndef HX_COMPOSE_H
 #define HX_COMPOSE_H
 
 #include "solver/milp.h"
-#include "planners/planners.h"
-
-/* Token bound that stands for "no upper end" in a class's range. */
-#define HX_CLASS_INF (1 << 30)
-/* Most nodes that expanding a cluster's offers may create. */
-#define HX_OFFER_MAX_NODES 65536
-
-/* IN's nodes and links, then one node per gpus_per_node GPUs of every offer:
- * offer I becomes ceil(max_count / gpus_per_node) nodes named "offerI-J"
- * (J from 0), each of gpus_per_node GPUs but the last, which holds the rest,
- * with the offer's GPU, region and price (per GPU) and a 100 Gb/s NIC.  IN's
- * offers are copied too.  OWNED_FREE: IN's own nodes cost 0 (their marginal
- * cost).  Returns 0, or HX_EINPUT with ERR when a node of IN already bears
- * such a name or the offers make too many nodes.  Release OUT with
- * hx_cluster_release. */
-int hx_cluster_expand_offers(const hx_cluster *in, int owned_free, hx_cluster *out,
-			     hx_err *err);
-
-/* Load the cluster file at PATH as check and export see it: its offers, if
- * any, expanded into nodes (owned nodes keep their prices).  Release with
- * hx_cluster_release. */
-int hx_cluster_load_expanded(hx_cluster *c, const char *path, const hx_catalog *cat, hx_err *err);
-/* Offer index and node index J of a node named "offerI-J", or -1. */
-int hx_offer_node(const char *name, int *j);
-
-/* Set P's rent (replacing any) from its placements on CL, a cluster with
- * its offers expanded: per offer, the nodes used, whole. */
-void hx_plan_fill_rent(hx_plan *p, const hx_cluster *cl);
-
-/* A length class of the workload.  Ranged classes (the workload has no
- * classes[]) hold the requests whose prompt and output lengths fall in
- * [lo, hi); named classes (the workload's own) have hi = 0. */
-typedef struct hx_len_class {
-	char name[64];
-	double share;
-	hx_dist prompt, output; /* owned */
-	int prompt_lo, prompt_hi, output_lo, output_hi;
-} hx_len_class;
-
-/* The workload's classes[] if it has them, else the product of up to
- * BUCKETS quantile buckets of its prompt lengths and as many of its output
- * lengths (independent, as the workload draws them), named "pIoJ".  Returns
- * the count; *OUT is new (free with hx_len_classes_free). */
-int hx_len_classes(const hx_workload *w, int buckets, hx_len_class **out);
-void hx_len_classes_free(hx_len_class *c, int n);
-/* W restricted to class C (borrows C's distributions). */
-hx_workload hx_len_class_workload(const hx_workload *w, const hx_len_class *c);
+#include "model/classes.h"
+#include "planners/common.h"
 
 /* The MILP in plain arrays (nothing of GPUs). */
 typedef struct hx_compose_in {
@@ -98,5 +52,12 @@ typedef struct hx_compose_out {
 int hx_compose_solve(const hx_compose_in *in, const hx_milp_opts *o, hx_compose_out *out,
 		     hx_err *err);
 void hx_compose_out_free(hx_compose_out *out);
+
+/* compose (Mélange): which GPUs to rent from the cluster's offers (plus its
+ * owned nodes, free at the margin) so that every length class of the
+ * workload is served at the SLO at least cost, or, with a budget, the
+ * largest multiple of the workload's rate. */
+int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err);
+
 
 #endif

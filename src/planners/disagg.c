@@ -26,7 +26,7 @@
 
 #include "solver/flow.h"
 #include "solver/partition.h"
-#include "planners/planners.h"
+#include "planners/disagg.h"
 
 typedef struct node_role {
 	int tp[2];        /* best TP for prefill (0) and decode (1); 0: cannot */

@@ -36,7 +36,6 @@
 
 #include "solver/flow.h"
 #include "planners/pipeline.h"
-#include "planners/planners.h"
 
 /* ---- max-flow of a placement ----------------------------------------------- */
 
@@ -125,123 +124,6 @@ void hx_pipe_flow_release(hx_pipe_flow *f)
 	memset(f, 0, sizeof(*f));
 }
 
-/* ---- measured per-layer costs ------------------------------------------------- */
-
-int hx_layer_costs_load(hx_layer_cost **out, int *n, const char *path, hx_err *err)
-{
-	char *text, *cur, *nl;
-	const char *shown;
-	int lineno = 0, cap = 0, rc = HX_EINPUT;
-	hx_layer_cost *v = NULL;
-
-	*out = NULL;
-	*n = 0;
-	if (!(text = hx_read_file_max(path, HX_MAX_CSV_BYTES, NULL, err)))
-		return HX_EINPUT;
-	shown = hx_display_path(path);
-	for (cur = text; cur && *cur; cur = nl) {
-		char *line = cur, *f[7], *end;
-		int nf = 0;
-		hx_layer_cost x;
-		long tp;
-		if ((nl = strchr(cur, '\n')))
-			*nl++ = '\0';
-		lineno++;
-		if (*line && line[strlen(line) - 1] == '\r')
-			line[strlen(line) - 1] = '\0';
-		if (lineno == 1) {
-			if (strcmp(line, "gpu,tp,phase,tokens,context,ms") != 0) {
-				hx_errf(err, HX_EINPUT, "%s:1: expected the header \"gpu,tp,phase,tokens,context,ms\"",
-					shown);
-				goto out;
-			}
-			continue;
-		}
-		if (!*line)
-			continue;
-		f[nf++] = line;
-		for (char *c = line; *c; c++)
-			if (*c == ',') {
-				*c = '\0';
-				if (nf < 7)
-					f[nf] = c + 1;
-				nf++;
-			}
-		if (nf != 6) {
-			hx_errf(err, HX_EINPUT, "%s:%d: expected 6 fields", shown, lineno);
-			goto out;
-		}
-		memset(&x, 0, sizeof(x));
-		x.line = lineno;
-		if (!*f[0] || hx_strlcpy(x.gpu, f[0], sizeof(x.gpu))) {
-			hx_errf(err, HX_EINPUT, "%s:%d: gpu must be a name of at most 47 characters", shown, lineno);
-			goto out;
-		}
-		tp = strtol(f[1], &end, 10);
-		if (!*f[1] || *end || tp < 1 || tp > 1024) {
-			hx_errf(err, HX_EINPUT, "%s:%d: tp must be an integer from 1 to 1024, not \"%s\"", shown,
-				lineno, f[1]);
-			goto out;
-		}
-		x.tp = (int)tp;
-		if (strcmp(f[2], "decode") == 0)
-			x.phase = HX_LC_DECODE;
-		else if (strcmp(f[2], "prefill") == 0)
-			x.phase = HX_LC_PREFILL;
-		else {
-			hx_errf(err, HX_EINPUT, "%s:%d: phase must be decode or prefill, not \"%s\"", shown,
-				lineno, f[2]);
-			goto out;
-		}
-		x.tokens = strtod(f[3], &end);
-		if (!*f[3] || *end || !(x.tokens >= 1 && x.tokens <= 1e7)) {
-			hx_errf(err, HX_EINPUT, "%s:%d: tokens must be a number from 1 to 1e7, not \"%s\"", shown,
-				lineno, f[3]);
-			goto out;
-		}
-		x.context = strtod(f[4], &end);
-		if (!*f[4] || *end || !(x.context >= 0 && x.context <= 1e7)) {
-			hx_errf(err, HX_EINPUT, "%s:%d: context must be a number from 0 to 1e7, not \"%s\"", shown,
-				lineno, f[4]);
-			goto out;
-		}
-		x.ms = strtod(f[5], &end);
-		if (!*f[5] || *end || !(x.ms > 0 && x.ms < 1e9)) {
-			hx_errf(err, HX_EINPUT, "%s:%d: ms must be a positive number, not \"%s\"", shown, lineno,
-				f[5]);
-			goto out;
-		}
-		for (int i = 0; i < *n; i++)
-			if (strcmp(v[i].gpu, x.gpu) == 0 && v[i].tp == x.tp && v[i].phase == x.phase &&
-			    v[i].tokens == x.tokens) {
-				hx_errf(err, HX_EINPUT, "%s:%d: a second row for %s, tp %d, %s, %g tokens (first at line %d)",
-					shown, lineno, x.gpu, x.tp, f[2], x.tokens, v[i].line);
-				goto out;
-			}
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 32;
-			v = hx_xrealloc(v, (size_t)cap * sizeof(*v));
-		}
-		v[(*n)++] = x;
-	}
-	if (lineno == 0) {
-		hx_errf(err, HX_EINPUT, "%s:1: expected the header \"gpu,tp,phase,tokens,context,ms\"", shown);
-		goto out;
-	}
-	if (*n == 0) {
-		hx_errf(err, HX_EINPUT, "%s: no rows", shown);
-		goto out;
-	}
-	*out = v;
-	v = NULL;
-	rc = 0;
-out:
-	if (rc)
-		*n = 0;
-	free(v);
-	free(text);
-	return rc;
-}
 
 /* Seconds of one layer for TOKENS from the rows of (GPU, TP, PHASE), by
  * linear interpolation in tokens (and extrapolation along the nearest

@@ -11,7 +11,8 @@
 #ifndef HX_PIPELINE_H
 #define HX_PIPELINE_H
 
-#include "planners/planners.h"
+#include "model/tables.h"
+#include "planners/common.h"
 #include "base/util.h"
 
 typedef struct hx_pipe_net {
@@ -39,22 +40,6 @@ void hx_pipe_flow_release(hx_pipe_flow *f);
 #define HX_PIPE_NCONSTRUCTIONS 3 /* per-type, balanced, greedy */
 const char *hx_pipe_construction_name(int k);
 
-/* A measured per-layer timing (--layer-costs): one transformer layer on
- * one GPU of a TP group, no serving overhead. */
-enum { HX_LC_DECODE, HX_LC_PREFILL };
-typedef struct hx_layer_cost {
-	char gpu[48];
-	int tp, phase;    /* HX_LC_* */
-	double tokens;    /* decode: sequences; prefill: prompt tokens */
-	double context;   /* as measured (the planner interpolates in tokens) */
-	double ms;
-	int line;
-} hx_layer_cost;
-
-/* Read a layer-cost CSV (header gpu,tp,phase,tokens,context,ms).  *OUT is
- * new (free it); errors name "PATH:LINE". */
-int hx_layer_costs_load(hx_layer_cost **out, int *n, const char *path, hx_err *err);
-
 typedef struct hx_pipe_opts {
 	long work;     /* flow evaluations of the local search (0: 2000 n + 20000, at most 150000) */
 	int no_search; /* the best construction alone */
@@ -72,5 +57,12 @@ typedef struct hx_pipe_stats {
  * NULL). */
 int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_pipe_opts *po,
 			 hx_plan *p, hx_pipe_stats *st, hx_err *err);
+
+/* pipeline (Helix, Parallax): each node holds a contiguous layer range;
+ * a placement is scored by the max-flow of generated tokens/s through the
+ * node-split graph (below); constructions and a seeded local search.
+ * One group per node (one stage, one replica); routing.ingress reaches the
+ * nodes holding layer 0 and routing.hops carry the flow node to node. */
+int hx_plan_pipeline(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err);
 
 #endif

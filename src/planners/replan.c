@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "planners/candidates.h"
-#include "planners/compose.h"
 #include "solver/milp.h"
 #include "planners/replan.h"
 

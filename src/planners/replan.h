@@ -14,7 +14,7 @@
 #ifndef HX_REPLAN_H
 #define HX_REPLAN_H
 
-#include "planners/planners.h"
+#include "planners/common.h"
 
 /* Kept replicas must carry rate / HX_REPLAN_UTIL for routing alone to do. */
 #define HX_REPLAN_UTIL 0.9

@@ -1,0 +1,56 @@
+/*
+ * planners/common: the planner layer.  Every mode (one <mode>.c and
+ * <mode>.h each in this folder) turns the same problem into the same struct
+ * plan (plan/plan.h); what they all share is here: the problem they read,
+ * the options a command gives them, and finishing a plan (the predictions,
+ * digests, embedded profiles and rent every plan carries).  A planner may
+ * include the base, model, plan and solver layers, this header and
+ * candidates.h, never another mode's header; nothing below the planners
+ * (model, plan, sim, export) includes anything from this folder.
+ */
+#ifndef HX_PLANNERS_COMMON_H
+#define HX_PLANNERS_COMMON_H
+
+#include <stdint.h>
+
+#include "model/catalog.h"
+#include "plan/plan.h"
+#include "model/problem.h"
+
+typedef struct hx_problem {
+	const hx_catalog *cat;
+	const hx_cluster *cluster;
+	const hx_workload *workload;
+	const hx_model *model;
+	uint64_t seed;
+	const char *cluster_path, *workload_path, *calibration_path; /* for digests */
+} hx_problem;
+
+enum { HX_OBJ_CAPACITY, HX_OBJ_COST, HX_OBJ_LATENCY };
+
+typedef struct hx_plan_opts {
+	int objective;       /* HX_OBJ_* */
+	double time_limit_s; /* safety stop from the call (0: none): the search
+			      * stops then and the plan is finished */
+	double gap;          /* relative MIP gap to stop at (0: optimal) */
+	long node_limit;     /* branch-and-bound nodes per solve (0: default) */
+	const char *lp_path; /* write the (last) MILP in CPLEX LP format */
+	int verbose;
+	double budget_usd_per_hour; /* compose: > 0 maximizes capacity within it */
+} hx_plan_opts;
+
+/* The KV reserve (tokens) a replica of the workload's model needs: one
+ * request at the SLO percentile, and at least HX_KV_RESERVE_TOKENS. */
+double hx_plan_kv_reserve(const hx_workload *w);
+
+/* Fill what every plan carries besides its groups: digests, embedded GPU
+ * profiles of the nodes it uses, per-group capacity, ingress weights in
+ * proportion to capacity (when WEIGHTS is set) and the plan's predictions at
+ * the workload's rate. */
+int hx_plan_finish(const hx_problem *pb, hx_plan *p, int weights, hx_err *err);
+
+/* Set P's rent (replacing any) from its placements on CL, a cluster with
+ * its offers expanded: per offer, the nodes used, whole. */
+void hx_plan_fill_rent(hx_plan *p, const hx_cluster *cl);
+
+#endif

@@ -2,6 +2,10 @@
  * util: errors, memory, strings, files and the seeded generator that every
  * other module shares.  Library code reports failure by filling a hx_err and
  * returning its code; only the command layer prints and exits.
+ *
+ * The base layer (src/base/: util, jsonio, sha256) knows nothing of GPUs,
+ * models or plans; it includes only the C library, jansson (jsonio) and its
+ * own headers, and every other layer and solver/ may use it.
  */
 #ifndef HX_UTIL_H
 #define HX_UTIL_H

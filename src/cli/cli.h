@@ -2,6 +2,10 @@
  * cli: what the commands share — the command table's entry type, global
  * options (--catalog, --calibration), the lazily loaded catalog, argument
  * parsing and the one place that prints errors.
+ *
+ * The command layer (src/cli/: main.c with the command table, cli.c, one
+ * cmd_<name>.c per command with its own usage text) is the only one that
+ * prints, reads options and picks exit codes; it may include every layer.
  */
 #ifndef HX_CLI_H
 #define HX_CLI_H

@@ -3,6 +3,13 @@
  * or rentable offers), the workload (rates, lengths, SLOs, serving knobs),
  * request traces and calibration measurements — and their strict loaders.
  * Loaders name the file and the JSON pointer (or CSV line) of a bad value.
+ *
+ * The model layer (src/model/) is everything a plan is made from: the GPU
+ * and model catalog, these inputs and their loaders (cluster.c, dist.c,
+ * workload.c, tables.c, classes.c), the cost model, calibration, the
+ * quality profile and the request generators.  It includes only base/,
+ * solver/ and itself: never the plan format, the planners, the simulator,
+ * the exports or the command line, which all build on it.
  */
 #ifndef HX_PROBLEM_H
 #define HX_PROBLEM_H

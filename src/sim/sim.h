@@ -9,6 +9,11 @@
  * group's replicas); disaggregated requests move their KV cache over the
  * plan's kv routes, transfers on one link sharing its bandwidth; cascades
  * escalate a request to the next model with the plan's probability.
+ *
+ * The simulator layer (src/sim/) reads a plan (plan/) and a workload or
+ * trace (model/) and asks the cost model for every iteration; it includes
+ * base/, model/ and plan/, never a planner, an export or the command line
+ * (planners that judge by simulation call it, not the other way round).
  */
 #ifndef HX_SIM_H
 #define HX_SIM_H

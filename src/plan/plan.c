@@ -739,6 +739,38 @@ static int parse_rent(const hx_jr *r, const json_t *v, hx_plan *p)
 	return 0;
 }
 
+/* The GPU keys a version-1 plan may leave out, and the fixed value each then takes: the one
+ * that makes its term vanish (no FP8 peak, no latency, no floor, no overhead, no reserve).
+ * Never the catalog's current value: a plan stays self-contained.  A key added to the cost
+ * model later joins this list with its own fixed default, so older plans still load; the
+ * core keys (memory, bandwidth, peaks, efficiencies, price, names) stay required. */
+static const struct {
+	const char *key;
+	double v1;
+} gpu_v1_defaults[] = {
+	{"tflops_fp8", 0}, {"intra_latency_us", 0}, {"tdp_w", 0}, {"kernel_floor_us", 0},
+	{"allreduce_latency_us", 0}, {"iter_overhead_ms", 0}, {"runtime_reserve_gib", 0},
+};
+
+/* One embedded GPU profile: a copy of the object with each absent optional key set to its
+ * version-1 default, read as a full profile (unknown keys stay errors, no catalog). */
+static int parse_plan_gpu(const hx_jr *r, const json_t *v, const char *ptr, hx_gpu *g)
+{
+	json_t *full = NULL;
+	int rc;
+
+	if (!json_is_object(v))
+		return hx_gpu_parse(r, v, ptr, NULL, g);
+	full = json_copy((json_t *)v);
+	for (size_t i = 0; i < sizeof(gpu_v1_defaults) / sizeof(gpu_v1_defaults[0]); i++)
+		if (!json_object_get(full, gpu_v1_defaults[i].key))
+			json_object_set_new(full, gpu_v1_defaults[i].key,
+					    json_real(gpu_v1_defaults[i].v1));
+	rc = hx_gpu_parse(r, full, ptr, NULL, g);
+	json_decref(full);
+	return rc;
+}
+
 const char *hx_plan_class_of(const hx_plan *p, int prompt, int output)
 {
 	for (int i = 0; i < p->nclasses; i++) {
@@ -821,7 +853,7 @@ static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 	for (size_t i = 0; i < n; i++) {
 		hx_gpu g;
 		hx_ptr_index(p1, sizeof(p1), "/gpus", i);
-		if ((rc = hx_gpu_parse(r, json_array_get(v, i), p1, NULL, &g)))
+		if ((rc = parse_plan_gpu(r, json_array_get(v, i), p1, &g)))
 			return rc;
 		if (hx_plan_gpu(p, g.name))
 			return hx_jr_fail(r, p1, "duplicate GPU \"%s\"", g.name);

@@ -285,24 +285,10 @@ static json_t *routes_json(const hx_route *r, int n, const char *from, const cha
 	return a;
 }
 
-static json_t *plan_json(const hx_plan *p)
+static json_t *models_json(const hx_plan *p)
 {
-	json_t *o = json_object(), *x, *a;
+	json_t *a = json_array();
 
-	hx_jset_str(o, "schema", "hexplan.plan");
-	hx_jset_int(o, "version", 1);
-	hx_jset_str(o, "mode", p->mode);
-	x = json_object();
-	/* each digest only when known: the reader takes them as optional but
-	 * not empty, so a plan without one still reads back */
-	if (p->cluster_digest[0])
-		hx_jset_str(x, "cluster", p->cluster_digest);
-	if (p->workload_digest[0])
-		hx_jset_str(x, "workload", p->workload_digest);
-	if (p->calibration[0])
-		hx_jset_str(x, "calibration", p->calibration);
-	json_object_set_new(o, "inputs", x);
-	a = json_array();
 	for (int i = 0; i < p->nmodels; i++) {
 		json_t *m = json_object();
 		hx_jset_str(m, "name", p->models[i].name);
@@ -311,74 +297,79 @@ static json_t *plan_json(const hx_plan *p)
 		json_object_set_new(m, "arch", hx_arch_to_json(&p->models[i].a));
 		json_array_append_new(a, m);
 	}
-	json_object_set_new(o, "models", a);
-	a = json_array();
-	for (int i = 0; i < p->ngpus; i++)
-		json_array_append_new(a, hx_gpu_to_json(&p->gpus[i]));
-	json_object_set_new(o, "gpus", a);
-	a = json_array();
-	for (int gi = 0; gi < p->ngroups; gi++) {
-		const hx_plan_group *g = &p->groups[gi];
-		json_t *go = json_object(), *st = json_array(), *rs = json_array(), *pr;
-		hx_jset_str(go, "name", g->name);
-		hx_jset_str(go, "model", g->model);
-		hx_jset_str(go, "role", hx_role_name(g->role));
-		hx_jset_str(go, "weights", hx_dtype_name(g->wdt));
-		hx_jset_str(go, "kv", hx_dtype_name(g->kvdt));
-		for (int s = 0; s < g->nstages; s++) {
-			json_t *so = json_object(), *l = json_array();
-			hx_jset_str(so, "gpu", g->stage[s].gpu);
-			hx_jset_int(so, "tp", g->stage[s].tp);
-			json_array_append_new(l, json_integer(g->stage[s].first));
-			json_array_append_new(l, json_integer(g->stage[s].last));
-			json_object_set_new(so, "layers", l);
-			if (g->stage[s].cross_node)
-				json_object_set_new(so, "cross_node", json_true());
-			json_array_append_new(st, so);
+	return a;
+}
+
+static json_t *replica_json(const hx_plan_group *g, const hx_plan_replica *rep)
+{
+	json_t *ro = json_object(), *pl = json_array();
+	int any_tp = 0;
+
+	hx_jset_str(ro, "id", rep->id);
+	for (int s = 0; s < g->nstages; s++) {
+		json_t *sa = json_array();
+		for (int k = 0; k < rep->ngpus[s]; k++) {
+			char ref[96];
+			snprintf(ref, sizeof(ref), "%s:%d", rep->gpus[s][k].node,
+				 rep->gpus[s][k].index);
+			json_array_append_new(sa, json_string(ref));
 		}
-		json_object_set_new(go, "stages", st);
-		for (int r = 0; r < g->nreplicas; r++) {
-			const hx_plan_replica *rep = &g->replicas[r];
-			json_t *ro = json_object(), *pl = json_array();
-			int any_tp = 0;
-			hx_jset_str(ro, "id", rep->id);
-			for (int s = 0; s < g->nstages; s++) {
-				json_t *sa = json_array();
-				for (int k = 0; k < rep->ngpus[s]; k++) {
-					char ref[96];
-					snprintf(ref, sizeof(ref), "%s:%d", rep->gpus[s][k].node,
-						 rep->gpus[s][k].index);
-					json_array_append_new(sa, json_string(ref));
-				}
-				json_array_append_new(pl, sa);
-				any_tp |= rep->tp_link[s].bw_gbps > 0;
-			}
-			json_object_set_new(ro, "placement", pl);
-			if (g->nstages > 1) {
-				json_t *la = json_array();
-				for (int s = 0; s + 1 < g->nstages; s++)
-					json_array_append_new(la, link_json(&rep->link[s]));
-				json_object_set_new(ro, "links", la);
-			}
-			if (any_tp) {
-				json_t *ta = json_array();
-				for (int s = 0; s < g->nstages; s++)
-					json_array_append_new(ta, rep->tp_link[s].bw_gbps > 0
-									  ? link_json(&rep->tp_link[s])
-									  : json_null());
-				json_object_set_new(ro, "tp_links", ta);
-			}
-			json_array_append_new(rs, ro);
-		}
-		json_object_set_new(go, "replicas", rs);
-		pr = json_object();
-		json_object_set_new(pr, "capacity_rps", json_real(g->capacity_rps));
-		json_object_set_new(pr, "max_batch", json_real(g->max_batch));
-		json_object_set_new(go, "predicted", pr);
-		json_array_append_new(a, go);
+		json_array_append_new(pl, sa);
+		any_tp |= rep->tp_link[s].bw_gbps > 0;
 	}
-	json_object_set_new(o, "groups", a);
-	x = json_object();
+	json_object_set_new(ro, "placement", pl);
+	if (g->nstages > 1) {
+		json_t *la = json_array();
+		for (int s = 0; s + 1 < g->nstages; s++)
+			json_array_append_new(la, link_json(&rep->link[s]));
+		json_object_set_new(ro, "links", la);
+	}
+	if (any_tp) {
+		json_t *ta = json_array();
+		for (int s = 0; s < g->nstages; s++)
+			json_array_append_new(ta, rep->tp_link[s].bw_gbps > 0
+							  ? link_json(&rep->tp_link[s])
+							  : json_null());
+		json_object_set_new(ro, "tp_links", ta);
+	}
+	return ro;
+}
+
+static json_t *group_json(const hx_plan_group *g)
+{
+	json_t *go = json_object(), *st = json_array(), *rs = json_array(), *pr;
+
+	hx_jset_str(go, "name", g->name);
+	hx_jset_str(go, "model", g->model);
+	hx_jset_str(go, "role", hx_role_name(g->role));
+	hx_jset_str(go, "weights", hx_dtype_name(g->wdt));
+	hx_jset_str(go, "kv", hx_dtype_name(g->kvdt));
+	for (int s = 0; s < g->nstages; s++) {
+		json_t *so = json_object(), *l = json_array();
+		hx_jset_str(so, "gpu", g->stage[s].gpu);
+		hx_jset_int(so, "tp", g->stage[s].tp);
+		json_array_append_new(l, json_integer(g->stage[s].first));
+		json_array_append_new(l, json_integer(g->stage[s].last));
+		json_object_set_new(so, "layers", l);
+		if (g->stage[s].cross_node)
+			json_object_set_new(so, "cross_node", json_true());
+		json_array_append_new(st, so);
+	}
+	json_object_set_new(go, "stages", st);
+	for (int r = 0; r < g->nreplicas; r++)
+		json_array_append_new(rs, replica_json(g, &g->replicas[r]));
+	json_object_set_new(go, "replicas", rs);
+	pr = json_object();
+	json_object_set_new(pr, "capacity_rps", json_real(g->capacity_rps));
+	json_object_set_new(pr, "max_batch", json_real(g->max_batch));
+	json_object_set_new(go, "predicted", pr);
+	return go;
+}
+
+static json_t *routing_json(const hx_plan *p)
+{
+	json_t *x = json_object(), *a;
+
 	json_object_set_new(x, "ingress", routes_json(p->ingress, p->ningress, "class", "group", 1));
 	json_object_set_new(x, "kv", routes_json(p->kv, p->nkv, "from", "to", 0));
 	json_object_set_new(x, "hops", routes_json(p->hops, p->nhops, "from", "to", 0));
@@ -405,21 +396,29 @@ static json_t *plan_json(const hx_plan *p)
 		}
 		json_object_set_new(x, "classes", a);
 	}
-	json_object_set_new(o, "routing", x);
-	if (p->nrent > 0) {
-		a = json_array();
-		for (int i = 0; i < p->nrent; i++) {
-			json_t *c = json_object();
-			hx_jset_int(c, "offer", p->rent[i].offer);
-			hx_jset_str(c, "gpu", p->rent[i].gpu);
-			hx_jset_int(c, "nodes", p->rent[i].nodes);
-			hx_jset_int(c, "gpus", p->rent[i].gpus);
-			json_object_set_new(c, "usd_per_hour", json_real(p->rent[i].usd_per_hour));
-			json_array_append_new(a, c);
-		}
-		json_object_set_new(o, "rent", a);
+	return x;
+}
+
+static json_t *rent_json(const hx_plan *p)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; i < p->nrent; i++) {
+		json_t *c = json_object();
+		hx_jset_int(c, "offer", p->rent[i].offer);
+		hx_jset_str(c, "gpu", p->rent[i].gpu);
+		hx_jset_int(c, "nodes", p->rent[i].nodes);
+		hx_jset_int(c, "gpus", p->rent[i].gpus);
+		json_object_set_new(c, "usd_per_hour", json_real(p->rent[i].usd_per_hour));
+		json_array_append_new(a, c);
 	}
-	x = json_object();
+	return a;
+}
+
+static json_t *predicted_json(const hx_plan *p)
+{
+	json_t *x = json_object();
+
 	json_object_set_new(x, "capacity_rps", json_real(p->predicted.capacity_rps));
 	json_object_set_new(x, "throughput_tps", json_real(p->predicted.throughput_tps));
 	json_object_set_new(x, "ttft_ms_p99", json_real(p->predicted.ttft_ms_p99));
@@ -428,8 +427,13 @@ static json_t *plan_json(const hx_plan *p)
 	json_object_set_new(x, "usd_per_m_tokens", json_real(p->predicted.usd_per_m_tokens));
 	if (p->predicted.has_quality)
 		json_object_set_new(x, "quality", json_real(p->predicted.quality));
-	json_object_set_new(o, "predicted", x);
-	x = json_object();
+	return x;
+}
+
+static json_t *solver_json(const hx_plan *p)
+{
+	json_t *x = json_object(), *a;
+
 	hx_jset_str(x, "engine", p->solver.engine);
 	hx_jset_str(x, "status", p->solver.status);
 	json_object_set_new(x, "objective", json_real(p->solver.objective));
@@ -440,7 +444,41 @@ static json_t *plan_json(const hx_plan *p)
 	hx_jset_int(a, "iterations", p->solver.iterations);
 	json_object_set_new(x, "work", a);
 	json_object_set_new(x, "seed", json_integer((json_int_t)p->solver.seed));
-	json_object_set_new(o, "solver", x);
+	return x;
+}
+
+/* The plan's keys in the fixed order of formats(5); each part its own helper. */
+static json_t *plan_json(const hx_plan *p)
+{
+	json_t *o = json_object(), *x, *a;
+
+	hx_jset_str(o, "schema", "hexplan.plan");
+	hx_jset_int(o, "version", 1);
+	hx_jset_str(o, "mode", p->mode);
+	x = json_object();
+	/* each digest only when known: the reader takes them as optional but
+	 * not empty, so a plan without one still reads back */
+	if (p->cluster_digest[0])
+		hx_jset_str(x, "cluster", p->cluster_digest);
+	if (p->workload_digest[0])
+		hx_jset_str(x, "workload", p->workload_digest);
+	if (p->calibration[0])
+		hx_jset_str(x, "calibration", p->calibration);
+	json_object_set_new(o, "inputs", x);
+	json_object_set_new(o, "models", models_json(p));
+	a = json_array();
+	for (int i = 0; i < p->ngpus; i++)
+		json_array_append_new(a, hx_gpu_to_json(&p->gpus[i]));
+	json_object_set_new(o, "gpus", a);
+	a = json_array();
+	for (int gi = 0; gi < p->ngroups; gi++)
+		json_array_append_new(a, group_json(&p->groups[gi]));
+	json_object_set_new(o, "groups", a);
+	json_object_set_new(o, "routing", routing_json(p));
+	if (p->nrent > 0)
+		json_object_set_new(o, "rent", rent_json(p));
+	json_object_set_new(o, "predicted", predicted_json(p));
+	json_object_set_new(o, "solver", solver_json(p));
 	return o;
 }
 
@@ -739,6 +777,38 @@ static int parse_rent(const hx_jr *r, const json_t *v, hx_plan *p)
 	return 0;
 }
 
+/* The GPU keys a version-1 plan may leave out, and the fixed value each then takes: the one
+ * that makes its term vanish (no FP8 peak, no latency, no floor, no overhead, no reserve).
+ * Never the catalog's current value: a plan stays self-contained.  A key added to the cost
+ * model later joins this list with its own fixed default, so older plans still load; the
+ * core keys (memory, bandwidth, peaks, efficiencies, price, names) stay required. */
+static const struct {
+	const char *key;
+	double v1;
+} gpu_v1_defaults[] = {
+	{"tflops_fp8", 0}, {"intra_latency_us", 0}, {"tdp_w", 0}, {"kernel_floor_us", 0},
+	{"allreduce_latency_us", 0}, {"iter_overhead_ms", 0}, {"runtime_reserve_gib", 0},
+};
+
+/* One embedded GPU profile: a copy of the object with each absent optional key set to its
+ * version-1 default, read as a full profile (unknown keys stay errors, no catalog). */
+static int parse_plan_gpu(const hx_jr *r, const json_t *v, const char *ptr, hx_gpu *g)
+{
+	json_t *full = NULL;
+	int rc;
+
+	if (!json_is_object(v))
+		return hx_gpu_parse(r, v, ptr, NULL, g);
+	full = json_copy((json_t *)v);
+	for (size_t i = 0; i < sizeof(gpu_v1_defaults) / sizeof(gpu_v1_defaults[0]); i++)
+		if (!json_object_get(full, gpu_v1_defaults[i].key))
+			json_object_set_new(full, gpu_v1_defaults[i].key,
+					    json_real(gpu_v1_defaults[i].v1));
+	rc = hx_gpu_parse(r, full, ptr, NULL, g);
+	json_decref(full);
+	return rc;
+}
+
 const char *hx_plan_class_of(const hx_plan *p, int prompt, int output)
 {
 	for (int i = 0; i < p->nclasses; i++) {
@@ -750,44 +820,30 @@ const char *hx_plan_class_of(const hx_plan *p, int prompt, int output)
 	return NULL;
 }
 
-static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
+static int parse_inputs(const hx_jr *r, const json_t *v, hx_plan *p)
 {
-	static const char *const top[] = {"schema", "version", "mode", "inputs", "models", "gpus",
-		"groups", "routing", "rent", "predicted", "solver", NULL};
 	static const char *const ikeys[] = {"cluster", "workload", "calibration", NULL};
-	static const char *const mkeys[] = {"name", "hf_repo", "arch", NULL};
-	static const char *const rkeys[] = {"ingress", "kv", "hops", "cascade", "classes", NULL};
-	static const char *const ckeys[] = {"model", "threshold", "escalate", NULL};
-	static const char *const pkeys[] = {"capacity_rps", "throughput_tps", "ttft_ms_p99",
-		"tpot_ms_p99", "usd_per_hour", "usd_per_m_tokens", "quality", NULL};
-	static const char *const skeys[] = {"engine", "status", "objective", "bound", "gap",
-		"work", "seed", NULL};
-	static const char *const wkeys[] = {"nodes", "iterations", NULL};
-	static const char *const statuses[] = {"optimal", "gap_limit", "work_limit", "time_limit",
-		"heuristic", NULL};
-	char schema[32], p1[128], p2[160];
-	json_t *v, *x;
-	size_t n;
-	int rc, idx;
+	int rc;
 
-	if ((rc = hx_jr_object(r, root, "", top)) || (rc = hx_jr_version(r, root)) ||
-	    (rc = hx_jr_str(r, root, "", "schema", 1, schema, sizeof(schema))))
+	if ((rc = hx_jr_object(r, v, "/inputs", ikeys)) ||
+	    (rc = hx_jr_str(r, v, "/inputs", "cluster", 0, p->cluster_digest,
+			    sizeof(p->cluster_digest))) ||
+	    (rc = hx_jr_str(r, v, "/inputs", "workload", 0, p->workload_digest,
+			    sizeof(p->workload_digest))) ||
+	    (rc = hx_jr_str(r, v, "/inputs", "calibration", 0, p->calibration,
+			    sizeof(p->calibration))))
 		return rc;
-	if (strcmp(schema, "hexplan.plan") != 0)
-		return hx_jr_fail(r, "/schema", "must be \"hexplan.plan\"");
-	if ((rc = hx_jr_str(r, root, "", "mode", 1, p->mode, sizeof(p->mode))))
-		return rc;
-	if ((v = json_object_get(root, "inputs"))) {
-		if ((rc = hx_jr_object(r, v, "/inputs", ikeys)) ||
-		    (rc = hx_jr_str(r, v, "/inputs", "cluster", 0, p->cluster_digest,
-				    sizeof(p->cluster_digest))) ||
-		    (rc = hx_jr_str(r, v, "/inputs", "workload", 0, p->workload_digest,
-				    sizeof(p->workload_digest))) ||
-		    (rc = hx_jr_str(r, v, "/inputs", "calibration", 0, p->calibration,
-				    sizeof(p->calibration))))
-			return rc;
-	}
-	v = json_object_get(root, "models");
+	return 0;
+}
+
+static int parse_models(const hx_jr *r, const json_t *root, hx_plan *p)
+{
+	static const char *const mkeys[] = {"name", "hf_repo", "arch", NULL};
+	json_t *v = json_object_get(root, "models");
+	char p1[128], p2[160];
+	size_t n;
+	int rc;
+
 	if (!v)
 		return hx_jr_fail(r, "", "missing required key \"models\"");
 	if ((rc = hx_jr_array(r, v, "/models", 1, &n)))
@@ -813,7 +869,16 @@ static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 			return hx_jr_fail(r, p1, "duplicate model \"%s\"", m.name);
 		hx_plan_add_model(p, &m);
 	}
-	v = json_object_get(root, "gpus");
+	return 0;
+}
+
+static int parse_gpus(const hx_jr *r, const json_t *root, hx_plan *p)
+{
+	json_t *v = json_object_get(root, "gpus");
+	char p1[128];
+	size_t n;
+	int rc;
+
 	if (!v)
 		return hx_jr_fail(r, "", "missing required key \"gpus\"");
 	if ((rc = hx_jr_array(r, v, "/gpus", 1, &n)))
@@ -821,13 +886,22 @@ static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 	for (size_t i = 0; i < n; i++) {
 		hx_gpu g;
 		hx_ptr_index(p1, sizeof(p1), "/gpus", i);
-		if ((rc = hx_gpu_parse(r, json_array_get(v, i), p1, NULL, &g)))
+		if ((rc = parse_plan_gpu(r, json_array_get(v, i), p1, &g)))
 			return rc;
 		if (hx_plan_gpu(p, g.name))
 			return hx_jr_fail(r, p1, "duplicate GPU \"%s\"", g.name);
 		hx_plan_add_gpu(p, &g);
 	}
-	v = json_object_get(root, "groups");
+	return 0;
+}
+
+static int parse_groups(const hx_jr *r, const json_t *root, hx_plan *p)
+{
+	json_t *v = json_object_get(root, "groups");
+	char p1[128], p2[160];
+	size_t n;
+	int rc;
+
 	if (!v)
 		return hx_jr_fail(r, "", "missing required key \"groups\"");
 	if ((rc = hx_jr_array(r, v, "/groups", 1, &n)))
@@ -843,78 +917,142 @@ static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 				return hx_jr_fail(r, p2, "duplicate group name \"%s\"", g->name);
 			}
 	}
-	if ((v = json_object_get(root, "routing"))) {
-		if ((rc = hx_jr_object(r, v, "/routing", rkeys)))
+	return 0;
+}
+
+static int parse_cascade(const hx_jr *r, const json_t *x, hx_plan *p)
+{
+	static const char *const ckeys[] = {"model", "threshold", "escalate", NULL};
+	char p1[128];
+	size_t n;
+	int rc;
+
+	if ((rc = hx_jr_array(r, x, "/routing/cascade", 0, &n)))
+		return rc;
+	p->cascade = hx_xcalloc(n ? n : 1, sizeof(*p->cascade));
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_array_get(x, i);
+		hx_cascade_step *c = &p->cascade[i];
+		hx_ptr_index(p1, sizeof(p1), "/routing/cascade", i);
+		if ((rc = hx_jr_object(r, e, p1, ckeys)) ||
+		    (rc = hx_jr_str(r, e, p1, "model", 1, c->model, sizeof(c->model))) ||
+		    (rc = hx_jr_num(r, e, p1, "threshold", 0, 0, 100, &c->threshold)) ||
+		    (rc = hx_jr_num(r, e, p1, "escalate", 1, 0, 1, &c->escalate)))
 			return rc;
-		if ((x = json_object_get(v, "ingress")) &&
-		    (rc = parse_routes(r, x, "/routing/ingress", 1, &p->ingress, &p->ningress)))
+		p->ncascade++;
+	}
+	return 0;
+}
+
+static int parse_routing(const hx_jr *r, const json_t *v, hx_plan *p)
+{
+	static const char *const rkeys[] = {"ingress", "kv", "hops", "cascade", "classes", NULL};
+	json_t *x;
+	int rc;
+
+	if ((rc = hx_jr_object(r, v, "/routing", rkeys)))
+		return rc;
+	if ((x = json_object_get(v, "ingress")) &&
+	    (rc = parse_routes(r, x, "/routing/ingress", 1, &p->ingress, &p->ningress)))
+		return rc;
+	if ((x = json_object_get(v, "kv")) &&
+	    (rc = parse_routes(r, x, "/routing/kv", 0, &p->kv, &p->nkv)))
+		return rc;
+	if ((x = json_object_get(v, "hops")) &&
+	    (rc = parse_routes(r, x, "/routing/hops", 0, &p->hops, &p->nhops)))
+		return rc;
+	if ((x = json_object_get(v, "cascade")) && (rc = parse_cascade(r, x, p)))
+		return rc;
+	if ((x = json_object_get(v, "classes")) && (rc = parse_classes(r, x, p)))
+		return rc;
+	return 0;
+}
+
+static int parse_predicted(const hx_jr *r, const json_t *v, hx_plan *p)
+{
+	static const char *const pkeys[] = {"capacity_rps", "throughput_tps", "ttft_ms_p99",
+		"tpot_ms_p99", "usd_per_hour", "usd_per_m_tokens", "quality", NULL};
+	double *f[] = {&p->predicted.capacity_rps, &p->predicted.throughput_tps,
+		&p->predicted.ttft_ms_p99, &p->predicted.tpot_ms_p99,
+		&p->predicted.usd_per_hour, &p->predicted.usd_per_m_tokens};
+	int rc;
+
+	if ((rc = hx_jr_object(r, v, "/predicted", pkeys)))
+		return rc;
+	for (int i = 0; pkeys[i + 1]; i++)
+		if ((rc = hx_jr_num(r, v, "/predicted", pkeys[i], 0, 0, 1e15, f[i])))
 			return rc;
-		if ((x = json_object_get(v, "kv")) &&
-		    (rc = parse_routes(r, x, "/routing/kv", 0, &p->kv, &p->nkv)))
-			return rc;
-		if ((x = json_object_get(v, "hops")) &&
-		    (rc = parse_routes(r, x, "/routing/hops", 0, &p->hops, &p->nhops)))
-			return rc;
-		if ((x = json_object_get(v, "cascade"))) {
-			if ((rc = hx_jr_array(r, x, "/routing/cascade", 0, &n)))
-				return rc;
-			p->cascade = hx_xcalloc(n ? n : 1, sizeof(*p->cascade));
-			for (size_t i = 0; i < n; i++) {
-				json_t *e = json_array_get(x, i);
-				hx_cascade_step *c = &p->cascade[i];
-				hx_ptr_index(p1, sizeof(p1), "/routing/cascade", i);
-				if ((rc = hx_jr_object(r, e, p1, ckeys)) ||
-				    (rc = hx_jr_str(r, e, p1, "model", 1, c->model, sizeof(c->model))) ||
-				    (rc = hx_jr_num(r, e, p1, "threshold", 0, 0, 100, &c->threshold)) ||
-				    (rc = hx_jr_num(r, e, p1, "escalate", 1, 0, 1, &c->escalate)))
-					return rc;
-				p->ncascade++;
-			}
-		}
-		if ((x = json_object_get(v, "classes")) && (rc = parse_classes(r, x, p)))
+	if (json_object_get(v, "quality")) {
+		p->predicted.has_quality = 1;
+		if ((rc = hx_jr_num(r, v, "/predicted", "quality", 1, 0, 100,
+				    &p->predicted.quality)))
 			return rc;
 	}
+	return 0;
+}
+
+static int parse_solver(const hx_jr *r, const json_t *v, hx_plan *p)
+{
+	static const char *const skeys[] = {"engine", "status", "objective", "bound", "gap",
+		"work", "seed", NULL};
+	static const char *const wkeys[] = {"nodes", "iterations", NULL};
+	static const char *const statuses[] = {"optimal", "gap_limit", "work_limit", "time_limit",
+		"heuristic", NULL};
+	json_t *x;
+	long seed = 1;
+	int rc, idx = 4;
+
+	if ((rc = hx_jr_object(r, v, "/solver", skeys)) ||
+	    (rc = hx_jr_str(r, v, "/solver", "engine", 0, p->solver.engine,
+			    sizeof(p->solver.engine))) ||
+	    (rc = hx_jr_enum(r, v, "/solver", "status", 0, statuses, &idx)) ||
+	    (rc = hx_jr_num(r, v, "/solver", "objective", 0, -1e300, 1e300, &p->solver.objective)) ||
+	    (rc = hx_jr_num(r, v, "/solver", "bound", 0, -1e300, 1e300, &p->solver.bound)) ||
+	    (rc = hx_jr_num(r, v, "/solver", "gap", 0, 0, 1e300, &p->solver.gap)) ||
+	    (rc = hx_jr_int(r, v, "/solver", "seed", 0, 0, 0x7fffffffffffffffL, &seed)))
+		return rc;
+	strcpy(p->solver.status, statuses[idx]);
+	p->solver.seed = (uint64_t)seed;
+	if ((x = json_object_get(v, "work"))) {
+		if ((rc = hx_jr_object(r, x, "/solver/work", wkeys)) ||
+		    (rc = hx_jr_int(r, x, "/solver/work", "nodes", 0, 0, 0x7fffffffffffffffL,
+				    &p->solver.nodes)) ||
+		    (rc = hx_jr_int(r, x, "/solver/work", "iterations", 0, 0,
+				    0x7fffffffffffffffL, &p->solver.iterations)))
+			return rc;
+	}
+	return 0;
+}
+
+/* The parts in the order the writer puts them; each part its own helper. */
+static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
+{
+	static const char *const top[] = {"schema", "version", "mode", "inputs", "models", "gpus",
+		"groups", "routing", "rent", "predicted", "solver", NULL};
+	char schema[32];
+	json_t *v;
+	int rc;
+
+	if ((rc = hx_jr_object(r, root, "", top)) || (rc = hx_jr_version(r, root)) ||
+	    (rc = hx_jr_str(r, root, "", "schema", 1, schema, sizeof(schema))))
+		return rc;
+	if (strcmp(schema, "hexplan.plan") != 0)
+		return hx_jr_fail(r, "/schema", "must be \"hexplan.plan\"");
+	if ((rc = hx_jr_str(r, root, "", "mode", 1, p->mode, sizeof(p->mode))))
+		return rc;
+	if ((v = json_object_get(root, "inputs")) && (rc = parse_inputs(r, v, p)))
+		return rc;
+	if ((rc = parse_models(r, root, p)) || (rc = parse_gpus(r, root, p)) ||
+	    (rc = parse_groups(r, root, p)))
+		return rc;
+	if ((v = json_object_get(root, "routing")) && (rc = parse_routing(r, v, p)))
+		return rc;
 	if ((v = json_object_get(root, "rent")) && (rc = parse_rent(r, v, p)))
 		return rc;
-	if ((v = json_object_get(root, "predicted"))) {
-		double *f[] = {&p->predicted.capacity_rps, &p->predicted.throughput_tps,
-			&p->predicted.ttft_ms_p99, &p->predicted.tpot_ms_p99,
-			&p->predicted.usd_per_hour, &p->predicted.usd_per_m_tokens};
-		if ((rc = hx_jr_object(r, v, "/predicted", pkeys)))
-			return rc;
-		for (int i = 0; pkeys[i + 1]; i++)
-			if ((rc = hx_jr_num(r, v, "/predicted", pkeys[i], 0, 0, 1e15, f[i])))
-				return rc;
-		if (json_object_get(v, "quality")) {
-			p->predicted.has_quality = 1;
-			if ((rc = hx_jr_num(r, v, "/predicted", "quality", 1, 0, 100,
-					    &p->predicted.quality)))
-				return rc;
-		}
-	}
-	if ((v = json_object_get(root, "solver"))) {
-		long seed = 1;
-		idx = 4;
-		if ((rc = hx_jr_object(r, v, "/solver", skeys)) ||
-		    (rc = hx_jr_str(r, v, "/solver", "engine", 0, p->solver.engine,
-				    sizeof(p->solver.engine))) ||
-		    (rc = hx_jr_enum(r, v, "/solver", "status", 0, statuses, &idx)) ||
-		    (rc = hx_jr_num(r, v, "/solver", "objective", 0, -1e300, 1e300, &p->solver.objective)) ||
-		    (rc = hx_jr_num(r, v, "/solver", "bound", 0, -1e300, 1e300, &p->solver.bound)) ||
-		    (rc = hx_jr_num(r, v, "/solver", "gap", 0, 0, 1e300, &p->solver.gap)) ||
-		    (rc = hx_jr_int(r, v, "/solver", "seed", 0, 0, 0x7fffffffffffffffL, &seed)))
-			return rc;
-		strcpy(p->solver.status, statuses[idx]);
-		p->solver.seed = (uint64_t)seed;
-		if ((x = json_object_get(v, "work"))) {
-			if ((rc = hx_jr_object(r, x, "/solver/work", wkeys)) ||
-			    (rc = hx_jr_int(r, x, "/solver/work", "nodes", 0, 0, 0x7fffffffffffffffL,
-					    &p->solver.nodes)) ||
-			    (rc = hx_jr_int(r, x, "/solver/work", "iterations", 0, 0,
-					    0x7fffffffffffffffL, &p->solver.iterations)))
-				return rc;
-		}
-	}
+	if ((v = json_object_get(root, "predicted")) && (rc = parse_predicted(r, v, p)))
+		return rc;
+	if ((v = json_object_get(root, "solver")) && (rc = parse_solver(r, v, p)))
+		return rc;
 	return 0;
 }
 

@@ -17,6 +17,26 @@ run check -p $PLANS/mixed-disagg.json -c $MIXED --format table
 expect_rc 0 "valid disaggregated plan"
 [ "$(cat "$TMP/out")" = "ok: 2 groups, 4 replicas, 4 of 64 GPUs" ] && ok || fail "table line: $(cat "$TMP/out")"
 
+# A stored v1 plan without an optional GPU key (a100-80g's tflops_fp8, whose
+# fixed default 0 is its stored value) checks exactly as the full plan does.
+cp "$TMP/out" "$TMP/full_table"
+python3 - $PLANS/mixed-disagg.json "$TMP/no-fp8.json" <<'PY' && ok || fail "strip tflops_fp8"
+import json, sys
+p = json.load(open(sys.argv[1]))
+gs = [g for g in p["gpus"] if g["tflops_fp8"] == 0]
+assert gs
+for g in gs:
+    del g["tflops_fp8"]
+json.dump(p, open(sys.argv[2], "w"))
+PY
+run check -p "$TMP/no-fp8.json" -c $MIXED --format table
+expect_rc 0 "plan without tflops_fp8"
+cmp -s "$TMP/out" "$TMP/full_table" && ok || fail "plan without tflops_fp8: $(cat "$TMP/out")"
+# and it is the same plan: read and written again, the full plan's bytes.
+run plan -p "$TMP/no-fp8.json" --format json
+expect_rc 0 "plan -p without tflops_fp8"
+cmp -s "$TMP/out" $PLANS/mixed-disagg.json && ok || fail "plan without tflops_fp8 reads back differently"
+
 # FILE|POINTER: MESSAGE, in the order check prints them.
 cat >"$TMP/expected" <<'EOF'
 bad-unknown-gpu.json|/groups/0/replicas/1/placement/0/3: GPU "h100-0:8": node "h100-0" has 8 GPUs

@@ -11,6 +11,12 @@
 
 #define CMD "estimate"
 
+const char *const hx_estimate_usage[] = {
+	"hexplan estimate -m MODEL -g GPU [--tp N] [--pp N] [--batch B] [--input N] "
+	"[--output N] [--weights bf16|fp8|int4] [--kv fp16|fp8] [-w workload.json] "
+	"[--format json|table]",
+	NULL};
+
 enum { OPT_TP = 2000, OPT_PP, OPT_BATCH, OPT_INPUT, OPT_OUTPUT, OPT_WEIGHTS, OPT_KV };
 
 typedef struct est_args {

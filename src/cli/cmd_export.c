@@ -12,6 +12,11 @@
 
 #define CMD "export"
 
+const char *const hx_export_usage[] = {
+	"hexplan export -p plan.json --to launch|k8s|kserve|dot [-c cluster.json] "
+	"[--engine vllm|sglang] [--format json|sh] [--lossy] [-o DIR|FILE|-]",
+	NULL};
+
 enum { OPT_TO = 2400, OPT_ENGINE, OPT_LOSSY };
 
 int cmd_export(hx_cli *cli, int argc, char **argv)

@@ -21,7 +21,7 @@
 
 #define CMD "plan"
 
-enum { OPT_MODE = 2200, OPT_SEED, OPT_OBJECTIVE, OPT_TIME_LIMIT, OPT_GAP, OPT_LP, OPT_VERBOSE, OPT_LAYER_COSTS, OPT_BUDGET };
+enum { OPT_MODE = 2200, OPT_SEED, OPT_OBJECTIVE, OPT_TIME_LIMIT, OPT_GAP, OPT_LP, OPT_LAYER_COSTS, OPT_BUDGET };
 /* --mode bo's own */
 enum { OPT_PREFER = 2300, OPT_FRONT, OPT_PLOT, OPT_MAX_EVALS, OPT_EVALUATE };
 
@@ -37,28 +37,46 @@ enum {
 	TAKES_MILP = 2, /* --objective, --gap, --lp: it solves a MILP */
 	TAKES_QUALITY = 4, /* its models come from the workload's quality profile */
 	TAKES_BO = 8, /* --prefer, --front, --plot, --max-evals, --evaluate: a Pareto search */
+	TAKES_LAYER_COSTS = 16, /* --layer-costs: it cuts a model into layer ranges */
+	TAKES_BUDGET = 32, /* --budget */
 };
 
-/* The modes this hexplan plans, in the order --help and errors name them. */
+/* The modes this hexplan plans, in the order --help and errors name them: the
+ * one list of them.  FIRST names the first, NEXT each other (so the usage can
+ * join the names with '|' at compile time). */
+#define HX_PLAN_MODES(FIRST, NEXT)                                                            \
+	FIRST("baseline", plan_baseline, 0)                                                   \
+	NEXT("colocated", hx_plan_colocated, TAKES_TIME | TAKES_MILP)                         \
+	NEXT("disagg", hx_plan_disagg, TAKES_TIME)                                            \
+	NEXT("pipeline", hx_plan_pipeline, TAKES_TIME | TAKES_MILP | TAKES_LAYER_COSTS)       \
+	NEXT("compose", hx_plan_compose, TAKES_TIME | TAKES_MILP | TAKES_BUDGET)              \
+	NEXT("cascade", hx_plan_cascade, TAKES_TIME | TAKES_MILP | TAKES_QUALITY)             \
+	NEXT("route", hx_plan_route, TAKES_TIME | TAKES_MILP | TAKES_QUALITY)                 \
+	NEXT("bo", NULL, TAKES_TIME | TAKES_QUALITY | TAKES_BO | TAKES_BUDGET)
+
+#define MODE_ENTRY(name, fn, takes) {name, fn, takes},
+#define MODE_FIRST_NAME(name, fn, takes) name
+#define MODE_NEXT_NAME(name, fn, takes) "|" name
+
 static const struct mode {
 	const char *name;
 	int (*run)(const hx_problem *, const hx_plan_opts *, hx_plan *, hx_err *);
 	int takes;
-} modes[] = {
-	{"baseline", plan_baseline, 0},
-	{"colocated", hx_plan_colocated, TAKES_TIME | TAKES_MILP},
-	{"disagg", hx_plan_disagg, TAKES_TIME},
-	{"pipeline", hx_plan_pipeline, TAKES_TIME | TAKES_MILP},
-	{"compose", hx_plan_compose, TAKES_TIME | TAKES_MILP},
-	{"cascade", hx_plan_cascade, TAKES_TIME | TAKES_MILP | TAKES_QUALITY},
-	{"route", hx_plan_route, TAKES_TIME | TAKES_MILP | TAKES_QUALITY},
-	{"bo", NULL, TAKES_TIME | TAKES_QUALITY | TAKES_BO},
-};
+} modes[] = {HX_PLAN_MODES(MODE_ENTRY, MODE_ENTRY)};
+
+const char *const hx_plan_usage[] = {
+	"hexplan plan -c cluster.json -w workload.json [-m MODEL] [--mode "
+	HX_PLAN_MODES(MODE_FIRST_NAME, MODE_NEXT_NAME) "] "
+	"[--objective capacity|cost|latency] [--budget USD_PER_H] [--time-limit S] [--gap G] [--seed N] [-o plan.json] "
+	"[--lp FILE] [--layer-costs FILE] [--prefer balanced|cost|latency|quality] [--max-evals N] [--evaluate model|sim] [--front FILE] [--plot FILE] "
+	"[--format json|table]",
+	"hexplan plan -p plan.json [--format json|table]",
+	NULL};
 
 #define NMODES ((int)(sizeof(modes) / sizeof(modes[0])))
 
-/* The modes that take what FLAG says, as "a, b and c". */
-static void mode_list(int flag, char *out, size_t len)
+/* The modes that take what FLAG says, as "a, b and c" (CONJ " and "). */
+static void mode_list(int flag, const char *conj, char *out, size_t len)
 {
 	int n = 0, k = 0;
 	for (int i = 0; i < NMODES; i++)
@@ -69,8 +87,20 @@ static void mode_list(int flag, char *out, size_t len)
 			continue;
 		k++;
 		snprintf(out + strlen(out), len - strlen(out), "%s%s",
-			 k == 1 ? "" : k == n ? " and " : ", ", modes[i].name);
+			 k == 1 ? "" : k == n ? conj : ", ", modes[i].name);
 	}
+}
+
+/* A usage error when GIVEN but MD does not take FLAG: WHAT, then the modes
+ * that do ("a, b or c"); else 0. */
+static int mode_refuses(const struct mode *md, int flag, int given, const char *what)
+{
+	char list[256];
+
+	if (!given || (md->takes & flag))
+		return 0;
+	mode_list(flag, " or ", list, sizeof(list));
+	return hx_cli_usage_error(CMD, "%s %s", what, list);
 }
 
 /* Modes that take their models from the workload's quality profile (no -m). */
@@ -90,7 +120,7 @@ static const struct mode *find_mode(const char *name)
 static int unknown_mode(const char *name)
 {
 	char list[256];
-	mode_list(0, list, sizeof(list));
+	mode_list(0, " and ", list, sizeof(list));
 	return hx_cli_usage_error(CMD, "unknown mode '%s' (this hexplan plans: %s)", name, list);
 }
 
@@ -297,25 +327,26 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		return unknown_mode(mode);
 	if (!(md->takes & TAKES_MILP) && (po.objective != HX_OBJ_CAPACITY || po.lp_path || po.gap > 0)) {
 		char list[256];
-		mode_list(TAKES_MILP, list, sizeof(list));
+		mode_list(TAKES_MILP, " and ", list, sizeof(list));
 		return hx_cli_usage_error(CMD, "--objective, --gap and --lp need a MILP mode (%s)", list);
 	}
 	if (!(md->takes & TAKES_TIME) && po.time_limit_s > 0) {
 		char list[256];
-		mode_list(TAKES_TIME, list, sizeof(list));
+		mode_list(TAKES_TIME, " and ", list, sizeof(list));
 		return hx_cli_usage_error(CMD, "--time-limit needs a searching mode (%s)", list);
 	}
-	if (!(md->takes & TAKES_BO) && bo_given)
-		return hx_cli_usage_error(CMD, "--prefer, --max-evals, --evaluate, --front and --plot need --mode bo");
+	if ((rc = mode_refuses(md, TAKES_BO, bo_given,
+			       "--prefer, --max-evals, --evaluate, --front and --plot need --mode")))
+		return rc;
 	if (front_path && out && strcmp(front_path, out) == 0)
 		return hx_cli_usage_error(CMD, "--front and -o name the same file");
 	if (plot_path && ((out && strcmp(plot_path, out) == 0) || (front_path && strcmp(plot_path, front_path) == 0)))
 		return hx_cli_usage_error(CMD, "--plot names the same file as -o or --front");
 	limit = po.time_limit_s;
-	if (layer_costs && strcmp(md->name, "pipeline") != 0)
-		return hx_cli_usage_error(CMD, "--layer-costs is for --mode pipeline");
-	if (po.budget_usd_per_hour > 0 && strcmp(md->name, "compose") != 0 && !(md->takes & TAKES_BO))
-		return hx_cli_usage_error(CMD, "--budget needs --mode compose or bo");
+	if ((rc = mode_refuses(md, TAKES_LAYER_COSTS, layer_costs != NULL, "--layer-costs is for --mode")))
+		return rc;
+	if ((rc = mode_refuses(md, TAKES_BUDGET, po.budget_usd_per_hour > 0, "--budget needs --mode")))
+		return rc;
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;
 	if ((rc = hx_cluster_load(&cluster, cpath, cat, &err)))

@@ -31,7 +31,7 @@ typedef struct hx_command {
 
 extern const hx_command hx_commands[];
 
-/* The commands (cmd_<name>.c). */
+/* The commands and their synopsis lines (cmd_<name>.c). */
 int cmd_estimate(hx_cli *cli, int argc, char **argv);
 int cmd_calibrate(hx_cli *cli, int argc, char **argv);
 int cmd_profiles(hx_cli *cli, int argc, char **argv);
@@ -42,6 +42,16 @@ int cmd_check(hx_cli *cli, int argc, char **argv);
 int cmd_trace(hx_cli *cli, int argc, char **argv);
 int cmd_export(hx_cli *cli, int argc, char **argv);
 int cmd_replan(hx_cli *cli, int argc, char **argv);
+extern const char *const hx_plan_usage[];
+extern const char *const hx_simulate_usage[];
+extern const char *const hx_check_usage[];
+extern const char *const hx_replan_usage[];
+extern const char *const hx_trace_usage[];
+extern const char *const hx_export_usage[];
+extern const char *const hx_estimate_usage[];
+extern const char *const hx_calibrate_usage[];
+extern const char *const hx_profiles_usage[];
+extern const char *const hx_validate_usage[];
 
 /* Long-option values shared by every command. */
 enum {

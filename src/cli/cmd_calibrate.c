@@ -11,6 +11,11 @@
 
 #define CMD "calibrate"
 
+const char *const hx_calibrate_usage[] = {
+	"hexplan calibrate -m MODEL -g GPU [-o calibration.json] [--format json|table] "
+	"measurements.csv",
+	NULL};
+
 static const char *const phase_names[] = {"prefill", "decode", "linear"};
 
 static int run(hx_cli *cli, const char *model, const char *gpu, const char *csv,

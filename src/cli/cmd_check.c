@@ -13,6 +13,10 @@
 
 #define CMD "check"
 
+const char *const hx_check_usage[] = {
+	"hexplan check -p plan.json -c cluster.json [--format json|table]",
+	NULL};
+
 int cmd_check(hx_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {

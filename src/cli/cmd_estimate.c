@@ -11,6 +11,12 @@
 
 #define CMD "estimate"
 
+const char *const hx_estimate_usage[] = {
+	"hexplan estimate -m MODEL -g GPU [--tp N] [--pp N] [--batch B] [--input N] "
+	"[--output N] [--weights bf16|fp8|int4] [--kv fp16|fp8] [-w workload.json] "
+	"[--format json|table]",
+	NULL};
+
 enum { OPT_TP = 2000, OPT_PP, OPT_BATCH, OPT_INPUT, OPT_OUTPUT, OPT_WEIGHTS, OPT_KV };
 
 typedef struct est_args {
@@ -36,6 +42,122 @@ static void table_breakdown(hx_buf *t, const char *what, const hx_breakdown *b, 
 		      b->comm_s * 1e3 / layers, b->overhead_s * 1e3 / layers);
 }
 
+/* What estimate computed, for the two forms of its report. */
+typedef struct est {
+	const hx_gpu *g;
+	const hx_model *m;
+	const hx_replica *r;
+	const hx_memory *mem;
+	const hx_iter *pre, *dec;
+	const hx_capacity *cap; /* with w */
+	const hx_workload *w;   /* NULL: no -w */
+	double ctx;
+	hx_dtype wdt, kvdt;
+} est;
+
+/* The JSON report: a new reference. */
+static json_t *estimate_json(const est_args *a, const est *e)
+{
+	const int layers = e->m->a.layers;
+	json_t *o, *x;
+
+	o = json_object();
+	hx_jset_str(o, "model", e->m->name);
+	hx_jset_str(o, "gpu", e->g->name);
+	hx_jset_int(o, "tp", a->tp);
+	hx_jset_int(o, "pp", a->pp);
+	hx_jset_int(o, "batch", a->batch);
+	hx_jset_int(o, "input_tokens", a->input);
+	hx_jset_int(o, "output_tokens", a->output);
+	hx_jset_str(o, "weights", hx_dtype_name(e->wdt));
+	hx_jset_str(o, "kv", hx_dtype_name(e->kvdt));
+	x = json_object();
+	hx_jset_num(x, "latency_ms", e->pre->latency_s * 1e3);
+	hx_jset_int(x, "tokens", a->batch * a->input);
+	hx_jset_num(x, "tokens_per_s", a->batch * a->input / e->pre->latency_s);
+	json_object_set_new(x, "per_layer_ms", breakdown_json(&e->pre->sum, layers));
+	json_object_set_new(o, "prefill", x);
+	x = json_object();
+	hx_jset_num(x, "step_ms", e->dec->cycle_s * 1e3);
+	hx_jset_num(x, "context", e->ctx);
+	hx_jset_num(x, "tokens_per_s", a->batch / e->dec->cycle_s);
+	json_object_set_new(x, "per_layer_ms", breakdown_json(&e->dec->sum, layers));
+	json_object_set_new(o, "decode", x);
+	x = json_object();
+	hx_jset_num(x, "e2e_ms", (e->pre->latency_s + (a->output - 1) * e->dec->cycle_s) * 1e3);
+	json_object_set_new(o, "request", x);
+	x = json_object();
+	{
+		const hx_mem_stage *s = &e->mem->st[0];
+		for (int i = 1; i < e->r->nstages; i++)
+			if (e->mem->st[i].kv_tokens < s->kv_tokens)
+				s = &e->mem->st[i];
+		hx_jset_num(x, "gpu_gib", e->g->mem_gib);
+		hx_jset_num(x, "usable_gib", s->capacity_b / HX_GIB);
+		hx_jset_num(x, "weights_gib", s->weights_b / HX_GIB);
+		hx_jset_num(x, "reserve_gib", s->reserve_b / HX_GIB);
+		hx_jset_num(x, "kv_gib", s->kv_b / HX_GIB);
+	}
+	hx_jset_num(x, "weights_total_gib", e->mem->weights_b / HX_GIB);
+	hx_jset_num(x, "kv_bytes_per_token", hx_kv_bytes_per_token(e->m, e->kvdt));
+	hx_jset_num(x, "kv_capacity_tokens", e->mem->kv_tokens);
+	hx_jset_int(x, "max_batch", (long)floor(e->mem->kv_tokens / (a->input + a->output)));
+	json_object_set_new(o, "memory", x);
+	if (e->r->nstages > 1) {
+		json_t *st = json_array();
+		for (int i = 0; i < e->r->nstages; i++) {
+			json_t *s = json_object(), *l = json_array();
+			json_array_append_new(l, json_integer(e->r->stage[i].first));
+			json_array_append_new(l, json_integer(e->r->stage[i].last));
+			json_object_set_new(s, "layers", l);
+			hx_jset_num(s, "prefill_ms", e->pre->stage_s[i] * 1e3);
+			hx_jset_num(s, "decode_ms", e->dec->stage_s[i] * 1e3);
+			json_array_append_new(st, s);
+		}
+		json_object_set_new(o, "stages", st);
+	}
+	if (e->w) {
+		x = json_object();
+		hx_jset_num(x, "rps", e->cap->rps);
+		hx_jset_num(x, "tokens_per_s", e->cap->tokens_per_s);
+		hx_jset_num(x, "batch", e->cap->batch);
+		hx_jset_num(x, "tpot_ms", e->cap->tpot_ms);
+		hx_jset_num(x, "ttft_ms", e->cap->ttft_ms);
+		hx_jset_num(x, "max_batch", e->cap->max_batch);
+		hx_jset_str(x, "binding", e->cap->binding);
+		json_object_set_new(o, "capacity", x);
+	}
+	return o;
+}
+
+/* The table report: a new string. */
+static char *estimate_table(const est_args *a, const est *e)
+{
+	const int layers = e->m->a.layers;
+	hx_buf t = {0};
+
+	hx_buf_printf(&t, "%s on %ld x %s (tp %ld, pp %ld), weights %s, kv %s\n", e->m->name,
+		      a->tp * a->pp, e->g->name, a->tp, a->pp, hx_dtype_name(e->wdt),
+		      hx_dtype_name(e->kvdt));
+	hx_buf_printf(&t, "prefill   %ld x %ld tokens: %.3f ms\n", a->batch, a->input,
+		      e->pre->latency_s * 1e3);
+	hx_buf_printf(&t, "decode    batch %ld at context %.0f: %.3f ms/step, %.1f tokens/s\n",
+		      a->batch, e->ctx, e->dec->cycle_s * 1e3, a->batch / e->dec->cycle_s);
+	table_breakdown(&t, "prefill", &e->pre->sum, layers);
+	table_breakdown(&t, "decode", &e->dec->sum, layers);
+	hx_buf_printf(&t, "memory    %.1f GiB weights per GPU, %.1f GiB KV: %.0f tokens, max batch %.0f\n",
+		      e->mem->st[0].weights_b / HX_GIB, e->mem->st[0].kv_b / HX_GIB,
+		      e->mem->kv_tokens, floor(e->mem->kv_tokens / (a->input + a->output)));
+	if (e->w && e->cap->rps > 0)
+		hx_buf_printf(&t, "capacity  %.3f req/s at the SLO (batch %.1f, tpot %.2f ms, ttft p%g %.1f ms; bound by %s)\n",
+			      e->cap->rps, e->cap->batch, e->cap->tpot_ms, e->w->slo.percentile,
+			      e->cap->ttft_ms, e->cap->binding);
+	else if (e->w)
+		hx_buf_printf(&t, "capacity  0 req/s: even one request misses the SLO (bound by %s)\n",
+			      e->cap->binding);
+	return t.s;
+}
+
 static int run(hx_cli *cli, const est_args *a)
 {
 	const hx_catalog *cat;
@@ -48,12 +170,12 @@ static int run(hx_cli *cli, const est_args *a)
 	hx_workload w;
 	hx_capacity cap;
 	hx_err err = {0};
-	json_t *o = NULL, *x;
-	hx_buf t = {0};
+	json_t *o = NULL;
 	char *text = NULL;
-	int rc, have_w = 0, layers;
+	int rc, have_w = 0;
 	double ctx, bw_gbps, lat_ms, need_tokens;
 	hx_dtype wdt, kvdt;
+	est e;
 
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;
@@ -63,7 +185,6 @@ static int run(hx_cli *cli, const est_args *a)
 	}
 	if ((rc = hx_model_resolve(cat, a->model, &m, &err)))
 		return hx_cli_fail(&err);
-	layers = m.a.layers;
 	wdt = a->wdt >= 0 ? (hx_dtype)a->wdt : m.a.dtype;
 	kvdt = a->kvdt >= 0 ? (hx_dtype)a->kvdt : HX_DT_FP16;
 	/* Stages of one node talk over its intra-node link; more GPUs than a
@@ -115,97 +236,12 @@ static int run(hx_cli *cli, const est_args *a)
 	if (have_w)
 		hx_cost_capacity(&r, &w, &cap);
 
-	o = json_object();
-	hx_jset_str(o, "model", m.name);
-	hx_jset_str(o, "gpu", g->name);
-	hx_jset_int(o, "tp", a->tp);
-	hx_jset_int(o, "pp", a->pp);
-	hx_jset_int(o, "batch", a->batch);
-	hx_jset_int(o, "input_tokens", a->input);
-	hx_jset_int(o, "output_tokens", a->output);
-	hx_jset_str(o, "weights", hx_dtype_name(wdt));
-	hx_jset_str(o, "kv", hx_dtype_name(kvdt));
-	x = json_object();
-	hx_jset_num(x, "latency_ms", pre.latency_s * 1e3);
-	hx_jset_int(x, "tokens", a->batch * a->input);
-	hx_jset_num(x, "tokens_per_s", a->batch * a->input / pre.latency_s);
-	json_object_set_new(x, "per_layer_ms", breakdown_json(&pre.sum, layers));
-	json_object_set_new(o, "prefill", x);
-	x = json_object();
-	hx_jset_num(x, "step_ms", dec.cycle_s * 1e3);
-	hx_jset_num(x, "context", ctx);
-	hx_jset_num(x, "tokens_per_s", a->batch / dec.cycle_s);
-	json_object_set_new(x, "per_layer_ms", breakdown_json(&dec.sum, layers));
-	json_object_set_new(o, "decode", x);
-	x = json_object();
-	hx_jset_num(x, "e2e_ms", (pre.latency_s + (a->output - 1) * dec.cycle_s) * 1e3);
-	json_object_set_new(o, "request", x);
-	x = json_object();
-	{
-		const hx_mem_stage *s = &mem.st[0];
-		for (int i = 1; i < r.nstages; i++)
-			if (mem.st[i].kv_tokens < s->kv_tokens)
-				s = &mem.st[i];
-		hx_jset_num(x, "gpu_gib", g->mem_gib);
-		hx_jset_num(x, "usable_gib", s->capacity_b / HX_GIB);
-		hx_jset_num(x, "weights_gib", s->weights_b / HX_GIB);
-		hx_jset_num(x, "reserve_gib", s->reserve_b / HX_GIB);
-		hx_jset_num(x, "kv_gib", s->kv_b / HX_GIB);
-	}
-	hx_jset_num(x, "weights_total_gib", mem.weights_b / HX_GIB);
-	hx_jset_num(x, "kv_bytes_per_token", hx_kv_bytes_per_token(&m, kvdt));
-	hx_jset_num(x, "kv_capacity_tokens", mem.kv_tokens);
-	hx_jset_int(x, "max_batch", (long)floor(mem.kv_tokens / (a->input + a->output)));
-	json_object_set_new(o, "memory", x);
-	if (r.nstages > 1) {
-		json_t *st = json_array();
-		for (int i = 0; i < r.nstages; i++) {
-			json_t *s = json_object(), *l = json_array();
-			json_array_append_new(l, json_integer(r.stage[i].first));
-			json_array_append_new(l, json_integer(r.stage[i].last));
-			json_object_set_new(s, "layers", l);
-			hx_jset_num(s, "prefill_ms", pre.stage_s[i] * 1e3);
-			hx_jset_num(s, "decode_ms", dec.stage_s[i] * 1e3);
-			json_array_append_new(st, s);
-		}
-		json_object_set_new(o, "stages", st);
-	}
-	if (have_w) {
-		x = json_object();
-		hx_jset_num(x, "rps", cap.rps);
-		hx_jset_num(x, "tokens_per_s", cap.tokens_per_s);
-		hx_jset_num(x, "batch", cap.batch);
-		hx_jset_num(x, "tpot_ms", cap.tpot_ms);
-		hx_jset_num(x, "ttft_ms", cap.ttft_ms);
-		hx_jset_num(x, "max_batch", cap.max_batch);
-		hx_jset_str(x, "binding", cap.binding);
-		json_object_set_new(o, "capacity", x);
-	}
-
+	e = (est){g, &m, &r, &mem, &pre, &dec, &cap, have_w ? &w : NULL, ctx, wdt, kvdt};
 	if (!a->table) {
+		o = estimate_json(a, &e);
 		text = hx_json_dump(o);
 	} else {
-		hx_buf_printf(&t, "%s on %ld x %s (tp %ld, pp %ld), weights %s, kv %s\n", m.name,
-			      a->tp * a->pp, g->name, a->tp, a->pp, hx_dtype_name(wdt),
-			      hx_dtype_name(kvdt));
-		hx_buf_printf(&t, "prefill   %ld x %ld tokens: %.3f ms\n", a->batch, a->input,
-			      pre.latency_s * 1e3);
-		hx_buf_printf(&t, "decode    batch %ld at context %.0f: %.3f ms/step, %.1f tokens/s\n",
-			      a->batch, ctx, dec.cycle_s * 1e3, a->batch / dec.cycle_s);
-		table_breakdown(&t, "prefill", &pre.sum, layers);
-		table_breakdown(&t, "decode", &dec.sum, layers);
-		hx_buf_printf(&t, "memory    %.1f GiB weights per GPU, %.1f GiB KV: %.0f tokens, max batch %.0f\n",
-			      mem.st[0].weights_b / HX_GIB, mem.st[0].kv_b / HX_GIB, mem.kv_tokens,
-			      floor(mem.kv_tokens / (a->input + a->output)));
-		if (have_w && cap.rps > 0)
-			hx_buf_printf(&t, "capacity  %.3f req/s at the SLO (batch %.1f, tpot %.2f ms, ttft p%g %.1f ms; bound by %s)\n",
-				      cap.rps, cap.batch, cap.tpot_ms, w.slo.percentile, cap.ttft_ms,
-				      cap.binding);
-		else if (have_w)
-			hx_buf_printf(&t, "capacity  0 req/s: even one request misses the SLO (bound by %s)\n",
-				      cap.binding);
-		text = t.s;
-		t.s = NULL;
+		text = estimate_table(a, &e);
 	}
 	rc = hx_cli_output("-", text);
 out:
@@ -213,7 +249,6 @@ out:
 		hx_cli_fail(&err);
 	json_decref(o);
 	free(text);
-	hx_buf_free(&t);
 	if (have_w)
 		hx_workload_release(&w);
 	return rc;

@@ -12,6 +12,11 @@
 
 #define CMD "export"
 
+const char *const hx_export_usage[] = {
+	"hexplan export -p plan.json --to launch|k8s|kserve|dot [-c cluster.json] "
+	"[--engine vllm|sglang] [--format json|sh] [--lossy] [-o DIR|FILE|-]",
+	NULL};
+
 enum { OPT_TO = 2400, OPT_ENGINE, OPT_LOSSY };
 
 int cmd_export(hx_cli *cli, int argc, char **argv)
@@ -26,16 +31,14 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 		{"format", required_argument, NULL, HX_OPT_FORMAT},
 		HX_GLOBAL_LONGOPTS,
 		{NULL, 0, NULL, 0}};
-	static const char *const targets[] = {"launch", "k8s", "kserve", "dot", NULL};
-	int (*const fns[])(const hx_plan *, const hx_export_opts *, hx_export_out *, hx_err *) = {
-		hx_export_launch, hx_export_k8s, hx_export_kserve, hx_export_dot};
 	const char *ppath = NULL, *cpath = NULL, *out = NULL, *to = NULL, *format = NULL;
 	hx_export_opts eo = {HX_ENGINE_VLLM, 0, 0, NULL};
 	hx_export_out xo = {0};
 	hx_plan p;
 	hx_cluster cl;
 	hx_err err = {0};
-	int c, rc = 0, t, have_p = 0, have_c = 0;
+	const hx_export_target *t;
+	int c, rc = 0, have_p = 0, have_c = 0;
 
 	optind = 1;
 	opterr = 0;
@@ -64,13 +67,17 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
 	if (!ppath || !to)
 		return hx_cli_usage_error(CMD, "-p plan.json and --to TARGET are required");
-	for (t = 0; targets[t] && strcmp(targets[t], to); t++)
-		;
-	if (!targets[t])
-		return hx_cli_usage_error(CMD, "--to must be launch, k8s, kserve or dot, not \"%s\"", to);
+	if (!(t = hx_export_target_find(to))) {
+		char list[128];
+		hx_export_target_list(0, list, sizeof(list));
+		return hx_cli_usage_error(CMD, "--to must be %s, not \"%s\"", list, to);
+	}
 	if (format) {
-		if (t != 0)
-			return hx_cli_usage_error(CMD, "--format json|sh is for --to launch");
+		if (!(t->flags & HX_EXPORT_FORMAT)) {
+			char list[128];
+			hx_export_target_list(HX_EXPORT_FORMAT, list, sizeof(list));
+			return hx_cli_usage_error(CMD, "--format json|sh is for --to %s", list);
+		}
 		if (strcmp(format, "sh") == 0)
 			eo.format_sh = 1;
 		else if (strcmp(format, "json") != 0)
@@ -89,27 +96,9 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 		have_c = 1;
 		eo.cluster = &cl;
 	}
-	/* A pipeline plan's groups are layer fragments joined node to node by
-	 * hops (Helix-style request routing): no engine command, Deployment or
-	 * LLMInferenceService runs that, and a "closest form" would serve
-	 * partial models.  Refuse, even with --lossy; dot draws it. */
-	if (t != 3) {
-		for (int g = 0; g < p.ngroups; g++) {
-			const hx_plan_group *gr = &p.groups[g];
-			const hx_model *m = hx_plan_model(&p, gr->model);
-			if (gr->nstages > 0 && m &&
-			    (gr->stage[0].first != 0 || gr->stage[gr->nstages - 1].last != m->a.layers)) {
-				rc = hx_errf(&err, HX_EINPUT,
-					     "%s: group %s holds layers [%d, %d) of %s: a pipeline plan's "
-					     "fragments, joined by hops, cannot be exported to %s (--to dot "
-					     "draws it)",
-					     hx_display_path(ppath), gr->name, gr->stage[0].first,
-					     gr->stage[gr->nstages - 1].last, m->name, to);
-				goto out;
-			}
-		}
-	}
-	if ((rc = fns[t](&p, &eo, &xo, &err)))
+	if ((rc = hx_export_check_fragments(&p, t, ppath, &err)))
+		goto out;
+	if ((rc = t->fn(&p, &eo, &xo, &err)))
 		goto out;
 	if (!out || strcmp(out, "-") == 0) {
 		if (xo.n != 1) {

@@ -21,7 +21,7 @@
 
 #define CMD "plan"
 
-enum { OPT_MODE = 2200, OPT_SEED, OPT_OBJECTIVE, OPT_TIME_LIMIT, OPT_GAP, OPT_LP, OPT_VERBOSE, OPT_LAYER_COSTS, OPT_BUDGET };
+enum { OPT_MODE = 2200, OPT_SEED, OPT_OBJECTIVE, OPT_TIME_LIMIT, OPT_GAP, OPT_LP, OPT_LAYER_COSTS, OPT_BUDGET };
 /* --mode bo's own */
 enum { OPT_PREFER = 2300, OPT_FRONT, OPT_PLOT, OPT_MAX_EVALS, OPT_EVALUATE };
 
@@ -37,28 +37,46 @@ enum {
 	TAKES_MILP = 2, /* --objective, --gap, --lp: it solves a MILP */
 	TAKES_QUALITY = 4, /* its models come from the workload's quality profile */
 	TAKES_BO = 8, /* --prefer, --front, --plot, --max-evals, --evaluate: a Pareto search */
+	TAKES_LAYER_COSTS = 16, /* --layer-costs: it cuts a model into layer ranges */
+	TAKES_BUDGET = 32, /* --budget */
 };
 
-/* The modes this hexplan plans, in the order --help and errors name them. */
+/* The modes this hexplan plans, in the order --help and errors name them: the
+ * one list of them.  FIRST names the first, NEXT each other (so the usage can
+ * join the names with '|' at compile time). */
+#define HX_PLAN_MODES(FIRST, NEXT)                                                            \
+	FIRST("baseline", plan_baseline, 0)                                                   \
+	NEXT("colocated", hx_plan_colocated, TAKES_TIME | TAKES_MILP)                         \
+	NEXT("disagg", hx_plan_disagg, TAKES_TIME)                                            \
+	NEXT("pipeline", hx_plan_pipeline, TAKES_TIME | TAKES_MILP | TAKES_LAYER_COSTS)       \
+	NEXT("compose", hx_plan_compose, TAKES_TIME | TAKES_MILP | TAKES_BUDGET)              \
+	NEXT("cascade", hx_plan_cascade, TAKES_TIME | TAKES_MILP | TAKES_QUALITY)             \
+	NEXT("route", hx_plan_route, TAKES_TIME | TAKES_MILP | TAKES_QUALITY)                 \
+	NEXT("bo", NULL, TAKES_TIME | TAKES_QUALITY | TAKES_BO | TAKES_BUDGET)
+
+#define MODE_ENTRY(name, fn, takes) {name, fn, takes},
+#define MODE_FIRST_NAME(name, fn, takes) name
+#define MODE_NEXT_NAME(name, fn, takes) "|" name
+
 static const struct mode {
 	const char *name;
 	int (*run)(const hx_problem *, const hx_plan_opts *, hx_plan *, hx_err *);
 	int takes;
-} modes[] = {
-	{"baseline", plan_baseline, 0},
-	{"colocated", hx_plan_colocated, TAKES_TIME | TAKES_MILP},
-	{"disagg", hx_plan_disagg, TAKES_TIME},
-	{"pipeline", hx_plan_pipeline, TAKES_TIME | TAKES_MILP},
-	{"compose", hx_plan_compose, TAKES_TIME | TAKES_MILP},
-	{"cascade", hx_plan_cascade, TAKES_TIME | TAKES_MILP | TAKES_QUALITY},
-	{"route", hx_plan_route, TAKES_TIME | TAKES_MILP | TAKES_QUALITY},
-	{"bo", NULL, TAKES_TIME | TAKES_QUALITY | TAKES_BO},
-};
+} modes[] = {HX_PLAN_MODES(MODE_ENTRY, MODE_ENTRY)};
+
+const char *const hx_plan_usage[] = {
+	"hexplan plan -c cluster.json -w workload.json [-m MODEL] [--mode "
+	HX_PLAN_MODES(MODE_FIRST_NAME, MODE_NEXT_NAME) "] "
+	"[--objective capacity|cost|latency] [--budget USD_PER_H] [--time-limit S] [--gap G] [--seed N] [-o plan.json] "
+	"[--lp FILE] [--layer-costs FILE] [--prefer balanced|cost|latency|quality] [--max-evals N] [--evaluate model|sim] [--front FILE] [--plot FILE] "
+	"[--format json|table]",
+	"hexplan plan -p plan.json [--format json|table]",
+	NULL};
 
 #define NMODES ((int)(sizeof(modes) / sizeof(modes[0])))
 
-/* The modes that take what FLAG says, as "a, b and c". */
-static void mode_list(int flag, char *out, size_t len)
+/* The modes that take what FLAG says, as "a, b and c" (CONJ " and "). */
+static void mode_list(int flag, const char *conj, char *out, size_t len)
 {
 	int n = 0, k = 0;
 	for (int i = 0; i < NMODES; i++)
@@ -69,8 +87,20 @@ static void mode_list(int flag, char *out, size_t len)
 			continue;
 		k++;
 		snprintf(out + strlen(out), len - strlen(out), "%s%s",
-			 k == 1 ? "" : k == n ? " and " : ", ", modes[i].name);
+			 k == 1 ? "" : k == n ? conj : ", ", modes[i].name);
 	}
+}
+
+/* A usage error when GIVEN but MD does not take FLAG: WHAT, then the modes
+ * that do ("a, b or c"); else 0. */
+static int mode_refuses(const struct mode *md, int flag, int given, const char *what)
+{
+	char list[256];
+
+	if (!given || (md->takes & flag))
+		return 0;
+	mode_list(flag, " or ", list, sizeof(list));
+	return hx_cli_usage_error(CMD, "%s %s", what, list);
 }
 
 /* Modes that take their models from the workload's quality profile (no -m). */
@@ -90,7 +120,7 @@ static const struct mode *find_mode(const char *name)
 static int unknown_mode(const char *name)
 {
 	char list[256];
-	mode_list(0, list, sizeof(list));
+	mode_list(0, " and ", list, sizeof(list));
 	return hx_cli_usage_error(CMD, "unknown mode '%s' (this hexplan plans: %s)", name, list);
 }
 
@@ -165,7 +195,19 @@ static int show(const char *path, int table)
 	return rc;
 }
 
-int cmd_plan(hx_cli *cli, int argc, char **argv)
+/* What the command line says. */
+typedef struct plan_args {
+	const char *cpath, *wpath, *model, *ppath, *out;
+	const char *mode, *layer_costs, *front_path, *plot_path;
+	hx_bo_opts bo;
+	int bo_given, table;
+	long seed;
+	hx_plan_opts po;
+} plan_args;
+
+/* Parse ARGV into A; returns HX_CLI_GO to go on, or the exit status (usage
+ * errors printed, --help answered). */
+static int parse_args(hx_cli *cli, int argc, char **argv, plan_args *a)
 {
 	static const struct option opts[] = {
 		{"cluster", required_argument, NULL, 'c'},
@@ -189,10 +231,157 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		{"format", required_argument, NULL, HX_OPT_FORMAT},
 		HX_GLOBAL_LONGOPTS,
 		{NULL, 0, NULL, 0}};
-	const char *cpath = NULL, *wpath = NULL, *model = NULL, *ppath = NULL, *out = NULL;
-	const char *mode = "baseline", *layer_costs = NULL, *front_path = NULL, *plot_path = NULL;
-	hx_bo_opts bo = {HX_PREFER_BALANCED, 0, 0, HX_BO_BAYES, 0, NULL, NULL};
-	int bo_given = 0;
+	hx_bo_opts *bo = &a->bo;
+	hx_plan_opts *po = &a->po;
+	int c, rc;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":c:w:m:p:o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': a->cpath = optarg; break;
+		case 'w': a->wpath = optarg; break;
+		case 'm': a->model = optarg; break;
+		case 'p': a->ppath = optarg; break;
+		case 'o': a->out = optarg; break;
+		case OPT_MODE: a->mode = optarg; break;
+		case OPT_SEED:
+			if ((rc = hx_cli_int(CMD, "--seed", optarg, 0, 0x7fffffffL, &a->seed)))
+				return rc;
+			break;
+		case OPT_OBJECTIVE:
+			if (strcmp(optarg, "capacity") == 0)
+				po->objective = HX_OBJ_CAPACITY;
+			else if (strcmp(optarg, "cost") == 0)
+				po->objective = HX_OBJ_COST;
+			else if (strcmp(optarg, "latency") == 0)
+				po->objective = HX_OBJ_LATENCY;
+			else
+				return hx_cli_usage_error(CMD, "--objective must be capacity, cost or latency, not \"%s\"", optarg);
+			break;
+		case OPT_TIME_LIMIT:
+			if ((rc = hx_cli_num(CMD, "--time-limit", optarg, 1e-3, 1e7,
+					     &po->time_limit_s)))
+				return rc;
+			break;
+		case OPT_GAP:
+			if ((rc = hx_cli_num(CMD, "--gap", optarg, 0, 1, &po->gap)))
+				return rc;
+			break;
+		case OPT_LP: po->lp_path = optarg; break;
+		case OPT_LAYER_COSTS: a->layer_costs = optarg; break;
+		case OPT_BUDGET:
+			/* compose: the most traffic within it; bo: a hard filter */
+			if ((rc = hx_cli_num(CMD, "--budget", optarg, 1e-6, 1e9,
+					     &po->budget_usd_per_hour)))
+				return rc;
+			bo->budget_usd_per_hour = po->budget_usd_per_hour;
+			break;
+		case OPT_PREFER:
+			if (strcmp(optarg, "cost") == 0)
+				bo->prefer = HX_PREFER_COST;
+			else if (strcmp(optarg, "latency") == 0)
+				bo->prefer = HX_PREFER_LATENCY;
+			else if (strcmp(optarg, "quality") == 0)
+				bo->prefer = HX_PREFER_QUALITY;
+			else if (strcmp(optarg, "balanced") == 0)
+				bo->prefer = HX_PREFER_BALANCED;
+			else
+				return hx_cli_usage_error(CMD, "--prefer must be balanced, cost, latency or quality, not \"%s\"", optarg);
+			a->bo_given = 1;
+			break;
+		case OPT_FRONT: a->front_path = optarg; a->bo_given = 1; break;
+		case OPT_PLOT: a->plot_path = optarg; a->bo_given = 1; break;
+		case OPT_EVALUATE:
+			if (strcmp(optarg, "model") == 0)
+				bo->simulate = 0;
+			else if (strcmp(optarg, "sim") == 0)
+				bo->simulate = 1;
+			else
+				return hx_cli_usage_error(CMD, "--evaluate must be model or sim, not \"%s\"", optarg);
+			a->bo_given = 1;
+			break;
+		case OPT_MAX_EVALS: {
+			long n;
+			if ((rc = hx_cli_int(CMD, "--max-evals", optarg, 2, 100000, &n)))
+				return rc;
+			bo->max_evals = (int)n;
+			a->bo_given = 1;
+			break;
+		}
+		default:
+			if ((rc = hx_cli_common(cli, CMD, c, argv, &a->table)) != HX_CLI_GO)
+				return rc;
+		}
+	}
+	if (optind < argc)
+		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+	return HX_CLI_GO;
+}
+
+/* A's usage errors for mode MD: 0, or the exit status (printed). */
+static int check_mode_opts(const plan_args *a, const struct mode *md)
+{
+	const hx_plan_opts *po = &a->po;
+	int rc;
+
+	if (!(md->takes & TAKES_MILP) &&
+	    (po->objective != HX_OBJ_CAPACITY || po->lp_path || po->gap > 0)) {
+		char list[256];
+		mode_list(TAKES_MILP, " and ", list, sizeof(list));
+		return hx_cli_usage_error(CMD, "--objective, --gap and --lp need a MILP mode (%s)", list);
+	}
+	if (!(md->takes & TAKES_TIME) && po->time_limit_s > 0) {
+		char list[256];
+		mode_list(TAKES_TIME, " and ", list, sizeof(list));
+		return hx_cli_usage_error(CMD, "--time-limit needs a searching mode (%s)", list);
+	}
+	if ((rc = mode_refuses(md, TAKES_BO, a->bo_given,
+			       "--prefer, --max-evals, --evaluate, --front and --plot need --mode")))
+		return rc;
+	if (a->front_path && a->out && strcmp(a->front_path, a->out) == 0)
+		return hx_cli_usage_error(CMD, "--front and -o name the same file");
+	if (a->plot_path && ((a->out && strcmp(a->plot_path, a->out) == 0) ||
+			     (a->front_path && strcmp(a->plot_path, a->front_path) == 0)))
+		return hx_cli_usage_error(CMD, "--plot names the same file as -o or --front");
+	if ((rc = mode_refuses(md, TAKES_LAYER_COSTS, a->layer_costs != NULL,
+			       "--layer-costs is for --mode")))
+		return rc;
+	return mode_refuses(md, TAKES_BUDGET, po->budget_usd_per_hour > 0, "--budget needs --mode");
+}
+
+/* Into M: the model of -m or the workload, or for a mode that plans the
+ * workload's quality profile, the profile's first (the planner resolves the
+ * others; -m's place is held by the first).  Returns 0, or the exit status
+ * (a usage error printed, else ERR set). */
+static int resolve_model(const hx_catalog *cat, const struct mode *md, const plan_args *a,
+			 const hx_workload *w, hx_model *m, hx_err *err)
+{
+	int rc;
+
+	if (!takes_quality(md)) {
+		if (!a->model && !w->model[0])
+			return hx_cli_usage_error(CMD, "give -m MODEL (the workload names no model)");
+		return hx_model_resolve(cat, a->model ? a->model : w->model, m, err);
+	}
+	if (a->model)
+		return hx_cli_usage_error(CMD, "--mode %s takes its models from the workload's quality profile, not -m", a->mode);
+	if (!w->quality)
+		return hx_cli_usage_error(CMD, "--mode %s needs a workload with a quality profile (\"quality\")", a->mode);
+	if ((rc = hx_model_resolve(cat, w->quality->model[0], m, err))) {
+		char msg[sizeof(err->msg)];
+		snprintf(msg, sizeof(msg), "%s: /quality/models/0: %.900s", hx_display_path(a->wpath), err->msg);
+		hx_strlcpy(err->msg, msg, sizeof(err->msg));
+	}
+	return rc;
+}
+
+int cmd_plan(hx_cli *cli, int argc, char **argv)
+{
+	plan_args a = {.mode = "baseline",
+		       .bo = {HX_PREFER_BALANCED, 0, 0, HX_BO_BAYES, 0, NULL, NULL},
+		       .seed = 1,
+		       .po = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0, 0}};
 	const hx_catalog *cat;
 	hx_cluster cluster;
 	hx_workload w;
@@ -200,180 +389,62 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	hx_plan p;
 	hx_problem pb;
 	hx_err err = {0};
-	long seed = 1;
 	const struct mode *md;
-	int c, rc, table = 0, have_c = 0, have_w = 0, have_p = 0;
-	hx_plan_opts po = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0, 0};
+	int rc, have_c = 0, have_w = 0, have_p = 0;
 	const double start = hx_now();
-	double limit = 0;
+	double limit;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":c:w:m:p:o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'c': cpath = optarg; break;
-		case 'w': wpath = optarg; break;
-		case 'm': model = optarg; break;
-		case 'p': ppath = optarg; break;
-		case 'o': out = optarg; break;
-		case OPT_MODE: mode = optarg; break;
-		case OPT_SEED:
-			if ((rc = hx_cli_int(CMD, "--seed", optarg, 0, 0x7fffffffL, &seed)))
-				return rc;
-			break;
-		case OPT_OBJECTIVE:
-			if (strcmp(optarg, "capacity") == 0)
-				po.objective = HX_OBJ_CAPACITY;
-			else if (strcmp(optarg, "cost") == 0)
-				po.objective = HX_OBJ_COST;
-			else if (strcmp(optarg, "latency") == 0)
-				po.objective = HX_OBJ_LATENCY;
-			else
-				return hx_cli_usage_error(CMD, "--objective must be capacity, cost or latency, not \"%s\"", optarg);
-			break;
-		case OPT_TIME_LIMIT:
-			if ((rc = hx_cli_num(CMD, "--time-limit", optarg, 1e-3, 1e7, &po.time_limit_s)))
-				return rc;
-			break;
-		case OPT_GAP:
-			if ((rc = hx_cli_num(CMD, "--gap", optarg, 0, 1, &po.gap)))
-				return rc;
-			break;
-		case OPT_LP: po.lp_path = optarg; break;
-		case OPT_LAYER_COSTS: layer_costs = optarg; break;
-		case OPT_BUDGET:
-			/* compose: the most traffic within it; bo: a hard filter */
-			if ((rc = hx_cli_num(CMD, "--budget", optarg, 1e-6, 1e9, &po.budget_usd_per_hour)))
-				return rc;
-			bo.budget_usd_per_hour = po.budget_usd_per_hour;
-			break;
-		case OPT_PREFER:
-			if (strcmp(optarg, "cost") == 0)
-				bo.prefer = HX_PREFER_COST;
-			else if (strcmp(optarg, "latency") == 0)
-				bo.prefer = HX_PREFER_LATENCY;
-			else if (strcmp(optarg, "quality") == 0)
-				bo.prefer = HX_PREFER_QUALITY;
-			else if (strcmp(optarg, "balanced") == 0)
-				bo.prefer = HX_PREFER_BALANCED;
-			else
-				return hx_cli_usage_error(CMD, "--prefer must be balanced, cost, latency or quality, not \"%s\"", optarg);
-			bo_given = 1;
-			break;
-		case OPT_FRONT: front_path = optarg; bo_given = 1; break;
-		case OPT_PLOT: plot_path = optarg; bo_given = 1; break;
-		case OPT_EVALUATE:
-			if (strcmp(optarg, "model") == 0)
-				bo.simulate = 0;
-			else if (strcmp(optarg, "sim") == 0)
-				bo.simulate = 1;
-			else
-				return hx_cli_usage_error(CMD, "--evaluate must be model or sim, not \"%s\"", optarg);
-			bo_given = 1;
-			break;
-		case OPT_MAX_EVALS: {
-			long n;
-			if ((rc = hx_cli_int(CMD, "--max-evals", optarg, 2, 100000, &n)))
-				return rc;
-			bo.max_evals = (int)n;
-			bo_given = 1;
-			break;
-		}
-		default:
-			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
-				return rc;
-		}
-	}
-	if (optind < argc)
-		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
-	if (ppath) {
-		if (cpath || wpath || model || out)
+	if ((rc = parse_args(cli, argc, argv, &a)) != HX_CLI_GO)
+		return rc;
+	if (a.ppath) {
+		if (a.cpath || a.wpath || a.model || a.out)
 			return hx_cli_usage_error(CMD, "-p prints a plan: it takes no -c, -w, -m or -o");
-		return show(ppath, table);
+		return show(a.ppath, a.table);
 	}
-	if (!cpath || !wpath)
+	if (!a.cpath || !a.wpath)
 		return hx_cli_usage_error(CMD, "-c cluster.json and -w workload.json are required");
-	if (!(md = find_mode(mode)))
-		return unknown_mode(mode);
-	if (!(md->takes & TAKES_MILP) && (po.objective != HX_OBJ_CAPACITY || po.lp_path || po.gap > 0)) {
-		char list[256];
-		mode_list(TAKES_MILP, list, sizeof(list));
-		return hx_cli_usage_error(CMD, "--objective, --gap and --lp need a MILP mode (%s)", list);
-	}
-	if (!(md->takes & TAKES_TIME) && po.time_limit_s > 0) {
-		char list[256];
-		mode_list(TAKES_TIME, list, sizeof(list));
-		return hx_cli_usage_error(CMD, "--time-limit needs a searching mode (%s)", list);
-	}
-	if (!(md->takes & TAKES_BO) && bo_given)
-		return hx_cli_usage_error(CMD, "--prefer, --max-evals, --evaluate, --front and --plot need --mode bo");
-	if (front_path && out && strcmp(front_path, out) == 0)
-		return hx_cli_usage_error(CMD, "--front and -o name the same file");
-	if (plot_path && ((out && strcmp(plot_path, out) == 0) || (front_path && strcmp(plot_path, front_path) == 0)))
-		return hx_cli_usage_error(CMD, "--plot names the same file as -o or --front");
-	limit = po.time_limit_s;
-	if (layer_costs && strcmp(md->name, "pipeline") != 0)
-		return hx_cli_usage_error(CMD, "--layer-costs is for --mode pipeline");
-	if (po.budget_usd_per_hour > 0 && strcmp(md->name, "compose") != 0 && !(md->takes & TAKES_BO))
-		return hx_cli_usage_error(CMD, "--budget needs --mode compose or bo");
+	if (!(md = find_mode(a.mode)))
+		return unknown_mode(a.mode);
+	if ((rc = check_mode_opts(&a, md)))
+		return rc;
+	limit = a.po.time_limit_s;
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;
-	if ((rc = hx_cluster_load(&cluster, cpath, cat, &err)))
+	if ((rc = hx_cluster_load(&cluster, a.cpath, cat, &err)))
 		return hx_cli_fail(&err);
 	have_c = 1;
-	if ((rc = hx_workload_load(&w, wpath, &err)))
+	if ((rc = hx_workload_load(&w, a.wpath, &err)))
 		goto out;
 	have_w = 1;
-	if (takes_quality(md)) {
-		if (model) {
-			rc = hx_cli_usage_error(CMD, "--mode %s takes its models from the workload's quality profile, not -m", mode);
-			goto out;
-		}
-		if (!w.quality) {
-			rc = hx_cli_usage_error(CMD, "--mode %s needs a workload with a quality profile (\"quality\")", mode);
-			goto out;
-		}
-		/* the planner resolves the profile's models; -m's place is
-		 * held by the first */
-		if ((rc = hx_model_resolve(cat, w.quality->model[0], &m, &err))) {
-			char msg[sizeof(err.msg)];
-			snprintf(msg, sizeof(msg), "%s: /quality/models/0: %.900s", hx_display_path(wpath), err.msg);
-			hx_strlcpy(err.msg, msg, sizeof(err.msg));
-			goto out;
-		}
-	} else {
-		if (!model && !w.model[0]) {
-			rc = hx_cli_usage_error(CMD, "give -m MODEL (the workload names no model)");
-			goto out;
-		}
-		if ((rc = hx_model_resolve(cat, model ? model : w.model, &m, &err)))
-			goto out;
-	}
-	pb = (hx_problem){cat, &cluster, &w, &m, (uint64_t)seed, cpath, wpath, cli->calibration};
+	if ((rc = resolve_model(cat, md, &a, &w, &m, &err)))
+		goto out;
+	pb = (hx_problem){cat, &cluster, &w, &m, (uint64_t)a.seed, a.cpath, a.wpath,
+			  cli->calibration};
 	if (limit > 0)
 		/* The search stops at 90% of the limit, leaving the rest to
 		 * finish and write the plan; loading counts too. */
-		po.time_limit_s = fmax(0.9 * limit - (hx_now() - start), 1e-3);
+		a.po.time_limit_s = fmax(0.9 * limit - (hx_now() - start), 1e-3);
 	if (md->takes & TAKES_BO) {
 		if (isatty(STDERR_FILENO)) {
-			bo.progress = bo_progress;
+			a.bo.progress = bo_progress;
 		}
-		rc = plan_bo(&pb, &po, &bo, out, front_path, plot_path, table, &err);
+		rc = plan_bo(&pb, &a.po, &a.bo, a.out, a.front_path, a.plot_path, a.table,
+			     &err);
 		goto out;
 	}
-	if (layer_costs) {
-		hx_pipe_opts xo = {0, 0, layer_costs};
-		rc = hx_plan_pipeline_run(&pb, &po, &xo, &p, NULL, &err);
+	if (a.layer_costs) {
+		hx_pipe_opts xo = {0, 0, a.layer_costs};
+		rc = hx_plan_pipeline_run(&pb, &a.po, &xo, &p, NULL, &err);
 	} else {
-		rc = md->run(&pb, &po, &p, &err);
+		rc = md->run(&pb, &a.po, &p, &err);
 	}
 	if (rc)
 		goto out;
 	have_p = 1;
-	if (out && (rc = hx_plan_write(&p, out, &err)))
+	if (a.out && (rc = hx_plan_write(&p, a.out, &err)))
 		goto out;
-	if (table || !out) {
-		char *text = table ? hx_plan_table(&p) : hx_plan_dump(&p);
+	if (a.table || !a.out) {
+		char *text = a.table ? hx_plan_table(&p) : hx_plan_dump(&p);
 		rc = hx_cli_output("-", text);
 		free(text);
 	}

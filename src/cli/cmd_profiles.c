@@ -9,6 +9,11 @@
 
 #define CMD "profiles"
 
+const char *const hx_profiles_usage[] = {
+	"hexplan profiles list [--format json|table]",
+	"hexplan profiles show gpu|model NAME [--format json|table]",
+	NULL};
+
 static json_t *model_json(const hx_model *m)
 {
 	json_t *o = json_object(), *a = hx_arch_to_json(&m->a);

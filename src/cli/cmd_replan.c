@@ -13,6 +13,11 @@
 
 #define CMD "replan"
 
+const char *const hx_replan_usage[] = {
+	"hexplan replan -p plan.json -c cluster.json [-w workload.json] [-o plan.json] "
+	"[--moves FILE] [--format json|table]",
+	NULL};
+
 enum { OPT_MOVES = 2600 };
 
 static const char *const kinds[] = {"stop", "start", "role", "weight"};

@@ -14,6 +14,11 @@
 
 #define CMD "simulate"
 
+const char *const hx_simulate_usage[] = {
+	"hexplan simulate -p plan.json -w workload.json [-t trace.csv] [--requests N] [--rate R] "
+	"[--capacity] [--seed N] [-o report.json] [--per-request FILE] [--format json|table]",
+	NULL};
+
 enum { OPT_REQUESTS = 2300, OPT_RATE, OPT_CAPACITY, OPT_SEED, OPT_PER_REQUEST };
 
 static void progress(double done, void *ctx)

@@ -11,6 +11,11 @@
 
 #define CMD "trace"
 
+const char *const hx_trace_usage[] = {
+	"hexplan trace (-w workload.json [--rate R] | --rate R --shape conversation|code|FILE) "
+	"--duration S [--seed N] [-o trace.csv]",
+	NULL};
+
 enum { OPT_RATE = 2200, OPT_SHAPE, OPT_DURATION, OPT_SEED };
 
 int cmd_trace(hx_cli *cli, int argc, char **argv)

@@ -12,6 +12,11 @@
 
 #define CMD "validate"
 
+const char *const hx_validate_usage[] = {
+	"hexplan validate [-c cluster.json] [-w workload.json] [-t trace.csv] [-m MODEL] "
+	"[--measurements FILE] [--format json|table]",
+	NULL};
+
 enum { OPT_MEAS = 2100 };
 
 static json_t *dist_json(const hx_dist *d, double pct)

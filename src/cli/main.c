@@ -11,69 +11,24 @@
 
 #include "cli/cli.h"
 
-
-static const char *const plan_usage[] = {
-	"hexplan plan -c cluster.json -w workload.json [-m MODEL] [--mode baseline|colocated|disagg|pipeline|compose|cascade|route|bo] "
-	"[--objective capacity|cost|latency] [--budget USD_PER_H] [--time-limit S] [--gap G] [--seed N] [-o plan.json] "
-	"[--lp FILE] [--layer-costs FILE] [--prefer balanced|cost|latency|quality] [--max-evals N] [--evaluate model|sim] [--front FILE] [--plot FILE] "
-	"[--format json|table]",
-	"hexplan plan -p plan.json [--format json|table]",
-	NULL};
-static const char *const simulate_usage[] = {
-	"hexplan simulate -p plan.json -w workload.json [-t trace.csv] [--requests N] [--rate R] "
-	"[--capacity] [--seed N] [-o report.json] [--per-request FILE] [--format json|table]",
-	NULL};
-static const char *const check_usage[] = {
-	"hexplan check -p plan.json -c cluster.json [--format json|table]",
-	NULL};
-static const char *const replan_usage[] = {
-	"hexplan replan -p plan.json -c cluster.json [-w workload.json] [-o plan.json] "
-	"[--moves FILE] [--format json|table]",
-	NULL};
-static const char *const trace_usage[] = {
-	"hexplan trace (-w workload.json [--rate R] | --rate R --shape conversation|code|FILE) "
-	"--duration S [--seed N] [-o trace.csv]",
-	NULL};
-static const char *const export_usage[] = {
-	"hexplan export -p plan.json --to launch|k8s|kserve|dot [-c cluster.json] "
-	"[--engine vllm|sglang] [--format json|sh] [--lossy] [-o DIR|FILE|-]",
-	NULL};
-static const char *const estimate_usage[] = {
-	"hexplan estimate -m MODEL -g GPU [--tp N] [--pp N] [--batch B] [--input N] "
-	"[--output N] [--weights bf16|fp8|int4] [--kv fp16|fp8] [-w workload.json] "
-	"[--format json|table]",
-	NULL};
-static const char *const calibrate_usage[] = {
-	"hexplan calibrate -m MODEL -g GPU [-o calibration.json] [--format json|table] "
-	"measurements.csv",
-	NULL};
-static const char *const profiles_usage[] = {
-	"hexplan profiles list [--format json|table]",
-	"hexplan profiles show gpu|model NAME [--format json|table]",
-	NULL};
-static const char *const validate_usage[] = {
-	"hexplan validate [-c cluster.json] [-w workload.json] [-t trace.csv] [-m MODEL] "
-	"[--measurements FILE] [--format json|table]",
-	NULL};
-
 /* Only commands that work are listed. */
 const hx_command hx_commands[] = {
-	{"plan", cmd_plan, "Plan a deployment of a model on a cluster for a workload.", plan_usage},
+	{"plan", cmd_plan, "Plan a deployment of a model on a cluster for a workload.", hx_plan_usage},
 	{"simulate", cmd_simulate, "Replay requests against a plan and report what it delivers.",
-	 simulate_usage},
+	 hx_simulate_usage},
 	{"check", cmd_check, "Verify a plan against its cluster, independently of the planners.",
-	 check_usage},
+	 hx_check_usage},
 	{"replan", cmd_replan, "Adapt a plan to a changed cluster or workload, moving as little as possible.",
-	 replan_usage},
-	{"trace", cmd_trace, "Write a synthetic request trace.", trace_usage},
+	 hx_replan_usage},
+	{"trace", cmd_trace, "Write a synthetic request trace.", hx_trace_usage},
 	{"export", cmd_export, "Write launch commands, Kubernetes or KServe manifests, or a picture of a plan.",
-	 export_usage},
+	 hx_export_usage},
 	{"estimate", cmd_estimate,
-	 "Predict latency, memory and capacity of one replica configuration.", estimate_usage},
+	 "Predict latency, memory and capacity of one replica configuration.", hx_estimate_usage},
 	{"calibrate", cmd_calibrate,
-	 "Fit the cost model's GPU constants to measured timings.", calibrate_usage},
-	{"profiles", cmd_profiles, "List or show the GPU and model profiles.", profiles_usage},
-	{"validate", cmd_validate, "Check input files strictly and summarize them.", validate_usage},
+	 "Fit the cost model's GPU constants to measured timings.", hx_calibrate_usage},
+	{"profiles", cmd_profiles, "List or show the GPU and model profiles.", hx_profiles_usage},
+	{"validate", cmd_validate, "Check input files strictly and summarize them.", hx_validate_usage},
 	{NULL, NULL, NULL, NULL}};
 
 static void main_usage(FILE *f)

@@ -7,8 +7,63 @@
 
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+const hx_export_target hx_export_targets[] = {
+	{"launch", hx_export_launch, HX_EXPORT_ENGINE | HX_EXPORT_FORMAT | HX_EXPORT_LOSSY},
+	{"k8s", hx_export_k8s, HX_EXPORT_ENGINE | HX_EXPORT_LOSSY},
+	{"kserve", hx_export_kserve, HX_EXPORT_ENGINE | HX_EXPORT_LOSSY},
+	{"dot", hx_export_dot, HX_EXPORT_FRAGMENTS},
+	{NULL, NULL, 0}};
+
+const hx_export_target *hx_export_target_find(const char *name)
+{
+	for (const hx_export_target *t = hx_export_targets; t->name; t++)
+		if (strcmp(t->name, name) == 0)
+			return t;
+	return NULL;
+}
+
+void hx_export_target_list(int flag, char *out, size_t len)
+{
+	int n = 0, k = 0;
+
+	for (const hx_export_target *t = hx_export_targets; t->name; t++)
+		n += (t->flags & flag) == flag;
+	out[0] = '\0';
+	for (const hx_export_target *t = hx_export_targets; t->name; t++) {
+		if ((t->flags & flag) != flag)
+			continue;
+		k++;
+		snprintf(out + strlen(out), len - strlen(out), "%s%s",
+			 k == 1 ? "" : k == n ? " or " : ", ", t->name);
+	}
+}
+
+int hx_export_check_fragments(const hx_plan *p, const hx_export_target *t, const char *plan_path,
+			      hx_err *err)
+{
+	if (t->flags & HX_EXPORT_FRAGMENTS)
+		return 0;
+	/* A pipeline plan's groups are layer fragments joined node to node by
+	 * hops (Helix-style request routing): a "closest form" would serve
+	 * partial models, so even --lossy refuses. */
+	for (int g = 0; g < p->ngroups; g++) {
+		const hx_plan_group *gr = &p->groups[g];
+		const hx_model *m = hx_plan_model(p, gr->model);
+		if (gr->nstages > 0 && m &&
+		    (gr->stage[0].first != 0 || gr->stage[gr->nstages - 1].last != m->a.layers))
+			return hx_errf(err, HX_EINPUT,
+				       "%s: group %s holds layers [%d, %d) of %s: a pipeline plan's "
+				       "fragments, joined by hops, cannot be exported to %s (--to dot "
+				       "draws it)",
+				       hx_display_path(plan_path), gr->name, gr->stage[0].first,
+				       gr->stage[gr->nstages - 1].last, m->name, t->name);
+	}
+	return 0;
+}
 
 void hx_export_add(hx_export_out *out, const char *name, char *text)
 {

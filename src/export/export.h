@@ -40,6 +40,36 @@ int hx_export_k8s(const hx_plan *p, const hx_export_opts *o, hx_export_out *out,
 int hx_export_kserve(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err);
 int hx_export_dot(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err);
 
+/* What a target reads from the options besides the plan and the cluster. */
+enum {
+	HX_EXPORT_ENGINE = 1,    /* --engine: the engine its commands or pods run */
+	HX_EXPORT_FORMAT = 2,    /* --format json|sh */
+	HX_EXPORT_LOSSY = 4,     /* --lossy: it may refuse what it cannot express */
+	HX_EXPORT_FRAGMENTS = 8, /* it expresses a pipeline plan's layer fragments */
+};
+
+typedef struct hx_export_target {
+	const char *name; /* what --to names */
+	int (*fn)(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err);
+	int flags; /* HX_EXPORT_* */
+} hx_export_target;
+
+/* The targets, in the order usage and errors name them; ends with a NULL name. */
+extern const hx_export_target hx_export_targets[];
+
+/* The target named NAME (borrowed, static), or NULL. */
+const hx_export_target *hx_export_target_find(const char *name);
+/* The names of the targets whose flags include FLAG (0: all) as "a, b or c"
+ * into OUT[LEN]. */
+void hx_export_target_list(int flag, char *out, size_t len);
+
+/* 0 when target T can express plan P's groups; else HX_EINPUT with ERR
+ * naming PLAN_PATH (as the user gave it) and the first group whose layers are
+ * a pipeline plan's fragment: no engine command, Deployment or
+ * LLMInferenceService runs those, even lossily. */
+int hx_export_check_fragments(const hx_plan *p, const hx_export_target *t, const char *plan_path,
+			      hx_err *err);
+
 /* Add a file to OUT; TEXT is taken over (freed by hx_export_release). */
 void hx_export_add(hx_export_out *out, const char *name, char *text);
 void hx_export_release(hx_export_out *out);

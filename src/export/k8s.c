@@ -185,51 +185,14 @@ static char *placement_text(const hx_plan_group *g)
 	return b.s;
 }
 
-int hx_kgroup_init(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, int gi,
-		   const char *key, hx_export_out *out, hx_err *err)
+/* K's pods: the first replica's layout over its nodes (every replica gets it,
+ * noted when --lossy lets one differ), or without a placement one pod with the
+ * first stage's GPU.  Returns 0 or the export's error (ERR). */
+static int kgroup_pods(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, const char *gn,
+		       hx_export_out *out, hx_err *err)
 {
-	const hx_plan_group *g = &p->groups[gi];
-	char gn[64];
+	const hx_plan_group *g = k->g;
 	int rc, total = 0;
-
-	memset(k, 0, sizeof(*k));
-	k->plan = p;
-	k->g = g;
-	hx_yaml_printable(gn, sizeof(gn), g->name);
-	snprintf(k->key, sizeof(k->key), "%.52s", key);
-	snprintf(k->name, sizeof(k->name), "hexplan-%.52s", key);
-	hx_dns_label(k->model, sizeof(k->model), g->model);
-	if (g->nstages < 1)
-		return hx_errf(err, HX_EINPUT, "group \"%s\" has no stages", gn);
-	if (!(k->m = hx_plan_model(p, g->model))) {
-		char mn[64];
-		hx_yaml_printable(mn, sizeof(mn), g->model);
-		return hx_errf(err, HX_EINPUT, "group \"%s\": the plan has no model \"%s\"", gn, mn);
-	}
-	k->repo = k->m->hf_repo[0] ? k->m->hf_repo : k->m->name;
-	if (!k->m->hf_repo[0] &&
-	    (rc = hx_yaml_lose(o, out, err, "model \"%s\" has no Hugging Face repository: the pods serve \"%s\"",
-			       k->m->name, k->m->name)))
-		return rc;
-	k->tp = g->stage[0].tp;
-	for (int s2 = 1; s2 < g->nstages; s2++) /* --lossy: the smallest fits every pod */
-		if (g->stage[s2].tp < k->tp)
-			k->tp = g->stage[s2].tp;
-	k->pp = g->nstages;
-	for (int s = 1; s < g->nstages; s++)
-		if (g->stage[s].tp != k->tp) {
-			if ((rc = hx_yaml_lose(o, out, err,
-					       "group \"%s\": its stages run TP %d and %d, and vLLM runs one TP size: "
-					       "every stage gets %d",
-					       gn, k->tp, g->stage[s].tp, k->tp)))
-				return rc;
-			break;
-		}
-	if (g->wdt == HX_DT_INT4 &&
-	    (rc = hx_yaml_lose(o, out, err,
-			       "group \"%s\": int4 weights need a pre-quantized checkpoint: vLLM serves \"%s\" as published",
-			       gn, k->repo)))
-		return rc;
 
 	for (int s = 0; s < g->nstages; s++)
 		total += g->stage[s].tp;
@@ -283,6 +246,16 @@ int hx_kgroup_init(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, int 
 		}
 		free(other);
 	}
+	return 0;
+}
+
+/* What K's pods cannot pin or share: mixed vendors, GPUs without a product
+ * label, worker pods that differ (one LeaderWorkerSet template describes
+ * them).  Returns 0 or the export's error (ERR). */
+static int kgroup_pins(hx_kgroup *k, const hx_export_opts *o, const char *gn,
+		       hx_export_out *out, hx_err *err)
+{
+	int rc;
 
 	/* one vendor per replica; every GPU type with a label to pin it */
 	for (int j = 1; j < k->npods; j++)
@@ -334,6 +307,57 @@ int hx_kgroup_init(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, int 
 			k->worker_nproducts = 1;
 		}
 	}
+	return 0;
+}
+
+int hx_kgroup_init(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, int gi,
+		   const char *key, hx_export_out *out, hx_err *err)
+{
+	const hx_plan_group *g = &p->groups[gi];
+	char gn[64];
+	int rc;
+
+	memset(k, 0, sizeof(*k));
+	k->plan = p;
+	k->g = g;
+	hx_yaml_printable(gn, sizeof(gn), g->name);
+	snprintf(k->key, sizeof(k->key), "%.52s", key);
+	snprintf(k->name, sizeof(k->name), "hexplan-%.52s", key);
+	hx_dns_label(k->model, sizeof(k->model), g->model);
+	if (g->nstages < 1)
+		return hx_errf(err, HX_EINPUT, "group \"%s\" has no stages", gn);
+	if (!(k->m = hx_plan_model(p, g->model))) {
+		char mn[64];
+		hx_yaml_printable(mn, sizeof(mn), g->model);
+		return hx_errf(err, HX_EINPUT, "group \"%s\": the plan has no model \"%s\"", gn, mn);
+	}
+	k->repo = k->m->hf_repo[0] ? k->m->hf_repo : k->m->name;
+	if (!k->m->hf_repo[0] &&
+	    (rc = hx_yaml_lose(o, out, err, "model \"%s\" has no Hugging Face repository: the pods serve \"%s\"",
+			       k->m->name, k->m->name)))
+		return rc;
+	k->tp = g->stage[0].tp;
+	for (int s2 = 1; s2 < g->nstages; s2++) /* --lossy: the smallest fits every pod */
+		if (g->stage[s2].tp < k->tp)
+			k->tp = g->stage[s2].tp;
+	k->pp = g->nstages;
+	for (int s = 1; s < g->nstages; s++)
+		if (g->stage[s].tp != k->tp) {
+			if ((rc = hx_yaml_lose(o, out, err,
+					       "group \"%s\": its stages run TP %d and %d, and vLLM runs one TP size: "
+					       "every stage gets %d",
+					       gn, k->tp, g->stage[s].tp, k->tp)))
+				return rc;
+			break;
+		}
+	if (g->wdt == HX_DT_INT4 &&
+	    (rc = hx_yaml_lose(o, out, err,
+			       "group \"%s\": int4 weights need a pre-quantized checkpoint: vLLM serves \"%s\" as published",
+			       gn, k->repo)))
+		return rc;
+
+	if ((rc = kgroup_pods(k, p, o, gn, out, err)) || (rc = kgroup_pins(k, o, gn, out, err)))
+		return rc;
 	k->placement = placement_text(g);
 	return 0;
 }

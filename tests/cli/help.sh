@@ -14,6 +14,14 @@ for c in estimate calibrate profiles validate plan simulate check trace export r
 done
 # Only commands that work are listed (every command is built now).
 
+# The modes are listed once, in cmd_plan.c's table; the man page is written by
+# hand, so its --mode entry must name exactly the modes 'plan --help' names
+# (docs.sh compares the SYNOPSIS line).
+run plan --help
+modes=$(sed -n 's/.*\[--mode \([^]]*\)\].*/\1/p' "$TMP/out")
+if [ -n "$modes" ] && grep -qxF ".BI \\-\\-mode \" $modes\"" man/hexplan.1; then ok
+else fail "man/hexplan.1's --mode entry names the modes of 'plan --help' ($modes)"; fi
+
 run --version
 expect_rc 0 "--version"
 expect_out '^hexplan [0-9]+\.[0-9]+\.[0-9]+$' "--version text"

@@ -9,7 +9,6 @@
 
 #include "cli/cli.h"
 #include "plan/plan.h"
-#include "planners/pipeline.h"
 #include "planners/bo.h"
 #include "planners/baseline.h"
 #include "planners/cascade.h"

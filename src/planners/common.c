@@ -138,8 +138,7 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int weights, hx_err *err)
 	p->predicted.ttft_ms_p99 = hx_round6(ttft);
 	p->predicted.tpot_ms_p99 = hx_round6(tpot);
 	p->predicted.usd_per_hour = hx_round6(usd);
-	p->predicted.usd_per_m_tokens =
-		served > 0 ? hx_round6(usd / (served * (P + O) * 3600 / 1e6)) : 0;
+	p->predicted.usd_per_m_tokens  = hx_round6(hx_usd_per_mtok(usd, served, P + O));
 	p->solver.objective = p->predicted.capacity_rps;
 	return 0;
 }

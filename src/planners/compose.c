@@ -402,8 +402,7 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 	O = hx_dist_mean(&w->output);
 	served = fmin(w->rate_rps * out.kappa, p->predicted.capacity_rps);
 	p->predicted.usd_per_hour = hx_round6(usd);
-	p->predicted.usd_per_m_tokens =
-		served > 0 ? hx_round6(usd / (served * (P + O) * 3600 / 1e6)) : 0;
+	p->predicted.usd_per_m_tokens  = hx_round6(hx_usd_per_mtok(usd, served, P + O));
 	p->solver.objective = hx_round6(o->budget_usd_per_hour > 0 ? out.kappa : out.usd_per_hour);
 	*kappa = out.kappa;
 out:

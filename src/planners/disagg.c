@@ -92,7 +92,7 @@ static void price_nodes(dctx *d)
 
 static double gbps_to_rps(const dctx *d, double gbps)
 {
-	return gbps * 1e9 / 8 / d->kv_req_bytes;
+	return hx_gbps_bytes_s(gbps) / d->kv_req_bytes;
 }
 
 /* The flow network of a role assignment (ROLE[i]: 0 prefill, 1 decode, -1
@@ -568,7 +568,7 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 		p->predicted.ttft_ms_p99 = hx_round6(ttft);
 		p->predicted.tpot_ms_p99 = hx_round6(tpot);
 		p->predicted.usd_per_m_tokens =
-			lambda > 0 ? hx_round6(p->predicted.usd_per_hour / (lambda * (P + O) * 3600 / 1e6)) : 0;
+			hx_round6(hx_usd_per_mtok(p->predicted.usd_per_hour, lambda, P + O));
 		strcpy(p->solver.engine, "igraph");
 		strcpy(p->solver.status, cut ? "time_limit" : "heuristic");
 		p->solver.objective = hx_round6(value);

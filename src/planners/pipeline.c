@@ -290,7 +290,7 @@ static void price_type(pctx *c, ntype *t)
 	const hx_workload *w = c->pb->workload;
 	double P = hx_dist_mean(&w->prompt), O = hx_dist_mean(&w->output);
 	double Pq = hx_dist_quantile(&w->prompt, w->slo.percentile / 100);
-	double nic = t->proto->nic_gbps * 1e9 / 8 / c->tok_bytes;
+	double nic = hx_gbps_bytes_s(t->proto->nic_gbps) / c->tok_bytes;
 	int L = c->L;
 
 	t->tp = pick_tp(t->proto, c->pb->model->a.heads);
@@ -848,7 +848,7 @@ static int emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value, 
 	double Pq = hx_dist_quantile(&w->prompt, w->slo.percentile / 100);
 	double *tpot = hx_xcalloc((size_t)n, sizeof(double)), *ttft = hx_xcalloc((size_t)n, sizeof(double));
 	double usd = 0, worst_tpot = 0, worst_ttft = 0, served;
-	double bytes_tok = c->pb->model->a.hidden * 2.0;
+	double bytes_tok = hx_cost_act_bytes_per_token(c->pb->model);
 	hx_pipe_flow fl;
 
 	for (int i = 0; i < n; i++)
@@ -911,7 +911,7 @@ static int emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value, 
 			double bw;
 			if (!hop_kept[j * n + i])
 				continue;
-			bw = hx_cluster_link(cl, j, i).bw_gbps * 1e9 / 8;
+			bw = hx_gbps_bytes_s(hx_cluster_link(cl, j, i).bw_gbps);
 			tpot[i] = fmax(tpot[i], HX_PIPE_WAIT * t->iter_s[k] + tpot[j] + link_latency_s(c, j, i) + bytes_tok / bw);
 			ttft[i] = fmax(ttft[i], t->pre_s[k] + ttft[j] + link_latency_s(c, j, i) + Pq * bytes_tok / bw);
 		}
@@ -959,7 +959,7 @@ static int emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value, 
 	p->predicted.ttft_ms_p99 = hx_round6(worst_ttft * 1e3);
 	p->predicted.tpot_ms_p99 = hx_round6(worst_tpot * 1e3);
 	p->predicted.usd_per_hour = hx_round6(usd);
-	p->predicted.usd_per_m_tokens = served > 0 ? hx_round6(usd / (served * (P + O) * 3600 / 1e6)) : 0;
+	p->predicted.usd_per_m_tokens = hx_round6(hx_usd_per_mtok(usd, served, P + O));
 	hx_pipe_flow_release(&fl);
 out:
 	free(tpot);
@@ -1031,7 +1031,7 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	c.n = n;
 	c.L = L;
 	c.err = err;
-	c.tok_bytes = pb->model->a.hidden * 2.0 * (1 + P / O);
+	c.tok_bytes = hx_cost_act_bytes_per_token(pb->model) * (1 + P / O);
 	if (po && po->layer_costs) {
 		hx_layer_cost *lc = NULL;
 		if ((rc = hx_layer_costs_load(&lc, &c.nlc, po->layer_costs, err)))
@@ -1075,9 +1075,9 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 		for (int j = 0; j < n; j++)
 			if (i != j) {
 				hx_linkspec ls = hx_cluster_link(cl, i, j);
-				c.net.link_tps[i * n + j] = ls.bw_gbps * 1e9 / 8 / c.tok_bytes;
+				c.net.link_tps[i * n + j] = hx_gbps_bytes_s(ls.bw_gbps) / c.tok_bytes;
 				c.lat_s[i * n + j] = ls.latency_ms * 1e-3;
-				c.hop_tok_s[i * n + j] = pb->model->a.hidden * 2.0 / (ls.bw_gbps * 1e9 / 8);
+				c.hop_tok_s[i * n + j] = hx_cost_act_bytes_per_token(pb->model) / hx_gbps_bytes_s(ls.bw_gbps);
 			}
 	if (mem_layers < L) {
 		rc = hx_errf(err, HX_EINFEASIBLE,

@@ -78,15 +78,8 @@ typedef struct ctx {
 	int ncache;
 	long nodes, iterations;
 	int evals, time_cut, work_cut;
-	struct timespec t0;
+	double deadline; /* hx_deadline of the call's time limit */
 } ctx;
-
-static double elapsed(const ctx *x)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)(t.tv_sec - x->t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - x->t0.tv_nsec);
-}
 
 /* Each stage's TTFT budget in a cascade of STAGES models (route: the SLO). */
 static double budget(const ctx *x, int stages)
@@ -155,7 +148,7 @@ static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_m
 	double lambda = x->pb->workload->rate_rps;
 	hx_cascade_eval ev;
 	hx_milp *m;
-	hx_milp_opts mo = {x->o->gap, x->o->node_limit, 0, x->o->verbose, lp};
+	hx_milp_opts mo;
 	int *idx;
 	double *v;
 
@@ -182,15 +175,13 @@ static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_m
 	}
 	if (!s0)
 		return 0;
-	if (x->o->time_limit_s > 0 && x->final) {
-		mo.time_limit_s = x->o->time_limit_s;
-	} else if (x->o->time_limit_s > 0) {
-		mo.time_limit_s = x->o->time_limit_s - elapsed(x);
-		if (mo.time_limit_s <= 0) {
-			x->time_cut = 1;
-			return 0;
-		}
+	/* the final solve has the whole limit; the search's share what is left */
+	if (!x->final && hx_past(x->deadline)) {
+		x->time_cut = 1;
+		return 0;
 	}
+	mo = hx_plan_milp_opts(x->o, x->final ? 0 : x->deadline);
+	mo.lp_path = lp;
 	m = hx_milp_new(!cost);
 	for (int i = 0; i < nm; i++) {
 		base[i] = nv;
@@ -551,7 +542,7 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 	hx_plan_init(p);
 	strcpy(p->mode, route ? "route" : "cascade");
 	memset(&x, 0, sizeof(x));
-	clock_gettime(CLOCK_MONOTONIC, &x.t0);
+	x.deadline = hx_deadline(o->time_limit_s);
 	if (!q)
 		return hx_errf(err, HX_EINPUT, "%s plans need the workload's quality profile (\"quality\")",
 			       p->mode);

@@ -569,13 +569,8 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 		p->predicted.tpot_ms_p99 = hx_round6(tpot);
 		p->predicted.usd_per_m_tokens =
 			hx_round6(hx_usd_per_mtok(p->predicted.usd_per_hour, lambda, P + O));
-		strcpy(p->solver.engine, "igraph");
-		strcpy(p->solver.status, cut ? "time_limit" : "heuristic");
-		p->solver.objective = hx_round6(value);
-		p->solver.bound = hx_round6(fmax(bound, value));
-		p->solver.gap = hx_round6((p->solver.bound - value) / fmax(value, 1e-12));
-		p->solver.nodes = d.flows;
-		p->solver.iterations = iterations;
+		hx_plan_solver_search(p, "igraph", cut ? "time_limit" : "heuristic", value, bound,
+				      d.flows, iterations);
 	}
 out:
 	free(best);

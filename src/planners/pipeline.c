@@ -1141,19 +1141,10 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	}
 	if ((rc = emit(&c, bf, bl, p, &value, err)))
 		goto out;
-	hx_file_digest(pb->cluster_path, p->cluster_digest);
-	hx_file_digest(pb->workload_path, p->workload_digest);
-	if (pb->calibration_path)
-		hx_file_digest(pb->calibration_path, p->calibration);
-	hx_plan_add_model(p, pb->model);
-	p->solver.seed = pb->seed;
-	strcpy(p->solver.engine, "igraph");
-	strcpy(p->solver.status, c.timed_out ? "time_limit" : c.gap_reached ? "gap_limit" : "heuristic");
-	p->solver.objective = hx_round6(value);
-	p->solver.bound = hx_round6(fmax(bound, value));
-	p->solver.gap = hx_round6((p->solver.bound - value) / fmax(value, 1e-12));
-	p->solver.nodes = c.flows;
-	p->solver.iterations = moves;
+	if ((rc = hx_plan_finish(pb, p, HX_FINISH_INPUTS, err)))
+		goto out;
+	hx_plan_solver_search(p, "igraph", c.timed_out ? "time_limit" : c.gap_reached ? "gap_limit" : "heuristic",
+			      value, bound, c.flows, moves);
 	if (st) {
 		st->flow = value;
 		st->bound = fmax(bound, value);

@@ -340,7 +340,7 @@ static int place_new(hx_plan *p, const hx_cluster *cl, const hx_problem *pb0, co
 	hx_cand_opts co = {2};
 	hx_milp *m = NULL;
 	hx_milp_result res = {0};
-	hx_milp_opts mo = {o->gap, o->node_limit, o->time_limit_s, o->verbose, o->lp_path};
+	hx_milp_opts mo = hx_plan_milp_opts(o, 0);
 	hx_plan tmp;
 	int rc = 0, *idx = NULL;
 	double *val = NULL, most = 0;
@@ -621,7 +621,7 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 		free(p->classes);
 		p->classes = NULL;
 		p->nclasses = 0;
-		if ((rc = hx_plan_finish(&pb, p, 1, err)))
+		if ((rc = hx_plan_finish(&pb, p, HX_FINISH_WEIGHTS, err)))
 			goto out;
 	} else if (!w) {
 		/* No workload: the capacities the old plan recorded. */

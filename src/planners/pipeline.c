@@ -1003,6 +1003,54 @@ const char *hx_pipe_construction_name(int k)
 	return k >= 0 && k < HX_PIPE_NCONSTRUCTIONS ? construction_names[k] : "?";
 }
 
+/* Sort C's nodes into types (pricing each type once) and regions; add up
+ * the layers their memory holds (MEM_LAYERS), those held by nodes that meet
+ * their TPOT share (SERVED_K) and the bound's terms (BOUND). */
+static void find_types(pctx *c, int *mem_layers, int *served_k, double *bound)
+{
+	const hx_cluster *cl = c->pb->cluster;
+	int n = c->n, L = c->L;
+
+	for (int i = 0; i < n; i++) {
+		int t = 0;
+		while (t < c->nty && !same_type(c->ty[t].proto, &cl->nodes[i]))
+			t++;
+		if (t == c->nty) {
+			c->ty[c->nty].proto = &cl->nodes[i];
+			price_type(c, &c->ty[c->nty]);
+			c->nty++;
+		}
+		c->type[i] = t;
+		c->region[i] = i;
+		for (int j = 0; j < i; j++)
+			if (strcmp(cl->nodes[j].region, cl->nodes[i].region) == 0) {
+				c->region[i] = c->region[j];
+				break;
+			}
+		*mem_layers += c->ty[t].kmax[0];
+		if (c->ty[t].speed > 0)
+			*served_k += c->ty[t].kmax[0];
+		*bound += c->ty[t].speed / L;
+	}
+}
+
+/* Each ordered pair of C's nodes: tokens/s its link carries, its latency
+ * and the seconds one token's activations take across it. */
+static void price_links(pctx *c)
+{
+	const hx_cluster *cl = c->pb->cluster;
+	int n = c->n;
+
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++)
+			if (i != j) {
+				hx_linkspec ls = hx_cluster_link(cl, i, j);
+				c->net.link_tps[i * n + j] = hx_gbps_bytes_s(ls.bw_gbps) / c->tok_bytes;
+				c->lat_s[i * n + j] = ls.latency_ms * 1e-3;
+				c->hop_tok_s[i * n + j] = hx_cost_act_bytes_per_token(c->pb->model) / hx_gbps_bytes_s(ls.bw_gbps);
+			}
+}
+
 int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_pipe_opts *po,
 			 hx_plan *p, hx_pipe_stats *st, hx_err *err)
 {
@@ -1041,27 +1089,7 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	c.type = hx_xcalloc((size_t)n, sizeof(int));
 	c.region = hx_xcalloc((size_t)n, sizeof(int));
 	c.ty = hx_xcalloc((size_t)n, sizeof(ntype));
-	for (int i = 0; i < n; i++) {
-		int t = 0;
-		while (t < c.nty && !same_type(c.ty[t].proto, &cl->nodes[i]))
-			t++;
-		if (t == c.nty) {
-			c.ty[c.nty].proto = &cl->nodes[i];
-			price_type(&c, &c.ty[c.nty]);
-			c.nty++;
-		}
-		c.type[i] = t;
-		c.region[i] = i;
-		for (int j = 0; j < i; j++)
-			if (strcmp(cl->nodes[j].region, cl->nodes[i].region) == 0) {
-				c.region[i] = c.region[j];
-				break;
-			}
-		mem_layers += c.ty[t].kmax[0];
-		if (c.ty[t].speed > 0)
-			served_k += c.ty[t].kmax[0];
-		bound += c.ty[t].speed / L;
-	}
+	find_types(&c, &mem_layers, &served_k, &bound);
 	c.net.n = n;
 	c.net.layers = L;
 	c.net.node_tps = hx_xcalloc((size_t)n, sizeof(double));
@@ -1071,14 +1099,7 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	c.path_tpot = hx_xcalloc((size_t)n, sizeof(double));
 	c.path_ttft = hx_xcalloc((size_t)n, sizeof(double));
 	c.prompt_q = hx_dist_quantile(&w->prompt, w->slo.percentile / 100);
-	for (int i = 0; i < n; i++)
-		for (int j = 0; j < n; j++)
-			if (i != j) {
-				hx_linkspec ls = hx_cluster_link(cl, i, j);
-				c.net.link_tps[i * n + j] = hx_gbps_bytes_s(ls.bw_gbps) / c.tok_bytes;
-				c.lat_s[i * n + j] = ls.latency_ms * 1e-3;
-				c.hop_tok_s[i * n + j] = hx_cost_act_bytes_per_token(pb->model) / hx_gbps_bytes_s(ls.bw_gbps);
-			}
+	price_links(&c);
 	if (mem_layers < L) {
 		rc = hx_errf(err, HX_EINFEASIBLE,
 			     "memory: the nodes hold %d of the %d layers of %s in all (each with a KV "

@@ -134,6 +134,77 @@ static void cache_free(ctx *x)
 	free(x->cache);
 }
 
+/* One integer variable per model and candidate shape: its replicas (cost:
+ * priced).  BASE[i] is model i's first; returns the count. */
+static int add_counts(hx_milp *m, cset **sets, int nm, int cost, int *base)
+{
+	int nv = 0;
+
+	for (int i = 0; i < nm; i++) {
+		base[i] = nv;
+		if (!sets[i] || !sets[i]->ok)
+			continue;
+		for (int c = 0; c < sets[i]->s.n; c++) {
+			const hx_candset *s = &sets[i]->s;
+			const hx_candidate *cd = &s->c[c];
+			double ub = INFINITY;
+			char name[160];
+			for (int k = 0; k < s->ncls; k++) {
+				int u = hx_cand_use(cd, k);
+				if (u > 0)
+					ub = fmin(ub, floor((double)s->cls[k].nnodes * s->cls[k].gpus_per_node / u));
+			}
+			snprintf(name, sizeof(name), "n_m%d_%d_%s_tp%d_pp%d", i, c,
+				 s->cls[cd->st[0].cls].gpu->name, cd->st[0].tp, cd->nstages);
+			hx_milp_add_var(m, name, HX_MILP_INT, 0, ub, cost ? cd->usd_per_hour : 0);
+			nv++;
+		}
+	}
+	return nv;
+}
+
+/* GPUs of each node class of S0, shared by all models. */
+static void add_gpu_rows(hx_milp *m, const hx_candset *s0, cset **sets, int nm, const int *base,
+			 int *idx, double *v)
+{
+	for (int k = 0; k < s0->ncls; k++) {
+		int n = 0;
+		char name[160];
+		for (int i = 0; i < nm; i++)
+			for (int c = 0; sets[i] && sets[i]->ok && c < sets[i]->s.n; c++) {
+				int u = hx_cand_use(&sets[i]->s.c[c], k);
+				if (u > 0) {
+					idx[n] = base[i] + c;
+					v[n++] = u;
+				}
+			}
+		snprintf(name, sizeof(name), "gpus_%s_class%d", s0->cls[k].gpu->name, k);
+		if (n > 0)
+			hx_milp_add_row(m, name, n, idx, v, -INFINITY,
+					(double)s0->cls[k].nnodes * s0->cls[k].gpus_per_node);
+	}
+}
+
+/* An even split: no model gets more than its share of the cluster's GPUs. */
+static void add_even_rows(const ctx *x, hx_milp *m, cset **sets, int nm, const int *base,
+			  int *idx, double *v)
+{
+	int k = 0, gpus = hx_cluster_gpus(x->pb->cluster);
+	for (int i = 0; i < nm; i++)
+		k += sets[i] != NULL;
+	for (int i = 0; i < nm; i++) {
+		int n = 0;
+		char name[32];
+		for (int c = 0; sets[i] && sets[i]->ok && c < sets[i]->s.n; c++) {
+			idx[n] = base[i] + c;
+			v[n++] = sets[i]->s.c[c].gpus;
+		}
+		snprintf(name, sizeof(name), "even_m%d", i);
+		if (n > 0)
+			hx_milp_add_row(m, name, n, idx, v, -INFINITY, floor((double)gpus / k));
+	}
+}
+
 /* One deployment: the MILP for THETA (cascade) or the split (route).  On
  * return *VAL is kappa (capacity) or the cost, 0 / INFINITY when no
  * deployment carries the traffic; SETS get each model's candidates and RES
@@ -183,26 +254,7 @@ static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_m
 	mo = hx_plan_milp_opts(x->o, x->final ? 0 : x->deadline);
 	mo.lp_path = lp;
 	m = hx_milp_new(!cost);
-	for (int i = 0; i < nm; i++) {
-		base[i] = nv;
-		if (!sets[i] || !sets[i]->ok)
-			continue;
-		for (int c = 0; c < sets[i]->s.n; c++) {
-			const hx_candset *s = &sets[i]->s;
-			const hx_candidate *cd = &s->c[c];
-			double ub = INFINITY;
-			char name[160];
-			for (int k = 0; k < s->ncls; k++) {
-				int u = hx_cand_use(cd, k);
-				if (u > 0)
-					ub = fmin(ub, floor((double)s->cls[k].nnodes * s->cls[k].gpus_per_node / u));
-			}
-			snprintf(name, sizeof(name), "n_m%d_%d_%s_tp%d_pp%d", i, c,
-				 s->cls[cd->st[0].cls].gpu->name, cd->st[0].tp, cd->nstages);
-			hx_milp_add_var(m, name, HX_MILP_INT, 0, ub, cost ? cd->usd_per_hour : 0);
-			nv++;
-		}
-	}
+	nv = add_counts(m, sets, nm, cost, base);
 	if (!cost)
 		kappa = nv++, hx_milp_add_var(m, "kappa", HX_MILP_CONT,
 					      x->fill_kappa > 0 ? x->fill_kappa * (1 - 1e-9) : 0, INFINITY,
@@ -228,22 +280,7 @@ static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_m
 	idx = hx_xmalloc((size_t)(nv + 1) * sizeof(int));
 	v = hx_xmalloc((size_t)(nv + 1) * sizeof(double));
 	/* GPUs of each node class, shared by all models. */
-	for (int k = 0; k < s0->ncls; k++) {
-		int n = 0;
-		char name[160];
-		for (int i = 0; i < nm; i++)
-			for (int c = 0; sets[i] && sets[i]->ok && c < sets[i]->s.n; c++) {
-				int u = hx_cand_use(&sets[i]->s.c[c], k);
-				if (u > 0) {
-					idx[n] = base[i] + c;
-					v[n++] = u;
-				}
-			}
-		snprintf(name, sizeof(name), "gpus_%s_class%d", s0->cls[k].gpu->name, k);
-		if (n > 0)
-			hx_milp_add_row(m, name, n, idx, v, -INFINITY,
-					(double)s0->cls[k].nnodes * s0->cls[k].gpus_per_node);
-	}
+	add_gpu_rows(m, s0, sets, nm, base, idx, v);
 	/* Each model carries what reaches it. */
 	for (int i = 0; i < nm; i++) {
 		int n = 0;
@@ -278,22 +315,8 @@ static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_m
 			hx_milp_add_row(m, name, n, idx, v, 0, INFINITY);
 		}
 	}
-	if (x->even) {
-		int k = 0, gpus = hx_cluster_gpus(x->pb->cluster);
-		for (int i = 0; i < nm; i++)
-			k += sets[i] != NULL;
-		for (int i = 0; i < nm; i++) {
-			int n = 0;
-			char name[32];
-			for (int c = 0; sets[i] && sets[i]->ok && c < sets[i]->s.n; c++) {
-				idx[n] = base[i] + c;
-				v[n++] = sets[i]->s.c[c].gpus;
-			}
-			snprintf(name, sizeof(name), "even_m%d", i);
-			if (n > 0)
-				hx_milp_add_row(m, name, n, idx, v, -INFINITY, floor((double)gpus / k));
-		}
-	}
+	if (x->even)
+		add_even_rows(x, m, sets, nm, base, idx, v);
 	if (x->route) {
 		for (int i = 0; i < nm; i++) {
 			idx[i] = z0 + i;

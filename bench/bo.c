@@ -133,7 +133,7 @@ static void instance(const hx_catalog *cat, const char *cpath, int n, int seeds)
 		r[1] = w.slo.ttft_ms + outq * w.slo.tpot_ms;
 		box = r[0] * r[1] * r[2];
 		if (isnan(hv_ex))
-			hv_ex = hx_hv3(u.p, u.n, r) / box; /* best known: the union of every front */
+			hv_ex = hx_mobo_hv3(u.p, u.n, r) / box; /* best known: the union of every front */
 	}
 	{
 		double b = median(hv_bo, seeds), rn = median(hv_rnd, seeds);

@@ -18,7 +18,7 @@ static int dominates(const double *a, const double *b, int m)
 	return strict;
 }
 
-int hx_pareto_mark(const double *p, int n, int m, int *keep)
+int hx_mobo_pareto_mark(const double *p, int n, int m, int *keep)
 {
 	int kept = 0;
 	for (int i = 0; i < n; i++) {
@@ -73,7 +73,7 @@ static double hv2_sorted(const double *q, int k, int stride, const double *r)
 	return v;
 }
 
-double hx_hv2(const double *p, int n, const double *r)
+double hx_mobo_hv2(const double *p, int n, const double *r)
 {
 	int k;
 	double *q = inside(p, n, 2, r, &k), v;
@@ -89,7 +89,7 @@ static int cmp_third(const void *a, const void *b)
 	return x[2] < y[2] ? -1 : x[2] > y[2];
 }
 
-double hx_hv3(const double *p, int n, const double *r)
+double hx_mobo_hv3(const double *p, int n, const double *r)
 {
 	int k;
 	double *q = inside(p, n, 3, r, &k), *s, v = 0;
@@ -123,14 +123,14 @@ static double g(double c, double mu, double sigma)
 	return (c - mu) * hx_norm_cdf(z) + sigma * exp(-0.5 * z * z) / 2.50662827463100050242;
 }
 
-double hx_ehvi2(const double *front, int n, const double *r, const double *mu,
+double hx_mobo_ehvi2(const double *front, int n, const double *r, const double *mu,
 		const double *sigma)
 {
 	int k, *keep;
 	double *q = inside(front, n, 2, r, &k), *f, v = 0;
 	keep = hx_xmalloc((size_t)(k + 1) * sizeof(int));
 	/* Only the non-dominated points bound the strips. */
-	hx_pareto_mark(q, k, 2, keep);
+	hx_mobo_pareto_mark(q, k, 2, keep);
 	f = hx_xmalloc((size_t)(k + 1) * 2 * sizeof(double));
 	{
 		int j = 0;
@@ -156,19 +156,19 @@ double hx_ehvi2(const double *front, int n, const double *r, const double *mu,
 	return v;
 }
 
-double hx_ei(double mu, double sigma, double best)
+double hx_mobo_ei(double mu, double sigma, double best)
 {
 	return g(best, mu, sigma);
 }
 
-double hx_pof(double mu, double sigma, double limit)
+double hx_mobo_pof(double mu, double sigma, double limit)
 {
 	if (sigma <= 0)
 		return mu <= limit ? 1 : 0;
 	return hx_norm_cdf((limit - mu) / sigma);
 }
 
-double hx_parego(const double *f, const double *w, int m)
+double hx_mobo_parego(const double *f, const double *w, int m)
 {
 	double mx = -INFINITY, s = 0;
 	for (int k = 0; k < m; k++) {
@@ -178,7 +178,7 @@ double hx_parego(const double *f, const double *w, int m)
 	return mx + 0.05 * s;
 }
 
-void hx_simplex_weights(hx_rng *rng, int m, double *w)
+void hx_mobo_simplex_weights(hx_rng *rng, int m, double *w)
 {
 	/* Exponential spacings normalized: uniform on the simplex. */
 	double s = 0;

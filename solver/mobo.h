@@ -23,29 +23,29 @@
 /* Mark in KEEP[N] the points of P (N x M) that no other point dominates
  * (<= in every objective, < in one); of equal points the first is kept.
  * Returns how many are kept. */
-int hx_pareto_mark(const double *p, int n, int m, int *keep);
+int hx_mobo_pareto_mark(const double *p, int n, int m, int *keep);
 
 /* Hypervolume dominated by the N points of P (N x 2 or N x 3) inside R. */
-double hx_hv2(const double *p, int n, const double *r);
-double hx_hv3(const double *p, int n, const double *r);
+double hx_mobo_hv2(const double *p, int n, const double *r);
+double hx_mobo_hv3(const double *p, int n, const double *r);
 
 /* Exact expected hypervolume improvement over FRONT (N x 2) inside R of a
  * point whose objectives are independent normals MU[2], SIGMA[2] (sigma 0:
  * a known point). */
-double hx_ehvi2(const double *front, int n, const double *r, const double *mu,
+double hx_mobo_ehvi2(const double *front, int n, const double *r, const double *mu,
 		const double *sigma);
 
 /* Expected improvement below BEST of a normal MU, SIGMA (minimization). */
-double hx_ei(double mu, double sigma, double best);
+double hx_mobo_ei(double mu, double sigma, double best);
 
 /* Probability that a normal MU, SIGMA is at most LIMIT. */
-double hx_pof(double mu, double sigma, double limit);
+double hx_mobo_pof(double mu, double sigma, double limit);
 
 /* ParEGO's augmented Tchebycheff scalarization of F[M] (normalized to
  * [0, 1]) with weights W[M]: max_k w_k f_k + 0.05 sum_k w_k f_k. */
-double hx_parego(const double *f, const double *w, int m);
+double hx_mobo_parego(const double *f, const double *w, int m);
 
 /* Weights W[M] drawn uniformly from the simplex. */
-void hx_simplex_weights(hx_rng *rng, int m, double *w);
+void hx_mobo_simplex_weights(hx_rng *rng, int m, double *w);
 
 #endif

@@ -12,13 +12,13 @@ START_TEST(test_hv2)
 {
 	double f[] = {1, 3, 2, 2, 3, 1}, r[] = {4, 4};
 	/* staircase: 3 x 1 + 2 x 1 + 1 x 1 */
-	ck_assert_double_eq_tol(hx_hv2(f, 3, r), 6, 1e-12);
+	ck_assert_double_eq_tol(hx_mobo_hv2(f, 3, r), 6, 1e-12);
 	/* a dominated point and one outside R change nothing */
 	{
 		double g[] = {3, 1, 1, 3, 2.5, 2.5, 2, 2, 0, 5};
-		ck_assert_double_eq_tol(hx_hv2(g, 5, r), 6, 1e-12);
+		ck_assert_double_eq_tol(hx_mobo_hv2(g, 5, r), 6, 1e-12);
 	}
-	ck_assert_double_eq(hx_hv2(f, 0, r), 0);
+	ck_assert_double_eq(hx_mobo_hv2(f, 0, r), 0);
 }
 END_TEST
 
@@ -26,14 +26,14 @@ START_TEST(test_hv3)
 {
 	double a[] = {1, 1, 1}, ra[] = {2, 3, 4};
 	double b[] = {0, 0, 1, 1, 1, 0}, rb[] = {2, 2, 2};
-	ck_assert_double_eq_tol(hx_hv3(a, 1, ra), 6, 1e-12);
+	ck_assert_double_eq_tol(hx_mobo_hv3(a, 1, ra), 6, 1e-12);
 	/* 2 x 2 x 1 + 1 x 1 x 2 - overlap 1 x 1 x 1 */
-	ck_assert_double_eq_tol(hx_hv3(b, 2, rb), 5, 1e-12);
+	ck_assert_double_eq_tol(hx_mobo_hv3(b, 2, rb), 5, 1e-12);
 	/* all on one level: the 2-D volume times the depth */
 	{
 		double c[] = {1, 3, 0.5, 2, 2, 0.5, 3, 1, 0.5}, c2[] = {1, 3, 2, 2, 3, 1};
 		double r3[] = {4, 4, 2}, r2[] = {4, 4};
-		ck_assert_double_eq_tol(hx_hv3(c, 3, r3), 1.5 * hx_hv2(c2, 3, r2), 1e-12);
+		ck_assert_double_eq_tol(hx_mobo_hv3(c, 3, r3), 1.5 * hx_mobo_hv2(c2, 3, r2), 1e-12);
 	}
 	/* random fronts against a Monte-Carlo count */
 	{
@@ -51,7 +51,7 @@ START_TEST(test_hv3)
 					break;
 				}
 		}
-		ck_assert_double_eq_tol(hx_hv3(p, 8, r), (double)hit / n, 4e-3);
+		ck_assert_double_eq_tol(hx_mobo_hv3(p, 8, r), (double)hit / n, 4e-3);
 	}
 }
 END_TEST
@@ -60,7 +60,7 @@ START_TEST(test_pareto)
 {
 	double p[] = {1, 3, 2, 2, 2.5, 2.5, 3, 1, 2, 2, 4, 0.5};
 	int keep[6], want[6] = {1, 1, 0, 1, 0, 1};
-	ck_assert_int_eq(hx_pareto_mark(p, 6, 2, keep), 4);
+	ck_assert_int_eq(hx_mobo_pareto_mark(p, 6, 2, keep), 4);
 	for (int i = 0; i < 6; i++)
 		ck_assert_int_eq(keep[i], want[i]);
 }
@@ -70,18 +70,18 @@ START_TEST(test_ehvi_dominated)
 {
 	double f[] = {1, 3, 2, 2, 3, 1}, r[] = {4, 4};
 	double mu[2] = {2.5, 2.5}, s0[2] = {0, 0};
-	ck_assert_double_eq(hx_ehvi2(f, 3, r, mu, s0), 0);
+	ck_assert_double_eq(hx_mobo_ehvi2(f, 3, r, mu, s0), 0);
 	/* outside R */
 	mu[0] = 5;
 	mu[1] = 0;
-	ck_assert_double_eq(hx_ehvi2(f, 3, r, mu, s0), 0);
+	ck_assert_double_eq(hx_mobo_ehvi2(f, 3, r, mu, s0), 0);
 	/* a known point: its exact improvement */
 	{
 		double g[] = {1, 3, 2, 2, 3, 1, 1.5, 1.5};
 		mu[0] = mu[1] = 1.5;
-		ck_assert_double_eq_tol(hx_ehvi2(f, 3, r, mu, s0), hx_hv2(g, 4, r) - hx_hv2(f, 3, r), 1e-12);
+		ck_assert_double_eq_tol(hx_mobo_ehvi2(f, 3, r, mu, s0), hx_mobo_hv2(g, 4, r) - hx_mobo_hv2(f, 3, r), 1e-12);
 		/* [1.5, 4]^2 is 6.25, of which the front held 0.5 + 2 + 2.5 */
-		ck_assert_double_eq_tol(hx_hv2(g, 4, r) - hx_hv2(f, 3, r), 1.25, 1e-12);
+		ck_assert_double_eq_tol(hx_mobo_hv2(g, 4, r) - hx_mobo_hv2(f, 3, r), 1.25, 1e-12);
 	}
 }
 END_TEST
@@ -101,18 +101,18 @@ START_TEST(test_ehvi_monte_carlo)
 		mu[1] = hx_rng_uniform(&rng);
 		sd[0] = 0.02 + 0.3 * hx_rng_uniform(&rng);
 		sd[1] = 0.02 + 0.3 * hx_rng_uniform(&rng);
-		base = hx_hv2(f, n, r);
+		base = hx_mobo_hv2(f, n, r);
 		for (int i = 0; i < 2 * n; i++)
 			g[i] = f[i];
 		for (int k = 0; k < ns; k++) {
 			double imp;
 			g[2 * n] = mu[0] + sd[0] * hx_rng_normal(&rng);
 			g[2 * n + 1] = mu[1] + sd[1] * hx_rng_normal(&rng);
-			imp = hx_hv2(g, n + 1, r) - base;
+			imp = hx_mobo_hv2(g, n + 1, r) - base;
 			s += imp;
 			s2 += imp * imp;
 		}
-		e = hx_ehvi2(f, n, r, mu, sd);
+		e = hx_mobo_ehvi2(f, n, r, mu, sd);
 		se = sqrt(fmax(s2 / ns - (s / ns) * (s / ns), 0) / ns);
 		ck_assert_msg(fabs(e - s / ns) <= 4 * se + 1e-6,
 			      "trial %d: EHVI %g, Monte Carlo %g (se %g)", trial, e, s / ns, se);
@@ -124,16 +124,16 @@ START_TEST(test_scalars)
 {
 	double f[3] = {0.2, 0.5, 0.1}, w[3] = {0.5, 0.25, 0.25};
 	hx_rng rng;
-	ck_assert_double_eq_tol(hx_parego(f, w, 3), 0.125 + 0.05 * (0.1 + 0.125 + 0.025), 1e-12);
-	ck_assert_double_eq(hx_pof(1, 0, 2), 1);
-	ck_assert_double_eq(hx_pof(3, 0, 2), 0);
-	ck_assert_double_eq_tol(hx_pof(2, 1, 2), 0.5, 1e-9);
-	ck_assert_double_eq_tol(hx_ei(0, 1, 0), 0.3989422804014327, 1e-9);
-	ck_assert_double_eq(hx_ei(3, 0, 1), 0);
+	ck_assert_double_eq_tol(hx_mobo_parego(f, w, 3), 0.125 + 0.05 * (0.1 + 0.125 + 0.025), 1e-12);
+	ck_assert_double_eq(hx_mobo_pof(1, 0, 2), 1);
+	ck_assert_double_eq(hx_mobo_pof(3, 0, 2), 0);
+	ck_assert_double_eq_tol(hx_mobo_pof(2, 1, 2), 0.5, 1e-9);
+	ck_assert_double_eq_tol(hx_mobo_ei(0, 1, 0), 0.3989422804014327, 1e-9);
+	ck_assert_double_eq(hx_mobo_ei(3, 0, 1), 0);
 	hx_rng_seed(&rng, 5);
 	for (int i = 0; i < 100; i++) {
 		double s = 0;
-		hx_simplex_weights(&rng, 3, w);
+		hx_mobo_simplex_weights(&rng, 3, w);
 		for (int k = 0; k < 3; k++) {
 			ck_assert(w[k] >= 0);
 			s += w[k];

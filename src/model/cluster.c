@@ -70,7 +70,7 @@ static int parse_nodes(const hx_jr *r, const json_t *list, const hx_catalog *cat
 		if ((rc = hx_gpu_parse(r, g, pg, cat, &nd->gpu)))
 			return rc;
 		strcpy(nd->region, "default");
-		nd->nic_gbps = 100;
+		nd->nic_gbps = HX_DEFAULT_NIC_GBPS;
 		nd->usd_per_hour = nd->gpu.usd_per_hour;
 		if ((rc = hx_jr_int(r, v, p, "count", 1, 1, 4096, &count)) ||
 		    (rc = hx_jr_str(r, v, p, "region", 0, nd->region, sizeof(nd->region))) ||
@@ -318,7 +318,7 @@ int hx_cluster_expand_offers(const hx_cluster *in, int owned_free, hx_cluster *o
 			hx_strlcpy(nd->region, o->region, sizeof(nd->region));
 			nd->gpu = o->gpu;
 			nd->count = left < o->gpus_per_node ? left : o->gpus_per_node;
-			nd->nic_gbps = 100;
+			nd->nic_gbps = HX_DEFAULT_NIC_GBPS;
 			nd->usd_per_hour = o->usd_per_hour;
 			left -= nd->count;
 		}

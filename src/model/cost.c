@@ -267,8 +267,8 @@ void hx_cost_iter(const hx_replica *r, const hx_batch *b, hx_iter *out)
 		if (t > out->bottleneck_s)
 			out->bottleneck_s = t;
 		if (i + 1 < r->nstages) {
-			double bytes = tokens * r->model->a.hidden * 2;
-			out->transfer_s += s->next_latency_ms * 1e-3 + bytes / (s->next_bw_gbps * 1e9 / 8);
+			double bytes = tokens * hx_cost_act_bytes_per_token(r->model);
+			out->transfer_s += s->next_latency_ms * 1e-3 + bytes / hx_gbps_bytes_s(s->next_bw_gbps);
 		}
 		if (s->gpu->iter_overhead_ms * 1e-3 > over)
 			over = s->gpu->iter_overhead_ms * 1e-3;
@@ -427,10 +427,20 @@ double hx_model_weight_bytes(const hx_model *m, hx_dtype wdt)
 	return hx_model_params(&m->a) * hx_dtype_bytes(wdt);
 }
 
+double hx_cost_act_bytes_per_token(const hx_model *m)
+{
+	return m->a.hidden * 2.0;
+}
+
+double hx_usd_per_mtok(double usd_per_hour, double rps, double tokens_per_req)
+{
+	return rps > 0 ? usd_per_hour / (rps * tokens_per_req * 3600 / 1e6) : 0;
+}
+
 double hx_cost_kv_transfer(const hx_model *m, hx_dtype kvdt, double tokens,
 			   double bw_gbps, double latency_ms)
 {
-	return latency_ms * 1e-3 + tokens * hx_kv_bytes_per_token(m, kvdt) / (bw_gbps * 1e9 / 8);
+	return latency_ms * 1e-3 + tokens * hx_kv_bytes_per_token(m, kvdt) / hx_gbps_bytes_s(bw_gbps);
 }
 
 /* ---- capacity at the SLO ------------------------------------------------- */

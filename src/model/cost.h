@@ -126,6 +126,15 @@ double hx_kv_bytes_token_layer_gpu(const hx_model *m, int tp, hx_dtype kvdt);
 /* Weight bytes of the whole model at WDT. */
 double hx_model_weight_bytes(const hx_model *m, hx_dtype wdt);
 /* Seconds to move the KV of TOKENS prompt tokens over a link. */
+/* Bytes of activations one token carries across a pipeline stage boundary
+ * (hidden values at 16 bits). */
+double hx_cost_act_bytes_per_token(const hx_model *m);
+
+/* Dollars per million tokens (prompt + generated) at USD_PER_HOUR while
+ * serving RPS requests/s of TOKENS_PER_REQ tokens each; 0 when RPS is not
+ * positive.  Not rounded. */
+double hx_usd_per_mtok(double usd_per_hour, double rps, double tokens_per_req);
+
 double hx_cost_kv_transfer(const hx_model *m, hx_dtype kvdt, double tokens,
 			   double bw_gbps, double latency_ms);
 

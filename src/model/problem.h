@@ -17,6 +17,21 @@
 #include "model/catalog.h"
 #include "base/util.h"
 
+/* A node's NIC when the cluster names none, and a link's bandwidth where a
+ * plan or route records none (Gb/s). */
+#define HX_DEFAULT_NIC_GBPS 100
+
+/* The fraction of GPU memory the engine may use when the workload names
+ * none (vLLM's --gpu-memory-utilization default). */
+#define HX_DEFAULT_MEM_UTIL 0.9
+
+/* Gigabits per second (links, NICs: network convention) to bytes per
+ * second (SI, what the cost model divides by). */
+static inline double hx_gbps_bytes_s(double gbps)
+{
+	return gbps * 1e9 / 8;
+}
+
 typedef struct hx_linkspec {
 	double bw_gbps;
 	double latency_ms;

@@ -160,7 +160,7 @@ void hx_serving_defaults(hx_serving *s)
 {
 	s->token_budget = 8192;
 	s->max_seqs = 256;
-	s->mem_util = 0.9;
+	s->mem_util = HX_DEFAULT_MEM_UTIL;
 }
 
 static int parse_classes(const hx_jr *r, const json_t *list, const char *dir,

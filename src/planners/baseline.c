@@ -166,7 +166,7 @@ int hx_plan_baseline(const hx_problem *pb, hx_plan *p, hx_err *err)
 			       "alone are %.1f GiB, plus a KV reserve of %.0f tokens per replica",
 			       pb->model->name, need / HX_GIB, hx_plan_kv_reserve(pb->workload));
 	}
-	if ((rc = hx_plan_finish(pb, p, 1, err)))
+	if ((rc = hx_plan_finish(pb, p, HX_FINISH_WEIGHTS, err)))
 		hx_plan_release(p);
 	return rc;
 }

@@ -472,7 +472,7 @@ static int front_mark(const bo *b, int *keep)
 		p[3 * n + 2] = -b->ev[i].q;
 		idx[n++] = i;
 	}
-	hx_pareto_mark(p, n, 3, kp);
+	hx_mobo_pareto_mark(p, n, 3, kp);
 	kept = 0;
 	for (int i = 0; i < n; i++)
 		if (kp[i]) {
@@ -499,7 +499,7 @@ static double hypervolume(const bo *b)
 		p[3 * n + 2] = 100 - b->ev[i].q;
 		n++;
 	}
-	v = hx_hv3(p, n, r) / (r[0] * r[1] * r[2]);
+	v = hx_mobo_hv3(p, n, r) / (r[0] * r[1] * r[2]);
 	free(p);
 	return v;
 }
@@ -531,7 +531,7 @@ static double parego_of(const acq *a, const double *t)
 	double f[3];
 	for (int k = 0; k < 3; k++)
 		f[k] = (t[k] - a->lo[k]) / fmax(a->hi[k] - a->lo[k], 1e-12);
-	return hx_parego(f, a->w, 3);
+	return hx_mobo_parego(f, a->w, 3);
 }
 
 /* The acquisition value of K under the latency GP. */
@@ -541,10 +541,10 @@ static double acquire(const bo *b, const acq *a, const hx_gp *gp, const cfg *k)
 	features(b, k, x);
 	hx_gp_predict(gp, x, &mu, &var);
 	sd = sqrt(var);
-	pof = hx_pof(mu, sd, log(b->slo_ms));
+	pof = hx_mobo_pof(mu, sd, log(b->slo_ms));
 	if (a->ehvi) {
 		double m2[2] = {cost, mu}, s2[2] = {0, sd};
-		return hx_ehvi2(a->front, a->nfront, a->ref, m2, s2) * pof;
+		return hx_mobo_ehvi2(a->front, a->nfront, a->ref, m2, s2) * pof;
 	}
 	{
 		/* E[max(0, best - s(L))], L ~ N(mu, sd) on the log scale, by
@@ -577,7 +577,7 @@ static void acq_setup(bo *b, acq *a, const int *keep)
 		a->ref[1] = log(b->slo_ms);
 		return;
 	}
-	hx_simplex_weights(&b->rng, 3, a->w);
+	hx_mobo_simplex_weights(&b->rng, 3, a->w);
 	{
 		double tr[3];
 		transformed(b->budget, b->slo_ms, b->q->floor, tr);

@@ -73,39 +73,15 @@ char *hx_bo_front_dump(const hx_bo_front *f, uint64_t seed)
 	return s;
 }
 
-/* A growing string. */
-typedef struct sbuf {
-	char *s;
-	size_t len, cap;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-	for (;;) {
-		size_t room = b->cap - b->len;
-		va_start(ap, fmt);
-		n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
-		va_end(ap);
-		if (b->s && (size_t)n < room) {
-			b->len += (size_t)n;
-			return;
-		}
-		b->cap = b->cap * 2 + (size_t)n + 256;
-		b->s = hx_xrealloc(b->s, b->cap);
-	}
-}
-
-static void sb_escaped(sbuf *b, const char *t)
+static void svg_escaped(hx_buf *b, const char *t)
 {
 	for (; *t; t++)
 		switch (*t) {
-		case '&': sb_printf(b, "&amp;"); break;
-		case '<': sb_printf(b, "&lt;"); break;
-		case '>': sb_printf(b, "&gt;"); break;
-		case '"': sb_printf(b, "&quot;"); break;
-		default: sb_printf(b, "%c", *t);
+		case '&': hx_buf_printf(b, "&amp;"); break;
+		case '<': hx_buf_printf(b, "&lt;"); break;
+		case '>': hx_buf_printf(b, "&gt;"); break;
+		case '"': hx_buf_printf(b, "&quot;"); break;
+		default: hx_buf_printf(b, "%c", *t);
 		}
 }
 
@@ -138,7 +114,7 @@ static void ramp(double t, int *r, int *g, int *b)
 
 char *hx_bo_front_svg(const hx_bo_front *f)
 {
-	sbuf b = {0};
+	hx_buf b = {0};
 	double xmax = f->ref[0], ymax = f->ref[1], qlo = INFINITY, qhi = -INFINITY, xs, ys;
 	const double pw = W - ML - MR, ph = H - MT - MB;
 	for (int i = 0; i < f->n; i++) {
@@ -157,83 +133,83 @@ char *hx_bo_front_svg(const hx_bo_front *f)
 	ymax = ceil(ymax * 1.05 / ys) * ys;
 #define PX(v) (ML + (v) / xmax * pw)
 #define PY(v) (MT + ph - (v) / ymax * ph)
-	sb_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	hx_buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		  "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
 		  "font-family=\"sans-serif\" font-size=\"12\">\n", W, H, W, H);
-	sb_printf(&b, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
-	sb_printf(&b, "<text x=\"%d\" y=\"20\" font-size=\"15\">Pareto front: %d plan%s, hypervolume %.2f%%</text>\n",
+	hx_buf_printf(&b, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
+	hx_buf_printf(&b, "<text x=\"%d\" y=\"20\" font-size=\"15\">Pareto front: %d plan%s, hypervolume %.2f%%</text>\n",
 		  ML, f->n, f->n == 1 ? "" : "s", 100 * f->hypervolume);
-	sb_printf(&b, "<text x=\"%d\" y=\"38\" fill=\"#555\">%d evaluations (%s); models: ", ML, f->evals,
+	hx_buf_printf(&b, "<text x=\"%d\" y=\"38\" fill=\"#555\">%d evaluations (%s); models: ", ML, f->evals,
 		  f->acquisition);
 	for (int m = 0; m < f->nmodels; m++) {
-		sb_escaped(&b, f->model[m]);
-		sb_printf(&b, m + 1 < f->nmodels ? ", " : "");
+		svg_escaped(&b, f->model[m]);
+		hx_buf_printf(&b, m + 1 < f->nmodels ? ", " : "");
 	}
-	sb_printf(&b, "</text>\n");
+	hx_buf_printf(&b, "</text>\n");
 	/* grid and ticks */
 	for (double v = 0; v <= xmax + 1e-9 * xmax; v += xs) {
-		sb_printf(&b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n",
+		hx_buf_printf(&b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n",
 			  PX(v), MT, PX(v), MT + ph);
-		sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n",
+		hx_buf_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n",
 			  PX(v), MT + ph, PX(v), MT + ph + 5);
-		sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n", PX(v), MT + ph + 19, v);
+		hx_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n", PX(v), MT + ph + 19, v);
 	}
 	for (double v = 0; v <= ymax + 1e-9 * ymax; v += ys) {
-		sb_printf(&b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n",
+		hx_buf_printf(&b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n",
 			  ML, PY(v), ML + pw, PY(v));
-		sb_printf(&b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"black\"/>\n",
+		hx_buf_printf(&b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"black\"/>\n",
 			  ML - 5, PY(v), ML, PY(v));
-		sb_printf(&b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", ML - 8, PY(v) + 4, v);
+		hx_buf_printf(&b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", ML - 8, PY(v) + 4, v);
 	}
-	sb_printf(&b, "<rect x=\"%d\" y=\"%d\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"black\"/>\n",
+	hx_buf_printf(&b, "<rect x=\"%d\" y=\"%d\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"black\"/>\n",
 		  ML, MT, pw, ph);
-	sb_printf(&b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">cost (USD per hour)</text>\n",
+	hx_buf_printf(&b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">cost (USD per hour)</text>\n",
 		  ML + pw / 2, H - 20);
-	sb_printf(&b, "<text transform=\"translate(24 %.1f) rotate(-90)\" text-anchor=\"middle\">"
+	hx_buf_printf(&b, "<text transform=\"translate(24 %.1f) rotate(-90)\" text-anchor=\"middle\">"
 		  "latency, end to end at the SLO percentile (ms)</text>\n", MT + ph / 2);
 	/* the reference: budget and latency SLO */
-	sb_printf(&b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c0392b\" stroke-dasharray=\"6 4\"/>\n",
+	hx_buf_printf(&b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c0392b\" stroke-dasharray=\"6 4\"/>\n",
 		  PX(f->ref[0]), MT, PX(f->ref[0]), MT + ph);
-	sb_printf(&b, "<text x=\"%.1f\" y=\"%d\" fill=\"#c0392b\" text-anchor=\"end\">budget $%g/h</text>\n",
+	hx_buf_printf(&b, "<text x=\"%.1f\" y=\"%d\" fill=\"#c0392b\" text-anchor=\"end\">budget $%g/h</text>\n",
 		  PX(f->ref[0]) - 4, MT + 14, f->ref[0]);
-	sb_printf(&b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c0392b\" stroke-dasharray=\"6 4\"/>\n",
+	hx_buf_printf(&b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c0392b\" stroke-dasharray=\"6 4\"/>\n",
 		  ML, PY(f->ref[1]), ML + pw, PY(f->ref[1]));
-	sb_printf(&b, "<text x=\"%d\" y=\"%.1f\" fill=\"#c0392b\">latency SLO %g ms</text>\n",
+	hx_buf_printf(&b, "<text x=\"%d\" y=\"%.1f\" fill=\"#c0392b\">latency SLO %g ms</text>\n",
 		  ML + 6, PY(f->ref[1]) - 5, f->ref[1]);
 	/* the points, the chosen one ringed */
 	for (int i = 0; i < f->n; i++) {
 		int r, g, bl;
 		const hx_bo_point *p = &f->pt[i];
 		ramp((p->quality - qlo) / (qhi - qlo), &r, &g, &bl);
-		sb_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" fill=\"rgb(%d,%d,%d)\" stroke=\"black\" "
+		hx_buf_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" fill=\"rgb(%d,%d,%d)\" stroke=\"black\" "
 			  "stroke-width=\"0.5\"><title>$%g/h, %g ms, quality %g</title></circle>\n",
 			  PX(p->usd_per_hour), PY(p->latency_ms), r, g, bl, p->usd_per_hour, p->latency_ms, p->quality);
 	}
 	if (f->n > 0) {
 		const hx_bo_point *p = &f->pt[f->chosen];
-		sb_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"11\" fill=\"none\" stroke=\"#c0392b\" stroke-width=\"2\"/>\n",
+		hx_buf_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"11\" fill=\"none\" stroke=\"#c0392b\" stroke-width=\"2\"/>\n",
 			  PX(p->usd_per_hour), PY(p->latency_ms));
-		sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#c0392b\">chosen (%s)</text>\n",
+		hx_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#c0392b\">chosen (%s)</text>\n",
 			  PX(p->usd_per_hour) + 14, PY(p->latency_ms) - 8, prefer_name(f->prefer));
 	}
 	/* legend: the quality colour bar */
 	{
 		double lx = W - MR + 40, ly = MT + 20, lh = ph - 60;
-		sb_printf(&b, "<defs><linearGradient id=\"q\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">\n");
+		hx_buf_printf(&b, "<defs><linearGradient id=\"q\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">\n");
 		for (int k = 0; k <= 4; k++) {
 			int r, g, bl;
 			ramp(k / 4.0, &r, &g, &bl);
-			sb_printf(&b, "<stop offset=\"%d%%\" stop-color=\"rgb(%d,%d,%d)\"/>\n", 25 * k, r, g, bl);
+			hx_buf_printf(&b, "<stop offset=\"%d%%\" stop-color=\"rgb(%d,%d,%d)\"/>\n", 25 * k, r, g, bl);
 		}
-		sb_printf(&b, "</linearGradient></defs>\n");
-		sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\">quality (0-100)</text>\n", lx - 10, ly - 8);
-		sb_printf(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"18\" height=\"%.1f\" fill=\"url(#q)\" stroke=\"black\"/>\n",
+		hx_buf_printf(&b, "</linearGradient></defs>\n");
+		hx_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\">quality (0-100)</text>\n", lx - 10, ly - 8);
+		hx_buf_printf(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"18\" height=\"%.1f\" fill=\"url(#q)\" stroke=\"black\"/>\n",
 			  lx, ly, lh);
-		sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\">%.2f</text>\n", lx + 24, ly + 4, qhi);
-		sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\">%.2f</text>\n", lx + 24, ly + lh / 2 + 4, (qlo + qhi) / 2);
-		sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\">%.2f</text>\n", lx + 24, ly + lh + 4, qlo);
+		hx_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\">%.2f</text>\n", lx + 24, ly + 4, qhi);
+		hx_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\">%.2f</text>\n", lx + 24, ly + lh / 2 + 4, (qlo + qhi) / 2);
+		hx_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\">%.2f</text>\n", lx + 24, ly + lh + 4, qlo);
 	}
-	sb_printf(&b, "</svg>\n");
+	hx_buf_printf(&b, "</svg>\n");
 #undef PX
 #undef PY
 	return b.s;

@@ -85,7 +85,7 @@ void hx_cand_replica(const hx_problem *pb, const hx_candset *s, const hx_candida
 		st->tp = c->st[i].tp;
 		st->first = c->st[i].first;
 		st->last = c->st[i].last;
-		st->next_bw_gbps = c->link[i].bw_gbps > 0 ? c->link[i].bw_gbps : 100;
+		st->next_bw_gbps = c->link[i].bw_gbps > 0 ? c->link[i].bw_gbps : HX_DEFAULT_NIC_GBPS;
 		st->next_latency_ms = c->link[i].latency_ms;
 	}
 }

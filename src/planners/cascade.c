@@ -78,15 +78,8 @@ typedef struct ctx {
 	int ncache;
 	long nodes, iterations;
 	int evals, time_cut, work_cut;
-	struct timespec t0;
+	double deadline; /* hx_deadline of the call's time limit */
 } ctx;
-
-static double elapsed(const ctx *x)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)(t.tv_sec - x->t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - x->t0.tv_nsec);
-}
 
 /* Each stage's TTFT budget in a cascade of STAGES models (route: the SLO). */
 static double budget(const ctx *x, int stages)
@@ -141,6 +134,77 @@ static void cache_free(ctx *x)
 	free(x->cache);
 }
 
+/* One integer variable per model and candidate shape: its replicas (cost:
+ * priced).  BASE[i] is model i's first; returns the count. */
+static int add_counts(hx_milp *m, cset **sets, int nm, int cost, int *base)
+{
+	int nv = 0;
+
+	for (int i = 0; i < nm; i++) {
+		base[i] = nv;
+		if (!sets[i] || !sets[i]->ok)
+			continue;
+		for (int c = 0; c < sets[i]->s.n; c++) {
+			const hx_candset *s = &sets[i]->s;
+			const hx_candidate *cd = &s->c[c];
+			double ub = INFINITY;
+			char name[160];
+			for (int k = 0; k < s->ncls; k++) {
+				int u = hx_cand_use(cd, k);
+				if (u > 0)
+					ub = fmin(ub, floor((double)s->cls[k].nnodes * s->cls[k].gpus_per_node / u));
+			}
+			snprintf(name, sizeof(name), "n_m%d_%d_%s_tp%d_pp%d", i, c,
+				 s->cls[cd->st[0].cls].gpu->name, cd->st[0].tp, cd->nstages);
+			hx_milp_add_var(m, name, HX_MILP_INT, 0, ub, cost ? cd->usd_per_hour : 0);
+			nv++;
+		}
+	}
+	return nv;
+}
+
+/* GPUs of each node class of S0, shared by all models. */
+static void add_gpu_rows(hx_milp *m, const hx_candset *s0, cset **sets, int nm, const int *base,
+			 int *idx, double *v)
+{
+	for (int k = 0; k < s0->ncls; k++) {
+		int n = 0;
+		char name[160];
+		for (int i = 0; i < nm; i++)
+			for (int c = 0; sets[i] && sets[i]->ok && c < sets[i]->s.n; c++) {
+				int u = hx_cand_use(&sets[i]->s.c[c], k);
+				if (u > 0) {
+					idx[n] = base[i] + c;
+					v[n++] = u;
+				}
+			}
+		snprintf(name, sizeof(name), "gpus_%s_class%d", s0->cls[k].gpu->name, k);
+		if (n > 0)
+			hx_milp_add_row(m, name, n, idx, v, -INFINITY,
+					(double)s0->cls[k].nnodes * s0->cls[k].gpus_per_node);
+	}
+}
+
+/* An even split: no model gets more than its share of the cluster's GPUs. */
+static void add_even_rows(const ctx *x, hx_milp *m, cset **sets, int nm, const int *base,
+			  int *idx, double *v)
+{
+	int k = 0, gpus = hx_cluster_gpus(x->pb->cluster);
+	for (int i = 0; i < nm; i++)
+		k += sets[i] != NULL;
+	for (int i = 0; i < nm; i++) {
+		int n = 0;
+		char name[32];
+		for (int c = 0; sets[i] && sets[i]->ok && c < sets[i]->s.n; c++) {
+			idx[n] = base[i] + c;
+			v[n++] = sets[i]->s.c[c].gpus;
+		}
+		snprintf(name, sizeof(name), "even_m%d", i);
+		if (n > 0)
+			hx_milp_add_row(m, name, n, idx, v, -INFINITY, floor((double)gpus / k));
+	}
+}
+
 /* One deployment: the MILP for THETA (cascade) or the split (route).  On
  * return *VAL is kappa (capacity) or the cost, 0 / INFINITY when no
  * deployment carries the traffic; SETS get each model's candidates and RES
@@ -155,7 +219,7 @@ static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_m
 	double lambda = x->pb->workload->rate_rps;
 	hx_cascade_eval ev;
 	hx_milp *m;
-	hx_milp_opts mo = {x->o->gap, x->o->node_limit, 0, x->o->verbose, lp};
+	hx_milp_opts mo;
 	int *idx;
 	double *v;
 
@@ -182,36 +246,15 @@ static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_m
 	}
 	if (!s0)
 		return 0;
-	if (x->o->time_limit_s > 0 && x->final) {
-		mo.time_limit_s = x->o->time_limit_s;
-	} else if (x->o->time_limit_s > 0) {
-		mo.time_limit_s = x->o->time_limit_s - elapsed(x);
-		if (mo.time_limit_s <= 0) {
-			x->time_cut = 1;
-			return 0;
-		}
+	/* the final solve has the whole limit; the search's share what is left */
+	if (!x->final && hx_past(x->deadline)) {
+		x->time_cut = 1;
+		return 0;
 	}
+	mo = hx_plan_milp_opts(x->o, x->final ? 0 : x->deadline);
+	mo.lp_path = lp;
 	m = hx_milp_new(!cost);
-	for (int i = 0; i < nm; i++) {
-		base[i] = nv;
-		if (!sets[i] || !sets[i]->ok)
-			continue;
-		for (int c = 0; c < sets[i]->s.n; c++) {
-			const hx_candset *s = &sets[i]->s;
-			const hx_candidate *cd = &s->c[c];
-			double ub = INFINITY;
-			char name[160];
-			for (int k = 0; k < s->ncls; k++) {
-				int u = hx_cand_use(cd, k);
-				if (u > 0)
-					ub = fmin(ub, floor((double)s->cls[k].nnodes * s->cls[k].gpus_per_node / u));
-			}
-			snprintf(name, sizeof(name), "n_m%d_%d_%s_tp%d_pp%d", i, c,
-				 s->cls[cd->st[0].cls].gpu->name, cd->st[0].tp, cd->nstages);
-			hx_milp_add_var(m, name, HX_MILP_INT, 0, ub, cost ? cd->usd_per_hour : 0);
-			nv++;
-		}
-	}
+	nv = add_counts(m, sets, nm, cost, base);
 	if (!cost)
 		kappa = nv++, hx_milp_add_var(m, "kappa", HX_MILP_CONT,
 					      x->fill_kappa > 0 ? x->fill_kappa * (1 - 1e-9) : 0, INFINITY,
@@ -237,22 +280,7 @@ static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_m
 	idx = hx_xmalloc((size_t)(nv + 1) * sizeof(int));
 	v = hx_xmalloc((size_t)(nv + 1) * sizeof(double));
 	/* GPUs of each node class, shared by all models. */
-	for (int k = 0; k < s0->ncls; k++) {
-		int n = 0;
-		char name[160];
-		for (int i = 0; i < nm; i++)
-			for (int c = 0; sets[i] && sets[i]->ok && c < sets[i]->s.n; c++) {
-				int u = hx_cand_use(&sets[i]->s.c[c], k);
-				if (u > 0) {
-					idx[n] = base[i] + c;
-					v[n++] = u;
-				}
-			}
-		snprintf(name, sizeof(name), "gpus_%s_class%d", s0->cls[k].gpu->name, k);
-		if (n > 0)
-			hx_milp_add_row(m, name, n, idx, v, -INFINITY,
-					(double)s0->cls[k].nnodes * s0->cls[k].gpus_per_node);
-	}
+	add_gpu_rows(m, s0, sets, nm, base, idx, v);
 	/* Each model carries what reaches it. */
 	for (int i = 0; i < nm; i++) {
 		int n = 0;
@@ -287,22 +315,8 @@ static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_m
 			hx_milp_add_row(m, name, n, idx, v, 0, INFINITY);
 		}
 	}
-	if (x->even) {
-		int k = 0, gpus = hx_cluster_gpus(x->pb->cluster);
-		for (int i = 0; i < nm; i++)
-			k += sets[i] != NULL;
-		for (int i = 0; i < nm; i++) {
-			int n = 0;
-			char name[32];
-			for (int c = 0; sets[i] && sets[i]->ok && c < sets[i]->s.n; c++) {
-				idx[n] = base[i] + c;
-				v[n++] = sets[i]->s.c[c].gpus;
-			}
-			snprintf(name, sizeof(name), "even_m%d", i);
-			if (n > 0)
-				hx_milp_add_row(m, name, n, idx, v, -INFINITY, floor((double)gpus / k));
-		}
-	}
+	if (x->even)
+		add_even_rows(x, m, sets, nm, base, idx, v);
 	if (x->route) {
 		for (int i = 0; i < nm; i++) {
 			idx[i] = z0 + i;
@@ -551,7 +565,7 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 	hx_plan_init(p);
 	strcpy(p->mode, route ? "route" : "cascade");
 	memset(&x, 0, sizeof(x));
-	clock_gettime(CLOCK_MONOTONIC, &x.t0);
+	x.deadline = hx_deadline(o->time_limit_s);
 	if (!q)
 		return hx_errf(err, HX_EINPUT, "%s plans need the workload's quality profile (\"quality\")",
 			       p->mode);

@@ -24,11 +24,11 @@
 #include "planners/colocated.h"
 
 /* Build and solve the MILP over candidates flagged in USE (NULL: all). */
-static int solve(const hx_problem *pb, const hx_plan_opts *o, const hx_candset *s,
+static int solve(const hx_problem *pb, const hx_plan_opts *o, double deadline, const hx_candset *s,
 		 const char *use, int objective, hx_milp_result *res, hx_err *err)
 {
 	hx_milp *m = hx_milp_new(objective == HX_OBJ_CAPACITY);
-	hx_milp_opts mo = {o->gap, o->node_limit, o->time_limit_s, o->verbose, o->lp_path};
+	hx_milp_opts mo = hx_plan_milp_opts(o, deadline);
 	int *idx = hx_xmalloc((size_t)s->n * sizeof(int) + 1);
 	double *val = hx_xmalloc((size_t)s->n * sizeof(double) + 1);
 	int rc;
@@ -174,32 +174,10 @@ static int cmp_pick(const void *a, const void *b)
 	return x->cand - y->cand;
 }
 
-static void fill_solver(hx_plan *p, const hx_milp_result *res, const char *engine)
-{
-	strcpy(p->solver.engine, engine);
-	strcpy(p->solver.status, hx_milp_plan_status(res->status));
-	p->solver.objective = hx_round6(res->objective);
-	p->solver.bound = hx_round6(res->bound);
-	p->solver.gap = hx_round6(res->gap);
-	p->solver.nodes = res->nodes;
-	p->solver.iterations = res->iterations;
-}
-
-/* Give O's solves the time left before DEADLINE (at least a millisecond,
- * so that GLPK stops at once rather than running unbounded). */
-static const hx_plan_opts *time_left(const hx_plan_opts *o, double deadline, hx_plan_opts *buf)
-{
-	*buf = *o;
-	if (deadline > 0)
-		buf->time_limit_s = fmax(deadline - hx_now(), 1e-3);
-	return buf;
-}
-
 int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, hx_err *err)
 {
 	const double deadline = hx_deadline(o0->time_limit_s);
 	hx_cand_opts co = {0, deadline};
-	hx_plan_opts obuf;
 	const hx_plan_opts *o = o0;
 	hx_candset s;
 	hx_milp_result res = {0};
@@ -231,12 +209,12 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, 
 			       pb->workload->slo.ttft_ms, pb->workload->slo.tpot_ms);
 	}
 	if (o->objective == HX_OBJ_CAPACITY) {
-		if ((rc = solve(pb, time_left(o, deadline, &obuf), &s, NULL, HX_OBJ_CAPACITY, &res, err)))
+		if ((rc = solve(pb, o, deadline, &s, NULL, HX_OBJ_CAPACITY, &res, err)))
 			goto out;
 	} else {
 		double all = max_capacity(&s);
 		/* Exact: the most the cluster carries at the SLO. */
-		if ((rc = solve(pb, time_left(o, deadline, &obuf), &s, NULL, HX_OBJ_CAPACITY, &res, err)))
+		if ((rc = solve(pb, o, deadline, &s, NULL, HX_OBJ_CAPACITY, &res, err)))
 			goto out;
 		if (res.status <= HX_MILP_TIME_LIMIT && res.bound < lambda) {
 			rc = hx_errf(err, HX_EINFEASIBLE,
@@ -248,7 +226,7 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, 
 		free(res.x);
 		memset(&res, 0, sizeof(res));
 		if (o->objective == HX_OBJ_COST) {
-			if ((rc = solve(pb, time_left(o, deadline, &obuf), &s, NULL, HX_OBJ_COST, &res, err)))
+			if ((rc = solve(pb, o, deadline, &s, NULL, HX_OBJ_COST, &res, err)))
 				goto out;
 		} else {
 			/* Latency: bisection over the shapes' TTFT bounds. */
@@ -274,7 +252,7 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, 
 					hx_milp_result r2 = {0};
 					for (int c = 0; c < s.n; c++)
 						use[c] = bounds[c] <= sorted[mid];
-					rc = solve(pb, time_left(o, deadline, &obuf), &s, use, HX_OBJ_CAPACITY, &r2, err);
+					rc = solve(pb, o, deadline, &s, use, HX_OBJ_CAPACITY, &r2, err);
 					if (rc) {
 						free(r2.x);
 						break;
@@ -290,7 +268,7 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, 
 				free(sorted);
 			}
 			if (!rc)
-				rc = solve(pb, time_left(o, deadline, &obuf), &s, use, HX_OBJ_CAPACITY, &res, err);
+				rc = solve(pb, o, deadline, &s, use, HX_OBJ_CAPACITY, &res, err);
 			free(bounds);
 			free(use);
 			if (rc)
@@ -329,10 +307,10 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, 
 		rc = hx_errf(err, HX_EINFEASIBLE, "no replica shape is worth placing");
 		goto out;
 	}
-	fill_solver(p, &res, "glpk");
+	hx_plan_solver_milp(p, "glpk", &res);
 	if (s.cut || hx_past(deadline))
 		strcpy(p->solver.status, "time_limit"); /* not every shape was tried */
-	if ((rc = hx_plan_finish(pb, p, 1, err)))
+	if ((rc = hx_plan_finish(pb, p, HX_FINISH_WEIGHTS, err)))
 		goto out;
 	/* hx_plan_finish sets the objective to the capacity; keep the MILP's. */
 	p->solver.objective = hx_round6(res.objective);

@@ -45,7 +45,7 @@ static int first_alike(const hx_plan_group *grp, int r)
 	return r;
 }
 
-int hx_plan_finish(const hx_problem *pb, hx_plan *p, int weights, hx_err *err)
+int hx_plan_finish(const hx_problem *pb, hx_plan *p, int flags, hx_err *err)
 {
 	const hx_workload *w = pb->workload;
 	double total = 0, usd = 0, lambda = w->rate_rps, served, P, O;
@@ -74,6 +74,8 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int weights, hx_err *err)
 					usd += n->usd_per_hour;
 				}
 	}
+	if (flags & HX_FINISH_INPUTS)
+		return 0;
 	/* Capacity per replica (the slowest replica stands for its group).
 	 * Replicas of a group differ to the cost model only by their links:
 	 * one evaluation serves all that share them. */
@@ -97,7 +99,7 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int weights, hx_err *err)
 		grp->max_batch = batch;
 		total += cap * grp->nreplicas;
 	}
-	if (weights) {
+	if (flags & HX_FINISH_WEIGHTS) {
 		free(p->ingress);
 		p->ingress = NULL;
 		p->ningress = 0;
@@ -138,8 +140,7 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int weights, hx_err *err)
 	p->predicted.ttft_ms_p99 = hx_round6(ttft);
 	p->predicted.tpot_ms_p99 = hx_round6(tpot);
 	p->predicted.usd_per_hour = hx_round6(usd);
-	p->predicted.usd_per_m_tokens =
-		served > 0 ? hx_round6(usd / (served * (P + O) * 3600 / 1e6)) : 0;
+	p->predicted.usd_per_m_tokens  = hx_round6(hx_usd_per_mtok(usd, served, P + O));
 	p->solver.objective = p->predicted.capacity_rps;
 	return 0;
 }
@@ -181,4 +182,41 @@ void hx_plan_fill_rent(hx_plan *p, const hx_cluster *cl)
 			rt->usd_per_hour = hx_round6(rt->gpus * cl->offers[o].usd_per_hour);
 	}
 	free(used);
+}
+
+double hx_plan_time_left(double deadline)
+{
+	return deadline > 0 ? fmax(deadline - hx_now(), 1e-3) : 0;
+}
+
+hx_milp_opts hx_plan_milp_opts(const hx_plan_opts *o, double deadline)
+{
+	hx_milp_opts mo = {o->gap, o->node_limit, o->time_limit_s, o->verbose, o->lp_path};
+
+	if (deadline > 0)
+		mo.time_limit_s = hx_plan_time_left(deadline);
+	return mo;
+}
+
+void hx_plan_solver_milp(hx_plan *p, const char *engine, const hx_milp_result *res)
+{
+	strcpy(p->solver.engine, engine);
+	strcpy(p->solver.status, hx_milp_plan_status(res->status));
+	p->solver.objective = hx_round6(res->objective);
+	p->solver.bound = hx_round6(res->bound);
+	p->solver.gap = hx_round6(res->gap);
+	p->solver.nodes = res->nodes;
+	p->solver.iterations = res->iterations;
+}
+
+void hx_plan_solver_search(hx_plan *p, const char *engine, const char *status, double value,
+			   double bound, long nodes, long iterations)
+{
+	strcpy(p->solver.engine, engine);
+	strcpy(p->solver.status, status);
+	p->solver.objective = hx_round6(value);
+	p->solver.bound = hx_round6(fmax(bound, value));
+	p->solver.gap = hx_round6((p->solver.bound - value) / fmax(value, 1e-12));
+	p->solver.nodes = nodes;
+	p->solver.iterations = iterations;
 }

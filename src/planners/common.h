@@ -16,6 +16,7 @@
 #include "model/catalog.h"
 #include "plan/plan.h"
 #include "model/problem.h"
+#include "solver/milp.h"
 
 typedef struct hx_problem {
 	const hx_catalog *cat;
@@ -43,11 +44,37 @@ typedef struct hx_plan_opts {
  * request at the SLO percentile, and at least HX_KV_RESERVE_TOKENS. */
 double hx_plan_kv_reserve(const hx_workload *w);
 
+/* hx_plan_finish's FLAGS. */
+enum {
+	HX_FINISH_WEIGHTS = 1, /* set ingress weights in proportion to capacity */
+	HX_FINISH_INPUTS = 2   /* record only the inputs (digests, model, seed,
+				* GPU profiles): the caller predicts (pipeline) */
+};
+
 /* Fill what every plan carries besides its groups: digests, embedded GPU
  * profiles of the nodes it uses, per-group capacity, ingress weights in
- * proportion to capacity (when WEIGHTS is set) and the plan's predictions at
- * the workload's rate. */
-int hx_plan_finish(const hx_problem *pb, hx_plan *p, int weights, hx_err *err);
+ * proportion to capacity (HX_FINISH_WEIGHTS in FLAGS) and the plan's
+ * predictions at the workload's rate (unless HX_FINISH_INPUTS). */
+int hx_plan_finish(const hx_problem *pb, hx_plan *p, int flags, hx_err *err);
+
+/* Seconds left before DEADLINE (hx_deadline), at least a millisecond so
+ * that a solve given them stops at once rather than running unbounded; 0
+ * when DEADLINE is 0 (none). */
+double hx_plan_time_left(double deadline);
+
+/* The MILP options of O for a solve that must end by DEADLINE (hx_deadline;
+ * 0: O's own time limit, if any). */
+hx_milp_opts hx_plan_milp_opts(const hx_plan_opts *o, double deadline);
+
+/* Record RES as P's solver: ENGINE, RES's status as a plan status, and its
+ * objective, bound and gap (rounded), nodes and iterations. */
+void hx_plan_solver_milp(hx_plan *p, const char *engine, const hx_milp_result *res);
+
+/* Record a heuristic search as P's solver: ENGINE and STATUS, VALUE as the
+ * objective against BOUND (at least VALUE) and the gap between them, NODES
+ * and ITERATIONS as its work. */
+void hx_plan_solver_search(hx_plan *p, const char *engine, const char *status, double value,
+			   double bound, long nodes, long iterations);
 
 /* Set P's rent (replacing any) from its placements on CL, a cluster with
  * its offers expanded: per offer, the nodes used, whole. */

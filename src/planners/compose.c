@@ -209,7 +209,7 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 	hx_len_class *cls = NULL;
 	hx_compose_in in = {0};
 	hx_compose_out out = {0};
-	hx_milp_opts mo = {o->gap, o->node_limit, o->time_limit_s, o->verbose, o->lp_path};
+	hx_milp_opts mo = hx_plan_milp_opts(o, 0);
 	double *h = NULL, *lambda = NULL, *pool_usd = NULL, usd = 0, P, O, served;
 	int *use = NULL, *pool_nodes = NULL, *pool_gpus = NULL, *free_gpus = NULL, *next = NULL;
 	int ncls = 0, rc, have_cl = 0, npicks = 0;
@@ -385,12 +385,7 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 			pc->output_hi = cls[k].output_hi;
 		}
 	}
-	strcpy(p->solver.engine, "glpk");
-	strcpy(p->solver.status, hx_milp_plan_status(out.res.status));
-	p->solver.bound = hx_round6(out.res.bound);
-	p->solver.gap = hx_round6(out.res.gap);
-	p->solver.nodes = out.res.nodes;
-	p->solver.iterations = out.res.iterations;
+	hx_plan_solver_milp(p, "glpk", &out.res); /* objective: set below */
 	if ((rc = hx_plan_finish(&pb2, p, 0, err)))
 		goto out;
 	hx_plan_fill_rent(p, &cl);
@@ -402,8 +397,7 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 	O = hx_dist_mean(&w->output);
 	served = fmin(w->rate_rps * out.kappa, p->predicted.capacity_rps);
 	p->predicted.usd_per_hour = hx_round6(usd);
-	p->predicted.usd_per_m_tokens =
-		served > 0 ? hx_round6(usd / (served * (P + O) * 3600 / 1e6)) : 0;
+	p->predicted.usd_per_m_tokens  = hx_round6(hx_usd_per_mtok(usd, served, P + O));
 	p->solver.objective = hx_round6(o->budget_usd_per_hour > 0 ? out.kappa : out.usd_per_hour);
 	*kappa = out.kappa;
 out:
@@ -493,7 +487,7 @@ int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_
 		if (round > 0 && hx_past(deadline))
 			break; /* keep the best so far: marked time_limit below */
 		if (deadline > 0)
-			o2.time_limit_s = fmax(deadline - hx_now(), 1e-3);
+			o2.time_limit_s = hx_plan_time_left(deadline);
 		if ((rc = compose_at(pb, &o2, COMPOSE_UTIL, &derate, &gcand, p, &kappa, err)))
 			break;
 		if (hx_past(deadline)) {

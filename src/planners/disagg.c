@@ -92,7 +92,7 @@ static void price_nodes(dctx *d)
 
 static double gbps_to_rps(const dctx *d, double gbps)
 {
-	return gbps * 1e9 / 8 / d->kv_req_bytes;
+	return hx_gbps_bytes_s(gbps) / d->kv_req_bytes;
 }
 
 /* The flow network of a role assignment (ROLE[i]: 0 prefill, 1 decode, -1
@@ -380,6 +380,69 @@ static int find_id(const idref *ids, int n, const char *id)
 	return hit ? hit->flat : -1;
 }
 
+/* The worst TTFT and TPOT (ms) of P's replicas at request rate LAMBDA,
+ * replica by replica: a prefill replica gets its group's ingress share, a
+ * decode replica what the KV routes bring it. */
+static void operating_point(const hx_problem *pb, hx_plan *p, double lambda, double *ttft,
+			    double *tpot)
+{
+	int R = 0, f = 0;
+	double *rate;
+	idref *ids;
+	for (int gi = 0; gi < p->ngroups; gi++)
+		R += p->groups[gi].nreplicas;
+	rate = hx_xcalloc((size_t)R + 1, sizeof(double));
+	ids = hx_xcalloc((size_t)R + 1, sizeof(idref));
+	for (int gi = 0; gi < p->ngroups; gi++) {
+		hx_plan_group *gp = &p->groups[gi];
+		double share = 0;
+		if (gp->role == HX_ROLE_PREFILL)
+			for (int i = 0; i < p->ningress; i++)
+				if (strcmp(p->ingress[i].to, gp->name) == 0)
+					share += p->ingress[i].weight;
+		for (int r = 0; r < gp->nreplicas; r++, f++) {
+			ids[f] = (idref){gp->replicas[r].id, f};
+			rate[f] = lambda * share / gp->nreplicas;
+		}
+	}
+	qsort(ids, (size_t)R, sizeof(idref), cmp_idref);
+	{
+		/* decode replicas get what the KV routes bring them */
+		double *in = hx_xcalloc((size_t)R + 1, sizeof(double));
+		for (int k = 0; k < p->nkv; k++) {
+			int a = find_id(ids, R, p->kv[k].from), b = find_id(ids, R, p->kv[k].to);
+			if (a >= 0 && b >= 0)
+				in[b] += rate[a] * p->kv[k].weight;
+		}
+		f = 0;
+		for (int gi = 0; gi < p->ngroups; gi++)
+			for (int r = 0; r < p->groups[gi].nreplicas; r++, f++)
+				if (p->groups[gi].role != HX_ROLE_PREFILL)
+					rate[f] = in[f];
+		free(in);
+	}
+	f = 0;
+	for (int gi = 0; gi < p->ngroups; gi++) {
+		hx_plan_group *gp = &p->groups[gi];
+		for (int r = 0; r < gp->nreplicas; r++, f++) {
+			hx_replica rep;
+			hx_capacity cap;
+			if (rate[f] <= 0)
+				continue;
+			hx_plan_replica_cost(p, gp, &gp->replicas[r], &rep, NULL);
+			hx_cost_at_rate_phase(&rep, pb->workload,
+					      gp->role == HX_ROLE_PREFILL ? HX_SERVE_PREFILL : HX_SERVE_DECODE,
+					      fmin(rate[f], gp->capacity_rps), &cap);
+			if (gp->role == HX_ROLE_PREFILL && isfinite(cap.ttft_ms))
+				*ttft = fmax(*ttft, cap.ttft_ms);
+			if (gp->role == HX_ROLE_DECODE && isfinite(cap.tpot_ms))
+				*tpot = fmax(*tpot, cap.tpot_ms);
+		}
+	}
+	free(rate);
+	free(ids);
+}
+
 int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_err *err)
 {
 	const hx_cluster *c = pb->cluster;
@@ -491,64 +554,8 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 	{
 		double bound = split_bound(&d), lambda = fmin(pb->workload->rate_rps, value), ttft = 0, tpot = 0;
 		double O = hx_dist_mean(&pb->workload->output);
-		/* The operating point at the workload's rate, replica by replica:
-		 * a prefill replica gets its group's ingress share, a decode
-		 * replica what the KV routes bring it. */
-		int R = 0, f = 0;
-		double *rate;
-		idref *ids;
-		for (int gi = 0; gi < p->ngroups; gi++)
-			R += p->groups[gi].nreplicas;
-		rate = hx_xcalloc((size_t)R + 1, sizeof(double));
-		ids = hx_xcalloc((size_t)R + 1, sizeof(idref));
-		for (int gi = 0; gi < p->ngroups; gi++) {
-			hx_plan_group *gp = &p->groups[gi];
-			double share = 0;
-			if (gp->role == HX_ROLE_PREFILL)
-				for (int i = 0; i < p->ningress; i++)
-					if (strcmp(p->ingress[i].to, gp->name) == 0)
-						share += p->ingress[i].weight;
-			for (int r = 0; r < gp->nreplicas; r++, f++) {
-				ids[f] = (idref){gp->replicas[r].id, f};
-				rate[f] = lambda * share / gp->nreplicas;
-			}
-		}
-		qsort(ids, (size_t)R, sizeof(idref), cmp_idref);
-		{
-			/* decode replicas get what the KV routes bring them */
-			double *in = hx_xcalloc((size_t)R + 1, sizeof(double));
-			for (int k = 0; k < p->nkv; k++) {
-				int a = find_id(ids, R, p->kv[k].from), b = find_id(ids, R, p->kv[k].to);
-				if (a >= 0 && b >= 0)
-					in[b] += rate[a] * p->kv[k].weight;
-			}
-			f = 0;
-			for (int gi = 0; gi < p->ngroups; gi++)
-				for (int r = 0; r < p->groups[gi].nreplicas; r++, f++)
-					if (p->groups[gi].role != HX_ROLE_PREFILL)
-						rate[f] = in[f];
-			free(in);
-		}
-		f = 0;
-		for (int gi = 0; gi < p->ngroups; gi++) {
-			hx_plan_group *gp = &p->groups[gi];
-			for (int r = 0; r < gp->nreplicas; r++, f++) {
-				hx_replica rep;
-				hx_capacity cap;
-				if (rate[f] <= 0)
-					continue;
-				hx_plan_replica_cost(p, gp, &gp->replicas[r], &rep, NULL);
-				hx_cost_at_rate_phase(&rep, pb->workload,
-						      gp->role == HX_ROLE_PREFILL ? HX_SERVE_PREFILL : HX_SERVE_DECODE,
-						      fmin(rate[f], gp->capacity_rps), &cap);
-				if (gp->role == HX_ROLE_PREFILL && isfinite(cap.ttft_ms))
-					ttft = fmax(ttft, cap.ttft_ms);
-				if (gp->role == HX_ROLE_DECODE && isfinite(cap.tpot_ms))
-					tpot = fmax(tpot, cap.tpot_ms);
-			}
-		}
-		free(rate);
-		free(ids);
+		/* The operating point at the workload's rate */
+		operating_point(pb, p, lambda, &ttft, &tpot);
 		/* Prefill groups as the flow saw them (TTFT less the transfer);
 		 * the user's TTFT adds the percentile prompt's transfer. */
 		for (int gi = 0; gi < p->ngroups; gi++) {
@@ -568,14 +575,9 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 		p->predicted.ttft_ms_p99 = hx_round6(ttft);
 		p->predicted.tpot_ms_p99 = hx_round6(tpot);
 		p->predicted.usd_per_m_tokens =
-			lambda > 0 ? hx_round6(p->predicted.usd_per_hour / (lambda * (P + O) * 3600 / 1e6)) : 0;
-		strcpy(p->solver.engine, "igraph");
-		strcpy(p->solver.status, cut ? "time_limit" : "heuristic");
-		p->solver.objective = hx_round6(value);
-		p->solver.bound = hx_round6(fmax(bound, value));
-		p->solver.gap = hx_round6((p->solver.bound - value) / fmax(value, 1e-12));
-		p->solver.nodes = d.flows;
-		p->solver.iterations = iterations;
+			hx_round6(hx_usd_per_mtok(p->predicted.usd_per_hour, lambda, P + O));
+		hx_plan_solver_search(p, "igraph", cut ? "time_limit" : "heuristic", value, bound,
+				      d.flows, iterations);
 	}
 out:
 	free(best);

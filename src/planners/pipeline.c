@@ -290,7 +290,7 @@ static void price_type(pctx *c, ntype *t)
 	const hx_workload *w = c->pb->workload;
 	double P = hx_dist_mean(&w->prompt), O = hx_dist_mean(&w->output);
 	double Pq = hx_dist_quantile(&w->prompt, w->slo.percentile / 100);
-	double nic = t->proto->nic_gbps * 1e9 / 8 / c->tok_bytes;
+	double nic = hx_gbps_bytes_s(t->proto->nic_gbps) / c->tok_bytes;
 	int L = c->L;
 
 	t->tp = pick_tp(t->proto, c->pb->model->a.heads);
@@ -848,7 +848,7 @@ static int emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value, 
 	double Pq = hx_dist_quantile(&w->prompt, w->slo.percentile / 100);
 	double *tpot = hx_xcalloc((size_t)n, sizeof(double)), *ttft = hx_xcalloc((size_t)n, sizeof(double));
 	double usd = 0, worst_tpot = 0, worst_ttft = 0, served;
-	double bytes_tok = c->pb->model->a.hidden * 2.0;
+	double bytes_tok = hx_cost_act_bytes_per_token(c->pb->model);
 	hx_pipe_flow fl;
 
 	for (int i = 0; i < n; i++)
@@ -911,7 +911,7 @@ static int emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value, 
 			double bw;
 			if (!hop_kept[j * n + i])
 				continue;
-			bw = hx_cluster_link(cl, j, i).bw_gbps * 1e9 / 8;
+			bw = hx_gbps_bytes_s(hx_cluster_link(cl, j, i).bw_gbps);
 			tpot[i] = fmax(tpot[i], HX_PIPE_WAIT * t->iter_s[k] + tpot[j] + link_latency_s(c, j, i) + bytes_tok / bw);
 			ttft[i] = fmax(ttft[i], t->pre_s[k] + ttft[j] + link_latency_s(c, j, i) + Pq * bytes_tok / bw);
 		}
@@ -959,7 +959,7 @@ static int emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value, 
 	p->predicted.ttft_ms_p99 = hx_round6(worst_ttft * 1e3);
 	p->predicted.tpot_ms_p99 = hx_round6(worst_tpot * 1e3);
 	p->predicted.usd_per_hour = hx_round6(usd);
-	p->predicted.usd_per_m_tokens = served > 0 ? hx_round6(usd / (served * (P + O) * 3600 / 1e6)) : 0;
+	p->predicted.usd_per_m_tokens = hx_round6(hx_usd_per_mtok(usd, served, P + O));
 	hx_pipe_flow_release(&fl);
 out:
 	free(tpot);
@@ -1003,6 +1003,54 @@ const char *hx_pipe_construction_name(int k)
 	return k >= 0 && k < HX_PIPE_NCONSTRUCTIONS ? construction_names[k] : "?";
 }
 
+/* Sort C's nodes into types (pricing each type once) and regions; add up
+ * the layers their memory holds (MEM_LAYERS), those held by nodes that meet
+ * their TPOT share (SERVED_K) and the bound's terms (BOUND). */
+static void find_types(pctx *c, int *mem_layers, int *served_k, double *bound)
+{
+	const hx_cluster *cl = c->pb->cluster;
+	int n = c->n, L = c->L;
+
+	for (int i = 0; i < n; i++) {
+		int t = 0;
+		while (t < c->nty && !same_type(c->ty[t].proto, &cl->nodes[i]))
+			t++;
+		if (t == c->nty) {
+			c->ty[c->nty].proto = &cl->nodes[i];
+			price_type(c, &c->ty[c->nty]);
+			c->nty++;
+		}
+		c->type[i] = t;
+		c->region[i] = i;
+		for (int j = 0; j < i; j++)
+			if (strcmp(cl->nodes[j].region, cl->nodes[i].region) == 0) {
+				c->region[i] = c->region[j];
+				break;
+			}
+		*mem_layers += c->ty[t].kmax[0];
+		if (c->ty[t].speed > 0)
+			*served_k += c->ty[t].kmax[0];
+		*bound += c->ty[t].speed / L;
+	}
+}
+
+/* Each ordered pair of C's nodes: tokens/s its link carries, its latency
+ * and the seconds one token's activations take across it. */
+static void price_links(pctx *c)
+{
+	const hx_cluster *cl = c->pb->cluster;
+	int n = c->n;
+
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++)
+			if (i != j) {
+				hx_linkspec ls = hx_cluster_link(cl, i, j);
+				c->net.link_tps[i * n + j] = hx_gbps_bytes_s(ls.bw_gbps) / c->tok_bytes;
+				c->lat_s[i * n + j] = ls.latency_ms * 1e-3;
+				c->hop_tok_s[i * n + j] = hx_cost_act_bytes_per_token(c->pb->model) / hx_gbps_bytes_s(ls.bw_gbps);
+			}
+}
+
 int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_pipe_opts *po,
 			 hx_plan *p, hx_pipe_stats *st, hx_err *err)
 {
@@ -1031,7 +1079,7 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	c.n = n;
 	c.L = L;
 	c.err = err;
-	c.tok_bytes = pb->model->a.hidden * 2.0 * (1 + P / O);
+	c.tok_bytes = hx_cost_act_bytes_per_token(pb->model) * (1 + P / O);
 	if (po && po->layer_costs) {
 		hx_layer_cost *lc = NULL;
 		if ((rc = hx_layer_costs_load(&lc, &c.nlc, po->layer_costs, err)))
@@ -1041,27 +1089,7 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	c.type = hx_xcalloc((size_t)n, sizeof(int));
 	c.region = hx_xcalloc((size_t)n, sizeof(int));
 	c.ty = hx_xcalloc((size_t)n, sizeof(ntype));
-	for (int i = 0; i < n; i++) {
-		int t = 0;
-		while (t < c.nty && !same_type(c.ty[t].proto, &cl->nodes[i]))
-			t++;
-		if (t == c.nty) {
-			c.ty[c.nty].proto = &cl->nodes[i];
-			price_type(&c, &c.ty[c.nty]);
-			c.nty++;
-		}
-		c.type[i] = t;
-		c.region[i] = i;
-		for (int j = 0; j < i; j++)
-			if (strcmp(cl->nodes[j].region, cl->nodes[i].region) == 0) {
-				c.region[i] = c.region[j];
-				break;
-			}
-		mem_layers += c.ty[t].kmax[0];
-		if (c.ty[t].speed > 0)
-			served_k += c.ty[t].kmax[0];
-		bound += c.ty[t].speed / L;
-	}
+	find_types(&c, &mem_layers, &served_k, &bound);
 	c.net.n = n;
 	c.net.layers = L;
 	c.net.node_tps = hx_xcalloc((size_t)n, sizeof(double));
@@ -1071,14 +1099,7 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	c.path_tpot = hx_xcalloc((size_t)n, sizeof(double));
 	c.path_ttft = hx_xcalloc((size_t)n, sizeof(double));
 	c.prompt_q = hx_dist_quantile(&w->prompt, w->slo.percentile / 100);
-	for (int i = 0; i < n; i++)
-		for (int j = 0; j < n; j++)
-			if (i != j) {
-				hx_linkspec ls = hx_cluster_link(cl, i, j);
-				c.net.link_tps[i * n + j] = ls.bw_gbps * 1e9 / 8 / c.tok_bytes;
-				c.lat_s[i * n + j] = ls.latency_ms * 1e-3;
-				c.hop_tok_s[i * n + j] = pb->model->a.hidden * 2.0 / (ls.bw_gbps * 1e9 / 8);
-			}
+	price_links(&c);
 	if (mem_layers < L) {
 		rc = hx_errf(err, HX_EINFEASIBLE,
 			     "memory: the nodes hold %d of the %d layers of %s in all (each with a KV "
@@ -1141,19 +1162,10 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	}
 	if ((rc = emit(&c, bf, bl, p, &value, err)))
 		goto out;
-	hx_file_digest(pb->cluster_path, p->cluster_digest);
-	hx_file_digest(pb->workload_path, p->workload_digest);
-	if (pb->calibration_path)
-		hx_file_digest(pb->calibration_path, p->calibration);
-	hx_plan_add_model(p, pb->model);
-	p->solver.seed = pb->seed;
-	strcpy(p->solver.engine, "igraph");
-	strcpy(p->solver.status, c.timed_out ? "time_limit" : c.gap_reached ? "gap_limit" : "heuristic");
-	p->solver.objective = hx_round6(value);
-	p->solver.bound = hx_round6(fmax(bound, value));
-	p->solver.gap = hx_round6((p->solver.bound - value) / fmax(value, 1e-12));
-	p->solver.nodes = c.flows;
-	p->solver.iterations = moves;
+	if ((rc = hx_plan_finish(pb, p, HX_FINISH_INPUTS, err)))
+		goto out;
+	hx_plan_solver_search(p, "igraph", c.timed_out ? "time_limit" : c.gap_reached ? "gap_limit" : "heuristic",
+			      value, bound, c.flows, moves);
 	if (st) {
 		st->flow = value;
 		st->bound = fmax(bound, value);

@@ -324,6 +324,69 @@ static void fresh_group_name(const hx_plan *p, char *name, size_t n)
 	}
 }
 
+/* The GPUs of CL's nodes that P leaves free: FREEIDX[i] lists node i's in
+ * index order (allocated here, NFREE[i] of them), FC (a copy of CL's nodes)
+ * and FREE_GPUS count them. */
+static void find_free(const hx_plan *p, const hx_cluster *cl, hx_cluster *fcp, int **freeidx,
+		      int *nfree, int *free_gpus)
+{
+	for (int i = 0; i < cl->nnodes; i++) {
+		char *used = hx_xcalloc((size_t)cl->nodes[i].count + 1, 1);
+		for (int g = 0; g < p->ngroups; g++)
+			for (int r = 0; r < p->groups[g].nreplicas; r++)
+				for (int st = 0; st < p->groups[g].nstages; st++)
+					for (int k = 0; k < p->groups[g].replicas[r].ngpus[st]; k++) {
+						const hx_gpu_ref *ref = &p->groups[g].replicas[r].gpus[st][k];
+						if (strcmp(ref->node, cl->nodes[i].name) == 0 &&
+						    ref->index < cl->nodes[i].count)
+							used[ref->index] = 1;
+					}
+		freeidx[i] = hx_xcalloc((size_t)cl->nodes[i].count + 1, sizeof(int));
+		for (int k = 0; k < cl->nodes[i].count; k++)
+			if (!used[k])
+				freeidx[i][nfree[i]++] = k;
+		fcp->nodes[i].count = nfree[i];
+		free_gpus[i] = nfree[i];
+		free(used);
+	}
+}
+
+/* Adopt the groups of the scratch plan TMP into P under fresh names, with
+ * the real GPU indexes (FREEIDX, from find_free), each replica a start move
+ * in MV loading MODEL's weights. */
+static void adopt_new(hx_plan *p, hx_plan *tmp, const hx_cluster *cl, int *const *freeidx,
+		      const hx_model *model, hx_moves *mv)
+{
+	for (int g = 0; g < tmp->ngroups; g++) {
+		hx_plan_group *src = &tmp->groups[g], *dst;
+		char name[48];
+		fresh_group_name(p, name, sizeof(name));
+		dst = hx_plan_add_group(p);
+		*dst = *src;
+		src->replicas = NULL;
+		src->nreplicas = 0;
+		hx_strlcpy(dst->name, name, sizeof(dst->name));
+		for (int r = 0; r < dst->nreplicas; r++) {
+			hx_plan_replica *rep = &dst->replicas[r];
+			hx_move *mvv = add_move(mv, HX_MOVE_START);
+			char id[128];
+			snprintf(id, sizeof(id), "%sr%d", name, r);
+			hx_strlcpy(rep->id, id, sizeof(rep->id));
+			for (int st = 0; st < dst->nstages; st++)
+				for (int k = 0; k < rep->ngpus[st]; k++) {
+					int ni = node_index(cl, rep->gpus[st][k].node);
+					rep->gpus[st][k].index = freeidx[ni][rep->gpus[st][k].index];
+				}
+			hx_strlcpy(mvv->replica, rep->id, sizeof(mvv->replica));
+			hx_strlcpy(mvv->group, name, sizeof(mvv->group));
+			mvv->gpus = replica_gpus(dst, rep);
+			mvv->bytes = hx_model_weight_bytes(model, dst->wdt);
+			mv->bytes_to_load += mvv->bytes;
+			mv->started++;
+		}
+	}
+}
+
 /* Place the fewest new replicas on the GPUs P leaves free in CL so that the
  * plan's capacity reaches NEED req/s more.  Returns 0, HX_EINFEASIBLE when
  * the free GPUs cannot, or an error. */
@@ -340,7 +403,7 @@ static int place_new(hx_plan *p, const hx_cluster *cl, const hx_problem *pb0, co
 	hx_cand_opts co = {2};
 	hx_milp *m = NULL;
 	hx_milp_result res = {0};
-	hx_milp_opts mo = {o->gap, o->node_limit, o->time_limit_s, o->verbose, o->lp_path};
+	hx_milp_opts mo = hx_plan_milp_opts(o, 0);
 	hx_plan tmp;
 	int rc = 0, *idx = NULL;
 	double *val = NULL, most = 0;
@@ -350,25 +413,7 @@ static int place_new(hx_plan *p, const hx_cluster *cl, const hx_problem *pb0, co
 	fc.nodes = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(hx_node));
 	if (cl->nnodes > 0)
 		memcpy(fc.nodes, cl->nodes, (size_t)cl->nnodes * sizeof(hx_node));
-	for (int i = 0; i < cl->nnodes; i++) {
-		char *used = hx_xcalloc((size_t)cl->nodes[i].count + 1, 1);
-		for (int g = 0; g < p->ngroups; g++)
-			for (int r = 0; r < p->groups[g].nreplicas; r++)
-				for (int st = 0; st < p->groups[g].nstages; st++)
-					for (int k = 0; k < p->groups[g].replicas[r].ngpus[st]; k++) {
-						const hx_gpu_ref *ref = &p->groups[g].replicas[r].gpus[st][k];
-						if (strcmp(ref->node, cl->nodes[i].name) == 0 &&
-						    ref->index < cl->nodes[i].count)
-							used[ref->index] = 1;
-					}
-		freeidx[i] = hx_xcalloc((size_t)cl->nodes[i].count + 1, sizeof(int));
-		for (int k = 0; k < cl->nodes[i].count; k++)
-			if (!used[k])
-				freeidx[i][nfree[i]++] = k;
-		fc.nodes[i].count = nfree[i];
-		free_gpus[i] = nfree[i];
-		free(used);
-	}
+	find_free(p, cl, &fc, freeidx, nfree, free_gpus);
 	pb.cluster = &fc;
 	pb.workload = w;
 	if ((rc = hx_candidates(&pb, &co, &s, err)))
@@ -441,34 +486,7 @@ static int place_new(hx_plan *p, const hx_cluster *cl, const hx_problem *pb0, co
 			if (n > 0 && wd >= pass && wd < pass * 2)
 				hx_cand_place(&pb, &s, &s.c[c], n, free_gpus, next, &tmp);
 		}
-	for (int g = 0; g < tmp.ngroups; g++) {
-		hx_plan_group *src = &tmp.groups[g], *dst;
-		char name[48];
-		fresh_group_name(p, name, sizeof(name));
-		dst = hx_plan_add_group(p);
-		*dst = *src;
-		src->replicas = NULL;
-		src->nreplicas = 0;
-		hx_strlcpy(dst->name, name, sizeof(dst->name));
-		for (int r = 0; r < dst->nreplicas; r++) {
-			hx_plan_replica *rep = &dst->replicas[r];
-			hx_move *mvv = add_move(mv, HX_MOVE_START);
-			char id[128];
-			snprintf(id, sizeof(id), "%sr%d", name, r);
-			hx_strlcpy(rep->id, id, sizeof(rep->id));
-			for (int st = 0; st < dst->nstages; st++)
-				for (int k = 0; k < rep->ngpus[st]; k++) {
-					int ni = node_index(cl, rep->gpus[st][k].node);
-					rep->gpus[st][k].index = freeidx[ni][rep->gpus[st][k].index];
-				}
-			hx_strlcpy(mvv->replica, rep->id, sizeof(mvv->replica));
-			hx_strlcpy(mvv->group, name, sizeof(mvv->group));
-			mvv->gpus = replica_gpus(dst, rep);
-			mvv->bytes = hx_model_weight_bytes(pb.model, dst->wdt);
-			mv->bytes_to_load += mvv->bytes;
-			mv->started++;
-		}
-	}
+	adopt_new(p, &tmp, cl, freeidx, pb.model, mv);
 out:
 	for (int i = 0; i < cl->nnodes; i++)
 		free(freeidx[i]);
@@ -621,7 +639,7 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 		free(p->classes);
 		p->classes = NULL;
 		p->nclasses = 0;
-		if ((rc = hx_plan_finish(&pb, p, 1, err)))
+		if ((rc = hx_plan_finish(&pb, p, HX_FINISH_WEIGHTS, err)))
 			goto out;
 	} else if (!w) {
 		/* No workload: the capacities the old plan recorded. */

@@ -782,7 +782,7 @@ static void hop_send(sim *s, int ri, int id, int n)
 			if (s->hop_to[rp->hop_route[i]] != r->path[k + 1])
 				continue;
 			t += h->latency_ms * 1e-3 +
-			     n * rp->cost.model->a.hidden * 2.0 / ((h->bw_gbps > 0 ? h->bw_gbps : 100) * 1e9 / 8);
+			     n * hx_cost_act_bytes_per_token(rp->cost.model) / hx_gbps_bytes_s(h->bw_gbps > 0 ? h->bw_gbps : HX_DEFAULT_NIC_GBPS);
 			break;
 		}
 		push(s, t, EV_HOP, id, r->path[k + 1], n);
@@ -939,7 +939,7 @@ static int setup(sim *s, hx_err *err)
 		if (li < 0) {
 			li = s->nlinks++;
 			hx_strlcpy(s->links[li].name, rt->link, sizeof(s->links[li].name));
-			s->links[li].bw = (rt->bw_gbps > 0 ? rt->bw_gbps : 100) * 1e9 / 8;
+			s->links[li].bw = hx_gbps_bytes_s(rt->bw_gbps > 0 ? rt->bw_gbps : HX_DEFAULT_NIC_GBPS);
 		}
 		s->kv_link[k] = li;
 		replica *rp = &s->reps[from];

@@ -172,7 +172,7 @@ START_TEST(test_cost_equals_exhaustive)
 			ck_assert(out.x[k] <= in.nodes[k]);
 			ck_assert(g <= out.x[k] * in.gpus[k]);
 		}
-		hx_compose_out_free(&out);
+		hx_compose_out_release(&out);
 		solved++;
 	}
 	ck_assert(solved >= 20 && infeasible >= 1);
@@ -200,7 +200,7 @@ START_TEST(test_budget_equals_exhaustive)
 			      "case %d: MILP kappa %.6f vs exhaustive %.6f", t, out.kappa, bk);
 		ck_assert_msg(out.usd_per_hour <= budget + 1e-9, "case %d: rent %.3f over budget %.3f",
 			      t, out.usd_per_hour, budget);
-		hx_compose_out_free(&out);
+		hx_compose_out_release(&out);
 	}
 }
 END_TEST

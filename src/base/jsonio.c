@@ -319,7 +319,7 @@ int hx_jr_enum(const hx_jr *r, const json_t *obj, const char *ptr, const char *k
 		hx_buf_printf(&list, "%s%s", i ? ", " : "", choices[i]);
 	hx_ptr_key(p, sizeof(p), ptr, key);
 	rc = hx_jr_fail(r, p, "must be one of %s, not \"%s\"", list.s, s);
-	hx_buf_free(&list);
+	hx_buf_release(&list);
 	return rc;
 }
 

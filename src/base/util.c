@@ -363,7 +363,7 @@ void hx_buf_printf(hx_buf *b, const char *fmt, ...)
 	}
 }
 
-void hx_buf_free(hx_buf *b)
+void hx_buf_release(hx_buf *b)
 {
 	free(b->s);
 	b->s = NULL;

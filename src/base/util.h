@@ -90,7 +90,7 @@ typedef struct hx_buf {
 	size_t len, cap;
 } hx_buf;
 void hx_buf_printf(hx_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void hx_buf_free(hx_buf *b);
+void hx_buf_release(hx_buf *b);
 
 /* Seeded generator (xoshiro256**); every random choice goes through one. */
 typedef struct hx_rng {

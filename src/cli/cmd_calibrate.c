@@ -122,7 +122,7 @@ out:
 		hx_cli_fail(&err);
 	json_decref(doc);
 	free(text);
-	hx_buf_free(&t);
+	hx_buf_release(&t);
 	hx_fit_release(&fit);
 	free(all);
 	free(pts);

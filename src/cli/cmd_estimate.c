@@ -193,7 +193,7 @@ static int run(hx_cli *cli, const est_args *a)
 		bw_gbps = g->intra_bw_gb_s * 8;
 		lat_ms = g->intra_latency_us * 1e-3;
 	} else {
-		bw_gbps = 100;
+		bw_gbps = HX_DEFAULT_NIC_GBPS;
 		lat_ms = 0.02;
 	}
 	if ((rc = hx_replica_uniform(&r, &m, g, (int)a->tp, (int)a->pp, wdt, kvdt, bw_gbps,
@@ -201,7 +201,7 @@ static int run(hx_cli *cli, const est_args *a)
 		return hx_cli_usage_error(CMD, "%s", err.msg);
 	if (a->tp > 8) /* a TP group larger than a node all-reduces over the network */
 		for (int i = 0; i < r.nstages; i++) {
-			r.stage[i].tp_bw_gb_s = 100 / 8.0;
+			r.stage[i].tp_bw_gb_s = HX_DEFAULT_NIC_GBPS / 8.0;
 			r.stage[i].tp_latency_us = 20;
 		}
 	if (a->workload) {
@@ -209,7 +209,7 @@ static int run(hx_cli *cli, const est_args *a)
 			return hx_cli_fail(&err);
 		have_w = 1;
 	}
-	hx_cost_memory(&r, have_w ? w.serving.mem_util : 0.9, &mem);
+	hx_cost_memory(&r, have_w ? w.serving.mem_util : HX_DEFAULT_MEM_UTIL, &mem);
 	if (!mem.fits) {
 		const hx_mem_stage *s = &mem.st[mem.worst_stage];
 		rc = hx_errf(&err, HX_EINFEASIBLE,

@@ -65,7 +65,7 @@ static int list(const hx_catalog *cat, int table)
 			      m->a.kv_heads);
 	}
 	rc = hx_cli_output("-", t.s);
-	hx_buf_free(&t);
+	hx_buf_release(&t);
 	return rc;
 }
 

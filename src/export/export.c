@@ -80,7 +80,7 @@ void hx_export_release(hx_export_out *out)
 		free(out->f[i].text);
 	}
 	free(out->f);
-	hx_buf_free(&out->lost);
+	hx_buf_release(&out->lost);
 	memset(out, 0, sizeof(*out));
 }
 
@@ -166,7 +166,7 @@ int hx_export_max_model_len(const hx_plan *p, const hx_plan_group *g)
 		return 0;
 	len = m->a.max_context;
 	if (g->nreplicas > 0 && hx_plan_replica_cost(p, g, &g->replicas[0], &r, NULL) == 0) {
-		hx_cost_memory(&r, 0.9, &mem);
+		hx_cost_memory(&r, HX_DEFAULT_MEM_UTIL, &mem);
 		if (mem.fits && mem.kv_tokens < len)
 			len = mem.kv_tokens;
 	}

@@ -489,7 +489,7 @@ static void command(argv_t *a, const hx_kgroup *k, int kind, int managed)
 	arg(a, "sh");
 	arg(a, "-c");
 	arg(a, sh.s);
-	hx_buf_free(&sh);
+	hx_buf_release(&sh);
 }
 
 /* S with '$' doubled: Kubernetes expands $(VAR) in command and env values,
@@ -509,7 +509,7 @@ static void str_nodollar(hx_yw *w, const char *key, const char *s)
 		hx_yw_str(w, key, b.s);
 	else
 		hx_yw_item_str(w, b.s);
-	hx_buf_free(&b);
+	hx_buf_release(&b);
 }
 
 static void env(hx_yw *w, const char *name, const char *value)
@@ -575,14 +575,14 @@ void hx_k8s_pod_spec(hx_yw *w, const hx_kgroup *k, int kind, const char *contain
 		for (int s = 0; s < k->g->nstages; s++)
 			hx_buf_printf(&part, "%s%d", s ? "," : "", k->g->stage[s].last - k->g->stage[s].first);
 		env(w, "VLLM_PP_LAYER_PARTITION", part.s);
-		hx_buf_free(&part);
+		hx_buf_release(&part);
 	}
 	if (amd) {
 		hx_buf dev = {0};
 		for (int i = 0; i < ngpus; i++)
 			hx_buf_printf(&dev, "%s%d", i ? "," : "", i);
 		env(w, "HIP_VISIBLE_DEVICES", dev.s ? dev.s : "");
-		hx_buf_free(&dev);
+		hx_buf_release(&dev);
 	}
 	if (k->g->role != HX_ROLE_AGGREGATED) {
 		hx_yw_item(w);
@@ -824,7 +824,7 @@ static int plan_limits(const hx_plan *p, const hx_export_opts *o, hx_export_out 
 				  "pods is left to a prefill/decode-aware router such as llm-d's, and the HTTPRoute "
 				  "splits requests over the groups by the ingress weights",
 				  npairs ? pairs.s : "none");
-		hx_buf_free(&pairs);
+		hx_buf_release(&pairs);
 		free(from);
 		free(to);
 		if (rc)
@@ -976,7 +976,7 @@ int hx_export_k8s(const hx_plan *p, const hx_export_opts *o, hx_export_out *out,
 done:
 	for (int g = 0; g < n; g++)
 		hx_kgroup_release(&kg[g]);
-	hx_buf_free(&w.b);
+	hx_buf_release(&w.b);
 	free(kg);
 	free(key);
 	return rc;

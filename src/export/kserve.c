@@ -96,8 +96,8 @@ static void meta_annotations(hx_yw *w, const hx_kgroup *kg, const unit *u)
 		}
 		hx_yw_str(w, "hexplan.dev/prefill-groups", names.s);
 		hx_yw_str(w, "hexplan.dev/prefill-placement", where.s);
-		hx_buf_free(&names);
-		hx_buf_free(&where);
+		hx_buf_release(&names);
+		hx_buf_release(&where);
 	}
 	hx_yw_end(w);
 }
@@ -360,7 +360,7 @@ done:
 		free(u[i].pre);
 	for (int g = 0; g < n; g++)
 		hx_kgroup_release(&kg[g]);
-	hx_buf_free(&w.b);
+	hx_buf_release(&w.b);
 	free(u);
 	free(kg);
 	free(key);

@@ -415,7 +415,7 @@ static char *layer_partition(const hx_plan_group *g)
 		hx_buf_printf(&b, "%s%d", s ? "," : "", n);
 	}
 	if (!uneven) {
-		hx_buf_free(&b);
+		hx_buf_release(&b);
 		return NULL;
 	}
 	return b.s;

@@ -161,7 +161,7 @@ int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g,
 			st->next_bw_gbps = r->link[s].bw_gbps;
 			st->next_latency_ms = r->link[s].latency_ms;
 		} else {
-			st->next_bw_gbps = 100;
+			st->next_bw_gbps = HX_DEFAULT_NIC_GBPS;
 		}
 	}
 	return hx_replica_check(out, err);

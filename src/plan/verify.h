@@ -43,7 +43,7 @@ typedef struct hx_violation {
 /* KV tokens that every replica must be able to hold besides its weights. */
 #define HX_VERIFY_KV_TOKENS 4096
 /* The share of GPU memory the serving engine may use. */
-#define HX_VERIFY_MEM_UTIL 0.9
+#define HX_VERIFY_MEM_UTIL HX_DEFAULT_MEM_UTIL
 
 /* Check plan P against cluster C.  *OUT gets a new array of every
  * violation found, in a fixed order (the caller frees it with free(); NULL

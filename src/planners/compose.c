@@ -13,7 +13,7 @@
 
 /* ---- the MILP -------------------------------------------------------------- */
 
-void hx_compose_out_free(hx_compose_out *out)
+void hx_compose_out_release(hx_compose_out *out)
 {
 	free(out->y);
 	free(out->x);
@@ -195,6 +195,115 @@ static int cmp_cpick(const void *a, const void *b)
 
 
 
+/* The cost form was infeasible: ERR says how much the whole fleet carries
+ * (the budget form with every node rented, USD_ALL, is always feasible).
+ * Returns HX_EINFEASIBLE with ERR set. */
+static int fleet_short(const hx_compose_in *in, const hx_milp_opts *mo, double usd_all,
+		       double rate_rps, double util, hx_err *err)
+{
+	int rc = HX_EINFEASIBLE;
+	/* Say how much the whole fleet carries: the budget form with every
+	 * node rented is always feasible. */
+	hx_compose_out all = {0};
+	hx_compose_in in2 = *in;
+	hx_milp_opts mo2 = *mo;
+	mo2.lp_path = NULL;
+	in2.budget = usd_all + 1;
+	if (hx_compose_solve(&in2, &mo2, &all, NULL) == 0)
+		rc = hx_errf(err, HX_EINFEASIBLE,
+			     "the workload's rate of %g req/s is above what all the nodes and "
+			     "offers carry at the SLO at %g%% utilization (at most %.3f req/s)",
+			     rate_rps, util * 100, all.kappa * rate_rps);
+	hx_compose_out_release(&all);
+	return rc;
+}
+
+/* The budget form served nothing: ERR says the least rent that serves a
+ * sliver of every class, or that the budget rents nothing that does.
+ * Returns HX_EINFEASIBLE. */
+static int budget_short(const hx_compose_in *in, const hx_milp_opts *mo, double budget, hx_err *err)
+{
+	int rc;
+	/* The least rent that serves a sliver of every class. */
+	hx_compose_out least = {0};
+	hx_compose_in in2 = *in;
+	hx_milp_opts mo2 = *mo;
+	double *tiny = hx_xcalloc((size_t)in->nw, sizeof(double));
+	for (int k = 0; k < in->nw; k++)
+		tiny[k] = in->lambda[k] * 1e-6;
+	mo2.lp_path = NULL;
+	in2.budget = 0;
+	in2.lambda = tiny;
+	if (hx_compose_solve(&in2, &mo2, &least, NULL) == 0)
+		rc = hx_errf(err, HX_EINFEASIBLE,
+			     "the budget of %g USD/h is too small: serving every class of the "
+			     "workload at the SLO takes at least %.2f USD/h of rent",
+			     budget, least.usd_per_hour);
+	else
+		rc = hx_errf(err, HX_EINFEASIBLE,
+			     "the budget of %g USD/h rents nothing that serves every class",
+			     budget);
+	hx_compose_out_release(&least);
+	free(tiny);
+	return rc;
+}
+
+/* The candidates the MILP chose (Y replicas each), widest stages first, in
+ * *PICKS (new); returns their count. */
+static int pick_replicas(const hx_candset *s, const int *y, cpick **picks)
+{
+	int n = 0;
+
+	*picks = hx_xcalloc((size_t)s->n + 1, sizeof(cpick));
+	for (int c = 0; c < s->n; c++) {
+		int wd = 0;
+		for (int i = 0; i < s->c[c].nstages; i++)
+			wd = s->c[c].st[i].tp > wd ? s->c[c].st[i].tp : wd;
+		if (y[c] > 0)
+			(*picks)[n++] = (cpick){c, y[c], wd};
+	}
+	qsort(*picks, (size_t)n, sizeof(cpick), cmp_cpick);
+	return n;
+}
+
+/* Route each class of CLS by the MILP's flows Z over the picked replicas
+ * (group I of P is PICKS[I]), and record ranged classes in P. */
+static void route_classes(hx_plan *p, const hx_len_class *cls, int ncls, const cpick *picks,
+			  int npicks, const double *z_all)
+{
+	/* Route each class by its flows. */
+	for (int k = 0; k < ncls; k++) {
+		int first = p->ningress;
+		double tot = 0;
+		for (int i = 0; i < npicks; i++)
+			tot += z_all[picks[i].cand * ncls + k];
+		if (tot <= 0)
+			continue;
+		for (int i = 0; i < npicks; i++) {
+			double z = z_all[picks[i].cand * ncls + k];
+			hx_route *rt;
+			if (z <= tot * 1e-9)
+				continue;
+			rt = hx_plan_add_route(&p->ingress, &p->ningress);
+			hx_strlcpy(rt->from, cls[k].name, sizeof(rt->from));
+			hx_strlcpy(rt->to, p->groups[i].name, sizeof(rt->to));
+			rt->weight = z / tot;
+		}
+		hx_routes_normalize(p->ingress + first, p->ningress - first);
+	}
+	if (cls[0].prompt_hi) {
+		p->classes = hx_xcalloc((size_t)ncls, sizeof(*p->classes));
+		for (int k = 0; k < ncls; k++) {
+			hx_plan_class *pc = &p->classes[p->nclasses++];
+			hx_strlcpy(pc->name, cls[k].name, sizeof(pc->name));
+			pc->prompt_lo = cls[k].prompt_lo;
+			pc->prompt_hi = cls[k].prompt_hi;
+			pc->output_lo = cls[k].output_lo;
+			pc->output_hi = cls[k].output_hi;
+		}
+	}
+}
+
 /* One composition at utilization UTIL with each candidate's capacities
  * scaled by *DERATE (allocated here, all 1, when NULL); *GCAND gets the
  * candidate of each group of P (new). */
@@ -290,57 +399,16 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 	in = (hx_compose_in){s.n, ncls, s.ncls, h, use, pool_nodes, pool_gpus, pool_usd, lambda,
 		util, o->budget_usd_per_hour};
 	rc = hx_compose_solve(&in, &mo, &out, err);
-	if (rc == HX_EINFEASIBLE && !(o->budget_usd_per_hour > 0)) {
-		/* Say how much the whole fleet carries: the budget form with every
-		 * node rented is always feasible. */
-		hx_compose_out all = {0};
-		hx_compose_in in2 = in;
-		hx_milp_opts mo2 = mo;
-		mo2.lp_path = NULL;
-		in2.budget = usd + 1;
-		if (hx_compose_solve(&in2, &mo2, &all, NULL) == 0)
-			rc = hx_errf(err, HX_EINFEASIBLE,
-				     "the workload's rate of %g req/s is above what all the nodes and "
-				     "offers carry at the SLO at %g%% utilization (at most %.3f req/s)",
-				     w->rate_rps, util * 100, all.kappa * w->rate_rps);
-		hx_compose_out_free(&all);
-	}
+	if (rc == HX_EINFEASIBLE && !(o->budget_usd_per_hour > 0))
+		rc = fleet_short(&in, &mo, usd, w->rate_rps, util, err);
 	if (rc)
 		goto out;
 	if (o->budget_usd_per_hour > 0 && out.kappa <= 1e-9) {
-		/* The least rent that serves a sliver of every class. */
-		hx_compose_out least = {0};
-		hx_compose_in in2 = in;
-		hx_milp_opts mo2 = mo;
-		double *tiny = hx_xcalloc((size_t)ncls, sizeof(double));
-		for (int k = 0; k < ncls; k++)
-			tiny[k] = lambda[k] * 1e-6;
-		mo2.lp_path = NULL;
-		in2.budget = 0;
-		in2.lambda = tiny;
-		if (hx_compose_solve(&in2, &mo2, &least, NULL) == 0)
-			rc = hx_errf(err, HX_EINFEASIBLE,
-				     "the budget of %g USD/h is too small: serving every class of the "
-				     "workload at the SLO takes at least %.2f USD/h of rent",
-				     o->budget_usd_per_hour, least.usd_per_hour);
-		else
-			rc = hx_errf(err, HX_EINFEASIBLE,
-				     "the budget of %g USD/h rents nothing that serves every class",
-				     o->budget_usd_per_hour);
-		hx_compose_out_free(&least);
-		free(tiny);
+		rc = budget_short(&in, &mo, o->budget_usd_per_hour, err);
 		goto out;
 	}
 	/* Place the chosen replicas, widest stages first. */
-	picks = hx_xcalloc((size_t)s.n + 1, sizeof(cpick));
-	for (int c = 0; c < s.n; c++) {
-		int wd = 0;
-		for (int i = 0; i < s.c[c].nstages; i++)
-			wd = s.c[c].st[i].tp > wd ? s.c[c].st[i].tp : wd;
-		if (out.y[c] > 0)
-			picks[npicks++] = (cpick){c, out.y[c], wd};
-	}
-	qsort(picks, (size_t)npicks, sizeof(cpick), cmp_cpick);
+	npicks = pick_replicas(&s, out.y, &picks);
 	free_gpus = hx_xcalloc((size_t)cl.nnodes + 1, sizeof(int));
 	next = hx_xcalloc((size_t)cl.nnodes + 1, sizeof(int));
 	for (int i = 0; i < cl.nnodes; i++)
@@ -354,37 +422,7 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 	*gcand = hx_xcalloc((size_t)npicks + 1, sizeof(int));
 	for (int i = 0; i < npicks; i++)
 		(*gcand)[i] = picks[i].cand;
-	/* Route each class by its flows. */
-	for (int k = 0; k < ncls; k++) {
-		int first = p->ningress;
-		double tot = 0;
-		for (int i = 0; i < npicks; i++)
-			tot += out.z[picks[i].cand * ncls + k];
-		if (tot <= 0)
-			continue;
-		for (int i = 0; i < npicks; i++) {
-			double z = out.z[picks[i].cand * ncls + k];
-			hx_route *rt;
-			if (z <= tot * 1e-9)
-				continue;
-			rt = hx_plan_add_route(&p->ingress, &p->ningress);
-			hx_strlcpy(rt->from, cls[k].name, sizeof(rt->from));
-			hx_strlcpy(rt->to, p->groups[i].name, sizeof(rt->to));
-			rt->weight = z / tot;
-		}
-		hx_routes_normalize(p->ingress + first, p->ningress - first);
-	}
-	if (cls[0].prompt_hi) {
-		p->classes = hx_xcalloc((size_t)ncls, sizeof(*p->classes));
-		for (int k = 0; k < ncls; k++) {
-			hx_plan_class *pc = &p->classes[p->nclasses++];
-			hx_strlcpy(pc->name, cls[k].name, sizeof(pc->name));
-			pc->prompt_lo = cls[k].prompt_lo;
-			pc->prompt_hi = cls[k].prompt_hi;
-			pc->output_lo = cls[k].output_lo;
-			pc->output_hi = cls[k].output_hi;
-		}
-	}
+	route_classes(p, cls, ncls, picks, npicks, out.z);
 	hx_plan_solver_milp(p, "glpk", &out.res); /* objective: set below */
 	if ((rc = hx_plan_finish(&pb2, p, 0, err)))
 		goto out;
@@ -410,7 +448,7 @@ out:
 	free(pool_nodes);
 	free(pool_gpus);
 	free(pool_usd);
-	hx_compose_out_free(&out);
+	hx_compose_out_release(&out);
 	if (cls)
 		hx_len_classes_free(cls, ncls);
 	hx_candset_release(&s);

@@ -44,14 +44,14 @@ typedef struct hx_compose_out {
 	hx_milp_result res;
 } hx_compose_out;
 
-/* Solve; returns 0 with OUT filled (free with hx_compose_out_free) when a
+/* Solve; returns 0 with OUT filled (release with hx_compose_out_release) when a
  * solution exists, HX_EINFEASIBLE when none does (cost: the demand is above
  * what the pools carry), HX_ELIMIT when a limit came first, HX_EINPUT when
  * GLPK failed.  Ties are broken towards fewer GPUs (cost) or less rent
  * (budget) by a tiny term that never outweighs the objective. */
 int hx_compose_solve(const hx_compose_in *in, const hx_milp_opts *o, hx_compose_out *out,
 		     hx_err *err);
-void hx_compose_out_free(hx_compose_out *out);
+void hx_compose_out_release(hx_compose_out *out);
 
 /* compose (Mélange): which GPUs to rent from the cluster's offers (plus its
  * owned nodes, free at the margin) so that every length class of the

@@ -35,8 +35,8 @@ static inline void bench_cluster(const hx_catalog *cat, const char *gpu, int ngp
 
 	fprintf(f, "{\"version\": 1, \"nodes\": [");
 	for (int i = 0; i * 8 < ngpus; i++)
-		fprintf(f, "%s{\"name\": \"n%d\", \"gpu\": \"%s\", \"count\": %d}", i ? ", " : "", i,
-			gpu, ngpus - i * 8 < 8 ? ngpus - i * 8 : 8);
+		fprintf(f, "%s{\"name\": \"n%d\", \"gpu\": \"%s\", \"count\": %d}",
+			i ? ", " : "", i, gpu, ngpus - i * 8 < 8 ? ngpus - i * 8 : 8);
 	fprintf(f, "]}\n");
 	fclose(f);
 	if (hx_cluster_load(c, cpath, cat, &err)) {

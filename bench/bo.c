@@ -13,8 +13,8 @@
  * or 2; grid_n is the size); the
  * exhaustive front where the space is small enough to enumerate (every
  * feasible configuration: ref_ev of them), else the best front any run
- * found (the union of every front of this run); and the time and evaluations BO takes to converge (the Pareto set
- * unchanged for 20 iterations, at most 600 evaluations).
+ * found (the union of every front of this run); and the time and evaluations BO takes to
+ * converge (the Pareto set unchanged for 20 iterations, at most 600 evaluations).
  *
  * usage: bench/bo [N] [SEEDS]   (from the top of the tree; default 200, 5)
  */
@@ -27,7 +27,7 @@
 #include "planners/bo.h"
 #include "model/quality.h"
 
-#define WPATH "examples/workloads/llama-8b-70b.json"
+#define WPATH  "examples/workloads/llama-8b-70b.json"
 #define BUDGET 30.0
 
 static int cmp(const void *a, const void *b)
@@ -59,7 +59,8 @@ static void add_front(pts *u, const hx_bo_front *f)
 	}
 }
 
-static int run(const hx_problem *pb, int method, int evals, uint64_t seed, hx_bo_front *f, double *secs)
+static int run(const hx_problem *pb, int method, int evals, uint64_t seed, hx_bo_front *f,
+	       double *secs)
 {
 	hx_plan_opts o = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0};
 	hx_bo_opts bo = {HX_PREFER_BALANCED, BUDGET, evals, method, 0, NULL, NULL};
@@ -133,14 +134,17 @@ static void instance(const hx_catalog *cat, const char *cpath, int n, int seeds)
 		r[1] = w.slo.ttft_ms + outq * w.slo.tpot_ms;
 		box = r[0] * r[1] * r[2];
 		if (isnan(hv_ex))
-			hv_ex = hx_mobo_hv3(u.p, u.n, r) / box; /* best known: the union of every front */
+			hv_ex = hx_mobo_hv3(u.p, u.n, r) /
+				box; /* best known: the union of every front */
 	}
 	{
 		double b = median(hv_bo, seeds), rn = median(hv_rnd, seeds);
-		printf("%-28s %6d %5d %8.5f %6.2f | %8.5f | %8.5f | %8.5f %s %8.1f %7d | %6.3f %6.3f %6.3f %+7.3f | %7.0f %6.2f %8.5f\n",
+		printf("%-28s %6d %5d %8.5f %6.2f | %8.5f | %8.5f | %8.5f %s %8.1f %7d | %6.3f "
+		       "%6.3f %6.3f %+7.3f | %7.0f %6.2f %8.5f\n",
 		       cpath, space, n, b, median(t_bo, seeds), rn, hv_grid, hv_ex,
-		       ex_evals ? "exh " : "best", t_ex, ex_evals, b / hv_ex, rn / hv_ex, hv_grid / hv_ex,
-		       (b - rn) / hv_ex, median(conv_e, seeds), median(conv_t, seeds), median(hv_conv, seeds));
+		       ex_evals ? "exh " : "best", t_ex, ex_evals, b / hv_ex, rn / hv_ex,
+		       hv_grid / hv_ex, (b - rn) / hv_ex, median(conv_e, seeds),
+		       median(conv_t, seeds), median(hv_conv, seeds));
 		printf("  per seed: bo");
 		for (int s = 0; s < seeds; s++)
 			printf(" %.5f", hv_bo[s]);
@@ -169,12 +173,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s\n", err.msg);
 		return 1;
 	}
-	printf("bo: Llama-3.1 8B + 70B, 100 req/s, budget $%g/h, %s; hypervolume as a fraction of the\n"
-	       "reference box (budget, latency SLO, quality floor); medians of %d seeds at N = %d evaluations\n",
+	printf("bo: Llama-3.1 8B + 70B, 100 req/s, budget $%g/h, %s; hypervolume as a fraction "
+	       "of the\n"
+	       "reference box (budget, latency SLO, quality floor); medians of %d seeds at N = "
+	       "%d evaluations\n",
 	       BUDGET, WPATH, seeds, n);
-	printf("%-28s %6s %5s %8s %6s | %8s | %8s | %8s %4s %8s %7s | %6s %6s %6s %7s | %7s %6s %8s\n", "cluster",
-	       "grid_n", "N", "hv_bo", "bo_s", "hv_rand", "hv_grid", "hv_ref", "ref", "ref_s", "ref_ev",
-	       "bo/ref", "rn/ref", "gr/ref", "(b-r)/r", "conv_ev", "conv_s", "hv_conv");
+	printf("%-28s %6s %5s %8s %6s | %8s | %8s | %8s %4s %8s %7s | %6s %6s %6s %7s | %7s "
+	       "%6s %8s\n",
+	       "cluster", "grid_n", "N", "hv_bo", "bo_s", "hv_rand", "hv_grid", "hv_ref", "ref",
+	       "ref_s", "ref_ev", "bo/ref", "rn/ref", "gr/ref", "(b-r)/r", "conv_ev", "conv_s",
+	       "hv_conv");
 	instance(&cat, "examples/clusters/bo-24.json", n, seeds);
 	instance(&cat, "examples/clusters/bo-48.json", n, seeds);
 	hx_catalog_release(&cat);

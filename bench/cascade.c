@@ -90,7 +90,8 @@ static void size(const hx_catalog *cat, int gpus, int n)
 		for (int i = 0; i < 3; i++) {
 			double t0 = bench_now();
 			if (hx_plan_cascade(&pb, &o, &p, &err)) {
-				fprintf(stderr, "cascade: %d GPUs floor %d: %s\n", gpus, floor, err.msg);
+				fprintf(stderr, "cascade: %d GPUs floor %d: %s\n", gpus, floor,
+					err.msg);
 				exit(1);
 			}
 			t[i] = bench_now() - t0;
@@ -117,10 +118,12 @@ static void size(const hx_catalog *cat, int gpus, int n)
 			sim_cap(&route, &w, n, &rcap, &rp95);
 			snprintf(rq, sizeof(rq), "%.2f", route.predicted.quality);
 		}
-		printf("%5d %5d %7.3f %-10s %d %-8s %7.2f %9.2f %9.0f | %9.2f %9.0f %6.2f%s | %9.2f %6.2f | %9.2f %6s %6.2f\n",
-		       gpus, floor, t[1], p.solver.status, p.ncascade, th, p.predicted.quality, cap, p95,
-		       single_cap, single_p95, single_cap > 0 ? cap / single_cap : NAN,
-		       single_q < floor ? "*" : " ", ecap, ecap > 0 ? cap / ecap : NAN, rcap, rq,
+		printf("%5d %5d %7.3f %-10s %d %-8s %7.2f %9.2f %9.0f | %9.2f %9.0f %6.2f%s | "
+		       "%9.2f %6.2f | %9.2f %6s %6.2f\n",
+		       gpus, floor, t[1], p.solver.status, p.ncascade, th, p.predicted.quality,
+		       cap, p95, single_cap, single_p95,
+		       single_cap > 0 ? cap / single_cap : NAN, single_q < floor ? "*" : " ",
+		       ecap, ecap > 0 ? cap / ecap : NAN, rcap, rq,
 		       rcap > 0 ? cap / rcap : NAN);
 		fflush(stdout);
 		hx_plan_release(&p);
@@ -148,9 +151,9 @@ int main(int argc, char **argv)
 	printf("cascade planner, Qwen3 8B -> 32B -> 235B-A22B, %s, H100 nodes of 8\n", WPATH);
 	printf("capacities: simulated req/s at the SLO; p95: end-to-end ms at that rate;"
 	       " * the single model is below the floor\n");
-	printf("%5s %5s %7s %-10s %s %-8s %7s %9s %9s | %9s %9s %6s  | %9s %6s | %9s %6s %6s\n", "gpus",
-	       "floor", "plan_s", "status", "C", "theta", "Q", "cap", "p95", "single", "p95", "x_sgl",
-	       "even", "x_even", "route", "Q_rt", "x_rt");
+	printf("%5s %5s %7s %-10s %s %-8s %7s %9s %9s | %9s %9s %6s  | %9s %6s | %9s %6s %6s\n",
+	       "gpus", "floor", "plan_s", "status", "C", "theta", "Q", "cap", "p95", "single",
+	       "p95", "x_sgl", "even", "x_even", "route", "Q_rt", "x_rt");
 	for (int gpus = 16; gpus <= 64; gpus *= 2)
 		size(&cat, gpus, n);
 	hx_catalog_release(&cat);

@@ -73,7 +73,8 @@ static void one(const hx_catalog *cat, const char *label, const char *cpath, con
 
 static void generated(const hx_catalog *cat, int gpus, int types, const char *model)
 {
-	static const char *const kinds[] = {"h100-sxm", "a100-80g", "l40s", "a100-40g", "a10g", "l4"};
+	static const char *const kinds[] = {"h100-sxm", "a100-80g", "l40s",
+					    "a100-40g", "a10g",     "l4"};
 	char path[] = "/tmp/hx-bench-colocated-XXXXXX", label[64];
 	int fd = mkstemp(path), node = 0;
 	FILE *f = fdopen(fd, "w");
@@ -82,8 +83,11 @@ static void generated(const hx_catalog *cat, int gpus, int types, const char *mo
 	for (int t = 0; t < types; t++) {
 		int share = gpus / types + (t < gpus % types);
 		for (int g = 0; g < share; g += 8, node++)
-			fprintf(f, "%s{\"name\": \"n%d\", \"gpu\": \"%s\", \"count\": %d, \"region\": \"r%d\"}",
-				node ? ", " : "", node, kinds[t], share - g < 8 ? share - g : 8, node % 2);
+			fprintf(f,
+				"%s{\"name\": \"n%d\", \"gpu\": \"%s\", \"count\": %d, "
+				"\"region\": \"r%d\"}",
+				node ? ", " : "", node, kinds[t], share - g < 8 ? share - g : 8,
+				node % 2);
 	}
 	fprintf(f, "]}\n");
 	fclose(f);

@@ -46,8 +46,10 @@ static void offers_file(char *path, int only)
 	for (int t = 0; t < NTYPES; t++) {
 		if (only >= 0 && t != only)
 			continue;
-		fprintf(f, "%s{\"gpu\": \"%s\", \"max_count\": 512, \"usd_per_hour\": %g, "
-			   "\"gpus_per_node\": %d}", first ? "" : ", ", types[t], prices[t], per_node[t]);
+		fprintf(f,
+			"%s{\"gpu\": \"%s\", \"max_count\": 512, \"usd_per_hour\": %g, "
+			"\"gpus_per_node\": %d}",
+			first ? "" : ", ", types[t], prices[t], per_node[t]);
 		first = 0;
 	}
 	fprintf(f, "]}\n");
@@ -55,8 +57,9 @@ static void offers_file(char *path, int only)
 }
 
 /* Compose on CPATH: 0 with P filled, else the error code. */
-static int compose(const hx_catalog *cat, const char *cpath, const char *wpath, const hx_workload *w,
-		   const hx_model *m, double budget, hx_plan *p, double *secs)
+static int compose(const hx_catalog *cat, const char *cpath, const char *wpath,
+		   const hx_workload *w, const hx_model *m, double budget, hx_plan *p,
+		   double *secs)
 {
 	hx_cluster c;
 	hx_problem pb;
@@ -97,7 +100,8 @@ static double attainment(const hx_plan *p, const hx_workload *w, double rate)
 	return a;
 }
 
-static void mix_vs_single(const hx_catalog *cat, const char *model, const char *wpath, double scale)
+static void mix_vs_single(const hx_catalog *cat, const char *model, const char *wpath,
+			  double scale)
 {
 	char all[] = "/tmp/hx-bench-compose-XXXXXX", one[NTYPES][32];
 	hx_workload w;
@@ -154,11 +158,13 @@ static void mix_vs_single(const hx_catalog *cat, const char *model, const char *
 				hx_plan_release(&p);
 			}
 	}
-	printf("%-14s %-5s %4.0fx %7.3f %3d %9.2f %9.2f %-9s %7.1f%% %8.2f %8.2f %6.3f %8.4f %6.2f\n", model,
-	       strstr(wpath, "chat") ? "chat" : "code", scale, t[1], ntypes_mix, usd_mix, usd_single,
-	       best >= 0 ? types[best] : "none", best >= 0 ? 100 * (1 - usd_mix / usd_single) : NAN,
-	       kappa_mix * w.rate_rps, kappa_single * w.rate_rps,
-	       kappa_single > 0 ? kappa_mix / kappa_single : NAN, att, w.slo.attainment);
+	printf("%-14s %-5s %4.0fx %7.3f %3d %9.2f %9.2f %-9s %7.1f%% %8.2f %8.2f %6.3f %8.4f "
+	       "%6.2f\n",
+	       model, strstr(wpath, "chat") ? "chat" : "code", scale, t[1], ntypes_mix, usd_mix,
+	       usd_single, best >= 0 ? types[best] : "none",
+	       best >= 0 ? 100 * (1 - usd_mix / usd_single) : NAN, kappa_mix * w.rate_rps,
+	       kappa_single * w.rate_rps, kappa_single > 0 ? kappa_mix / kappa_single : NAN,
+	       att, w.slo.attainment);
 	fflush(stdout);
 	unlink(all);
 	for (int k = 0; k < NTYPES; k++)
@@ -167,7 +173,8 @@ static void mix_vs_single(const hx_catalog *cat, const char *model, const char *
 }
 
 /* 256 GPUs: 32 nodes of 8 over five types. */
-static void replan_case(const hx_catalog *cat, const char *model, int objective, double rate_frac)
+static void replan_case(const hx_catalog *cat, const char *model, int objective,
+			double rate_frac)
 {
 	static const char *const kinds[] = {"h100-sxm", "a100-80g", "l40s", "a10g", "l4"};
 	char cpath[] = "/tmp/hx-bench-replan-XXXXXX", cpath2[] = "/tmp/hx-bench-replan2-XXXXXX";
@@ -191,15 +198,16 @@ static void replan_case(const hx_catalog *cat, const char *model, int objective,
 		for (int i = 0, first = 1; i < 32; i++) {
 			if (pass && i == victim)
 				continue;
-			fprintf(g, "%s{\"name\": \"n%d\", \"gpu\": \"%s\", \"count\": 8}", first ? "" : ", ",
-				i, kinds[i % 5]);
+			fprintf(g, "%s{\"name\": \"n%d\", \"gpu\": \"%s\", \"count\": 8}",
+				first ? "" : ", ", i, kinds[i % 5]);
 			first = 0;
 		}
 		fprintf(g, "]}\n");
 		fclose(g);
 		if (pass)
 			break;
-		if (hx_cluster_load(&c, cpath, cat, &err) || hx_workload_load(&w, wpath, &err) ||
+		if (hx_cluster_load(&c, cpath, cat, &err) ||
+		    hx_workload_load(&w, wpath, &err) ||
 		    hx_model_resolve(cat, model, &m, &err)) {
 			fprintf(stderr, "compose: %s\n", err.msg);
 			exit(1);
@@ -243,8 +251,8 @@ static void replan_case(const hx_catalog *cat, const char *model, int objective,
 	}
 	qsort(t, 3, sizeof(double), cmp);
 	printf("%-14s %-9s %8.2f %6d %6s %8.3f %6d %6d %6d %8.4f %10.2f\n", model,
-	       objective == HX_OBJ_CAPACITY ? "capacity" : "cost", w.rate_rps, nrep, gone, t[1], mv.kept,
-	       mv.stopped, mv.started, (double)mv.kept / nrep, mv.bytes_to_load / 1e9);
+	       objective == HX_OBJ_CAPACITY ? "capacity" : "cost", w.rate_rps, nrep, gone, t[1],
+	       mv.kept, mv.stopped, mv.started, (double)mv.kept / nrep, mv.bytes_to_load / 1e9);
 	fflush(stdout);
 	hx_plan_release(&q);
 	hx_moves_release(&mv);
@@ -265,11 +273,12 @@ int main(void)
 		fprintf(stderr, "%s\n", err.msg);
 		return 1;
 	}
-	printf("compose: offers of 6 GPU types (512 GPUs each); cost of the mix vs the cheapest single "
+	printf("compose: offers of 6 GPU types (512 GPUs each); cost of the mix vs the "
+	       "cheapest single "
 	       "type; at that single type's rent, the rate each carries\n");
-	printf("%-14s %-5s %5s %7s %3s %9s %9s %-9s %8s %8s %8s %6s %8s %6s\n", "model", "load", "rate", "plan_s",
-	       "mix", "usd_mix", "usd_one", "one_type", "saving", "rps_mix", "rps_one", "x_one",
-	       "attain", "target");
+	printf("%-14s %-5s %5s %7s %3s %9s %9s %-9s %8s %8s %8s %6s %8s %6s\n", "model", "load",
+	       "rate", "plan_s", "mix", "usd_mix", "usd_one", "one_type", "saving", "rps_mix",
+	       "rps_one", "x_one", "attain", "target");
 	for (int i = 0; i < 2; i++) {
 		double scale = i ? 10 : 1; /* the workloads' rates, and ten times them */
 		mix_vs_single(&cat, "llama-3.1-8b", "examples/workloads/chat.json", scale);
@@ -278,8 +287,8 @@ int main(void)
 		mix_vs_single(&cat, "llama-3.1-70b", "examples/workloads/code.json", scale);
 	}
 	printf("\nreplan after one node failure, 256-GPU colocated plans (chat workload)\n");
-	printf("%-14s %-9s %8s %6s %6s %8s %6s %6s %6s %8s %10s\n", "model", "plan", "rate", "reps",
-	       "gone", "replan_s", "kept", "stop", "start", "kept_frac", "load_GB");
+	printf("%-14s %-9s %8s %6s %6s %8s %6s %6s %6s %8s %10s\n", "model", "plan", "rate",
+	       "reps", "gone", "replan_s", "kept", "stop", "start", "kept_frac", "load_GB");
 	replan_case(&cat, "llama-3.1-8b", HX_OBJ_CAPACITY, 0.8);
 	replan_case(&cat, "llama-3.1-70b", HX_OBJ_CAPACITY, 0.8);
 	replan_case(&cat, "llama-3.1-70b", HX_OBJ_COST, 60);

@@ -19,9 +19,16 @@
 #include "model/catalog.h"
 #include "model/cost.h"
 
-static const char *const ops[] = {"input_layernorm", "attn_pre_proj", "attn_rope",
-	"attn_post_proj", "post_attention_layernorm", "mlp_up_proj", "mlp_act",
-	"mlp_down_proj", "add", NULL};
+static const char *const ops[] = {"input_layernorm",
+				  "attn_pre_proj",
+				  "attn_rope",
+				  "attn_post_proj",
+				  "post_attention_layernorm",
+				  "mlp_up_proj",
+				  "mlp_act",
+				  "mlp_down_proj",
+				  "add",
+				  NULL};
 
 static const struct {
 	const char *dir, *gpu;
@@ -56,7 +63,10 @@ static int read_csv(const char *path, int model, point **pts, int *np)
 {
 	char *text, *line, *save = NULL;
 	int col[16], ntok = -1, ntp = -1, nrows = 0, cap = 0;
-	struct row { int tokens, tp; double ms; } *rows = NULL;
+	struct row {
+		int tokens, tp;
+		double ms;
+	} *rows = NULL;
 	hx_err err;
 
 	text = hx_read_file(path, NULL, &err);
@@ -111,7 +121,8 @@ static int read_csv(const char *path, int model, point **pts, int *np)
 				if (okrow) {
 					if (nrows == cap) {
 						cap = cap ? 2 * cap : 1024;
-						rows = hx_xrealloc(rows, (size_t)cap * sizeof(*rows));
+						rows = hx_xrealloc(rows,
+								   (size_t)cap * sizeof(*rows));
 					}
 					rows[nrows].tokens = atoi(fields[ntok]);
 					rows[nrows].tp = atoi(fields[ntp]);
@@ -184,7 +195,8 @@ int main(int argc, char **argv)
 		for (size_t mi = 0; mi < HX_ARRAY_LEN(models); mi++) {
 			char path[1024];
 			int before = np;
-			snprintf(path, sizeof(path), "%s/%s/%s/mlp.csv", data, gpus[gi].dir, models[mi].dir);
+			snprintf(path, sizeof(path), "%s/%s/%s/mlp.csv", data, gpus[gi].dir,
+				 models[mi].dir);
 			if (read_csv(path, (int)mi, &pts, &np) == 0 && np > before) {
 				char label[64];
 				snprintf(label, sizeof(label), "%s", models[mi].model);
@@ -203,7 +215,8 @@ int main(int argc, char **argv)
 	}
 
 	/* Calibrate on a handful of each GPU's points; judge on the rest. */
-	printf("\ncalibration on 8 points per GPU (llama-2-7b; tokens 1, 32, 256, 2048; tp 1, 4),\n"
+	printf("\ncalibration on 8 points per GPU (llama-2-7b; tokens 1, 32, 256, 2048; tp 1, "
+	       "4),\n"
 	       "error on that GPU's other points\n");
 	printf("%-10s %-28s %6s %10s %10s\n", "gpu", "held-out points", "n", "median%", "p90%");
 	for (size_t gi = 0; gi < HX_ARRAY_LEN(gpus); gi++) {
@@ -237,13 +250,14 @@ int main(int argc, char **argv)
 				rest[nr++] = *p;
 			}
 		}
-		if (nf > 0 && !hx_calib_fit(hx_catalog_model(&cat, models[0].model), g, fitset, nf,
-					    &fit, &err)) {
+		if (nf > 0 && !hx_calib_fit(hx_catalog_model(&cat, models[0].model), g, fitset,
+					    nf, &fit, &err)) {
 			stats(&cat, g, rest, nr, "catalog defaults");
 			stats(&cat, &fit.fitted, rest, nr, "after calibration");
 			printf("%-10s fitted:", "");
 			for (int k = 0; k < fit.nkeys; k++)
-				printf(" %s=%.4g", fit.keys[k], *hx_gpu_field(&fit.fitted, fit.keys[k]));
+				printf(" %s=%.4g", fit.keys[k],
+				       *hx_gpu_field(&fit.fitted, fit.keys[k]));
 			printf("\n");
 			hx_fit_release(&fit);
 		}
@@ -253,10 +267,11 @@ int main(int argc, char **argv)
 			guess.e_compute = 0.5;
 			guess.e_mem = 0.6;
 			guess.kernel_floor_us = 10;
-			if (nf > 0 && !hx_calib_fit(hx_catalog_model(&cat, models[0].model), &guess,
-						    fitset, nf, &fit, &err)) {
+			if (nf > 0 && !hx_calib_fit(hx_catalog_model(&cat, models[0].model),
+						    &guess, fitset, nf, &fit, &err)) {
 				stats(&cat, &guess, rest, nr, "guessed profile");
-				stats(&cat, &fit.fitted, rest, nr, "guessed, after calibration");
+				stats(&cat, &fit.fitted, rest, nr,
+				      "guessed, after calibration");
 				hx_fit_release(&fit);
 			}
 		}

@@ -80,8 +80,11 @@ static void generated(const hx_catalog *cat, int gpus, const char *model)
 	for (int t = 0; t < 3; t++) {
 		int share = gpus / 3 / 8 * 8 + (t == 0 ? gpus - 3 * (gpus / 3 / 8 * 8) : 0);
 		for (int g = 0; g < share; g += 8, node++)
-			fprintf(f, "%s{\"name\": \"n%d\", \"gpu\": \"%s\", \"count\": %d, \"nic_gbps\": 200}",
-				node ? ", " : "", node, kinds[t], share - g < 8 ? share - g : 8);
+			fprintf(f,
+				"%s{\"name\": \"n%d\", \"gpu\": \"%s\", \"count\": %d, "
+				"\"nic_gbps\": 200}",
+				node ? ", " : "", node, kinds[t],
+				share - g < 8 ? share - g : 8);
 	}
 	fprintf(f, "]}\n");
 	fclose(f);
@@ -102,13 +105,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s\n", err.msg);
 		return 1;
 	}
-	printf("disaggregated vs colocated vs baseline, %s; simulated capacity at the SLO (req/s)\n", model);
-	printf("%-20s %-5s %5s %8s %10s %10s %10s %10s %8s %8s\n", "cluster", "wl", "gpus", "plan_s",
-	       "predicted", "disagg", "colocated", "baseline", "x_coloc", "x_base");
+	printf("disaggregated vs colocated vs baseline, %s; simulated capacity at the SLO "
+	       "(req/s)\n",
+	       model);
+	printf("%-20s %-5s %5s %8s %10s %10s %10s %10s %8s %8s\n", "cluster", "wl", "gpus",
+	       "plan_s", "predicted", "disagg", "colocated", "baseline", "x_coloc", "x_base");
 	for (int k = 0; k < 2; k++) {
 		const char *wl = k ? "chat" : "code";
 		one(&cat, "example mixed", "examples/clusters/mixed.json", model, wl);
-		one(&cat, "example 3-regions", "examples/clusters/three-regions.json", model, wl);
+		one(&cat, "example 3-regions", "examples/clusters/three-regions.json", model,
+		    wl);
 	}
 	generated(&cat, 32, model);
 	generated(&cat, 64, model);

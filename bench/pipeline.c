@@ -36,10 +36,12 @@ static void gen_cluster(const char *path, int n, unsigned seed)
 	fprintf(f, "{\"version\": 1, \"nodes\": [");
 	for (int i = 0; i < n; i++) {
 		int g = (int)(hx_rng_next(&r) % 4), cnt = 1 << (int)(hx_rng_next(&r) % 3);
-		fprintf(f, "%s{\"name\": \"n%d\", \"gpu\": \"%s\", \"count\": %d, \"region\": \"%s\", "
-			   "\"nic_gbps\": %d}",
-			i ? ", " : "", i, gpus[g], g == 0 ? 1 : cnt, regions[hx_rng_next(&r) % 3],
-			cnt > 1 ? 25 : 10);
+		fprintf(
+		    f,
+		    "%s{\"name\": \"n%d\", \"gpu\": \"%s\", \"count\": %d, \"region\": \"%s\", "
+		    "\"nic_gbps\": %d}",
+		    i ? ", " : "", i, gpus[g], g == 0 ? 1 : cnt, regions[hx_rng_next(&r) % 3],
+		    cnt > 1 ? 25 : 10);
 	}
 	fprintf(f, "], \"defaults\": {\"same_region\": {\"bw_gbps\": 10, \"latency_ms\": 0.1}, "
 		   "\"cross_region\": {\"bw_gbps\": 0.1, \"latency_ms\": 50}}}\n");
@@ -106,8 +108,8 @@ static void one(const hx_catalog *cat, const char *label, const char *cpath, int
 	for (int k = 0; k < HX_PIPE_NCONSTRUCTIONS; k++)
 		best = fmax(best, st.construction[k]);
 	printf("%-18s %5d %4d %8.2f %9.0f %9.0f %9.0f %9.0f %9.0f %6.2f %6.2f %9.0f\n", label,
-	       c.nnodes, hx_cluster_gpus(&c), t[runs / 2], st.construction[0], st.construction[1],
-	       st.construction[2], st.flow, st.bound, st.flow / st.bound,
+	       c.nnodes, hx_cluster_gpus(&c), t[runs / 2], st.construction[0],
+	       st.construction[1], st.construction[2], st.flow, st.bound, st.flow / st.bound,
 	       best > 0 ? st.flow / best : NAN, sim_tps(&p, &w));
 	fflush(stdout);
 	hx_plan_release(&p);
@@ -129,10 +131,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pipeline: %s\n", err.msg);
 		return 1;
 	}
-	printf("Llama-2-70B, %s; time: median of %d runs; flows in generated tokens/s\n", WL, runs);
-	printf("%-18s %5s %4s %8s %9s %9s %9s %9s %9s %6s %6s %9s\n", "cluster", "nodes", "gpus",
-	       "time_s", "per-type", "balanced", "greedy", "flow", "bound", "f/bnd", "f/cons",
-	       "sim_tps");
+	printf("Llama-2-70B, %s; time: median of %d runs; flows in generated tokens/s\n", WL,
+	       runs);
+	printf("%-18s %5s %4s %8s %9s %9s %9s %9s %9s %6s %6s %9s\n", "cluster", "nodes",
+	       "gpus", "time_s", "per-type", "balanced", "greedy", "flow", "bound", "f/bnd",
+	       "f/cons", "sim_tps");
 	one(&cat, "helix-24", "examples/clusters/helix-24.json", runs);
 	one(&cat, "helix-24-3regions", "examples/clusters/helix-24-3regions.json", runs);
 	one(&cat, "helix-42", "examples/clusters/helix-42.json", runs);

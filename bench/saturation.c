@@ -62,12 +62,13 @@ static void fidelity(const hx_catalog *cat, const char *gpu, const char *model, 
 
 	snprintf(path, sizeof(path), "examples/workloads/%s.json", wl);
 	bench_plan(cat, gpu, 8, model, path, &w, &p);
-	if (p.predicted.capacity_rps > 0 && hx_sim_capacity(&p, &w, 4000, NULL, &cap, NULL, &err)) {
+	if (p.predicted.capacity_rps > 0 &&
+	    hx_sim_capacity(&p, &w, 4000, NULL, &cap, NULL, &err)) {
 		fprintf(stderr, "saturation: %s\n", err.msg);
 		exit(1);
 	}
-	printf("%-16s %-10s %-6s %12.3f %12.3f %8.2f\n", model, gpu, wl, p.predicted.capacity_rps,
-	       cap, cap > 0 ? p.predicted.capacity_rps / cap : NAN);
+	printf("%-16s %-10s %-6s %12.3f %12.3f %8.2f\n", model, gpu, wl,
+	       p.predicted.capacity_rps, cap, cap > 0 ? p.predicted.capacity_rps / cap : NAN);
 	hx_plan_release(&p);
 	hx_workload_release(&w);
 }
@@ -85,9 +86,10 @@ int main(void)
 	}
 	sweep(&cat, "h100-sxm", "llama-3.1-8b");
 	sweep(&cat, "a100-80g", "llama-3.1-70b");
-	printf("\ncapacity at the example workloads' SLOs: cost model vs simulator (8 GPUs, baseline)\n");
-	printf("%-16s %-10s %-6s %12s %12s %8s\n", "model", "gpu", "wl", "predicted", "simulated",
-	       "ratio");
+	printf("\ncapacity at the example workloads' SLOs: cost model vs simulator (8 GPUs, "
+	       "baseline)\n");
+	printf("%-16s %-10s %-6s %12s %12s %8s\n", "model", "gpu", "wl", "predicted",
+	       "simulated", "ratio");
 	for (size_t m = 0; m < HX_ARRAY_LEN(models); m++)
 		for (size_t g = 0; g < HX_ARRAY_LEN(gpus); g++) {
 			fidelity(&cat, gpus[g], models[m], "chat");

@@ -58,9 +58,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s\n", err.msg);
 		return 1;
 	}
-	printf("simulated requests per wall second (llama-3.1-8b on h100-sxm, 80%% of capacity)\n");
-	printf("%9s %10s %10s %14s %14s %12s\n", "replicas", "requests", "rate_rps", "req/s(median)",
-	       "req/min", "iter/request");
+	printf("simulated requests per wall second (llama-3.1-8b on h100-sxm, 80%% of "
+	       "capacity)\n");
+	printf("%9s %10s %10s %14s %14s %12s\n", "replicas", "requests", "rate_rps",
+	       "req/s(median)", "req/min", "iter/request");
 	for (size_t i = 0; i < HX_ARRAY_LEN(sizes); i++) {
 		hx_workload w;
 		hx_plan p;

@@ -36,7 +36,8 @@ static int flow_inner(void *arg)
 	igraph_vector_int_init(&part, 0);
 	rc = igraph_create(&ig, &edges, g->n, IGRAPH_DIRECTED);
 	if (rc == IGRAPH_SUCCESS) {
-		rc = igraph_maxflow(&ig, &value, &flow, NULL, &part, NULL, c->s, c->t, &cap, NULL);
+		rc = igraph_maxflow(&ig, &value, &flow, NULL, &part, NULL, c->s, c->t, &cap,
+				    NULL);
 		if (rc == IGRAPH_SUCCESS) {
 			c->res->value = value;
 			for (int e = 0; e < g->m; e++)

@@ -12,13 +12,13 @@
 
 /* LAPACK's Fortran entry points (liblapack). */
 extern void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info);
-extern void dpotrs_(const char *uplo, const int *n, const int *nrhs, const double *a, const int *lda,
-		    double *b, const int *ldb, int *info);
+extern void dpotrs_(const char *uplo, const int *n, const int *nrhs, const double *a,
+		    const int *lda, double *b, const int *ldb, int *info);
 extern void dtrtrs_(const char *uplo, const char *trans, const char *diag, const int *n,
 		    const int *nrhs, const double *a, const int *lda, double *b, const int *ldb,
 		    int *info);
 
-#define SQRT5 2.23606797749978969641
+#define SQRT5      2.23606797749978969641
 #define LOG_LS_MIN (-4.6)  /* 0.01 */
 #define LOG_LS_MAX (4.6)   /* 100 */
 #define LOG_SN_MIN (-18.4) /* 1e-8 */
@@ -44,8 +44,10 @@ static int factor(const double *x, int n, int d, const double *ls, double sf2, d
 		int info = 0;
 		for (int j = 0; j < n; j++)
 			for (int i = j; i < n; i++)
-				L[(size_t)j * n + i] = hx_gp_kernel(x + (size_t)i * d, x + (size_t)j * d, d, ls, sf2) +
-						       (i == j ? sn2 + jit : 0);
+				L[(size_t)j * n + i] =
+				    hx_gp_kernel(x + (size_t)i * d, x + (size_t)j * d, d, ls,
+						 sf2) +
+				    (i == j ? sn2 + jit : 0);
 		dpotrf_("L", &n, L, &n, &info);
 		if (info == 0) {
 			for (int j = 0; j < n; j++) /* zero the upper part dpotrf leaves */
@@ -76,7 +78,8 @@ static double lml_of(const double *L, const double *y, double *alpha, int n)
 double hx_gp_log_likelihood(const double *x, const double *y, int n, int d, const double *ls,
 			    double sf2, double sn2)
 {
-	double *L = hx_xmalloc((size_t)n * n * sizeof(double)), *alpha = hx_xmalloc((size_t)n * sizeof(double));
+	double *L = hx_xmalloc((size_t)n * n * sizeof(double)),
+	       *alpha = hx_xmalloc((size_t)n * sizeof(double));
 	double jit, v = -INFINITY;
 	if (factor(x, n, d, ls, sf2, sn2, L, &jit) == 0)
 		v = lml_of(L, y, alpha, n);
@@ -148,7 +151,8 @@ static double neg_lml(const double *t, void *vctx)
 		pen += fabs(v - t[k]);
 		ls[k] = exp(v);
 	}
-	double lsf = fmin(fmax(t[d], -4.6), 4.6), lsn = fmin(fmax(t[d + 1], LOG_SN_MIN), LOG_SN_MAX);
+	double lsf = fmin(fmax(t[d], -4.6), 4.6),
+	       lsn = fmin(fmax(t[d + 1], LOG_SN_MIN), LOG_SN_MAX);
 	pen += fabs(lsf - t[d]) + fabs(lsn - t[d + 1]);
 	if (factor(gp->x, gp->n, d, ls, exp(lsf), exp(lsn), c->L, &jit))
 		return 1e30;
@@ -169,9 +173,12 @@ int hx_gp_fit(hx_gp *gp, const double *x, const double *y, int n, int d, int res
 	for (int r = 0; r <= restarts; r++) {
 		double t[HX_GP_MAXD + 2], v;
 		for (int k = 0; k < d; k++)
-			t[k] = r == 0 ? log(0.5) : log(0.05) + hx_rng_uniform(&rng) * (log(5.0) - log(0.05));
+			t[k] = r == 0
+				   ? log(0.5)
+				   : log(0.05) + hx_rng_uniform(&rng) * (log(5.0) - log(0.05));
 		t[d] = r == 0 ? 0 : -1 + 2 * hx_rng_uniform(&rng);
-		t[d + 1] = r == 0 ? log(1e-4) : log(1e-6) + hx_rng_uniform(&rng) * (log(1e-1) - log(1e-6));
+		t[d + 1] = r == 0 ? log(1e-4)
+				  : log(1e-6) + hx_rng_uniform(&rng) * (log(1e-1) - log(1e-6));
 		v = hx_nm_minimize(neg_lml, &c, t, d + 2, 0.5, max_evals, 1e-6, NULL);
 		if (v < bestv) {
 			bestv = v;

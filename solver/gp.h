@@ -19,14 +19,14 @@
 
 typedef struct hx_gp {
 	int n, d;
-	double *x;           /* n * d, row-major */
-	double *y;           /* n, standardized */
-	double ymean, ystd;  /* of the raw targets */
+	double *x;                       /* n * d, row-major */
+	double *y;                       /* n, standardized */
+	double ymean, ystd;              /* of the raw targets */
 	double ls[HX_GP_MAXD], sf2, sn2; /* kernel on the standardized targets */
-	double jitter;       /* added to the diagonal to factor it */
-	double *L;           /* n * n Cholesky factor (column-major, lower) */
-	double *alpha;       /* K^-1 y */
-	double lml;          /* log marginal likelihood at the hyper-parameters */
+	double jitter;                   /* added to the diagonal to factor it */
+	double *L;                       /* n * n Cholesky factor (column-major, lower) */
+	double *alpha;                   /* K^-1 y */
+	double lml;                      /* log marginal likelihood at the hyper-parameters */
 } hx_gp;
 
 /* Condition GP on X (N points of D dimensions, D <= HX_GP_MAXD) and targets

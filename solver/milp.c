@@ -32,8 +32,9 @@ struct hx_milp {
 	int force_trouble;
 };
 
-static const char *const status_names[] = {"optimal", "gap_limit", "work_limit", "time_limit",
-	"infeasible", "unbounded", "no_solution", "error"};
+static const char *const status_names[] = {"optimal",     "gap_limit",  "work_limit",
+					   "time_limit",  "infeasible", "unbounded",
+					   "no_solution", "error"};
 
 const char *hx_milp_status_name(hx_milp_status s)
 {
@@ -225,18 +226,21 @@ static void solve_inner(solve_ctx *c)
 	for (int j = 0; j < m->nv; j++) {
 		const var *v = &m->v[j];
 		glp_set_col_name(c->lp, j + 1, v->name);
-		glp_set_col_kind(c->lp, j + 1, v->kind == HX_MILP_CONT ? GLP_CV
-					       : v->kind == HX_MILP_BIN ? GLP_BV : GLP_IV);
+		glp_set_col_kind(c->lp, j + 1,
+				 v->kind == HX_MILP_CONT  ? GLP_CV
+				 : v->kind == HX_MILP_BIN ? GLP_BV
+							  : GLP_IV);
 		if (v->kind != HX_MILP_BIN)
 			glp_set_col_bnds(c->lp, j + 1, bounds_type(v->lo, v->hi),
-					 isfinite(v->lo) ? v->lo : 0, isfinite(v->hi) ? v->hi : 0);
+					 isfinite(v->lo) ? v->lo : 0,
+					 isfinite(v->hi) ? v->hi : 0);
 		glp_set_obj_coef(c->lp, j + 1, v->obj);
 	}
 	for (int i = 0; i < m->nr; i++) {
 		const row *r = &m->r[i];
 		glp_set_row_name(c->lp, i + 1, r->name);
-		glp_set_row_bnds(c->lp, i + 1, bounds_type(r->lo, r->hi), isfinite(r->lo) ? r->lo : 0,
-				 isfinite(r->hi) ? r->hi : 0);
+		glp_set_row_bnds(c->lp, i + 1, bounds_type(r->lo, r->hi),
+				 isfinite(r->lo) ? r->lo : 0, isfinite(r->hi) ? r->hi : 0);
 		for (int k = 0; k < r->n; k++) {
 			nz++;
 			c->ia[nz] = i + 1;
@@ -305,11 +309,13 @@ static void solve_inner(solve_ctx *c)
 	if (mst != GLP_OPT && mst != GLP_FEAS) {
 		res->status = rc == 0 || rc == GLP_EFAIL ? HX_MILP_ERROR : HX_MILP_NO_SOLUTION;
 		if (res->status == HX_MILP_ERROR && rc == GLP_EFAIL)
-			c->ret = hx_errf(c->err, HX_EINPUT,
-					 "GLPK reports numerical trouble solving the model, also after "
-					 "a scaled restart without presolve");
+			c->ret = hx_errf(
+			    c->err, HX_EINPUT,
+			    "GLPK reports numerical trouble solving the model, also after "
+			    "a scaled restart without presolve");
 		else if (res->status == HX_MILP_ERROR)
-			c->ret = hx_errf(c->err, HX_EINPUT, "GLPK failed to solve the model (code %d)", rc);
+			c->ret = hx_errf(c->err, HX_EINPUT,
+					 "GLPK failed to solve the model (code %d)", rc);
 		return;
 	}
 	res->objective = glp_mip_obj_val(c->lp);
@@ -319,8 +325,9 @@ static void solve_inner(solve_ctx *c)
 		res->status = HX_MILP_OPTIMAL;
 		res->bound = res->objective;
 	} else {
-		res->status = rc == GLP_EMIPGAP ? HX_MILP_GAP_LIMIT
-			      : rc == GLP_ETMLIM ? HX_MILP_TIME_LIMIT : HX_MILP_WORK_LIMIT;
+		res->status = rc == GLP_EMIPGAP  ? HX_MILP_GAP_LIMIT
+			      : rc == GLP_ETMLIM ? HX_MILP_TIME_LIMIT
+						 : HX_MILP_WORK_LIMIT;
 		res->bound = isfinite(c->s.bound) ? c->s.bound : res->objective;
 		/* The bound cannot be worse than the incumbent. */
 		if (m->maximize ? res->bound < res->objective : res->bound > res->objective)
@@ -364,7 +371,8 @@ int hx_milp_solve(const hx_milp *m, const hx_milp_opts *opts, hx_milp_result *re
 		/* GLPK's environment is unusable now: free all of it. */
 		glp_free_env();
 		res->status = HX_MILP_ERROR;
-		c->ret = hx_errf(err, HX_EINPUT, "internal GLPK error (the model was rejected)");
+		c->ret =
+		    hx_errf(err, HX_EINPUT, "internal GLPK error (the model was rejected)");
 	} else {
 		if (c->lp)
 			glp_delete_prob(c->lp);

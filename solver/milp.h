@@ -21,9 +21,9 @@ enum { HX_MILP_CONT, HX_MILP_INT, HX_MILP_BIN };
 
 typedef enum hx_milp_status {
 	HX_MILP_OPTIMAL,
-	HX_MILP_GAP_LIMIT,   /* stopped at the requested relative gap */
-	HX_MILP_WORK_LIMIT,  /* stopped at the node limit, a solution in hand */
-	HX_MILP_TIME_LIMIT,  /* stopped at the time limit, a solution in hand */
+	HX_MILP_GAP_LIMIT,  /* stopped at the requested relative gap */
+	HX_MILP_WORK_LIMIT, /* stopped at the node limit, a solution in hand */
+	HX_MILP_TIME_LIMIT, /* stopped at the time limit, a solution in hand */
 	HX_MILP_INFEASIBLE,
 	HX_MILP_UNBOUNDED,
 	HX_MILP_NO_SOLUTION, /* a limit was reached before any solution */
@@ -62,7 +62,7 @@ typedef struct hx_milp_result {
 	double objective, bound, gap;
 	long nodes, iterations;
 	int retried; /* numerical trouble made the solve restart once */
-	double *x; /* values, hx_milp_nvars of them; caller frees */
+	double *x;   /* values, hx_milp_nvars of them; caller frees */
 } hx_milp_result;
 
 /* Solve M.  Returns 0 with RES filled (check res->status: a solution is in

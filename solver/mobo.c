@@ -27,7 +27,8 @@ int hx_mobo_pareto_mark(const double *p, int n, int m, int *keep)
 			if (j == i)
 				continue;
 			if (dominates(p + (size_t)j * m, p + (size_t)i * m, m) ||
-			    (j < i && memcmp(p + (size_t)j * m, p + (size_t)i * m, (size_t)m * sizeof(double)) == 0))
+			    (j < i && memcmp(p + (size_t)j * m, p + (size_t)i * m,
+					     (size_t)m * sizeof(double)) == 0))
 				keep[i] = 0;
 		}
 		kept += keep[i];
@@ -54,7 +55,8 @@ static double *inside(const double *p, int n, int m, const double *r, int *k)
 		for (int j = 0; j < m; j++)
 			in &= p[(size_t)i * m + j] < r[j];
 		if (in)
-			memcpy(q + (size_t)(*k)++ * m, p + (size_t)i * m, (size_t)m * sizeof(double));
+			memcpy(q + (size_t)(*k)++ * m, p + (size_t)i * m,
+			       (size_t)m * sizeof(double));
 	}
 	return q;
 }
@@ -124,7 +126,7 @@ static double g(double c, double mu, double sigma)
 }
 
 double hx_mobo_ehvi2(const double *front, int n, const double *r, const double *mu,
-		const double *sigma)
+		     const double *sigma)
 {
 	int k, *keep;
 	double *q = inside(front, n, 2, r, &k), *f, v = 0;

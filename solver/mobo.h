@@ -33,7 +33,7 @@ double hx_mobo_hv3(const double *p, int n, const double *r);
  * point whose objectives are independent normals MU[2], SIGMA[2] (sigma 0:
  * a known point). */
 double hx_mobo_ehvi2(const double *front, int n, const double *r, const double *mu,
-		const double *sigma);
+		     const double *sigma);
 
 /* Expected improvement below BEST of a normal MU, SIGMA (minimization). */
 double hx_mobo_ei(double mu, double sigma, double best);

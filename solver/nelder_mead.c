@@ -8,8 +8,8 @@
 
 #define NM_MAX 16
 
-double hx_nm_minimize(hx_nm_fn f, void *ctx, double *x, int n, double step,
-		      int max_evals, double tol, int *evals)
+double hx_nm_minimize(hx_nm_fn f, void *ctx, double *x, int n, double step, int max_evals,
+		      double tol, int *evals)
 {
 	double s[NM_MAX + 1][NM_MAX], v[NM_MAX + 1], c[NM_MAX], xr[NM_MAX], xe[NM_MAX];
 	int ne = 0, i, j;

@@ -12,7 +12,7 @@ typedef double (*hx_nm_fn)(const double *x, void *ctx);
  * stepping STEP along each axis.  Stops after MAX_EVALS evaluations or when
  * the simplex's values differ by less than TOL.  X gets the best point;
  * returns its value.  *EVALS (may be NULL) gets the evaluations used. */
-double hx_nm_minimize(hx_nm_fn f, void *ctx, double *x, int n, double step,
-		      int max_evals, double tol, int *evals);
+double hx_nm_minimize(hx_nm_fn f, void *ctx, double *x, int n, double step, int max_evals,
+		      double tol, int *evals);
 
 #endif

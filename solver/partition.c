@@ -34,7 +34,8 @@ static double *dense_weights(const hx_graph *g, const int *v, int n)
  * iteration on c I - L, the constant vector projected out). */
 static void fiedler(const double *w, int n, hx_rng *rng, double *x)
 {
-	double *deg = hx_xcalloc((size_t)n, sizeof(double)), *y = hx_xcalloc((size_t)n, sizeof(double));
+	double *deg = hx_xcalloc((size_t)n, sizeof(double)),
+	       *y = hx_xcalloc((size_t)n, sizeof(double));
 	double c = 0;
 
 	for (int i = 0; i < n; i++) {
@@ -259,7 +260,8 @@ static void balance(const hx_graph *g, const double *nw, int k, int *group)
 			if (gw[to] + wu >= gw[heavy] - 1e-12)
 				continue;
 			group[u] = to;
-			if (!hx_partition_connected(g, group, heavy) || !hx_partition_connected(g, group, to)) {
+			if (!hx_partition_connected(g, group, heavy) ||
+			    !hx_partition_connected(g, group, to)) {
 				group[u] = heavy;
 				continue;
 			}

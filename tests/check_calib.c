@@ -43,13 +43,17 @@ START_TEST(test_recovers_constants)
 	for (int tp = 1; tp <= 2; tp++) {
 		for (int k = 0; k < 4; k++) {
 			int tok[] = {64, 512, 2048, 8192}, bs[] = {1, 8, 64, 256};
-			x[n] = (hx_meas){"l40s", "llama-3.1-8b", tp, HX_PHASE_PREFILL, 1, tok[k], 0, 0, n};
+			x[n] = (hx_meas){
+			    "l40s", "llama-3.1-8b", tp, HX_PHASE_PREFILL, 1, tok[k], 0, 0, n};
 			x[n].ms = hx_calib_predict(m, &truth, &x[n]);
 			n++;
-			x[n] = (hx_meas){"l40s", "llama-3.1-8b", tp, HX_PHASE_DECODE, bs[k], 1, 1000, 0, n};
+			x[n] = (hx_meas){
+			    "l40s", "llama-3.1-8b", tp, HX_PHASE_DECODE, bs[k], 1, 1000, 0, n};
 			x[n].ms = hx_calib_predict(m, &truth, &x[n]);
 			n++;
-			x[n] = (hx_meas){"l40s", "llama-3.1-8b", tp, HX_PHASE_LINEAR, 1, tok[k] / 64, 0, 0, n};
+			x[n] = (hx_meas){"l40s", "llama-3.1-8b", tp, HX_PHASE_LINEAR,
+					 1,      tok[k] / 64,    0,  0,
+					 n};
 			x[n].ms = hx_calib_predict(m, &truth, &x[n]);
 			n++;
 		}
@@ -58,7 +62,8 @@ START_TEST(test_recovers_constants)
 	ck_assert_int_eq(fit.nkeys, 6);
 	ck_assert_msg(fit.median_ape_after < 0.5, "median after %g", fit.median_ape_after);
 	ck_assert(fit.median_ape_after < fit.median_ape_before);
-	ck_assert_msg(fabs(fit.fitted.e_compute / 0.52 - 1) < 0.05, "e_compute %g", fit.fitted.e_compute);
+	ck_assert_msg(fabs(fit.fitted.e_compute / 0.52 - 1) < 0.05, "e_compute %g",
+		      fit.fitted.e_compute);
 	ck_assert_msg(fabs(fit.fitted.e_mem / 0.71 - 1) < 0.05, "e_mem %g", fit.fitted.e_mem);
 	ck_assert_msg(fabs(fit.fitted.iter_overhead_ms / 5 - 1) < 0.05, "overhead %g",
 		      fit.fitted.iter_overhead_ms);
@@ -88,8 +93,9 @@ START_TEST(test_file_applies)
 {
 	char path[] = "/tmp/hx-calib-XXXXXX";
 	int fd = mkstemp(path);
-	const char *text = "{\"schema\": \"hexplan.calibration\", \"version\": 1,"
-			   " \"gpus\": {\"a40\": {\"e_compute\": 0.61, \"kernel_floor_us\": 3}}}";
+	const char *text =
+	    "{\"schema\": \"hexplan.calibration\", \"version\": 1,"
+	    " \"gpus\": {\"a40\": {\"e_compute\": 0.61, \"kernel_floor_us\": 3}}}";
 	hx_calib c;
 	hx_err err = {0};
 

@@ -29,15 +29,15 @@ static hx_catalog cat;
 
 /* Four requests, three models (scores by hand, see the tests). */
 static const char *const hand_json =
-	"{\"version\": 1, \"rate_rps\": 8,"
-	" \"prompt_tokens\": {\"buckets\": [[100, 1], [400, 1]]},"
-	" \"output_tokens\": {\"buckets\": [[10, 1], [40, 1]]},"
-	" \"slo\": {\"ttft_ms\": 30000, \"tpot_ms\": 50},"
-	" \"quality\": {\"floor\": 60, \"models\": [%s], \"samples\": ["
-	"  {\"prompt_tokens\": 100, \"output_tokens\": 10, \"scores\": [90, 95, 99]},"
-	"  {\"prompt_tokens\": 200, \"output_tokens\": 20, \"scores\": [50, 80, 90]},"
-	"  {\"prompt_tokens\": 300, \"output_tokens\": 30, \"scores\": [40, 60, 85]},"
-	"  {\"prompt_tokens\": 400, \"output_tokens\": 40, \"scores\": [70, 40, 95]}]}}";
+    "{\"version\": 1, \"rate_rps\": 8,"
+    " \"prompt_tokens\": {\"buckets\": [[100, 1], [400, 1]]},"
+    " \"output_tokens\": {\"buckets\": [[10, 1], [40, 1]]},"
+    " \"slo\": {\"ttft_ms\": 30000, \"tpot_ms\": 50},"
+    " \"quality\": {\"floor\": 60, \"models\": [%s], \"samples\": ["
+    "  {\"prompt_tokens\": 100, \"output_tokens\": 10, \"scores\": [90, 95, 99]},"
+    "  {\"prompt_tokens\": 200, \"output_tokens\": 20, \"scores\": [50, 80, 90]},"
+    "  {\"prompt_tokens\": 300, \"output_tokens\": 30, \"scores\": [40, 60, 85]},"
+    "  {\"prompt_tokens\": 400, \"output_tokens\": 40, \"scores\": [70, 40, 95]}]}}";
 
 static const char *write_file(const char *name, const char *text)
 {
@@ -55,8 +55,10 @@ static void load_hand(hx_workload *w)
 {
 	char text[2048];
 	hx_err err = {0};
-	snprintf(text, sizeof(text), hand_json, "\"qwen3-8b\", \"qwen3-32b\", \"qwen3-235b-a22b\"");
-	ck_assert_msg(hx_workload_load(w, write_file("hand.json", text), &err) == 0, "%s", err.msg);
+	snprintf(text, sizeof(text), hand_json,
+		 "\"qwen3-8b\", \"qwen3-32b\", \"qwen3-235b-a22b\"");
+	ck_assert_msg(hx_workload_load(w, write_file("hand.json", text), &err) == 0, "%s",
+		      err.msg);
 	ck_assert(w->quality != NULL);
 }
 
@@ -71,7 +73,9 @@ static void teardown(void)
 	hx_catalog_release(&cat);
 }
 
-#define NEAR(a, b) ck_assert_msg(fabs((a) - (b)) < 1e-12, "%s = %.15g, not %.15g", #a, (double)(a), (double)(b))
+#define NEAR(a, b)                                                                             \
+	ck_assert_msg(fabs((a) - (b)) < 1e-12, "%s = %.15g, not %.15g", #a, (double)(a),       \
+		      (double)(b))
 
 START_TEST(test_loader)
 {
@@ -114,7 +118,7 @@ START_TEST(test_thresholds_by_hand)
 	theta[0] = 70;
 	theta[1] = 80;
 	hx_cascade_evaluate(w.quality, theta, &e);
-	NEAR(e.answer[0], 0.5); /* 90 and exactly 70 */
+	NEAR(e.answer[0], 0.5);  /* 90 and exactly 70 */
 	NEAR(e.answer[1], 0.25); /* exactly 80 */
 	NEAR(e.quality, (90 + 80 + 85 + 70) / 4.0);
 	/* Skipping the 32B (threshold above 100): samples 1 and 2 go from the
@@ -195,8 +199,10 @@ START_TEST(test_model_workloads)
 	hx_workload_release(&m0);
 	hx_workload_release(&m1);
 	hx_workload_release(&m2);
-	ck_assert_int_eq(hx_cascade_model_workload(w.quality, &w, none, 1, &m1, &err), HX_EINFEASIBLE);
-	ck_assert(strstr(err.msg, "no request of the quality profile reaches qwen3-32b") != NULL);
+	ck_assert_int_eq(hx_cascade_model_workload(w.quality, &w, none, 1, &m1, &err),
+			 HX_EINFEASIBLE);
+	ck_assert(strstr(err.msg, "no request of the quality profile reaches qwen3-32b") !=
+		  NULL);
 	hx_workload_release(&w);
 }
 END_TEST
@@ -247,11 +253,13 @@ static void dfs(hx_candset *const *s, const double *reach, int nm, int m, int c,
 START_TEST(test_milp_equals_exhaustive)
 {
 	static const char *const clusters[] = {
-		"{\"version\": 1, \"nodes\": [{\"name\": \"a\", \"gpu\": \"h100-sxm\", \"count\": 4},"
-		" {\"name\": \"b\", \"gpu\": \"l40s\", \"count\": 2}]}",
-		"{\"version\": 1, \"nodes\": [{\"name\": \"a\", \"gpu\": \"a100-80g\", \"count\": 2},"
-		" {\"name\": \"b\", \"gpu\": \"l4\", \"count\": 4}]}",
-		NULL};
+	    "{\"version\": 1, \"nodes\": [{\"name\": \"a\", \"gpu\": \"h100-sxm\", \"count\": "
+	    "4},"
+	    " {\"name\": \"b\", \"gpu\": \"l40s\", \"count\": 2}]}",
+	    "{\"version\": 1, \"nodes\": [{\"name\": \"a\", \"gpu\": \"a100-80g\", \"count\": "
+	    "2},"
+	    " {\"name\": \"b\", \"gpu\": \"l4\", \"count\": 4}]}",
+	    NULL};
 	static const double thetas[][1] = {{60}, {75}, {100}};
 	char text[2048];
 	hx_workload w;
@@ -259,7 +267,8 @@ START_TEST(test_milp_equals_exhaustive)
 	hx_model models[2];
 
 	snprintf(text, sizeof(text), hand_json, "\"qwen3-8b\", \"qwen3-14b\", \"qwen3-32b\"");
-	ck_assert_msg(hx_workload_load(&w, write_file("hand2.json", text), &err) == 0, "%s", err.msg);
+	ck_assert_msg(hx_workload_load(&w, write_file("hand2.json", text), &err) == 0, "%s",
+		      err.msg);
 	w.quality->nmodels = 2; /* the first two columns: 8B -> 14B */
 	ck_assert(hx_model_resolve(&cat, "qwen3-8b", &models[0], &err) == 0);
 	ck_assert(hx_model_resolve(&cat, "qwen3-14b", &models[1], &err) == 0);
@@ -283,7 +292,8 @@ START_TEST(test_milp_equals_exhaustive)
 			hx_cascade_evaluate(w.quality, thetas[ti], &e);
 			for (int i = 0; i < 2; i++) {
 				hx_problem pi = pb;
-				ck_assert(hx_cascade_model_workload(w.quality, &w, thetas[ti], i, &mw[i], &err) == 0);
+				ck_assert(hx_cascade_model_workload(w.quality, &w, thetas[ti],
+								    i, &mw[i], &err) == 0);
 				mw[i].slo.ttft_ms = budget;
 				pi.model = &models[i];
 				pi.workload = &mw[i];
@@ -294,13 +304,15 @@ START_TEST(test_milp_equals_exhaustive)
 				left[k] = sets[0].cls[k].nnodes * sets[0].cls[k].gpus_per_node;
 			dfs(sp, e.reach, 2, 0, 0, left, cap, &best);
 			ck_assert(best > 0);
-			ck_assert_msg(hx_plan_cascade_at(&pb, &o, thetas[ti], &p, &err) == 0, "%s", err.msg);
+			ck_assert_msg(hx_plan_cascade_at(&pb, &o, thetas[ti], &p, &err) == 0,
+				      "%s", err.msg);
 			ck_assert_str_eq(p.solver.status, "optimal");
 			ck_assert_msg(fabs(p.solver.objective - best) <= 1e-5 * best,
 				      "cluster %d theta %g: MILP %.6f vs exhaustive %.6f", ci,
 				      thetas[ti][0], p.solver.objective, best);
 			ck_assert(hx_verify_plan(&p, &c, &v, &nv) == 0);
-			ck_assert_msg(nv == 0, "%s: %s", nv ? v[0].ptr : "", nv ? v[0].msg : "");
+			ck_assert_msg(nv == 0, "%s: %s", nv ? v[0].ptr : "",
+				      nv ? v[0].msg : "");
 			NEAR(p.cascade[0].escalate, e.escalate[0]);
 			NEAR(p.cascade[0].threshold, thetas[ti][0]);
 			free(v);
@@ -319,8 +331,8 @@ END_TEST
 /* ---- whole plans on the example profile ------------------------------------ */
 
 static const char *const h16 =
-	"{\"version\": 1, \"nodes\": [{\"name\": \"n0\", \"gpu\": \"h100-sxm\", \"count\": 8},"
-	" {\"name\": \"n1\", \"gpu\": \"h100-sxm\", \"count\": 8}]}";
+    "{\"version\": 1, \"nodes\": [{\"name\": \"n0\", \"gpu\": \"h100-sxm\", \"count\": 8},"
+    " {\"name\": \"n1\", \"gpu\": \"h100-sxm\", \"count\": 8}]}";
 
 typedef struct fixture {
 	hx_workload w;
@@ -337,7 +349,8 @@ static void fixture_init(fixture *f)
 	cp = write_file("h16.json", h16);
 	ck_assert_msg(hx_cluster_load(&f->c, cp, &cat, &err) == 0, "%s", err.msg);
 	for (int i = 0; i < f->w.quality->nmodels; i++)
-		ck_assert(hx_model_resolve(&cat, f->w.quality->model[i], &f->models[i], &err) == 0);
+		ck_assert(hx_model_resolve(&cat, f->w.quality->model[i], &f->models[i], &err) ==
+			  0);
 	f->pb = (hx_problem){&cat, &f->c, &f->w, &f->models[0], 1, cp, wp, NULL};
 }
 
@@ -376,7 +389,8 @@ START_TEST(test_cascade_plan)
 			ck_assert(fabs(e.escalate[i] - p.cascade[k].escalate) < 1e-6);
 			k++;
 		}
-	ck_assert(strcmp(p.solver.status, "heuristic") == 0 || strcmp(p.solver.status, "work_limit") == 0);
+	ck_assert(strcmp(p.solver.status, "heuristic") == 0 ||
+		  strcmp(p.solver.status, "work_limit") == 0);
 	/* At least as good as any single threshold pair it could have kept:
 	 * the search never ends worse than where the floor lets it start. */
 	ck_assert(p.predicted.capacity_rps > 0);
@@ -386,8 +400,9 @@ START_TEST(test_cascade_plan)
 	/* A floor no thresholds reach is exit 3, naming the floor. */
 	f.w.quality->floor = 99;
 	ck_assert_int_eq(hx_plan_cascade(&f.pb, &o, &p, &err), HX_EINFEASIBLE);
-	ck_assert_msg(strstr(err.msg, "quality floor of 99 is above what any thresholds reach") != NULL,
-		      "%s", err.msg);
+	ck_assert_msg(
+	    strstr(err.msg, "quality floor of 99 is above what any thresholds reach") != NULL,
+	    "%s", err.msg);
 	fixture_release(&f);
 }
 END_TEST
@@ -414,16 +429,19 @@ START_TEST(test_route_plan)
 		memset(frac, 0, sizeof(frac));
 		sum = 0;
 		for (int i = 0; i < p.ningress; i++) {
-			const hx_plan_group *g = &p.groups[hx_plan_group_index(&p, p.ingress[i].to)];
+			const hx_plan_group *g =
+			    &p.groups[hx_plan_group_index(&p, p.ingress[i].to)];
 			for (int m = 0; m < f.w.quality->nmodels; m++)
 				if (strcmp(g->model, f.models[m].name) == 0)
 					frac[m] += p.ingress[i].weight;
 			sum += p.ingress[i].weight;
 		}
-		ck_assert_msg(fabs(sum - 1) < 2e-6, "floor %d: sum %.17g over %d routes", floor, sum, p.ningress);
-		ck_assert_msg(hx_route_quality(f.w.quality, frac) >= floor - 1e-3, "floor %d: %g", floor,
-			      hx_route_quality(f.w.quality, frac));
-		ck_assert(fabs(hx_route_quality(f.w.quality, frac) - p.predicted.quality) < 1e-3);
+		ck_assert_msg(fabs(sum - 1) < 2e-6, "floor %d: sum %.17g over %d routes", floor,
+			      sum, p.ningress);
+		ck_assert_msg(hx_route_quality(f.w.quality, frac) >= floor - 1e-3,
+			      "floor %d: %g", floor, hx_route_quality(f.w.quality, frac));
+		ck_assert(fabs(hx_route_quality(f.w.quality, frac) - p.predicted.quality) <
+			  1e-3);
 		free(v);
 		v = NULL;
 		hx_plan_release(&p);
@@ -431,8 +449,11 @@ START_TEST(test_route_plan)
 	/* Above the best model's mean score no split reaches the floor. */
 	f.w.quality->floor = 95;
 	ck_assert_int_eq(hx_plan_route(&f.pb, &o, &p, &err), HX_EINFEASIBLE);
-	ck_assert_msg(strstr(err.msg, "quality floor of 95 is above what any split reaches (at most 92.6") &&
-			      strstr(err.msg, "everything to qwen3-235b-a22b)"), "%s", err.msg);
+	ck_assert_msg(
+	    strstr(err.msg,
+		   "quality floor of 95 is above what any split reaches (at most 92.6") &&
+		strstr(err.msg, "everything to qwen3-235b-a22b)"),
+	    "%s", err.msg);
 	fixture_release(&f);
 }
 END_TEST
@@ -467,8 +488,9 @@ START_TEST(test_sim_reproduces_fractions)
 	for (int k = 1; k <= 2; k++) {
 		double got = (k == 1 ? esc1 : esc2) / (double)n, want = e.reach[k];
 		double sd = sqrt(want * (1 - want) / n);
-		ck_assert_msg(fabs(got - want) <= 4 * sd, "reach[%d]: simulated %.4f, profile %.4f (sd %.4f)",
-			      k, got, want, sd);
+		ck_assert_msg(fabs(got - want) <= 4 * sd,
+			      "reach[%d]: simulated %.4f, profile %.4f (sd %.4f)", k, got, want,
+			      sd);
 	}
 	hx_sim_report_release(&r);
 	hx_trace_release(&t);
@@ -489,12 +511,16 @@ START_TEST(test_verify_catches)
 		int what;
 		const char *ptr, *msg;
 	} cases[] = {
-		{0, "/routing/cascade/2/escalate", "the last model escalates 0.5 of its requests, but no model follows it"},
-		{1, "/routing/cascade/1/model", "is step 0 too: a cascade visits each model once"},
-		{2, "/routing/cascade/0/threshold", "120 is not a judge score (0 to 100)"},
-		{3, "/routing/ingress/0/group", "but a cascade's requests enter at its first model (qwen3-8b)"},
-		{4, "/groups/0/model", "is not a step of the plan's cascade: no request reaches it"},
-		{5, "/routing/cascade/1/model", "no replica of \"qwen3-32b\" answers the requests this step gets"},
+	    {0, "/routing/cascade/2/escalate",
+	     "the last model escalates 0.5 of its requests, but no model follows it"},
+	    {1, "/routing/cascade/1/model", "is step 0 too: a cascade visits each model once"},
+	    {2, "/routing/cascade/0/threshold", "120 is not a judge score (0 to 100)"},
+	    {3, "/routing/ingress/0/group",
+	     "but a cascade's requests enter at its first model (qwen3-8b)"},
+	    {4, "/groups/0/model",
+	     "is not a step of the plan's cascade: no request reaches it"},
+	    {5, "/routing/cascade/1/model",
+	     "no replica of \"qwen3-32b\" answers the requests this step gets"},
 	};
 
 	fixture_init(&f);
@@ -502,7 +528,8 @@ START_TEST(test_verify_catches)
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		hx_violation *v = NULL;
 		int nv = 0, found = 0;
-		ck_assert_msg(hx_plan_cascade_at(&f.pb, &o, theta, &p, &err) == 0, "%s", err.msg);
+		ck_assert_msg(hx_plan_cascade_at(&f.pb, &o, theta, &p, &err) == 0, "%s",
+			      err.msg);
 		ck_assert(hx_verify_plan(&p, &f.c, &v, &nv) == 0);
 		free(v);
 		switch (cases[c].what) {
@@ -514,7 +541,8 @@ START_TEST(test_verify_catches)
 				if (strcmp(p.groups[g].model, "qwen3-32b") == 0)
 					strcpy(p.ingress[0].to, p.groups[g].name);
 			break;
-		case 4: p.ncascade = 2; /* the 235B's groups are left over */
+		case 4:
+			p.ncascade = 2; /* the 235B's groups are left over */
 			p.cascade[1].escalate = 0;
 			for (int g = 0; g < p.ngroups; g++)
 				if (strcmp(p.groups[g].model, "qwen3-235b-a22b") == 0) {
@@ -533,12 +561,13 @@ START_TEST(test_verify_catches)
 		}
 		hx_verify_plan(&p, &f.c, &v, &nv);
 		for (int i = 0; i < nv; i++)
-			found |= strcmp(v[i].ptr, cases[c].ptr) == 0 && strstr(v[i].msg, cases[c].msg) &&
-				 v[i].cls == HX_V_ROUTING;
+			found |= strcmp(v[i].ptr, cases[c].ptr) == 0 &&
+				 strstr(v[i].msg, cases[c].msg) && v[i].cls == HX_V_ROUTING;
 		if (!found)
 			for (int i = 0; i < nv; i++)
 				fprintf(stderr, "  %s: %s\n", v[i].ptr, v[i].msg);
-		ck_assert_msg(found, "case %zu: no violation at %s: %s", c, cases[c].ptr, cases[c].msg);
+		ck_assert_msg(found, "case %zu: no violation at %s: %s", c, cases[c].ptr,
+			      cases[c].msg);
 		free(v);
 		hx_plan_release(&p);
 	}

@@ -25,23 +25,28 @@ static void teardown(void)
 
 START_TEST(test_required_entries)
 {
-	static const char *const gpus[] = {"h100-sxm", "h100-pcie", "h200", "b200", "a100-80g",
-		"a100-40g", "l40s", "l40", "a6000", "a40", "a10g", "l4", "t4", "v100", "rtx4090",
-		"rtx3090", "mi300x", NULL};
-	static const char *const models[] = {"llama-2-7b", "llama-2-13b", "llama-2-70b",
-		"llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen2.5-7b", "qwen2.5-14b",
-		"qwen2.5-32b", "qwen2.5-72b", "qwen3-8b", "qwen3-14b", "qwen3-32b", "qwen3-30b-a3b",
-		"qwen3-235b-a22b", "mixtral-8x7b", "mistral-7b", "opt-30b", "opt-66b", "deepseek-v3",
-		NULL};
+	static const char *const gpus[] = {"h100-sxm", "h100-pcie", "h200", "b200",  "a100-80g",
+					   "a100-40g", "l40s",      "l40",  "a6000", "a40",
+					   "a10g",     "l4",        "t4",   "v100",  "rtx4090",
+					   "rtx3090",  "mi300x",    NULL};
+	static const char *const models[] = {"llama-2-7b",   "llama-2-13b",   "llama-2-70b",
+					     "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
+					     "qwen2.5-7b",   "qwen2.5-14b",   "qwen2.5-32b",
+					     "qwen2.5-72b",  "qwen3-8b",      "qwen3-14b",
+					     "qwen3-32b",    "qwen3-30b-a3b", "qwen3-235b-a22b",
+					     "mixtral-8x7b", "mistral-7b",    "opt-30b",
+					     "opt-66b",      "deepseek-v3",   NULL};
 	for (int i = 0; gpus[i]; i++) {
 		const hx_gpu *g = hx_catalog_gpu(&cat, gpus[i]);
 		ck_assert_msg(g != NULL, "GPU %s missing", gpus[i]);
 		ck_assert(g->tflops_bf16 > 0 && g->mem_gib > 0 && g->mem_bw_gb_s > 0);
 		ck_assert(g->usd_per_hour > 0 && g->price_date[0] && g->price_source[0]);
-		ck_assert(g->e_compute > 0 && g->e_compute <= 1 && g->e_mem > 0 && g->e_mem <= 1);
+		ck_assert(g->e_compute > 0 && g->e_compute <= 1 && g->e_mem > 0 &&
+			  g->e_mem <= 1);
 	}
 	for (int i = 0; models[i]; i++)
-		ck_assert_msg(hx_catalog_model(&cat, models[i]) != NULL, "model %s missing", models[i]);
+		ck_assert_msg(hx_catalog_model(&cat, models[i]) != NULL, "model %s missing",
+			      models[i]);
 }
 END_TEST
 
@@ -53,7 +58,8 @@ START_TEST(test_param_counts)
 		double p = hx_model_params(&m->a) / 1e9;
 		ck_assert_msg(m->published_params_b > 0, "%s has no published count", m->name);
 		ck_assert_msg(fabs(p / m->published_params_b - 1) <= 0.02,
-			      "%s: %.3fB computed vs %.3fB published", m->name, p, m->published_params_b);
+			      "%s: %.3fB computed vs %.3fB published", m->name, p,
+			      m->published_params_b);
 		if (m->published_active_b > 0) {
 			double act = hx_model_active_params(&m->a) / 1e9;
 			ck_assert_msg(fabs(act / m->published_active_b - 1) <= 0.03,

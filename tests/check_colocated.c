@@ -56,8 +56,8 @@ static void dfs(const hx_candset *s, int c, int *left, double cap, double usd, i
 			break;
 		for (int k = 0; k < s->ncls; k++)
 			left[k] -= n * hx_cand_use(&s->c[c], k);
-		dfs(s, c + 1, left, cap + n * s->c[c].capacity_rps, usd + n * s->c[c].usd_per_hour,
-		    cost_mode, rate, best);
+		dfs(s, c + 1, left, cap + n * s->c[c].capacity_rps,
+		    usd + n * s->c[c].usd_per_hour, cost_mode, rate, best);
 		for (int k = 0; k < s->ncls; k++)
 			left[k] += n * hx_cand_use(&s->c[c], k);
 	}
@@ -114,14 +114,16 @@ static void one_case(const char *json, const char *model, int objective, double 
 }
 
 static const char *const small[] = {
-	"{\"version\": 1, \"nodes\": [{\"name\": \"a\", \"gpu\": \"h100-sxm\", \"count\": 4},"
-	" {\"name\": \"b\", \"gpu\": \"a100-80g\", \"count\": 4}, {\"name\": \"c\", \"gpu\": \"l40s\", \"count\": 4}]}",
-	"{\"version\": 1, \"nodes\": [{\"name\": \"a\", \"gpu\": \"a100-40g\", \"count\": 8},"
-	" {\"name\": \"b\", \"gpu\": \"l4\", \"count\": 4}]}",
-	"{\"version\": 1, \"nodes\": [{\"name\": \"a\", \"gpu\": \"l40s\", \"count\": 2},"
-	" {\"name\": \"b\", \"gpu\": \"l40s\", \"count\": 2}, {\"name\": \"c\", \"gpu\": \"a6000\", \"count\": 4},"
-	" {\"name\": \"d\", \"gpu\": \"rtx4090\", \"count\": 4}]}",
-	NULL};
+    "{\"version\": 1, \"nodes\": [{\"name\": \"a\", \"gpu\": \"h100-sxm\", \"count\": 4},"
+    " {\"name\": \"b\", \"gpu\": \"a100-80g\", \"count\": 4}, {\"name\": \"c\", \"gpu\": "
+    "\"l40s\", \"count\": 4}]}",
+    "{\"version\": 1, \"nodes\": [{\"name\": \"a\", \"gpu\": \"a100-40g\", \"count\": 8},"
+    " {\"name\": \"b\", \"gpu\": \"l4\", \"count\": 4}]}",
+    "{\"version\": 1, \"nodes\": [{\"name\": \"a\", \"gpu\": \"l40s\", \"count\": 2},"
+    " {\"name\": \"b\", \"gpu\": \"l40s\", \"count\": 2}, {\"name\": \"c\", \"gpu\": "
+    "\"a6000\", \"count\": 4},"
+    " {\"name\": \"d\", \"gpu\": \"rtx4090\", \"count\": 4}]}",
+    NULL};
 
 START_TEST(test_capacity_equals_exhaustive)
 {
@@ -171,9 +173,10 @@ END_TEST
 /* A model no node holds alone: pipelines over mixed GPU types. */
 START_TEST(test_asymmetric_pipeline)
 {
-	const char *path = write_cluster(
-		"{\"version\": 1, \"nodes\": [{\"name\": \"a\", \"gpu\": \"a100-40g\", \"count\": 2},"
-		" {\"name\": \"b\", \"gpu\": \"l40s\", \"count\": 2}]}");
+	const char *path =
+	    write_cluster("{\"version\": 1, \"nodes\": [{\"name\": \"a\", \"gpu\": "
+			  "\"a100-40g\", \"count\": 2},"
+			  " {\"name\": \"b\", \"gpu\": \"l40s\", \"count\": 2}]}");
 	hx_cluster c;
 	hx_model m;
 	hx_problem pb;

@@ -105,7 +105,8 @@ static void exhaustive(const inst *in, double util, double budget, double *best_
 					continue;
 				if (budget > 0) {
 					if (usd <= budget + 1e-9)
-						*best_kappa_out = fmax(*best_kappa_out, best_kappa(in, y, util));
+						*best_kappa_out = fmax(*best_kappa_out,
+								       best_kappa(in, y, util));
 				} else if (usd < *best_cost && feasible(in, y, util, 1)) {
 					*best_cost = usd;
 				}
@@ -116,7 +117,8 @@ static void random_inst(inst *in, hx_rng *r)
 {
 	for (int c = 0; c < NC; c++) {
 		for (int w = 0; w < NW; w++)
-			in->h[c * NW + w] = hx_rng_uniform(r) < 0.15 ? 0 : 0.5 + 4 * hx_rng_uniform(r);
+			in->h[c * NW + w] =
+			    hx_rng_uniform(r) < 0.15 ? 0 : 0.5 + 4 * hx_rng_uniform(r);
 		for (int k = 0; k < NK; k++)
 			in->use[c * NK + k] = 0;
 		in->use[c * NK + (c % NK)] = 1 << (int)(hx_rng_uniform(r) * 2);
@@ -132,8 +134,8 @@ static void random_inst(inst *in, hx_rng *r)
 
 static hx_compose_in as_in(const inst *in, double util, double budget)
 {
-	return (hx_compose_in){NC, NW, NK, in->h, in->use, in->nodes, in->gpus, in->usd,
-		in->lambda, util, budget};
+	return (hx_compose_in){NC,       NW,      NK,         in->h, in->use, in->nodes,
+			       in->gpus, in->usd, in->lambda, util,  budget};
 }
 
 START_TEST(test_cost_equals_exhaustive)
@@ -156,13 +158,15 @@ START_TEST(test_cost_equals_exhaustive)
 		exhaustive(&in, 0.9, 0, &best, &bk);
 		rc = hx_compose_solve(&ci, &mo, &out, &err);
 		if (!isfinite(best)) {
-			ck_assert_msg(rc == HX_EINFEASIBLE, "case %d: rc %d, exhaustive finds none", t, rc);
+			ck_assert_msg(rc == HX_EINFEASIBLE,
+				      "case %d: rc %d, exhaustive finds none", t, rc);
 			infeasible++;
 			continue;
 		}
 		ck_assert_msg(rc == 0, "case %d: %s", t, err.msg);
-		ck_assert_msg(fabs(out.usd_per_hour - best) < 1e-6, "case %d: MILP %.4f vs exhaustive %.4f",
-			      t, out.usd_per_hour, best);
+		ck_assert_msg(fabs(out.usd_per_hour - best) < 1e-6,
+			      "case %d: MILP %.4f vs exhaustive %.4f", t, out.usd_per_hour,
+			      best);
 		/* The MILP's own answer is feasible by the independent rule. */
 		ck_assert(feasible(&in, out.y, 0.9 + 1e-9, 1 - 1e-7));
 		for (int k = 0; k < NK; k++) {
@@ -195,11 +199,13 @@ START_TEST(test_budget_equals_exhaustive)
 		random_inst(&in, &r);
 		ci = as_in(&in, 0.8, budget);
 		exhaustive(&in, 0.8, budget, &best, &bk);
-		ck_assert_msg(hx_compose_solve(&ci, &mo, &out, &err) == 0, "case %d: %s", t, err.msg);
+		ck_assert_msg(hx_compose_solve(&ci, &mo, &out, &err) == 0, "case %d: %s", t,
+			      err.msg);
 		ck_assert_msg(fabs(out.kappa - bk) <= 1e-6 * fmax(1, bk),
 			      "case %d: MILP kappa %.6f vs exhaustive %.6f", t, out.kappa, bk);
-		ck_assert_msg(out.usd_per_hour <= budget + 1e-9, "case %d: rent %.3f over budget %.3f",
-			      t, out.usd_per_hour, budget);
+		ck_assert_msg(out.usd_per_hour <= budget + 1e-9,
+			      "case %d: rent %.3f over budget %.3f", t, out.usd_per_hour,
+			      budget);
 		hx_compose_out_release(&out);
 	}
 }
@@ -214,10 +220,12 @@ static void setup(void)
 {
 	hx_err err = {0};
 	ck_assert_msg(hx_catalog_load(&cat, NULL, &err) == 0, "%s", err.msg);
-	ck_assert_msg(hx_workload_load(&chat, hx_check_src("examples/workloads/chat.json"), &err) == 0,
+	ck_assert_msg(
+	    hx_workload_load(&chat, hx_check_src("examples/workloads/chat.json"), &err) == 0,
+	    "%s", err.msg);
+	ck_assert_msg(hx_workload_load(
+			  &classes, hx_check_src("examples/workloads/classes.json"), &err) == 0,
 		      "%s", err.msg);
-	ck_assert_msg(hx_workload_load(&classes, hx_check_src("examples/workloads/classes.json"),
-				       &err) == 0, "%s", err.msg);
 }
 
 static void teardown(void)
@@ -232,8 +240,10 @@ START_TEST(test_expand_offers)
 	hx_cluster c, x;
 	hx_err err = {0};
 
-	ck_assert_msg(hx_cluster_load(&c, hx_check_src("examples/clusters/owned-plus-offers.json"),
-				      &cat, &err) == 0, "%s", err.msg);
+	ck_assert_msg(hx_cluster_load(&c,
+				      hx_check_src("examples/clusters/owned-plus-offers.json"),
+				      &cat, &err) == 0,
+		      "%s", err.msg);
 	c.offers[1].max_count = 10; /* l40s, 4 per node: 4 + 4 + 2 */
 	ck_assert(hx_cluster_expand_offers(&c, 1, &x, &err) == 0);
 	ck_assert_int_eq(x.nnodes, 1 + 2 + 3 + 2);
@@ -257,7 +267,8 @@ START_TEST(test_expand_offers)
 	/* A fixed node may not take an offer's node name. */
 	strcpy(c.nodes[0].name, "offer0-0");
 	ck_assert_int_eq(hx_cluster_expand_offers(&c, 0, &x, &err), HX_EINPUT);
-	ck_assert_str_eq(err.msg, "node \"offer0-0\" bears a name that offers' nodes take (offerI-J)");
+	ck_assert_str_eq(err.msg,
+			 "node \"offer0-0\" bears a name that offers' nodes take (offerI-J)");
 	hx_cluster_release(&c);
 }
 END_TEST
@@ -285,11 +296,12 @@ START_TEST(test_length_classes)
 	/* Every request falls in exactly one class. */
 	hx_rng_seed(&r, 3);
 	for (int t = 0; t < 2000; t++) {
-		int p = (int)hx_dist_sample(&chat.prompt, &r), o = (int)hx_dist_sample(&chat.output, &r);
+		int p = (int)hx_dist_sample(&chat.prompt, &r),
+		    o = (int)hx_dist_sample(&chat.output, &r);
 		int hits = 0;
 		for (int i = 0; i < n; i++)
-			hits += p >= k[i].prompt_lo && p < k[i].prompt_hi && o >= k[i].output_lo &&
-				o < k[i].output_hi;
+			hits += p >= k[i].prompt_lo && p < k[i].prompt_hi &&
+				o >= k[i].output_lo && o < k[i].output_hi;
 		ck_assert_int_eq(hits, 1);
 	}
 	hx_len_classes_free(k, n);
@@ -338,8 +350,12 @@ static void assert_valid(const hx_plan *p, const hx_cluster *c)
 		for (int g = 0; g < p->ngroups; g++)
 			for (int r = 0; r < p->groups[g].nreplicas; r++)
 				for (int s = 0; s < p->groups[g].nstages; s++)
-					for (int k = 0; k < p->groups[g].replicas[r].ngpus[s]; k++)
-						used += hx_offer_node(p->groups[g].replicas[r].gpus[s][k].node,
+					for (int k = 0; k < p->groups[g].replicas[r].ngpus[s];
+					     k++)
+						used += hx_offer_node(p->groups[g]
+									  .replicas[r]
+									  .gpus[s][k]
+									  .node,
 								      NULL) == o;
 		ck_assert_int_le(used, c->offers[o].max_count);
 	}
@@ -353,8 +369,9 @@ START_TEST(test_plan_cost_and_budget)
 	hx_err err = {0};
 	double usd;
 
-	ck_assert_msg(compose("examples/clusters/rent-six.json", &chat, "llama-3.1-8b", 0, &p, &c,
-			      &err) == 0, "%s", err.msg);
+	ck_assert_msg(compose("examples/clusters/rent-six.json", &chat, "llama-3.1-8b", 0, &p,
+			      &c, &err) == 0,
+		      "%s", err.msg);
 	assert_valid(&p, &c);
 	ck_assert_int_eq(p.nclasses, 9);
 	ck_assert(p.nrent >= 1);
@@ -366,8 +383,9 @@ START_TEST(test_plan_cost_and_budget)
 
 	/* Twice the rent buys at least twice the rate... never more rent than
 	 * the budget. */
-	ck_assert_msg(compose("examples/clusters/rent-six.json", &chat, "llama-3.1-8b", 2 * usd, &q,
-			      &c, &err) == 0, "%s", err.msg);
+	ck_assert_msg(compose("examples/clusters/rent-six.json", &chat, "llama-3.1-8b", 2 * usd,
+			      &q, &c, &err) == 0,
+		      "%s", err.msg);
 	assert_valid(&q, &c);
 	ck_assert(q.predicted.usd_per_hour <= 2 * usd + 1e-9);
 	ck_assert_msg(q.solver.objective >= 1.5, "kappa %g", q.solver.objective);
@@ -375,9 +393,11 @@ START_TEST(test_plan_cost_and_budget)
 	hx_cluster_release(&c);
 
 	/* A budget below one node: exit 3 naming the budget. */
-	ck_assert_int_eq(compose("examples/clusters/rent-six.json", &chat, "llama-3.1-8b", 0.5, &q, &c,
-				 &err), HX_EINFEASIBLE);
-	ck_assert_msg(strstr(err.msg, "the budget of 0.5 USD/h is too small") != NULL, "%s", err.msg);
+	ck_assert_int_eq(compose("examples/clusters/rent-six.json", &chat, "llama-3.1-8b", 0.5,
+				 &q, &c, &err),
+			 HX_EINFEASIBLE);
+	ck_assert_msg(strstr(err.msg, "the budget of 0.5 USD/h is too small") != NULL, "%s",
+		      err.msg);
 	hx_cluster_release(&c);
 }
 END_TEST
@@ -391,8 +411,9 @@ START_TEST(test_owned_first)
 	double saved = chat.rate_rps;
 
 	chat.rate_rps = 5;
-	ck_assert_msg(compose("examples/clusters/owned-plus-offers.json", &chat, "llama-3.1-8b", 0, &p,
-			      &c, &err) == 0, "%s", err.msg);
+	ck_assert_msg(compose("examples/clusters/owned-plus-offers.json", &chat, "llama-3.1-8b",
+			      0, &p, &c, &err) == 0,
+		      "%s", err.msg);
 	chat.rate_rps = saved;
 	assert_valid(&p, &c);
 	ck_assert_int_eq(p.nrent, 0);

@@ -23,14 +23,21 @@ static void teardown(void)
 	hx_catalog_release(&cat);
 }
 
-static const hx_model *M(const char *n) { return hx_catalog_model(&cat, n); }
-static const hx_gpu *G(const char *n) { return hx_catalog_gpu(&cat, n); }
+static const hx_model *M(const char *n)
+{
+	return hx_catalog_model(&cat, n);
+}
+static const hx_gpu *G(const char *n)
+{
+	return hx_catalog_gpu(&cat, n);
+}
 
 static void uniform(hx_replica *r, const char *m, const char *g, int tp, int pp)
 {
 	hx_err err = {0};
-	ck_assert_msg(hx_replica_uniform(r, M(m), G(g), tp, pp, HX_DT_BF16, HX_DT_FP16, 100, 0.02,
-					 &err) == 0, "%s", err.msg);
+	ck_assert_msg(hx_replica_uniform(r, M(m), G(g), tp, pp, HX_DT_BF16, HX_DT_FP16, 100,
+					 0.02, &err) == 0,
+		      "%s", err.msg);
 }
 
 /* Large batches are compute-bound, one token memory-bound. */
@@ -45,7 +52,8 @@ START_TEST(test_roofline_limits)
 	double stream = per_layer * 2 / (g->mem_bw_gb_s * 1e9 * g->e_mem);
 
 	/* GEMMs at peak * e_compute, plus the memory-bound ops around them. */
-	ck_assert_msg(t_big >= compute && t_big < 1.08 * compute, "big %g vs %g", t_big, compute);
+	ck_assert_msg(t_big >= compute && t_big < 1.08 * compute, "big %g vs %g", t_big,
+		      compute);
 	ck_assert_msg(t_one >= stream && t_one < stream * 1.5, "one %g vs %g", t_one, stream);
 	/* FP8 weights halve the streamed bytes at one token. */
 	ck_assert(hx_cost_linear(m, g, 1, HX_DT_FP8, 0, 1) < 0.6 * t_one + 1e-5);
@@ -113,7 +121,8 @@ START_TEST(test_memory)
 	/* PP: the stages together hold the whole model once (tied head aside). */
 	uniform(&r, "llama-3.1-70b", "h100-sxm", 2, 2);
 	hx_cost_memory(&r, 0.9, &m);
-	ck_assert(fabs(m.weights_b / hx_model_weight_bytes(M("llama-3.1-70b"), HX_DT_BF16) - 1) < 0.01);
+	ck_assert(fabs(m.weights_b / hx_model_weight_bytes(M("llama-3.1-70b"), HX_DT_BF16) -
+		       1) < 0.01);
 }
 END_TEST
 
@@ -154,7 +163,8 @@ START_TEST(test_uniform_shapes)
 	hx_replica r;
 	hx_err err = {0};
 	ck_assert_int_eq(hx_replica_uniform(&r, M("llama-3.1-8b"), G("l4"), 3, 1, HX_DT_BF16,
-					    HX_DT_FP16, 100, 0, &err), HX_EINPUT);
+					    HX_DT_FP16, 100, 0, &err),
+			 HX_EINPUT);
 	ck_assert(strstr(err.msg, "must divide the 32 attention heads") != NULL);
 	uniform(&r, "llama-3.1-405b", "h100-sxm", 8, 5); /* 126 layers over 5 stages */
 	ck_assert_int_eq(r.stage[0].last - r.stage[0].first, 26);
@@ -166,8 +176,17 @@ static void chat(hx_workload *w, double tpot_ms, double ttft_ms)
 {
 	memset(w, 0, sizeof(*w));
 	w->rate_rps = 1;
-	w->prompt = (hx_dist){HX_DIST_LOGNORMAL, 1155, 1020, 14050, log(1020), sqrt(2 * log(1155.0 / 1020)), 0, 0, 0};
-	w->output = (hx_dist){HX_DIST_LOGNORMAL, 211, 129, 1000, log(129), sqrt(2 * log(211.0 / 129)), 0, 0, 0};
+	w->prompt = (hx_dist){HX_DIST_LOGNORMAL,
+			      1155,
+			      1020,
+			      14050,
+			      log(1020),
+			      sqrt(2 * log(1155.0 / 1020)),
+			      0,
+			      0,
+			      0};
+	w->output = (hx_dist){HX_DIST_LOGNORMAL,          211, 129, 1000, log(129),
+			      sqrt(2 * log(211.0 / 129)), 0,   0,   0};
 	w->slo = (hx_slo){ttft_ms, tpot_ms, 99, 0.99};
 	hx_serving_defaults(&w->serving);
 }

@@ -25,8 +25,9 @@ static void setup(void)
 {
 	hx_err err = {0};
 	ck_assert_msg(hx_catalog_load(&cat, NULL, &err) == 0, "%s", err.msg);
-	ck_assert_msg(hx_workload_load(&code, hx_check_src("examples/workloads/code.json"), &err) == 0,
-		      "%s", err.msg);
+	ck_assert_msg(
+	    hx_workload_load(&code, hx_check_src("examples/workloads/code.json"), &err) == 0,
+	    "%s", err.msg);
 }
 
 static void teardown(void)
@@ -47,8 +48,8 @@ static double node_cap(const hx_model *m, const char *gpu, int count, int phase,
 		hx_capacity c;
 		if (count % tp || m->a.heads % tp)
 			continue;
-		hx_replica_uniform(&r, m, hx_catalog_gpu(&cat, gpu), tp, 1, m->a.dtype, HX_DT_FP16, 100,
-				   0, NULL);
+		hx_replica_uniform(&r, m, hx_catalog_gpu(&cat, gpu), tp, 1, m->a.dtype,
+				   HX_DT_FP16, 100, 0, NULL);
 		hx_cost_capacity_phase(&r, w, phase, &c);
 		best = fmax(best, c.rps * (count / tp));
 	}
@@ -60,10 +61,11 @@ static double node_cap(const hx_model *m, const char *gpu, int count, int phase,
 START_TEST(test_two_node_optimum)
 {
 	static const char *json =
-		"{\"version\": 1, \"nodes\": [{\"name\": \"a\", \"gpu\": \"h100-sxm\", \"count\": 4, \"nic_gbps\": 400},"
-		" {\"name\": \"b\", \"gpu\": \"l40s\", \"count\": 4, \"nic_gbps\": 400}],"
-		" \"links\": [{\"a\": \"a\", \"b\": \"b\", \"bw_gbps\": 25, \"latency_ms\": 0.02}],"
-		" \"defaults\": {\"same_region\": {\"bw_gbps\": 25, \"latency_ms\": 0.02}}}";
+	    "{\"version\": 1, \"nodes\": [{\"name\": \"a\", \"gpu\": \"h100-sxm\", \"count\": "
+	    "4, \"nic_gbps\": 400},"
+	    " {\"name\": \"b\", \"gpu\": \"l40s\", \"count\": 4, \"nic_gbps\": 400}],"
+	    " \"links\": [{\"a\": \"a\", \"b\": \"b\", \"bw_gbps\": 25, \"latency_ms\": 0.02}],"
+	    " \"defaults\": {\"same_region\": {\"bw_gbps\": 25, \"latency_ms\": 0.02}}}";
 	char path[] = "/tmp/hx-disagg-XXXXXX";
 	int fd = mkstemp(path);
 	hx_cluster c;

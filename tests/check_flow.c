@@ -56,7 +56,8 @@ START_TEST(test_random_graphs)
 	hx_rng rng;
 	hx_rng_seed(&rng, 2024);
 	for (int seed = 0; seed < 150; seed++) {
-		int n = 2 + (int)(hx_rng_uniform(&rng) * 14), m = (int)(hx_rng_uniform(&rng) * n * 4);
+		int n = 2 + (int)(hx_rng_uniform(&rng) * 14),
+		    m = (int)(hx_rng_uniform(&rng) * n * 4);
 		hx_graph g;
 		hx_flow_result res;
 		hx_err err = {0};
@@ -64,7 +65,8 @@ START_TEST(test_random_graphs)
 
 		hx_graph_init(&g, n);
 		for (int e = 0; e < m; e++) {
-			int u = (int)(hx_rng_uniform(&rng) * n), v = (int)(hx_rng_uniform(&rng) * n);
+			int u = (int)(hx_rng_uniform(&rng) * n),
+			    v = (int)(hx_rng_uniform(&rng) * n);
 			if (u == v)
 				continue;
 			hx_graph_add_edge(&g, u, v, floor(hx_rng_uniform(&rng) * 100) / 4);
@@ -85,8 +87,10 @@ START_TEST(test_random_graphs)
 		ck_assert(fabs(net[n - 1] - res.value) < 1e-6);
 		ck_assert(res.source_side[0] && !res.source_side[n - 1]);
 		/* max-flow = min-cut, and the test's own max-flow agrees */
-		ck_assert_msg(fabs(cut - res.value) < 1e-6, "seed %d: cut %g flow %g", seed, cut, res.value);
-		ck_assert_msg(fabs(edmonds_karp(&g, 0, n - 1) - res.value) < 1e-6, "seed %d", seed);
+		ck_assert_msg(fabs(cut - res.value) < 1e-6, "seed %d: cut %g flow %g", seed,
+			      cut, res.value);
+		ck_assert_msg(fabs(edmonds_karp(&g, 0, n - 1) - res.value) < 1e-6, "seed %d",
+			      seed);
 		free(net);
 		hx_flow_result_release(&res);
 		hx_graph_release(&g);
@@ -122,9 +126,12 @@ START_TEST(test_igraph_faults)
 	for (int mode = 1; mode <= 2; mode++) {
 		hx_igraph_force_error(mode);
 		ck_assert_int_eq(hx_flow_max(&g, 0, 1, &res, &err), HX_EINPUT);
-		ck_assert_msg(strstr(err.msg, mode == 1 ? "max-flow failed: forced error for a test (igraph error"
-							: "max-flow failed: forced fatal error for a test (igraph fatal error)"),
-			      "%s", err.msg);
+		ck_assert_msg(
+		    strstr(err.msg,
+			   mode == 1 ? "max-flow failed: forced error for a test (igraph error"
+				     : "max-flow failed: forced fatal error for a test (igraph "
+				       "fatal error)"),
+		    "%s", err.msg);
 		hx_flow_result_release(&res);
 		ck_assert_int_eq(hx_flow_max(&g, 0, 1, &res, &err), 0);
 		ck_assert(fabs(res.value - 3) < 1e-12);
@@ -164,9 +171,11 @@ START_TEST(test_partition_k_connected)
 	hx_rng rng;
 	hx_rng_seed(&rng, 5);
 	for (int trial = 0; trial < 30; trial++) {
-		int n = 4 + (int)(hx_rng_uniform(&rng) * 20), k = 1 + (int)(hx_rng_uniform(&rng) * 4);
+		int n = 4 + (int)(hx_rng_uniform(&rng) * 20),
+		    k = 1 + (int)(hx_rng_uniform(&rng) * 4);
 		hx_graph g;
-		int *grp = malloc(sizeof(int) * n), *again = malloc(sizeof(int) * n), count[8] = {0};
+		int *grp = malloc(sizeof(int) * n), *again = malloc(sizeof(int) * n),
+		    count[8] = {0};
 		double *w = malloc(sizeof(double) * n);
 		hx_err err = {0};
 
@@ -174,7 +183,8 @@ START_TEST(test_partition_k_connected)
 		for (int i = 1; i < n; i++) /* a connected backbone */
 			hx_graph_add_edge(&g, i - 1, i, 1 + floor(hx_rng_uniform(&rng) * 10));
 		for (int e = 0; e < n; e++) {
-			int u = (int)(hx_rng_uniform(&rng) * n), v = (int)(hx_rng_uniform(&rng) * n);
+			int u = (int)(hx_rng_uniform(&rng) * n),
+			    v = (int)(hx_rng_uniform(&rng) * n);
 			if (u != v)
 				hx_graph_add_edge(&g, u, v, floor(hx_rng_uniform(&rng) * 50));
 		}
@@ -191,7 +201,8 @@ START_TEST(test_partition_k_connected)
 		}
 		for (int q = 0; q < k; q++) {
 			ck_assert_msg(count[q] > 0, "trial %d: group %d empty", trial, q);
-			ck_assert_msg(hx_partition_connected(&g, grp, q), "trial %d: group %d split", trial, q);
+			ck_assert_msg(hx_partition_connected(&g, grp, q),
+				      "trial %d: group %d split", trial, q);
 		}
 		free(grp);
 		free(again);

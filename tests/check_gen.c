@@ -35,8 +35,10 @@ static void load_workload(hx_workload *w, const char *arrival)
 
 	snprintf(text, sizeof(text),
 		 "{\"version\": 1, \"rate_rps\": 10, \"arrival\": %s,"
-		 "\"prompt_tokens\": {\"dist\": \"lognormal\", \"mean\": 1155, \"p50\": 1020, \"max\": 14050},"
-		 "\"output_tokens\": {\"dist\": \"lognormal\", \"mean\": 211, \"p50\": 129, \"max\": 1000},"
+		 "\"prompt_tokens\": {\"dist\": \"lognormal\", \"mean\": 1155, \"p50\": 1020, "
+		 "\"max\": 14050},"
+		 "\"output_tokens\": {\"dist\": \"lognormal\", \"mean\": 211, \"p50\": 129, "
+		 "\"max\": 1000},"
 		 "\"slo\": {\"ttft_ms\": 2000, \"tpot_ms\": 100}}",
 		 arrival);
 	ck_assert_msg(hx_workload_load(w, write_tmp("w.json", text), &err) == 0, "%s", err.msg);
@@ -45,15 +47,18 @@ static void load_workload(hx_workload *w, const char *arrival)
 static void load_classes(hx_workload *w)
 {
 	hx_err err = {0};
-	const char *p = write_tmp("classes.json",
-		"{\"version\": 1, \"rate_rps\": 30, \"classes\": ["
-		"{\"name\": \"short\", \"share\": 0.7,"
-		" \"prompt_tokens\": {\"buckets\": [[128, 0.3], [512, 0.5], [1024, 0.2]]},"
-		" \"output_tokens\": {\"dist\": \"lognormal\", \"mean\": 180, \"p50\": 120, \"max\": 1024}},"
-		"{\"name\": \"long\", \"share\": 0.3,"
-		" \"prompt_tokens\": {\"dist\": \"lognormal\", \"mean\": 6000, \"p50\": 4500, \"max\": 32000},"
-		" \"output_tokens\": {\"buckets\": [[64, 0.5], [256, 0.5]]}}],"
-		"\"slo\": {\"ttft_ms\": 5000, \"tpot_ms\": 80}}");
+	const char *p = write_tmp(
+	    "classes.json",
+	    "{\"version\": 1, \"rate_rps\": 30, \"classes\": ["
+	    "{\"name\": \"short\", \"share\": 0.7,"
+	    " \"prompt_tokens\": {\"buckets\": [[128, 0.3], [512, 0.5], [1024, 0.2]]},"
+	    " \"output_tokens\": {\"dist\": \"lognormal\", \"mean\": 180, \"p50\": 120, "
+	    "\"max\": 1024}},"
+	    "{\"name\": \"long\", \"share\": 0.3,"
+	    " \"prompt_tokens\": {\"dist\": \"lognormal\", \"mean\": 6000, \"p50\": 4500, "
+	    "\"max\": 32000},"
+	    " \"output_tokens\": {\"buckets\": [[64, 0.5], [256, 0.5]]}}],"
+	    "\"slo\": {\"ttft_ms\": 5000, \"tpot_ms\": 80}}");
 	ck_assert_msg(hx_workload_load(w, p, &err) == 0, "%s", err.msg);
 }
 
@@ -180,9 +185,11 @@ START_TEST(test_gamma)
 
 	for (size_t k = 0; k < HX_ARRAY_LEN(cvs); k++) {
 		char arrival[80];
-		snprintf(arrival, sizeof(arrival), "{\"process\": \"gamma\", \"cv\": %g}", cvs[k]);
+		snprintf(arrival, sizeof(arrival), "{\"process\": \"gamma\", \"cv\": %g}",
+			 cvs[k]);
 		load_workload(&w, arrival);
-		ck_assert_msg(hx_gen_workload(&w, 4, 200000, 0, 13, &t, &err) == 0, "%s", err.msg);
+		ck_assert_msg(hx_gen_workload(&w, 4, 200000, 0, 13, &t, &err) == 0, "%s",
+			      err.msg);
 		arrival_stats(&t, &rate, &cv);
 		ck_assert_msg(fabs(rate - 4) < 0.02 * 4, "cv %g: rate %g", cvs[k], rate);
 		ck_assert_msg(fabs(cv - cvs[k]) < 0.05 * cvs[k], "cv %g: got %g", cvs[k], cv);
@@ -234,7 +241,8 @@ START_TEST(test_shapes)
 
 	for (int s = HX_SHAPE_CONVERSATION; s <= HX_SHAPE_CODE; s++) {
 		double *in, *out, rate, cv;
-		ck_assert_msg(hx_gen_shape(s, NULL, 100, 2000, 19, &t, &err) == 0, "%s", err.msg);
+		ck_assert_msg(hx_gen_shape(s, NULL, 100, 2000, 19, &t, &err) == 0, "%s",
+			      err.msg);
 		ck_assert(t.n > 190000);
 		in = malloc((size_t)t.n * sizeof(double));
 		out = malloc((size_t)t.n * sizeof(double));
@@ -244,11 +252,13 @@ START_TEST(test_shapes)
 			in[i] = t.input[i];
 			out[i] = t.output[i];
 		}
-		ck_assert_msg(fabs(hx_quantile(in, (size_t)t.n, 0.5) - p50_in[s]) < 0.03 * p50_in[s],
-			      "shape %d: median input %g", s, hx_quantile(in, (size_t)t.n, 0.5));
+		ck_assert_msg(
+		    fabs(hx_quantile(in, (size_t)t.n, 0.5) - p50_in[s]) < 0.03 * p50_in[s],
+		    "shape %d: median input %g", s, hx_quantile(in, (size_t)t.n, 0.5));
 		ck_assert_msg(fabs(hx_quantile(out, (size_t)t.n, 0.5) - p50_out[s]) <
-				      0.03 * p50_out[s] + 0.5,
-			      "shape %d: median output %g", s, hx_quantile(out, (size_t)t.n, 0.5));
+				  0.03 * p50_out[s] + 0.5,
+			      "shape %d: median output %g", s,
+			      hx_quantile(out, (size_t)t.n, 0.5));
 		arrival_stats(&t, &rate, &cv);
 		ck_assert_msg(fabs(rate - 100) < 2, "rate %g", rate);
 		ck_assert_msg(fabs(cv - 1) < 0.03, "cv %g", cv);
@@ -264,8 +274,9 @@ START_TEST(test_resample)
 	hx_trace sample, t;
 	hx_err err = {0};
 	int seen[3] = {0, 0, 0};
-	const char *p = write_tmp("sample.csv",
-		"arrival_s,input_tokens,output_tokens\n0,100,7\n1.5,2000,1\n2,100,300\n");
+	const char *p =
+	    write_tmp("sample.csv",
+		      "arrival_s,input_tokens,output_tokens\n0,100,7\n1.5,2000,1\n2,100,300\n");
 
 	ck_assert_msg(hx_trace_load(&sample, p, &err) == 0, "%s", err.msg);
 	ck_assert_msg(hx_gen_shape(HX_SHAPE_CONVERSATION, &sample, 20, 500, 23, &t, &err) == 0,
@@ -281,7 +292,8 @@ START_TEST(test_resample)
 		seen[j]++;
 	}
 	for (int j = 0; j < 3; j++)
-		ck_assert_msg(fabs(seen[j] / (double)t.n - 1.0 / 3) < 0.02, "pair %d: %d", j, seen[j]);
+		ck_assert_msg(fabs(seen[j] / (double)t.n - 1.0 / 3) < 0.02, "pair %d: %d", j,
+			      seen[j]);
 	hx_trace_release(&t);
 	hx_trace_release(&sample);
 }
@@ -328,7 +340,8 @@ START_TEST(test_errors)
 
 	load_workload(&w, "{\"process\": \"poisson\"}");
 	ck_assert_int_eq(hx_gen_workload(&w, 10, 0, 0, 1, &t, &err), HX_EINPUT);
-	ck_assert_str_eq(err.msg, "give a number of requests or a positive duration to generate");
+	ck_assert_str_eq(err.msg,
+			 "give a number of requests or a positive duration to generate");
 	ck_assert_int_eq(t.n, 0);
 	w.rate_rps = 0;
 	ck_assert_int_eq(hx_gen_workload(&w, 0, 10, 0, 1, &t, &err), HX_EINPUT);

@@ -21,7 +21,8 @@ START_TEST(test_hand_1d)
 	double x[2] = {0, 1}, y[2] = {0, 1}, ls = 1, m, v, xs;
 	hx_gp gp;
 	ck_assert_int_eq(hx_gp_set(&gp, x, y, 2, 1, &ls, 1, 0), 0);
-	ck_assert_double_eq_tol(hx_gp_kernel(&x[0], &x[1], 1, &ls, 1), 0.5239941088318203, 1e-12);
+	ck_assert_double_eq_tol(hx_gp_kernel(&x[0], &x[1], 1, &ls, 1), 0.5239941088318203,
+				1e-12);
 	xs = 0.5;
 	hx_gp_predict(&gp, &xs, &m, &v);
 	ck_assert_double_eq_tol(m, 0.5, 1e-9);
@@ -84,7 +85,8 @@ START_TEST(test_interpolates)
 	}
 	for (int i = 0; i < N; i++) {
 		hx_gp_predict(&gp, x + i * D, &m, &v);
-		ck_assert_msg(fabs(m - y[i]) < 1e-2 * sqrt(var_y), "mean %g vs %g at %d", m, y[i], i);
+		ck_assert_msg(fabs(m - y[i]) < 1e-2 * sqrt(var_y), "mean %g vs %g at %d", m,
+			      y[i], i);
 		ck_assert_msg(v < 1e-2 * var_y, "variance %g at training point %d", v, i);
 	}
 	/* held-out points: the fit predicts the function */

@@ -42,13 +42,15 @@ START_TEST(test_cluster_links_and_defaults)
 {
 	hx_cluster c;
 	hx_err err = {0};
-	const char *p = write_tmp("c.json",
-		"{\"version\": 1, \"nodes\": ["
-		"{\"name\": \"a\", \"gpu\": \"h100-sxm\", \"count\": 8, \"region\": \"r1\"},"
-		"{\"name\": \"b\", \"gpu\": {\"base\": \"l40s\", \"mem_gib\": 40}, \"count\": 4, \"region\": \"r1\"},"
-		"{\"name\": \"c\", \"gpu\": \"a100-80g\", \"count\": 8, \"region\": \"r2\"}],"
-		"\"links\": [{\"a\": \"a\", \"b\": \"c\", \"bw_gbps\": 7, \"latency_ms\": 3}],"
-		"\"defaults\": {\"same_region\": {\"bw_gbps\": 200, \"latency_ms\": 0.01}}}");
+	const char *p = write_tmp(
+	    "c.json",
+	    "{\"version\": 1, \"nodes\": ["
+	    "{\"name\": \"a\", \"gpu\": \"h100-sxm\", \"count\": 8, \"region\": \"r1\"},"
+	    "{\"name\": \"b\", \"gpu\": {\"base\": \"l40s\", \"mem_gib\": 40}, \"count\": 4, "
+	    "\"region\": \"r1\"},"
+	    "{\"name\": \"c\", \"gpu\": \"a100-80g\", \"count\": 8, \"region\": \"r2\"}],"
+	    "\"links\": [{\"a\": \"a\", \"b\": \"c\", \"bw_gbps\": 7, \"latency_ms\": 3}],"
+	    "\"defaults\": {\"same_region\": {\"bw_gbps\": 200, \"latency_ms\": 0.01}}}");
 	ck_assert_msg(hx_cluster_load(&c, p, &cat, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(c.nnodes, 3);
 	ck_assert_int_eq(hx_cluster_gpus(&c), 20);
@@ -67,11 +69,13 @@ START_TEST(test_cluster_error_pointer)
 {
 	hx_cluster c;
 	hx_err err = {0};
-	const char *p = write_tmp("bad.json",
-		"{\"version\": 1, \"nodes\": [{\"name\": \"a\", \"gpu\": \"h100-sxm\", \"count\": 8},"
-		"{\"name\": \"b\", \"gpu\": \"h100-sxm\", \"count\": -2}]}");
+	const char *p =
+	    write_tmp("bad.json", "{\"version\": 1, \"nodes\": [{\"name\": \"a\", \"gpu\": "
+				  "\"h100-sxm\", \"count\": 8},"
+				  "{\"name\": \"b\", \"gpu\": \"h100-sxm\", \"count\": -2}]}");
 	ck_assert_int_eq(hx_cluster_load(&c, p, &cat, &err), HX_EINPUT);
-	ck_assert_msg(strstr(err.msg, "bad.json: /nodes/1/count: must be a positive integer") != NULL,
+	ck_assert_msg(strstr(err.msg, "bad.json: /nodes/1/count: must be a positive integer") !=
+			  NULL,
 		      "%s", err.msg);
 }
 END_TEST
@@ -80,10 +84,13 @@ START_TEST(test_lognormal)
 {
 	hx_workload w;
 	hx_err err = {0};
-	const char *p = write_tmp("w.json",
-		"{\"version\": 1, \"rate_rps\": 3, \"slo\": {\"ttft_ms\": 1000, \"tpot_ms\": 50},"
-		"\"prompt_tokens\": {\"dist\": \"lognormal\", \"mean\": 1200, \"p50\": 1000, \"max\": 1000000},"
-		"\"output_tokens\": {\"dist\": \"lognormal\", \"mean\": 200, \"p50\": 100, \"max\": 300}}");
+	const char *p = write_tmp(
+	    "w.json",
+	    "{\"version\": 1, \"rate_rps\": 3, \"slo\": {\"ttft_ms\": 1000, \"tpot_ms\": 50},"
+	    "\"prompt_tokens\": {\"dist\": \"lognormal\", \"mean\": 1200, \"p50\": 1000, "
+	    "\"max\": 1000000},"
+	    "\"output_tokens\": {\"dist\": \"lognormal\", \"mean\": 200, \"p50\": 100, "
+	    "\"max\": 300}}");
 	ck_assert_msg(hx_workload_load(&w, p, &err) == 0, "%s", err.msg);
 	/* Uncapped (max far away): the mean and median are as given. */
 	ck_assert(fabs(hx_dist_mean(&w.prompt) - 1200) < 0.5);
@@ -113,14 +120,15 @@ START_TEST(test_classes_mixture)
 {
 	hx_workload w;
 	hx_err err = {0};
-	const char *p = write_tmp("wc.json",
-		"{\"version\": 1, \"rate_rps\": 3, \"slo\": {\"ttft_ms\": 1000, \"tpot_ms\": 50},"
-		"\"classes\": [{\"name\": \"s\", \"share\": 0.25,"
-		"  \"prompt_tokens\": {\"buckets\": [[100, 1], [300, 1]]},"
-		"  \"output_tokens\": {\"buckets\": [[10, 1]]}},"
-		" {\"name\": \"l\", \"share\": 0.75,"
-		"  \"prompt_tokens\": {\"buckets\": [[1000, 2]]},"
-		"  \"output_tokens\": {\"buckets\": [[50, 1]]}}]}");
+	const char *p = write_tmp(
+	    "wc.json",
+	    "{\"version\": 1, \"rate_rps\": 3, \"slo\": {\"ttft_ms\": 1000, \"tpot_ms\": 50},"
+	    "\"classes\": [{\"name\": \"s\", \"share\": 0.25,"
+	    "  \"prompt_tokens\": {\"buckets\": [[100, 1], [300, 1]]},"
+	    "  \"output_tokens\": {\"buckets\": [[10, 1]]}},"
+	    " {\"name\": \"l\", \"share\": 0.75,"
+	    "  \"prompt_tokens\": {\"buckets\": [[1000, 2]]},"
+	    "  \"output_tokens\": {\"buckets\": [[50, 1]]}}]}");
 	ck_assert_msg(hx_workload_load(&w, p, &err) == 0, "%s", err.msg);
 	ck_assert(fabs(hx_dist_mean(&w.prompt) - (0.25 * 200 + 0.75 * 1000)) < 1e-9);
 	ck_assert(fabs(hx_dist_mean(&w.output) - (0.25 * 10 + 0.75 * 50)) < 1e-9);
@@ -134,10 +142,9 @@ START_TEST(test_trace_formats)
 {
 	hx_trace t;
 	hx_err err = {0};
-	const char *p = write_tmp("az.csv",
-		"TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
-		"2023-11-16 23:59:59.5000000,374,44\r\n"
-		"2023-11-17 00:00:01.0000000,396,109\r\n");
+	const char *p = write_tmp("az.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
+					    "2023-11-16 23:59:59.5000000,374,44\r\n"
+					    "2023-11-17 00:00:01.0000000,396,109\r\n");
 	ck_assert_msg(hx_trace_load(&t, p, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(t.n, 2);
 	ck_assert(t.arrival_s[0] == 0);
@@ -145,13 +152,16 @@ START_TEST(test_trace_formats)
 	ck_assert_int_eq(t.input[1], 396);
 	ck_assert_int_eq(t.output[1], 109);
 	hx_trace_release(&t);
-	p = write_tmp("plain.csv", "arrival_s,input_tokens,output_tokens\n0.5,10,20\n0.75,1,1\n");
+	p = write_tmp("plain.csv",
+		      "arrival_s,input_tokens,output_tokens\n0.5,10,20\n0.75,1,1\n");
 	ck_assert_msg(hx_trace_load(&t, p, &err) == 0, "%s", err.msg);
 	ck_assert(t.arrival_s[0] == 0.5 && t.n == 2);
 	hx_trace_release(&t);
-	p = write_tmp("neg.csv", "arrival_s,input_tokens,output_tokens\n0.5,10,20\n0.75,-1,1\n");
+	p = write_tmp("neg.csv",
+		      "arrival_s,input_tokens,output_tokens\n0.5,10,20\n0.75,-1,1\n");
 	ck_assert_int_eq(hx_trace_load(&t, p, &err), HX_EINPUT);
-	ck_assert_msg(strstr(err.msg, "neg.csv:3: input_tokens must be a positive integer") != NULL,
+	ck_assert_msg(strstr(err.msg, "neg.csv:3: input_tokens must be a positive integer") !=
+			  NULL,
 		      "%s", err.msg);
 }
 END_TEST

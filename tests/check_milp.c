@@ -149,7 +149,8 @@ START_TEST(test_numerical_trouble)
 		} else {
 			ck_assert_int_eq(hx_milp_solve(m, NULL, &res, &err), HX_EINPUT);
 			ck_assert_int_eq(res.status, HX_MILP_ERROR);
-			ck_assert_msg(strstr(err.msg, "numerical trouble") != NULL, "%s", err.msg);
+			ck_assert_msg(strstr(err.msg, "numerical trouble") != NULL, "%s",
+				      err.msg);
 		}
 		free(res.x);
 		hx_milp_free(m);

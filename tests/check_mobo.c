@@ -33,7 +33,8 @@ START_TEST(test_hv3)
 	{
 		double c[] = {1, 3, 0.5, 2, 2, 0.5, 3, 1, 0.5}, c2[] = {1, 3, 2, 2, 3, 1};
 		double r3[] = {4, 4, 2}, r2[] = {4, 4};
-		ck_assert_double_eq_tol(hx_mobo_hv3(c, 3, r3), 1.5 * hx_mobo_hv2(c2, 3, r2), 1e-12);
+		ck_assert_double_eq_tol(hx_mobo_hv3(c, 3, r3), 1.5 * hx_mobo_hv2(c2, 3, r2),
+					1e-12);
 	}
 	/* random fronts against a Monte-Carlo count */
 	{
@@ -44,9 +45,11 @@ START_TEST(test_hv3)
 		for (int i = 0; i < 8 * 3; i++)
 			p[i] = hx_rng_uniform(&rng);
 		for (int s = 0; s < n; s++) {
-			double z[3] = {hx_rng_uniform(&rng), hx_rng_uniform(&rng), hx_rng_uniform(&rng)};
+			double z[3] = {hx_rng_uniform(&rng), hx_rng_uniform(&rng),
+				       hx_rng_uniform(&rng)};
 			for (int i = 0; i < 8; i++)
-				if (p[3 * i] <= z[0] && p[3 * i + 1] <= z[1] && p[3 * i + 2] <= z[2]) {
+				if (p[3 * i] <= z[0] && p[3 * i + 1] <= z[1] &&
+				    p[3 * i + 2] <= z[2]) {
 					hit++;
 					break;
 				}
@@ -79,9 +82,11 @@ START_TEST(test_ehvi_dominated)
 	{
 		double g[] = {1, 3, 2, 2, 3, 1, 1.5, 1.5};
 		mu[0] = mu[1] = 1.5;
-		ck_assert_double_eq_tol(hx_mobo_ehvi2(f, 3, r, mu, s0), hx_mobo_hv2(g, 4, r) - hx_mobo_hv2(f, 3, r), 1e-12);
+		ck_assert_double_eq_tol(hx_mobo_ehvi2(f, 3, r, mu, s0),
+					hx_mobo_hv2(g, 4, r) - hx_mobo_hv2(f, 3, r), 1e-12);
 		/* [1.5, 4]^2 is 6.25, of which the front held 0.5 + 2 + 2.5 */
-		ck_assert_double_eq_tol(hx_mobo_hv2(g, 4, r) - hx_mobo_hv2(f, 3, r), 1.25, 1e-12);
+		ck_assert_double_eq_tol(hx_mobo_hv2(g, 4, r) - hx_mobo_hv2(f, 3, r), 1.25,
+					1e-12);
 	}
 }
 END_TEST
@@ -94,7 +99,8 @@ START_TEST(test_ehvi_monte_carlo)
 	hx_rng_seed(&rng, 11);
 	for (int trial = 0; trial < 20; trial++) {
 		int n = 1 + (int)(hx_rng_uniform(&rng) * 8), ns = 40000;
-		double f[10 * 2], g[11 * 2], r[2] = {1, 1}, mu[2], sd[2], base, s = 0, s2 = 0, e, se;
+		double f[10 * 2], g[11 * 2], r[2] = {1, 1}, mu[2], sd[2], base, s = 0, s2 = 0,
+					     e, se;
 		for (int i = 0; i < 2 * n; i++)
 			f[i] = hx_rng_uniform(&rng);
 		mu[0] = hx_rng_uniform(&rng);
@@ -115,7 +121,8 @@ START_TEST(test_ehvi_monte_carlo)
 		e = hx_mobo_ehvi2(f, n, r, mu, sd);
 		se = sqrt(fmax(s2 / ns - (s / ns) * (s / ns), 0) / ns);
 		ck_assert_msg(fabs(e - s / ns) <= 4 * se + 1e-6,
-			      "trial %d: EHVI %g, Monte Carlo %g (se %g)", trial, e, s / ns, se);
+			      "trial %d: EHVI %g, Monte Carlo %g (se %g)", trial, e, s / ns,
+			      se);
 	}
 }
 END_TEST
@@ -124,7 +131,8 @@ START_TEST(test_scalars)
 {
 	double f[3] = {0.2, 0.5, 0.1}, w[3] = {0.5, 0.25, 0.25};
 	hx_rng rng;
-	ck_assert_double_eq_tol(hx_mobo_parego(f, w, 3), 0.125 + 0.05 * (0.1 + 0.125 + 0.025), 1e-12);
+	ck_assert_double_eq_tol(hx_mobo_parego(f, w, 3), 0.125 + 0.05 * (0.1 + 0.125 + 0.025),
+				1e-12);
 	ck_assert_double_eq(hx_mobo_pof(1, 0, 2), 1);
 	ck_assert_double_eq(hx_mobo_pof(3, 0, 2), 0);
 	ck_assert_double_eq_tol(hx_mobo_pof(2, 1, 2), 0.5, 1e-9);

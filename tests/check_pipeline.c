@@ -34,8 +34,9 @@ static void setup(void)
 {
 	hx_err err = {0};
 	ck_assert_msg(hx_catalog_load(&cat, NULL, &err) == 0, "%s", err.msg);
-	ck_assert_msg(hx_workload_load(&wl, hx_check_src("examples/workloads/pipeline.json"), &err) == 0,
-		      "%s", err.msg);
+	ck_assert_msg(
+	    hx_workload_load(&wl, hx_check_src("examples/workloads/pipeline.json"), &err) == 0,
+	    "%s", err.msg);
 	ck_assert_msg(hx_model_resolve(&cat, "llama-2-70b", &m70, &err) == 0, "%s", err.msg);
 }
 
@@ -68,7 +69,8 @@ static double brute_min_cut(const hx_pipe_net *net, const int *f, const int *l)
 			if (l[i] == L && IN_S(2 * i + 1))
 				cut += inf; /* out(i) -> sink */
 			for (int j = 0; j < n; j++)
-				if (f[j] >= 0 && l[i] == f[j] && l[i] < L && IN_S(2 * i + 1) && !IN_S(2 * j))
+				if (f[j] >= 0 && l[i] == f[j] && l[i] < L && IN_S(2 * i + 1) &&
+				    !IN_S(2 * j))
 					cut += net->link_tps[i * n + j];
 		}
 #undef IN_S
@@ -152,8 +154,8 @@ START_TEST(test_flow_equals_brute_force)
 		}
 		ck_assert_int_eq(hx_pipe_flow_eval(&net, f, l, &fl, &err), 0);
 		cut = brute_min_cut(&net, f, l);
-		ck_assert_msg(fabs(fl.value - cut) < 1e-6, "instance %d: flow %g, min cut %g", inst,
-			      fl.value, cut);
+		ck_assert_msg(fabs(fl.value - cut) < 1e-6, "instance %d: flow %g, min cut %g",
+			      inst, fl.value, cut);
 		/* capacities and conservation */
 		for (int i = 0; i < n; i++) {
 			double in = fl.src[i], out = 0;
@@ -165,7 +167,9 @@ START_TEST(test_flow_equals_brute_force)
 				if (fl.hop[i * n + j] > 0)
 					ck_assert_int_eq(l[i], f[j]);
 			}
-			ck_assert_msg(fabs(in - fl.through[i]) < 1e-6, "inst %d node %d [%d,%d) L=%d in %g through %g src %g", inst, i, f[i], l[i], L, in, fl.through[i], fl.src[i]);
+			ck_assert_msg(fabs(in - fl.through[i]) < 1e-6,
+				      "inst %d node %d [%d,%d) L=%d in %g through %g src %g",
+				      inst, i, f[i], l[i], L, in, fl.through[i], fl.src[i]);
 			if (f[i] >= 0 && l[i] < L)
 				ck_assert(fabs(out - fl.through[i]) < 1e-6);
 		}
@@ -189,16 +193,18 @@ static void write_file(const char *path, const char *text)
 
 /* A small mixed cluster in two regions. */
 static const char *SMALL =
-	"{\"version\": 1, \"nodes\": ["
-	"{\"name\": \"a0\", \"gpu\": \"a100-40g\", \"count\": 1, \"region\": \"x\", \"nic_gbps\": 10},"
-	"{\"name\": \"a1\", \"gpu\": \"a100-40g\", \"count\": 1, \"region\": \"x\", \"nic_gbps\": 10},"
-	"{\"name\": \"l0\", \"gpu\": \"l4\", \"count\": 2, \"region\": \"x\", \"nic_gbps\": 10},"
-	"{\"name\": \"l1\", \"gpu\": \"l4\", \"count\": 1, \"region\": \"y\", \"nic_gbps\": 10},"
-	"{\"name\": \"l2\", \"gpu\": \"l4\", \"count\": 1, \"region\": \"y\", \"nic_gbps\": 10},"
-	"{\"name\": \"t0\", \"gpu\": \"t4\", \"count\": 1, \"region\": \"y\", \"nic_gbps\": 10},"
-	"{\"name\": \"t1\", \"gpu\": \"t4\", \"count\": 1, \"region\": \"y\", \"nic_gbps\": 10}],"
-	" \"defaults\": {\"same_region\": {\"bw_gbps\": 10, \"latency_ms\": 0.1},"
-	" \"cross_region\": {\"bw_gbps\": 1, \"latency_ms\": 20}}}\n";
+    "{\"version\": 1, \"nodes\": ["
+    "{\"name\": \"a0\", \"gpu\": \"a100-40g\", \"count\": 1, \"region\": \"x\", \"nic_gbps\": "
+    "10},"
+    "{\"name\": \"a1\", \"gpu\": \"a100-40g\", \"count\": 1, \"region\": \"x\", \"nic_gbps\": "
+    "10},"
+    "{\"name\": \"l0\", \"gpu\": \"l4\", \"count\": 2, \"region\": \"x\", \"nic_gbps\": 10},"
+    "{\"name\": \"l1\", \"gpu\": \"l4\", \"count\": 1, \"region\": \"y\", \"nic_gbps\": 10},"
+    "{\"name\": \"l2\", \"gpu\": \"l4\", \"count\": 1, \"region\": \"y\", \"nic_gbps\": 10},"
+    "{\"name\": \"t0\", \"gpu\": \"t4\", \"count\": 1, \"region\": \"y\", \"nic_gbps\": 10},"
+    "{\"name\": \"t1\", \"gpu\": \"t4\", \"count\": 1, \"region\": \"y\", \"nic_gbps\": 10}],"
+    " \"defaults\": {\"same_region\": {\"bw_gbps\": 10, \"latency_ms\": 0.1},"
+    " \"cross_region\": {\"bw_gbps\": 1, \"latency_ms\": 20}}}\n";
 
 static int plan_small(hx_cluster *c, hx_plan *p, hx_pipe_stats *st, long work, uint64_t seed,
 		      hx_err *err)
@@ -256,15 +262,16 @@ START_TEST(test_plan_small_cluster)
 	ck_assert_msg(plan_small(&c, &p, &st, 3000, 1, &err) == 0, "%s", err.msg);
 	ck_assert_str_eq(p.mode, "pipeline");
 	nv = hx_verify_plan(&p, &c, &v, &nv);
-	ck_assert_msg(nv == 0, "%d violations, first: %s: %s", nv, nv ? v[0].ptr : "", nv ? v[0].msg : "");
+	ck_assert_msg(nv == 0, "%d violations, first: %s: %s", nv, nv ? v[0].ptr : "",
+		      nv ? v[0].msg : "");
 	free(v);
 	for (int k = 0; k < HX_PIPE_NCONSTRUCTIONS; k++)
 		best = fmax(best, st.construction[k]);
 	ck_assert(p.solver.objective >= best * (1 - 1e-6) - 1e-6);
 	ck_assert(p.solver.objective > 0);
 	ck_assert(p.solver.bound >= p.solver.objective);
-	ck_assert(fabs(p.predicted.capacity_rps * hx_dist_mean(&wl.output) - p.solver.objective) <
-		  1e-3 * p.solver.objective + 1e-3);
+	ck_assert(fabs(p.predicted.capacity_rps * hx_dist_mean(&wl.output) -
+		       p.solver.objective) < 1e-3 * p.solver.objective + 1e-3);
 	ck_assert_str_eq(p.solver.status, "heuristic");
 	/* every path covers every layer once */
 	for (int i = 0; i < p.ningress; i++)
@@ -332,8 +339,10 @@ START_TEST(test_verify_fragment_memory)
 
 	ck_assert_msg(plan_small(&c, &p, NULL, 500, 1, &err) == 0, "%s", err.msg);
 	for (int g = 0; g < p.ngroups; g++)
-		if (strcmp(p.groups[g].stage[0].gpu, "t4") == 0 || strcmp(p.groups[g].stage[0].gpu, "l4") == 0) {
-			p.groups[g].stage[0].last = 80; /* the rest of the model on one small GPU */
+		if (strcmp(p.groups[g].stage[0].gpu, "t4") == 0 ||
+		    strcmp(p.groups[g].stage[0].gpu, "l4") == 0) {
+			p.groups[g].stage[0].last =
+			    80; /* the rest of the model on one small GPU */
 			break;
 		}
 	nv = hx_verify_plan(&p, &c, &v, &nv);
@@ -357,8 +366,9 @@ START_TEST(test_simulate_hops)
 	hx_sim_opts so = {1, 1, NULL, NULL};
 
 	ck_assert_msg(plan_small(&c, &p, NULL, 500, 1, &err) == 0, "%s", err.msg);
-	ck_assert_msg(hx_gen_workload(&wl, 0.5 * p.predicted.capacity_rps, 150, 0, 3, &t, &err) == 0, "%s",
-		      err.msg);
+	ck_assert_msg(
+	    hx_gen_workload(&wl, 0.5 * p.predicted.capacity_rps, 150, 0, 3, &t, &err) == 0,
+	    "%s", err.msg);
 	ck_assert_msg(hx_simulate(&p, &wl, &t, &so, &rep, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(rep.finished + rep.dropped, 150);
 	ck_assert_int_eq(rep.dropped, 0);
@@ -389,8 +399,10 @@ START_TEST(test_infeasible_memory)
 	hx_plan_opts o = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0};
 
 	snprintf(cpath, sizeof(cpath), "%s/tiny.json", tmpdir);
-	write_file(cpath, "{\"version\": 1, \"nodes\": [{\"name\": \"t0\", \"gpu\": \"t4\", \"count\": 1},"
-			  " {\"name\": \"t1\", \"gpu\": \"t4\", \"count\": 1}]}\n");
+	write_file(
+	    cpath,
+	    "{\"version\": 1, \"nodes\": [{\"name\": \"t0\", \"gpu\": \"t4\", \"count\": 1},"
+	    " {\"name\": \"t1\", \"gpu\": \"t4\", \"count\": 1}]}\n");
 	ck_assert_msg(hx_cluster_load(&c, cpath, &cat, &err) == 0, "%s", err.msg);
 	pb = (hx_problem){&cat, &c, &wl, &m70, 1, cpath, "-", NULL};
 	ck_assert_int_eq(hx_plan_pipeline(&pb, &o, &p, &err), HX_EINFEASIBLE);

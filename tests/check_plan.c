@@ -55,12 +55,15 @@ START_TEST(test_sha256)
 {
 	char d[72];
 	hx_sha256_hex("abc", 3, d);
-	ck_assert_str_eq(d, "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	ck_assert_str_eq(
+	    d, "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 	hx_sha256_hex("", 0, d);
-	ck_assert_str_eq(d, "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	ck_assert_str_eq(
+	    d, "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 	/* 56 bytes: the padding spills into a second block. */
 	hx_sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, d);
-	ck_assert_str_eq(d, "sha256:248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+	ck_assert_str_eq(
+	    d, "sha256:248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 END_TEST
 
@@ -71,7 +74,8 @@ START_TEST(test_round_trip)
 	hx_err err = {0};
 	char *a, *b;
 
-	baseline("examples/clusters/mixed.json", "examples/workloads/chat.json", "llama-3.1-70b", &p);
+	baseline("examples/clusters/mixed.json", "examples/workloads/chat.json",
+		 "llama-3.1-70b", &p);
 	a = hx_plan_dump(&p);
 	ck_assert_msg(hx_plan_parse_text(&q, a, "plan", &err) == 0, "%s", err.msg);
 	b = hx_plan_dump(&q);
@@ -83,10 +87,12 @@ START_TEST(test_round_trip)
 		for (int r = 0; r < p.groups[g].nreplicas; r++)
 			for (int s = 0; s < p.groups[g].nstages; s++)
 				for (int k = 0; k < p.groups[g].replicas[r].ngpus[s]; k++) {
-					ck_assert_str_eq(q.groups[g].replicas[r].gpus[s][k].node,
-							 p.groups[g].replicas[r].gpus[s][k].node);
-					ck_assert_int_eq(q.groups[g].replicas[r].gpus[s][k].index,
-							 p.groups[g].replicas[r].gpus[s][k].index);
+					ck_assert_str_eq(
+					    q.groups[g].replicas[r].gpus[s][k].node,
+					    p.groups[g].replicas[r].gpus[s][k].node);
+					ck_assert_int_eq(
+					    q.groups[g].replicas[r].gpus[s][k].index,
+					    p.groups[g].replicas[r].gpus[s][k].index);
 				}
 	}
 	ck_assert(q.predicted.capacity_rps == p.predicted.capacity_rps);
@@ -106,7 +112,8 @@ START_TEST(test_baseline_rules)
 	int used = 0;
 	double wsum = 0;
 
-	baseline("examples/clusters/mixed.json", "examples/workloads/chat.json", "llama-3.1-70b", &p);
+	baseline("examples/clusters/mixed.json", "examples/workloads/chat.json",
+		 "llama-3.1-70b", &p);
 	for (int g = 0; g < p.ngroups; g++) {
 		const hx_plan_group *grp = &p.groups[g];
 		ck_assert_int_eq(grp->nstages, 1);
@@ -133,7 +140,8 @@ START_TEST(test_baseline_pipeline)
 {
 	hx_plan p;
 
-	baseline("examples/clusters/mixed.json", "examples/workloads/chat.json", "llama-3.1-405b", &p);
+	baseline("examples/clusters/mixed.json", "examples/workloads/chat.json",
+		 "llama-3.1-405b", &p);
 	/* two H100 nodes make one replica, four A100 nodes two; L40S none */
 	ck_assert_int_eq(p.ngroups, 2);
 	ck_assert_str_eq(p.groups[0].stage[0].gpu, "h100-sxm");
@@ -157,11 +165,14 @@ START_TEST(test_reader_rejects)
 {
 	hx_plan p;
 	hx_err err = {0};
-	ck_assert_int_eq(hx_plan_parse_text(&p, "{\"schema\": \"x\", \"version\": 1}", "t.json", &err),
-			 HX_EINPUT);
+	ck_assert_int_eq(
+	    hx_plan_parse_text(&p, "{\"schema\": \"x\", \"version\": 1}", "t.json", &err),
+	    HX_EINPUT);
 	ck_assert_str_eq(err.msg, "t.json: /schema: must be \"hexplan.plan\"");
-	ck_assert_int_eq(hx_plan_parse_text(&p, "{\"schema\": \"hexplan.plan\", \"version\": 1, "
-					     "\"mode\": \"x\", \"bogus\": 1}", "t.json", &err),
+	ck_assert_int_eq(hx_plan_parse_text(&p,
+					    "{\"schema\": \"hexplan.plan\", \"version\": 1, "
+					    "\"mode\": \"x\", \"bogus\": 1}",
+					    "t.json", &err),
 			 HX_EINPUT);
 	ck_assert_str_eq(err.msg, "t.json: /bogus: unknown key");
 }
@@ -171,14 +182,16 @@ END_TEST
  * read back: its parse status, the plan in Q (released on failure). */
 static int parse_without(int gi, const char *const *keys, hx_plan *q, hx_err *err)
 {
-	json_t *root = hx_json_load_file(hx_check_src("tests/data/plans/mixed-baseline.json"), err);
+	json_t *root =
+	    hx_json_load_file(hx_check_src("tests/data/plans/mixed-baseline.json"), err);
 	char *text;
 	int rc;
 
 	ck_assert_msg(root != NULL, "%s", err->msg);
 	for (int i = 0; keys[i]; i++)
-		ck_assert_int_eq(json_object_del(json_array_get(json_object_get(root, "gpus"), gi),
-						 keys[i]), 0);
+		ck_assert_int_eq(
+		    json_object_del(json_array_get(json_object_get(root, "gpus"), gi), keys[i]),
+		    0);
 	text = hx_json_dump(root);
 	json_decref(root);
 	rc = hx_plan_parse_text(q, text, "t.json", err);
@@ -191,17 +204,23 @@ static int parse_without(int gi, const char *const *keys, hx_plan *q, hx_err *er
 START_TEST(test_gpu_v1_defaults)
 {
 	static const char *const fp8[] = {"tflops_fp8", NULL};
-	static const char *const optional[] = {"tflops_fp8", "intra_latency_us", "tdp_w",
-		"kernel_floor_us", "allreduce_latency_us", "iter_overhead_ms",
-		"runtime_reserve_gib", NULL};
+	static const char *const optional[] = {"tflops_fp8",
+					       "intra_latency_us",
+					       "tdp_w",
+					       "kernel_floor_us",
+					       "allreduce_latency_us",
+					       "iter_overhead_ms",
+					       "runtime_reserve_gib",
+					       NULL};
 	static const char *const core[] = {"mem_gib", NULL};
 	hx_plan p, q;
 	hx_err err = {0};
 	hx_gpu want;
 	char *a, *b;
 
-	ck_assert_msg(hx_plan_load(&p, hx_check_src("tests/data/plans/mixed-baseline.json"),
-				   &err) == 0, "%s", err.msg);
+	ck_assert_msg(
+	    hx_plan_load(&p, hx_check_src("tests/data/plans/mixed-baseline.json"), &err) == 0,
+	    "%s", err.msg);
 	/* a100-80g has no FP8 peak: without the key it is the same plan, byte for byte, so
 	 * check and simulate see the same thing */
 	ck_assert_str_eq(p.gpus[1].name, "a100-80g");

@@ -25,8 +25,9 @@ static void setup(void)
 {
 	hx_err err = {0};
 	ck_assert_msg(hx_catalog_load(&cat, NULL, &err) == 0, "%s", err.msg);
-	ck_assert_msg(hx_workload_load(&chat, hx_check_src("examples/workloads/chat.json"), &err) == 0, "%s",
-		      err.msg);
+	ck_assert_msg(
+	    hx_workload_load(&chat, hx_check_src("examples/workloads/chat.json"), &err) == 0,
+	    "%s", err.msg);
 }
 
 static void teardown(void)
@@ -80,7 +81,8 @@ START_TEST(test_single_request_exact)
 	baseline("examples/clusters/h100-node.json", "llama-3.1-8b", &p);
 	one_request(&t, 2.5, in, out);
 	ck_assert(hx_simulate(&p, &chat, &t, &o, &r, &err) == 0);
-	ck_assert(hx_plan_replica_cost(&p, &p.groups[0], &p.groups[0].replicas[0], &rep, &err) == 0);
+	ck_assert(
+	    hx_plan_replica_cost(&p, &p.groups[0], &p.groups[0].replicas[0], &rep, &err) == 0);
 	{
 		hx_batch b = {0};
 		hx_batch_add_prefill(&b, 1, in, 0);
@@ -93,8 +95,8 @@ START_TEST(test_single_request_exact)
 		want_end += hx_cost_cycle(&rep, &b, &it);
 	}
 	ck_assert_int_eq(r.finished, 1);
-	ck_assert_msg(fabs(r.records[0].first_token_s - want_first) < 1e-9, "first %.9f vs %.9f",
-		      r.records[0].first_token_s, want_first);
+	ck_assert_msg(fabs(r.records[0].first_token_s - want_first) < 1e-9,
+		      "first %.9f vs %.9f", r.records[0].first_token_s, want_first);
 	ck_assert_msg(fabs(r.records[0].finish_s - want_end) < 1e-9, "end %.9f vs %.9f",
 		      r.records[0].finish_s, want_end);
 	hx_sim_report_release(&r);
@@ -115,7 +117,8 @@ START_TEST(test_conservation)
 	baseline("examples/clusters/mixed.json", "llama-3.1-70b", &p);
 	/* Overload it (twice its capacity) so queues, KV pressure and
 	 * preemptions all happen. */
-	ck_assert(hx_gen_workload(&chat, 2 * p.predicted.capacity_rps, 6000, 0, 3, &t, &err) == 0);
+	ck_assert(hx_gen_workload(&chat, 2 * p.predicted.capacity_rps, 6000, 0, 3, &t, &err) ==
+		  0);
 	ck_assert(hx_simulate(&p, &chat, &t, &o, &r, &err) == 0);
 	ck_assert_int_eq(r.finished + r.dropped, 6000);
 	ck_assert_int_eq(r.kv_overflows, 0);
@@ -168,8 +171,9 @@ START_TEST(test_disaggregated)
 	hx_sim_opts o = {1, 1, NULL, NULL};
 	int decode_side = 0;
 
-	ck_assert_msg(hx_plan_load(&p, hx_check_src("tests/data/plans/mixed-disagg.json"), &err) == 0, "%s",
-		      err.msg);
+	ck_assert_msg(
+	    hx_plan_load(&p, hx_check_src("tests/data/plans/mixed-disagg.json"), &err) == 0,
+	    "%s", err.msg);
 	ck_assert(hx_gen_workload(&chat, 5, 2000, 0, 1, &t, &err) == 0);
 	ck_assert_msg(hx_simulate(&p, &chat, &t, &o, &r, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(r.finished + r.dropped, 2000);
@@ -212,7 +216,8 @@ START_TEST(test_cascade)
 			g->replicas[i] = from->replicas[i];
 			snprintf(g->replicas[i].id, sizeof(g->replicas[i].id), "big%d", i);
 			g->replicas[i].gpus[0] = hx_xcalloc(2, sizeof(hx_gpu_ref));
-			memcpy(g->replicas[i].gpus[0], from->replicas[i].gpus[0], 2 * sizeof(hx_gpu_ref));
+			memcpy(g->replicas[i].gpus[0], from->replicas[i].gpus[0],
+			       2 * sizeof(hx_gpu_ref));
 		}
 	}
 	p.cascade = hx_xcalloc(2, sizeof(hx_cascade_step));

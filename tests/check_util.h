@@ -38,7 +38,8 @@ static inline int hx_check_run_in(Suite *s, char *tmpdir)
 static inline const char *hx_check_src(const char *rel)
 {
 	static char path[1024];
-	snprintf(path, sizeof(path), "%s/%s", getenv("top_srcdir") ? getenv("top_srcdir") : ".", rel);
+	snprintf(path, sizeof(path), "%s/%s", getenv("top_srcdir") ? getenv("top_srcdir") : ".",
+		 rel);
 	return path;
 }
 

@@ -37,9 +37,9 @@ static void setup(void)
 {
 	hx_err err = {0};
 	ck_assert_msg(hx_catalog_load(&cat, NULL, &err) == 0, "%s", err.msg);
-	ck_assert_msg(hx_cluster_load(&mixed, src_path("examples/clusters/mixed.json"), &cat,
-				      &err) == 0,
-		      "%s", err.msg);
+	ck_assert_msg(
+	    hx_cluster_load(&mixed, src_path("examples/clusters/mixed.json"), &cat, &err) == 0,
+	    "%s", err.msg);
 }
 
 static void teardown(void)
@@ -101,48 +101,45 @@ static const struct broken {
 	const char *ptr;
 	const char *msg; /* a part of the message */
 } broken[] = {
-	{"bad-unknown-gpu.json", HX_V_UNKNOWN_GPU, "/groups/0/replicas/1/placement/0/3",
-	 "GPU \"h100-0:8\": node \"h100-0\" has 8 GPUs"},
-	{"bad-unknown-node.json", HX_V_UNKNOWN_GPU, "/groups/1/replicas/1/placement/0/0",
-	 "the cluster has no node \"a100-9\""},
-	{"bad-gpu-twice.json", HX_V_GPU_TWICE, "/groups/0/replicas/1/placement/0/0",
-	 "already used at /groups/0/replicas/0/placement/0/3"},
-	{"bad-gpu-type.json", HX_V_GPU_TYPE, "/groups/1/replicas/1/placement/0/0",
-	 "node \"l40s-2\" has l40s GPUs, not the stage's a100-80g"},
-	{"bad-tp-count.json", HX_V_TP_COUNT, "/groups/0/replicas/1/placement/0",
-	 "has 3 GPUs, the stage's tp is 4"},
-	{"bad-layers.json", HX_V_LAYERS, "/groups/2/stages/1/layers",
-	 "starts at layer 41, not 40"},
-	{"bad-tp-heads.json", HX_V_TP_HEADS, "/groups/0/stages/0/tp",
-	 "tp 3 does not divide the 64 attention heads"},
-	{"bad-memory.json", HX_V_MEMORY, "/groups/3/replicas/0/placement/0",
-	 "short by 27.83 GiB"},
-	{"bad-cross-node.json", HX_V_CROSS_NODE, "/groups/1/replicas/1/placement/0",
-	 "spans nodes \"a100-0\" and \"a100-1\""},
-	{"bad-undeclared-gpu.json", HX_V_UNDECLARED, "/groups/2/stages/0/gpu",
-	 "GPU \"l40s\" is not among the plan's gpus"},
-	{"bad-undeclared-model.json", HX_V_UNDECLARED, "/groups/1/model",
-	 "model \"llama-3.1-8b\" is not among the plan's models"},
-	{"bad-route-negative.json", HX_V_ROUTING, "/routing/ingress/2/weight", "is negative"},
-	{"bad-route-sum.json", HX_V_ROUTING, "/routing/ingress",
-	 "the weights for all traffic sum to 0.9, not 1"},
-	{"bad-route-class-sum.json", HX_V_ROUTING, "/routing/ingress",
-	 "the weights of class \"short\" sum to 0.9"},
-	{"bad-route-group.json", HX_V_ROUTING, "/routing/ingress/2/group", "no group \"g9\""},
-	{"bad-route-empty.json", HX_V_ROUTING, "/routing/ingress", "no route"},
-	{"bad-kv-sum.json", HX_V_ROUTING, "/routing/kv",
-	 "the weights from \"g0r0\" sum to 0.9"},
-	{"bad-kv-replica.json", HX_V_ROUTING, "/routing/kv/1/to", "no replica \"g1r7\""},
-	{"bad-hops-replica.json", HX_V_ROUTING, "/routing/hops/0/to", "no replica \"g2r9\""},
-	{"bad-hops-sum.json", HX_V_ROUTING, "/routing/hops", "from \"g2r0/s0\" sum to 0.5"},
-	{"bad-cascade-model.json", HX_V_ROUTING, "/routing/cascade/0/model",
-	 "model \"llama-3.1-8b\" is not among the plan's models"},
-	{"bad-role-no-kv.json", HX_V_ROLES, "/groups/0/replicas/1/id",
-	 "prefill replica \"g0r1\" has no kv route"},
-	{"bad-role-kv-from.json", HX_V_ROLES, "/routing/kv/4/from", "is decode, not prefill"},
-	{"bad-role-kv-to.json", HX_V_ROLES, "/routing/kv/3/to", "is prefill, not decode"},
-	{"bad-duplicate-replica.json", HX_V_DUP_REPLICA, "/groups/1/replicas/1/id",
-	 "duplicate replica id \"g1r0\""},
+    {"bad-unknown-gpu.json", HX_V_UNKNOWN_GPU, "/groups/0/replicas/1/placement/0/3",
+     "GPU \"h100-0:8\": node \"h100-0\" has 8 GPUs"},
+    {"bad-unknown-node.json", HX_V_UNKNOWN_GPU, "/groups/1/replicas/1/placement/0/0",
+     "the cluster has no node \"a100-9\""},
+    {"bad-gpu-twice.json", HX_V_GPU_TWICE, "/groups/0/replicas/1/placement/0/0",
+     "already used at /groups/0/replicas/0/placement/0/3"},
+    {"bad-gpu-type.json", HX_V_GPU_TYPE, "/groups/1/replicas/1/placement/0/0",
+     "node \"l40s-2\" has l40s GPUs, not the stage's a100-80g"},
+    {"bad-tp-count.json", HX_V_TP_COUNT, "/groups/0/replicas/1/placement/0",
+     "has 3 GPUs, the stage's tp is 4"},
+    {"bad-layers.json", HX_V_LAYERS, "/groups/2/stages/1/layers", "starts at layer 41, not 40"},
+    {"bad-tp-heads.json", HX_V_TP_HEADS, "/groups/0/stages/0/tp",
+     "tp 3 does not divide the 64 attention heads"},
+    {"bad-memory.json", HX_V_MEMORY, "/groups/3/replicas/0/placement/0", "short by 27.83 GiB"},
+    {"bad-cross-node.json", HX_V_CROSS_NODE, "/groups/1/replicas/1/placement/0",
+     "spans nodes \"a100-0\" and \"a100-1\""},
+    {"bad-undeclared-gpu.json", HX_V_UNDECLARED, "/groups/2/stages/0/gpu",
+     "GPU \"l40s\" is not among the plan's gpus"},
+    {"bad-undeclared-model.json", HX_V_UNDECLARED, "/groups/1/model",
+     "model \"llama-3.1-8b\" is not among the plan's models"},
+    {"bad-route-negative.json", HX_V_ROUTING, "/routing/ingress/2/weight", "is negative"},
+    {"bad-route-sum.json", HX_V_ROUTING, "/routing/ingress",
+     "the weights for all traffic sum to 0.9, not 1"},
+    {"bad-route-class-sum.json", HX_V_ROUTING, "/routing/ingress",
+     "the weights of class \"short\" sum to 0.9"},
+    {"bad-route-group.json", HX_V_ROUTING, "/routing/ingress/2/group", "no group \"g9\""},
+    {"bad-route-empty.json", HX_V_ROUTING, "/routing/ingress", "no route"},
+    {"bad-kv-sum.json", HX_V_ROUTING, "/routing/kv", "the weights from \"g0r0\" sum to 0.9"},
+    {"bad-kv-replica.json", HX_V_ROUTING, "/routing/kv/1/to", "no replica \"g1r7\""},
+    {"bad-hops-replica.json", HX_V_ROUTING, "/routing/hops/0/to", "no replica \"g2r9\""},
+    {"bad-hops-sum.json", HX_V_ROUTING, "/routing/hops", "from \"g2r0/s0\" sum to 0.5"},
+    {"bad-cascade-model.json", HX_V_ROUTING, "/routing/cascade/0/model",
+     "model \"llama-3.1-8b\" is not among the plan's models"},
+    {"bad-role-no-kv.json", HX_V_ROLES, "/groups/0/replicas/1/id",
+     "prefill replica \"g0r1\" has no kv route"},
+    {"bad-role-kv-from.json", HX_V_ROLES, "/routing/kv/4/from", "is decode, not prefill"},
+    {"bad-role-kv-to.json", HX_V_ROLES, "/routing/kv/3/to", "is prefill, not decode"},
+    {"bad-duplicate-replica.json", HX_V_DUP_REPLICA, "/groups/1/replicas/1/id",
+     "duplicate replica id \"g1r0\""},
 };
 
 START_TEST(test_broken_plan)
@@ -196,10 +193,10 @@ START_TEST(test_many_defects)
 	int n;
 
 	load_plan(&p, "mixed-baseline.json");
-	p.groups[0].replicas[1].gpus[0][2].index = 1;   /* h100-0:1 twice */
-	p.groups[1].stage[0].tp = 5;                    /* heads, and both placements */
-	strcpy(p.groups[2].replicas[0].id, "g0r0");     /* duplicate id */
-	p.ingress[0].weight = -p.ingress[0].weight;      /* negative, sum off */
+	p.groups[0].replicas[1].gpus[0][2].index = 1; /* h100-0:1 twice */
+	p.groups[1].stage[0].tp = 5;                  /* heads, and both placements */
+	strcpy(p.groups[2].replicas[0].id, "g0r0");   /* duplicate id */
+	p.ingress[0].weight = -p.ingress[0].weight;   /* negative, sum off */
 	v = verify(&p, &mixed, -1, &n);
 	ck_assert_int_ge(find(v, n, HX_V_GPU_TWICE, "/groups/0/replicas/1/placement/0/2"), 0);
 	ck_assert_int_ge(find(v, n, HX_V_TP_HEADS, "/groups/1/stages/0/tp"), 0);
@@ -232,8 +229,8 @@ START_TEST(test_layer_cover)
 	ck_assert_str_eq(v[0].ptr, "/groups/0/stages/0/layers");
 	ck_assert_str_eq(v[0].msg, "starts at layer 2, not 0");
 	ck_assert_str_eq(v[1].ptr, "/groups/1/stages/0/layers");
-	ck_assert_str_eq(v[1].msg,
-			 "the last stage ends at layer 79, not at the 80 layers of llama-3.1-70b");
+	ck_assert_str_eq(
+	    v[1].msg, "the last stage ends at layer 79, not at the 80 layers of llama-3.1-70b");
 	ck_assert_str_eq(v[2].ptr, "/groups/2/stages/0/layers");
 	ck_assert_str_eq(v[2].msg, "[0, 0) holds no layers");
 	ck_assert_str_eq(v[3].ptr, "/groups/2/stages/1/layers");

@@ -8,14 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static json_t *load_common(const char *text, size_t len, const char *name,
-			   hx_err *err)
+static json_t *load_common(const char *text, size_t len, const char *name, hx_err *err)
 {
 	json_error_t je;
 	json_t *v;
 
-	v = json_loadb(text, len, JSON_REJECT_DUPLICATES,
-		       &je);
+	v = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (!v) {
 		hx_errf(err, HX_EINPUT, "%s:%d:%d: %s", name, je.line < 1 ? 1 : je.line,
 			je.column < 1 ? 1 : je.column, je.text);
@@ -52,8 +50,10 @@ json_t *hx_json_load_file(const char *path, hx_err *err)
 	}
 	if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
 		free(text);
-		hx_errf(err, HX_EINPUT,
-			"%s:1:1: a UTF-8 byte order mark is not allowed at the start of JSON text", name);
+		hx_errf(
+		    err, HX_EINPUT,
+		    "%s:1:1: a UTF-8 byte order mark is not allowed at the start of JSON text",
+		    name);
 		return NULL;
 	}
 	v = load_common(text, len, name, err);
@@ -140,8 +140,7 @@ void hx_ptr_index(char *out, size_t n, const char *ptr, size_t index)
 	snprintf(out, n, "%s/%zu", ptr, index);
 }
 
-int hx_jr_object(const hx_jr *r, const json_t *v, const char *ptr,
-		 const char *const *allowed)
+int hx_jr_object(const hx_jr *r, const json_t *v, const char *ptr, const char *const *allowed)
 {
 	const char *key;
 	json_t *val;
@@ -149,7 +148,8 @@ int hx_jr_object(const hx_jr *r, const json_t *v, const char *ptr,
 
 	if (!json_is_object(v))
 		return hx_jr_fail(r, ptr, "must be an object, not %s", type_name(v));
-	json_object_foreach((json_t *)v, key, val) {
+	json_object_foreach((json_t *)v, key, val)
+	{
 		const char *const *a;
 		for (a = allowed; *a; a++)
 			if (strcmp(*a, key) == 0)
@@ -162,8 +162,7 @@ int hx_jr_object(const hx_jr *r, const json_t *v, const char *ptr,
 	return 0;
 }
 
-int hx_jr_array(const hx_jr *r, const json_t *v, const char *ptr, size_t min_len,
-		size_t *n)
+int hx_jr_array(const hx_jr *r, const json_t *v, const char *ptr, size_t min_len, size_t *n)
 {
 	if (!json_is_array(v))
 		return hx_jr_fail(r, ptr, "must be an array, not %s", type_name(v));
@@ -207,8 +206,8 @@ static int number(const hx_jr *r, const json_t *obj, const char *ptr, const char
 	return 1;
 }
 
-int hx_jr_num(const hx_jr *r, const json_t *obj, const char *ptr, const char *key,
-	      int required, double lo, double hi, double *out)
+int hx_jr_num(const hx_jr *r, const json_t *obj, const char *ptr, const char *key, int required,
+	      double lo, double hi, double *out)
 {
 	char p[512];
 	double x;
@@ -222,8 +221,8 @@ int hx_jr_num(const hx_jr *r, const json_t *obj, const char *ptr, const char *ke
 	return 0;
 }
 
-int hx_jr_pos(const hx_jr *r, const json_t *obj, const char *ptr, const char *key,
-	      int required, double *out)
+int hx_jr_pos(const hx_jr *r, const json_t *obj, const char *ptr, const char *key, int required,
+	      double *out)
 {
 	char p[512];
 	double x;
@@ -237,8 +236,8 @@ int hx_jr_pos(const hx_jr *r, const json_t *obj, const char *ptr, const char *ke
 	return 0;
 }
 
-int hx_jr_int(const hx_jr *r, const json_t *obj, const char *ptr, const char *key,
-	      int required, long lo, long hi, long *out)
+int hx_jr_int(const hx_jr *r, const json_t *obj, const char *ptr, const char *key, int required,
+	      long lo, long hi, long *out)
 {
 	char p[512];
 	json_t *v;
@@ -276,8 +275,8 @@ int hx_jr_bool(const hx_jr *r, const json_t *obj, const char *ptr, const char *k
 	return 0;
 }
 
-int hx_jr_str(const hx_jr *r, const json_t *obj, const char *ptr, const char *key,
-	      int required, char *buf, size_t n)
+int hx_jr_str(const hx_jr *r, const json_t *obj, const char *ptr, const char *key, int required,
+	      char *buf, size_t n)
 {
 	char p[512];
 	json_t *v;
@@ -331,7 +330,8 @@ int hx_jr_version(const hx_jr *r, const json_t *obj)
 	if (rc)
 		return rc;
 	if (v != 1)
-		return hx_jr_fail(r, "/version", "unsupported version %ld (this hexplan reads version 1)", v);
+		return hx_jr_fail(r, "/version",
+				  "unsupported version %ld (this hexplan reads version 1)", v);
 	return 0;
 }
 

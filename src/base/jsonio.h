@@ -30,28 +30,26 @@ typedef struct hx_jr {
 
 /* Fail with "FILE: PTR: message". */
 int hx_jr_fail(const hx_jr *r, const char *ptr, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* V must be an object whose keys are all in ALLOWED (NULL-terminated). */
-int hx_jr_object(const hx_jr *r, const json_t *v, const char *ptr,
-		 const char *const *allowed);
+int hx_jr_object(const hx_jr *r, const json_t *v, const char *ptr, const char *const *allowed);
 /* V must be an array; *N gets its length.  MIN_LEN: fewest items allowed. */
-int hx_jr_array(const hx_jr *r, const json_t *v, const char *ptr, size_t min_len,
-		size_t *n);
+int hx_jr_array(const hx_jr *r, const json_t *v, const char *ptr, size_t min_len, size_t *n);
 
 /* Field getters on object OBJ at pointer PTR.  When the key is absent and
  * REQUIRED is 0 the output keeps its value (the default). */
-int hx_jr_num(const hx_jr *r, const json_t *obj, const char *ptr, const char *key,
-	      int required, double lo, double hi, double *out);
+int hx_jr_num(const hx_jr *r, const json_t *obj, const char *ptr, const char *key, int required,
+	      double lo, double hi, double *out);
 /* Like hx_jr_num, but LO itself is not allowed (a positive number: lo 0). */
-int hx_jr_pos(const hx_jr *r, const json_t *obj, const char *ptr, const char *key,
-	      int required, double *out);
-int hx_jr_int(const hx_jr *r, const json_t *obj, const char *ptr, const char *key,
-	      int required, long lo, long hi, long *out);
+int hx_jr_pos(const hx_jr *r, const json_t *obj, const char *ptr, const char *key, int required,
+	      double *out);
+int hx_jr_int(const hx_jr *r, const json_t *obj, const char *ptr, const char *key, int required,
+	      long lo, long hi, long *out);
 int hx_jr_bool(const hx_jr *r, const json_t *obj, const char *ptr, const char *key,
 	       int required, int *out);
 /* String copied into BUF[N]; an empty string or one too long is an error. */
-int hx_jr_str(const hx_jr *r, const json_t *obj, const char *ptr, const char *key,
-	      int required, char *buf, size_t n);
+int hx_jr_str(const hx_jr *r, const json_t *obj, const char *ptr, const char *key, int required,
+	      char *buf, size_t n);
 /* String that must be one of CHOICES (NULL-terminated); *OUT gets its index. */
 int hx_jr_enum(const hx_jr *r, const json_t *obj, const char *ptr, const char *key,
 	       int required, const char *const *choices, int *out);

@@ -120,7 +120,8 @@ char *hx_read_file_max(const char *path, size_t max, size_t *len, hx_err *err)
 		return NULL;
 	}
 	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uintmax_t)st.st_size > max) {
-		hx_errf(err, HX_EINPUT, "%s: the file is larger than hexplan's limit of %s for this input",
+		hx_errf(err, HX_EINPUT,
+			"%s: the file is larger than hexplan's limit of %s for this input",
 			hx_display_path(path), lim);
 		goto fail;
 	}
@@ -132,7 +133,8 @@ char *hx_read_file_max(const char *path, size_t max, size_t *len, hx_err *err)
 		got = fread(buf + n, 1, cap - n, f);
 		n += got;
 		if (n > max) {
-			hx_errf(err, HX_EINPUT, "%s: the input is larger than hexplan's limit of %s",
+			hx_errf(err, HX_EINPUT,
+				"%s: the input is larger than hexplan's limit of %s",
 				hx_display_path(path), lim);
 			goto fail;
 		}
@@ -140,7 +142,8 @@ char *hx_read_file_max(const char *path, size_t max, size_t *len, hx_err *err)
 			break;
 	}
 	if (ferror(f)) {
-		hx_errf(err, HX_EINPUT, "%s: %s", hx_display_path(path), strerror(errno ? errno : EIO));
+		hx_errf(err, HX_EINPUT, "%s: %s", hx_display_path(path),
+			strerror(errno ? errno : EIO));
 		goto fail;
 	}
 	buf[n] = '\0';
@@ -281,19 +284,22 @@ int hx_write_files_atomic(const hx_out_file *f, int n, hx_err *err)
 
 	for (i = 0; i < n && !rc; i++) {
 		if (strcmp(f[i].path, "-") == 0) {
-			if (fwrite(f[i].data, 1, f[i].len, stdout) != f[i].len || fflush(stdout) != 0)
+			if (fwrite(f[i].data, 1, f[i].len, stdout) != f[i].len ||
+			    fflush(stdout) != 0)
 				rc = hx_errf(err, HX_EINPUT, "<stdout>: %s", strerror(errno));
 		} else if (!is_special(f[i].path)) {
 			rc = stage(f[i].path, f[i].data, f[i].len, &tmp[i], err);
 			if (!rc && f[i].mode && chmod(tmp[i], (mode_t)f[i].mode) != 0)
-				rc = hx_errf(err, HX_EINPUT, "%s: %s", f[i].path, strerror(errno));
+				rc = hx_errf(err, HX_EINPUT, "%s: %s", f[i].path,
+					     strerror(errno));
 		}
 	}
 	/* Every file is staged before the first replaces its old version. */
 	for (i = 0; i < n && !rc; i++) {
 		if (tmp[i]) {
 			if (rename(tmp[i], f[i].path) != 0)
-				rc = hx_errf(err, HX_EINPUT, "%s: %s", f[i].path, strerror(errno));
+				rc = hx_errf(err, HX_EINPUT, "%s: %s", f[i].path,
+					     strerror(errno));
 			else {
 				free(tmp[i]);
 				tmp[i] = NULL;
@@ -423,15 +429,16 @@ double hx_norm_quantile(double p)
 {
 	/* Acklam's rational approximation refined by one Halley step. */
 	static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
-		-2.759285104469687e+02, 1.383577518672690e+02, -3.066479806614716e+01,
-		2.506628277459239e+00};
+				   -2.759285104469687e+02, 1.383577518672690e+02,
+				   -3.066479806614716e+01, 2.506628277459239e+00};
 	static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
-		-1.556989798598866e+02, 6.680131188771972e+01, -1.328068155288572e+01};
+				   -1.556989798598866e+02, 6.680131188771972e+01,
+				   -1.328068155288572e+01};
 	static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
-		-2.400758277161838e+00, -2.549732539343734e+00, 4.374664141464968e+00,
-		2.938163982698783e+00};
+				   -2.400758277161838e+00, -2.549732539343734e+00,
+				   4.374664141464968e+00,  2.938163982698783e+00};
 	static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01,
-		2.445134137142996e+00, 3.754408661907416e+00};
+				   2.445134137142996e+00, 3.754408661907416e+00};
 	double q, r, x, e, u;
 
 	if (p <= 0)

@@ -29,8 +29,7 @@ typedef struct hx_err {
 } hx_err;
 
 /* Fill ERR (may be NULL) with CODE and a printf-style message; return CODE. */
-int hx_errf(hx_err *err, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+int hx_errf(hx_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Allocation that never returns NULL: prints one line and aborts. */
 void *hx_xmalloc(size_t n);
@@ -58,7 +57,7 @@ int hx_past(double deadline);
 /* Input size limits (hexplan-formats(5), LIMITS): JSON files, and CSV
  * traces and measurements. */
 #define HX_MAX_JSON_BYTES ((size_t)64 << 20)
-#define HX_MAX_CSV_BYTES ((size_t)2 << 30)
+#define HX_MAX_CSV_BYTES  ((size_t)2 << 30)
 
 /* Write DATA atomically to PATH: a temporary file in the same directory,
  * flushed and renamed over PATH, so PATH is either the old file or the whole
@@ -111,7 +110,7 @@ double hx_round6(double v);
 /* Median and p-quantile (0..1, linear interpolation) of N values; sorts V. */
 double hx_quantile(double *v, size_t n, double q);
 
-#define HX_GIB (1024.0 * 1024.0 * 1024.0)
+#define HX_GIB          (1024.0 * 1024.0 * 1024.0)
 #define HX_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif

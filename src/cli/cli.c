@@ -25,16 +25,13 @@ int hx_cli_global(hx_cli *cli, int opt, const char *arg)
 int hx_cli_common(hx_cli *cli, const char *cmd, int opt, char **argv, int *table)
 {
 	switch (opt) {
-	case 'h':
-		return hx_cli_help(cmd);
+	case 'h': return hx_cli_help(cmd);
 	case HX_OPT_FORMAT:
 		if (table)
 			return hx_cli_format(cmd, optarg, table) ? HX_EUSAGE : HX_CLI_GO;
 		break;
-	case ':':
-		return hx_cli_usage_error(cmd, "%s needs an argument", argv[optind - 1]);
-	case '?':
-		return hx_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+	case ':': return hx_cli_usage_error(cmd, "%s needs an argument", argv[optind - 1]);
+	case '?': return hx_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
 	default:
 		if (hx_cli_global(cli, opt, optarg))
 			return HX_CLI_GO;
@@ -118,8 +115,7 @@ int hx_cli_help(const char *cmd)
 	return 0;
 }
 
-int hx_cli_int(const char *cmd, const char *opt, const char *s, long lo, long hi,
-	       long *out)
+int hx_cli_int(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out)
 {
 	char *end;
 	long v;
@@ -127,8 +123,8 @@ int hx_cli_int(const char *cmd, const char *opt, const char *s, long lo, long hi
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (!*s || *end || errno || v < lo || v > hi)
-		return hx_cli_usage_error(cmd, "%s must be an integer from %ld to %ld, not \"%s\"",
-					  opt, lo, hi, s);
+		return hx_cli_usage_error(
+		    cmd, "%s must be an integer from %ld to %ld, not \"%s\"", opt, lo, hi, s);
 	*out = v;
 	return 0;
 }
@@ -142,8 +138,8 @@ int hx_cli_num(const char *cmd, const char *opt, const char *s, double lo, doubl
 	errno = 0;
 	v = strtod(s, &end);
 	if (!*s || *end || errno || !isfinite(v) || v < lo || v > hi)
-		return hx_cli_usage_error(cmd, "%s must be a number from %g to %g, not \"%s\"", opt,
-					  lo, hi, s);
+		return hx_cli_usage_error(cmd, "%s must be a number from %g to %g, not \"%s\"",
+					  opt, lo, hi, s);
 	*out = v;
 	return 0;
 }

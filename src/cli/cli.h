@@ -54,16 +54,13 @@ extern const char *const hx_profiles_usage[];
 extern const char *const hx_validate_usage[];
 
 /* Long-option values shared by every command. */
-enum {
-	HX_OPT_CATALOG = 1000,
-	HX_OPT_CALIBRATION,
-	HX_OPT_FORMAT,
-	HX_OPT_HELP = 'h'
-};
-#define HX_GLOBAL_LONGOPTS                                              \
-	{"catalog", required_argument, NULL, HX_OPT_CATALOG},            \
-	{"calibration", required_argument, NULL, HX_OPT_CALIBRATION},    \
-	{"help", no_argument, NULL, 'h'}
+enum { HX_OPT_CATALOG = 1000, HX_OPT_CALIBRATION, HX_OPT_FORMAT, HX_OPT_HELP = 'h' };
+#define HX_GLOBAL_LONGOPTS                                                                     \
+	{"catalog", required_argument, NULL, HX_OPT_CATALOG},                                  \
+	    {"calibration", required_argument, NULL, HX_OPT_CALIBRATION},                      \
+	{                                                                                      \
+		"help", no_argument, NULL, 'h'                                                 \
+	}
 
 /* What hx_cli_common returns when the option was an ordinary one. */
 #define HX_CLI_GO (-1)
@@ -83,14 +80,13 @@ void hx_cli_release(hx_cli *cli);
 int hx_cli_fail(const hx_err *err);
 /* Print an error and the command's usage to stderr; return HX_EUSAGE. */
 int hx_cli_usage_error(const char *cmd, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 /* Print the command's usage to stdout (for --help); return 0. */
 int hx_cli_help(const char *cmd);
 
 /* Parse an integer/number option value; on failure print a usage error
  * naming OPT and return HX_EUSAGE. */
-int hx_cli_int(const char *cmd, const char *opt, const char *s, long lo, long hi,
-	       long *out);
+int hx_cli_int(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out);
 int hx_cli_num(const char *cmd, const char *opt, const char *s, double lo, double hi,
 	       double *out);
 /* --format json|table: 0 json, 1 table; HX_EUSAGE printed when neither. */

@@ -12,9 +12,9 @@
 #define CMD "calibrate"
 
 const char *const hx_calibrate_usage[] = {
-	"hexplan calibrate -m MODEL -g GPU [-o calibration.json] [--format json|table] "
-	"measurements.csv",
-	NULL};
+    "hexplan calibrate -m MODEL -g GPU [-o calibration.json] [--format json|table] "
+    "measurements.csv",
+    NULL};
 
 static const char *const phase_names[] = {"prefill", "decode", "linear"};
 
@@ -35,7 +35,8 @@ static int run(hx_cli *cli, const char *model, const char *gpu, const char *csv,
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;
 	if (!(g = hx_catalog_gpu(cat, gpu))) {
-		hx_errf(&err, HX_EINPUT, "unknown GPU \"%s\" (see 'hexplan profiles list')", gpu);
+		hx_errf(&err, HX_EINPUT, "unknown GPU \"%s\" (see 'hexplan profiles list')",
+			gpu);
 		return hx_cli_fail(&err);
 	}
 	if ((rc = hx_model_resolve(cat, model, &m, &err)))
@@ -51,7 +52,8 @@ static int run(hx_cli *cli, const char *model, const char *gpu, const char *csv,
 			skipped++;
 	}
 	if (k == 0) {
-		rc = hx_errf(&err, HX_EINPUT, "%s: no rows for gpu %s and model %s", csv, g->name, m.name);
+		rc = hx_errf(&err, HX_EINPUT, "%s: no rows for gpu %s and model %s", csv,
+			     g->name, m.name);
 		goto out;
 	}
 	if (skipped)
@@ -98,24 +100,27 @@ static int run(hx_cli *cli, const char *model, const char *gpu, const char *csv,
 	if (table) {
 		hx_buf_printf(&t, "%s on %s: %d points, fitted", m.name, g->name, k);
 		for (int i = 0; i < fit.nkeys; i++)
-			hx_buf_printf(&t, " %s=%.4g", fit.keys[i], *hx_gpu_field(&fit.fitted, fit.keys[i]));
+			hx_buf_printf(&t, " %s=%.4g", fit.keys[i],
+				      *hx_gpu_field(&fit.fitted, fit.keys[i]));
 		hx_buf_printf(&t, "\nerror  median %.1f%% -> %.1f%%, p90 %.1f%% -> %.1f%%\n\n",
 			      fit.median_ape_before, fit.median_ape_after, fit.p90_ape_before,
 			      fit.p90_ape_after);
-		hx_buf_printf(&t, "%6s %-8s %3s %6s %7s %8s %10s %10s %10s %8s\n", "line", "phase", "tp",
-			      "batch", "tokens", "context", "ms", "before_ms", "after_ms", "error%");
+		hx_buf_printf(&t, "%6s %-8s %3s %6s %7s %8s %10s %10s %10s %8s\n", "line",
+			      "phase", "tp", "batch", "tokens", "context", "ms", "before_ms",
+			      "after_ms", "error%");
 		for (int i = 0; i < k; i++)
-			hx_buf_printf(&t, "%6d %-8s %3d %6d %7d %8d %10.4f %10.4f %10.4f %8.1f\n",
-				      pts[i].line, phase_names[pts[i].phase], pts[i].tp, pts[i].batch,
-				      pts[i].tokens, pts[i].context, pts[i].ms, fit.before_ms[i],
-				      fit.after_ms[i], (fit.after_ms[i] / pts[i].ms - 1) * 100);
+			hx_buf_printf(
+			    &t, "%6d %-8s %3d %6d %7d %8d %10.4f %10.4f %10.4f %8.1f\n",
+			    pts[i].line, phase_names[pts[i].phase], pts[i].tp, pts[i].batch,
+			    pts[i].tokens, pts[i].context, pts[i].ms, fit.before_ms[i],
+			    fit.after_ms[i], (fit.after_ms[i] / pts[i].ms - 1) * 100);
 		rc = hx_cli_output("-", t.s);
 	} else if (!out_path) {
 		text = hx_json_dump(doc);
 		rc = hx_cli_output("-", text);
 	} else {
-		fprintf(stderr, "hexplan: %d points, median error %.1f%% -> %.1f%%; wrote %s\n", k,
-			fit.median_ape_before, fit.median_ape_after, out_path);
+		fprintf(stderr, "hexplan: %d points, median error %.1f%% -> %.1f%%; wrote %s\n",
+			k, fit.median_ape_before, fit.median_ape_after, out_path);
 	}
 out:
 	if (rc && err.msg[0])
@@ -131,13 +136,12 @@ out:
 
 int cmd_calibrate(hx_cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"model", required_argument, NULL, 'm'},
-		{"gpu", required_argument, NULL, 'g'},
-		{"output", required_argument, NULL, 'o'},
-		{"format", required_argument, NULL, HX_OPT_FORMAT},
-		HX_GLOBAL_LONGOPTS,
-		{NULL, 0, NULL, 0}};
+	static const struct option opts[] = {{"model", required_argument, NULL, 'm'},
+					     {"gpu", required_argument, NULL, 'g'},
+					     {"output", required_argument, NULL, 'o'},
+					     {"format", required_argument, NULL, HX_OPT_FORMAT},
+					     HX_GLOBAL_LONGOPTS,
+					     {NULL, 0, NULL, 0}};
 	const char *model = NULL, *gpu = NULL, *out = NULL;
 	int c, rc, table = 0;
 

@@ -14,17 +14,15 @@
 #define CMD "check"
 
 const char *const hx_check_usage[] = {
-	"hexplan check -p plan.json -c cluster.json [--format json|table]",
-	NULL};
+    "hexplan check -p plan.json -c cluster.json [--format json|table]", NULL};
 
 int cmd_check(hx_cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"plan", required_argument, NULL, 'p'},
-		{"cluster", required_argument, NULL, 'c'},
-		{"format", required_argument, NULL, HX_OPT_FORMAT},
-		HX_GLOBAL_LONGOPTS,
-		{NULL, 0, NULL, 0}};
+	static const struct option opts[] = {{"plan", required_argument, NULL, 'p'},
+					     {"cluster", required_argument, NULL, 'c'},
+					     {"format", required_argument, NULL, HX_OPT_FORMAT},
+					     HX_GLOBAL_LONGOPTS,
+					     {NULL, 0, NULL, 0}};
 	const char *ppath = NULL, *cpath = NULL;
 	const hx_catalog *cat;
 	hx_cluster cl;

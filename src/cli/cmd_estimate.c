@@ -12,10 +12,10 @@
 #define CMD "estimate"
 
 const char *const hx_estimate_usage[] = {
-	"hexplan estimate -m MODEL -g GPU [--tp N] [--pp N] [--batch B] [--input N] "
-	"[--output N] [--weights bf16|fp8|int4] [--kv fp16|fp8] [-w workload.json] "
-	"[--format json|table]",
-	NULL};
+    "hexplan estimate -m MODEL -g GPU [--tp N] [--pp N] [--batch B] [--input N] "
+    "[--output N] [--weights bf16|fp8|int4] [--kv fp16|fp8] [-w workload.json] "
+    "[--format json|table]",
+    NULL};
 
 enum { OPT_TP = 2000, OPT_PP, OPT_BATCH, OPT_INPUT, OPT_OUTPUT, OPT_WEIGHTS, OPT_KV };
 
@@ -37,9 +37,11 @@ static json_t *breakdown_json(const hx_breakdown *b, int layers)
 
 static void table_breakdown(hx_buf *t, const char *what, const hx_breakdown *b, int layers)
 {
-	hx_buf_printf(t, "  %-9s linear %.4f  attention %.4f  communication %.4f  overhead %.4f ms/layer\n",
-		      what, b->linear_s * 1e3 / layers, b->attention_s * 1e3 / layers,
-		      b->comm_s * 1e3 / layers, b->overhead_s * 1e3 / layers);
+	hx_buf_printf(
+	    t,
+	    "  %-9s linear %.4f  attention %.4f  communication %.4f  overhead %.4f ms/layer\n",
+	    what, b->linear_s * 1e3 / layers, b->attention_s * 1e3 / layers,
+	    b->comm_s * 1e3 / layers, b->overhead_s * 1e3 / layers);
 }
 
 /* What estimate computed, for the two forms of its report. */
@@ -145,16 +147,21 @@ static char *estimate_table(const est_args *a, const est *e)
 		      a->batch, e->ctx, e->dec->cycle_s * 1e3, a->batch / e->dec->cycle_s);
 	table_breakdown(&t, "prefill", &e->pre->sum, layers);
 	table_breakdown(&t, "decode", &e->dec->sum, layers);
-	hx_buf_printf(&t, "memory    %.1f GiB weights per GPU, %.1f GiB KV: %.0f tokens, max batch %.0f\n",
-		      e->mem->st[0].weights_b / HX_GIB, e->mem->st[0].kv_b / HX_GIB,
-		      e->mem->kv_tokens, floor(e->mem->kv_tokens / (a->input + a->output)));
+	hx_buf_printf(
+	    &t,
+	    "memory    %.1f GiB weights per GPU, %.1f GiB KV: %.0f tokens, max batch %.0f\n",
+	    e->mem->st[0].weights_b / HX_GIB, e->mem->st[0].kv_b / HX_GIB, e->mem->kv_tokens,
+	    floor(e->mem->kv_tokens / (a->input + a->output)));
 	if (e->w && e->cap->rps > 0)
-		hx_buf_printf(&t, "capacity  %.3f req/s at the SLO (batch %.1f, tpot %.2f ms, ttft p%g %.1f ms; bound by %s)\n",
+		hx_buf_printf(&t,
+			      "capacity  %.3f req/s at the SLO (batch %.1f, tpot %.2f ms, ttft "
+			      "p%g %.1f ms; bound by %s)\n",
 			      e->cap->rps, e->cap->batch, e->cap->tpot_ms, e->w->slo.percentile,
 			      e->cap->ttft_ms, e->cap->binding);
 	else if (e->w)
-		hx_buf_printf(&t, "capacity  0 req/s: even one request misses the SLO (bound by %s)\n",
-			      e->cap->binding);
+		hx_buf_printf(
+		    &t, "capacity  0 req/s: even one request misses the SLO (bound by %s)\n",
+		    e->cap->binding);
 	return t.s;
 }
 
@@ -180,7 +187,8 @@ static int run(hx_cli *cli, const est_args *a)
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;
 	if (!(g = hx_catalog_gpu(cat, a->gpu))) {
-		hx_errf(&err, HX_EINPUT, "unknown GPU \"%s\" (see 'hexplan profiles list')", a->gpu);
+		hx_errf(&err, HX_EINPUT, "unknown GPU \"%s\" (see 'hexplan profiles list')",
+			a->gpu);
 		return hx_cli_fail(&err);
 	}
 	if ((rc = hx_model_resolve(cat, a->model, &m, &err)))
@@ -212,20 +220,23 @@ static int run(hx_cli *cli, const est_args *a)
 	hx_cost_memory(&r, have_w ? w.serving.mem_util : HX_DEFAULT_MEM_UTIL, &mem);
 	if (!mem.fits) {
 		const hx_mem_stage *s = &mem.st[mem.worst_stage];
-		rc = hx_errf(&err, HX_EINFEASIBLE,
-			     "%s does not fit on %ld x %s (tp %ld, pp %ld): each GPU needs %.1f GiB of "
-			     "weights and %.1f GiB of reserve but has %.1f GiB usable: short by %.1f GiB",
-			     m.name, a->tp * a->pp, g->name, a->tp, a->pp, s->weights_b / HX_GIB,
-			     s->reserve_b / HX_GIB, s->capacity_b / HX_GIB, mem.short_b / HX_GIB);
+		rc = hx_errf(
+		    &err, HX_EINFEASIBLE,
+		    "%s does not fit on %ld x %s (tp %ld, pp %ld): each GPU needs %.1f GiB of "
+		    "weights and %.1f GiB of reserve but has %.1f GiB usable: short by %.1f "
+		    "GiB",
+		    m.name, a->tp * a->pp, g->name, a->tp, a->pp, s->weights_b / HX_GIB,
+		    s->reserve_b / HX_GIB, s->capacity_b / HX_GIB, mem.short_b / HX_GIB);
 		goto out;
 	}
 	need_tokens = (double)a->batch * (a->input + a->output);
 	if (mem.kv_tokens < need_tokens) {
-		rc = hx_errf(&err, HX_EINFEASIBLE,
-			     "the KV cache of %s on %ld x %s holds %.0f tokens but a batch of %ld "
-			     "requests of %ld + %ld tokens needs %.0f",
-			     m.name, a->tp * a->pp, g->name, mem.kv_tokens, a->batch, a->input,
-			     a->output, need_tokens);
+		rc = hx_errf(
+		    &err, HX_EINFEASIBLE,
+		    "the KV cache of %s on %ld x %s holds %.0f tokens but a batch of %ld "
+		    "requests of %ld + %ld tokens needs %.0f",
+		    m.name, a->tp * a->pp, g->name, mem.kv_tokens, a->batch, a->input,
+		    a->output, need_tokens);
 		goto out;
 	}
 	hx_batch_add_prefill(&pb, a->batch, a->input, 0);
@@ -256,20 +267,19 @@ out:
 
 int cmd_estimate(hx_cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"model", required_argument, NULL, 'm'},
-		{"gpu", required_argument, NULL, 'g'},
-		{"workload", required_argument, NULL, 'w'},
-		{"tp", required_argument, NULL, OPT_TP},
-		{"pp", required_argument, NULL, OPT_PP},
-		{"batch", required_argument, NULL, OPT_BATCH},
-		{"input", required_argument, NULL, OPT_INPUT},
-		{"output", required_argument, NULL, OPT_OUTPUT},
-		{"weights", required_argument, NULL, OPT_WEIGHTS},
-		{"kv", required_argument, NULL, OPT_KV},
-		{"format", required_argument, NULL, HX_OPT_FORMAT},
-		HX_GLOBAL_LONGOPTS,
-		{NULL, 0, NULL, 0}};
+	static const struct option opts[] = {{"model", required_argument, NULL, 'm'},
+					     {"gpu", required_argument, NULL, 'g'},
+					     {"workload", required_argument, NULL, 'w'},
+					     {"tp", required_argument, NULL, OPT_TP},
+					     {"pp", required_argument, NULL, OPT_PP},
+					     {"batch", required_argument, NULL, OPT_BATCH},
+					     {"input", required_argument, NULL, OPT_INPUT},
+					     {"output", required_argument, NULL, OPT_OUTPUT},
+					     {"weights", required_argument, NULL, OPT_WEIGHTS},
+					     {"kv", required_argument, NULL, OPT_KV},
+					     {"format", required_argument, NULL, HX_OPT_FORMAT},
+					     HX_GLOBAL_LONGOPTS,
+					     {NULL, 0, NULL, 0}};
 	est_args a = {NULL, NULL, NULL, 1, 1, 1, 512, 128, -1, -1, 0};
 	int c, rc;
 
@@ -282,20 +292,32 @@ int cmd_estimate(hx_cli *cli, int argc, char **argv)
 		case 'g': a.gpu = optarg; break;
 		case 'w': a.workload = optarg; break;
 		case OPT_TP: rc = hx_cli_int(CMD, "--tp", optarg, 1, 1024, &a.tp); break;
-		case OPT_PP: rc = hx_cli_int(CMD, "--pp", optarg, 1, HX_MAX_STAGES, &a.pp); break;
-		case OPT_BATCH: rc = hx_cli_int(CMD, "--batch", optarg, 1, 1000000, &a.batch); break;
-		case OPT_INPUT: rc = hx_cli_int(CMD, "--input", optarg, 1, 10000000, &a.input); break;
-		case OPT_OUTPUT: rc = hx_cli_int(CMD, "--output", optarg, 1, 10000000, &a.output); break;
+		case OPT_PP:
+			rc = hx_cli_int(CMD, "--pp", optarg, 1, HX_MAX_STAGES, &a.pp);
+			break;
+		case OPT_BATCH:
+			rc = hx_cli_int(CMD, "--batch", optarg, 1, 1000000, &a.batch);
+			break;
+		case OPT_INPUT:
+			rc = hx_cli_int(CMD, "--input", optarg, 1, 10000000, &a.input);
+			break;
+		case OPT_OUTPUT:
+			rc = hx_cli_int(CMD, "--output", optarg, 1, 10000000, &a.output);
+			break;
 		case OPT_WEIGHTS:
 			a.wdt = hx_dtype_parse(optarg);
 			if (a.wdt != HX_DT_BF16 && a.wdt != HX_DT_FP16 && a.wdt != HX_DT_FP8 &&
 			    a.wdt != HX_DT_INT4)
-				return hx_cli_usage_error(CMD, "--weights must be bf16, fp16, fp8 or int4, not \"%s\"", optarg);
+				return hx_cli_usage_error(
+				    CMD,
+				    "--weights must be bf16, fp16, fp8 or int4, not \"%s\"",
+				    optarg);
 			break;
 		case OPT_KV:
 			a.kvdt = hx_dtype_parse(optarg);
 			if (a.kvdt != HX_DT_FP16 && a.kvdt != HX_DT_BF16 && a.kvdt != HX_DT_FP8)
-				return hx_cli_usage_error(CMD, "--kv must be fp16, bf16 or fp8, not \"%s\"", optarg);
+				return hx_cli_usage_error(
+				    CMD, "--kv must be fp16, bf16 or fp8, not \"%s\"", optarg);
 			break;
 		default:
 			if ((rc = hx_cli_common(cli, CMD, c, argv, &a.table)) != HX_CLI_GO)

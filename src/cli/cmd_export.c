@@ -13,24 +13,23 @@
 #define CMD "export"
 
 const char *const hx_export_usage[] = {
-	"hexplan export -p plan.json --to launch|k8s|kserve|dot [-c cluster.json] "
-	"[--engine vllm|sglang] [--format json|sh] [--lossy] [-o DIR|FILE|-]",
-	NULL};
+    "hexplan export -p plan.json --to launch|k8s|kserve|dot [-c cluster.json] "
+    "[--engine vllm|sglang] [--format json|sh] [--lossy] [-o DIR|FILE|-]",
+    NULL};
 
 enum { OPT_TO = 2400, OPT_ENGINE, OPT_LOSSY };
 
 int cmd_export(hx_cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"plan", required_argument, NULL, 'p'},
-		{"cluster", required_argument, NULL, 'c'},
-		{"output", required_argument, NULL, 'o'},
-		{"to", required_argument, NULL, OPT_TO},
-		{"engine", required_argument, NULL, OPT_ENGINE},
-		{"lossy", no_argument, NULL, OPT_LOSSY},
-		{"format", required_argument, NULL, HX_OPT_FORMAT},
-		HX_GLOBAL_LONGOPTS,
-		{NULL, 0, NULL, 0}};
+	static const struct option opts[] = {{"plan", required_argument, NULL, 'p'},
+					     {"cluster", required_argument, NULL, 'c'},
+					     {"output", required_argument, NULL, 'o'},
+					     {"to", required_argument, NULL, OPT_TO},
+					     {"engine", required_argument, NULL, OPT_ENGINE},
+					     {"lossy", no_argument, NULL, OPT_LOSSY},
+					     {"format", required_argument, NULL, HX_OPT_FORMAT},
+					     HX_GLOBAL_LONGOPTS,
+					     {NULL, 0, NULL, 0}};
 	const char *ppath = NULL, *cpath = NULL, *out = NULL, *to = NULL, *format = NULL;
 	hx_export_opts eo = {HX_ENGINE_VLLM, 0, 0, NULL};
 	hx_export_out xo = {0};
@@ -56,7 +55,8 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 			else if (strcmp(optarg, "sglang") == 0)
 				eo.engine = HX_ENGINE_SGLANG;
 			else
-				return hx_cli_usage_error(CMD, "--engine must be vllm or sglang, not \"%s\"", optarg);
+				return hx_cli_usage_error(
+				    CMD, "--engine must be vllm or sglang, not \"%s\"", optarg);
 			break;
 		default:
 			if ((rc = hx_cli_common(cli, CMD, c, argv, NULL)) != HX_CLI_GO)
@@ -81,7 +81,8 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 		if (strcmp(format, "sh") == 0)
 			eo.format_sh = 1;
 		else if (strcmp(format, "json") != 0)
-			return hx_cli_usage_error(CMD, "--format must be json or sh, not \"%s\"", format);
+			return hx_cli_usage_error(
+			    CMD, "--format must be json or sh, not \"%s\"", format);
 	}
 	if ((rc = hx_plan_load(&p, ppath, &err)))
 		goto out;
@@ -102,7 +103,8 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 		goto out;
 	if (!out || strcmp(out, "-") == 0) {
 		if (xo.n != 1) {
-			rc = hx_cli_usage_error(CMD, "this export writes %d files: give -o DIR", xo.n);
+			rc = hx_cli_usage_error(CMD, "this export writes %d files: give -o DIR",
+						xo.n);
 			goto out;
 		}
 		rc = hx_cli_output("-", xo.f[0].text);

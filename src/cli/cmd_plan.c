@@ -20,7 +20,16 @@
 
 #define CMD "plan"
 
-enum { OPT_MODE = 2200, OPT_SEED, OPT_OBJECTIVE, OPT_TIME_LIMIT, OPT_GAP, OPT_LP, OPT_LAYER_COSTS, OPT_BUDGET };
+enum {
+	OPT_MODE = 2200,
+	OPT_SEED,
+	OPT_OBJECTIVE,
+	OPT_TIME_LIMIT,
+	OPT_GAP,
+	OPT_LP,
+	OPT_LAYER_COSTS,
+	OPT_BUDGET
+};
 /* --mode bo's own */
 enum { OPT_PREFER = 2300, OPT_FRONT, OPT_PLOT, OPT_MAX_EVALS, OPT_EVALUATE };
 
@@ -32,30 +41,30 @@ static int plan_baseline(const hx_problem *pb, const hx_plan_opts *o, hx_plan *o
 
 /* What a mode takes besides -c, -w, -m and --seed. */
 enum {
-	TAKES_TIME = 1, /* --time-limit: it searches */
-	TAKES_MILP = 2, /* --objective, --gap, --lp: it solves a MILP */
+	TAKES_TIME = 1,    /* --time-limit: it searches */
+	TAKES_MILP = 2,    /* --objective, --gap, --lp: it solves a MILP */
 	TAKES_QUALITY = 4, /* its models come from the workload's quality profile */
 	TAKES_BO = 8, /* --prefer, --front, --plot, --max-evals, --evaluate: a Pareto search */
 	TAKES_LAYER_COSTS = 16, /* --layer-costs: it cuts a model into layer ranges */
-	TAKES_BUDGET = 32, /* --budget */
+	TAKES_BUDGET = 32,      /* --budget */
 };
 
 /* The modes this hexplan plans, in the order --help and errors name them: the
  * one list of them.  FIRST names the first, NEXT each other (so the usage can
  * join the names with '|' at compile time). */
-#define HX_PLAN_MODES(FIRST, NEXT)                                                            \
-	FIRST("baseline", plan_baseline, 0)                                                   \
-	NEXT("colocated", hx_plan_colocated, TAKES_TIME | TAKES_MILP)                         \
-	NEXT("disagg", hx_plan_disagg, TAKES_TIME)                                            \
-	NEXT("pipeline", hx_plan_pipeline, TAKES_TIME | TAKES_MILP | TAKES_LAYER_COSTS)       \
-	NEXT("compose", hx_plan_compose, TAKES_TIME | TAKES_MILP | TAKES_BUDGET)              \
-	NEXT("cascade", hx_plan_cascade, TAKES_TIME | TAKES_MILP | TAKES_QUALITY)             \
-	NEXT("route", hx_plan_route, TAKES_TIME | TAKES_MILP | TAKES_QUALITY)                 \
+#define HX_PLAN_MODES(FIRST, NEXT)                                                             \
+	FIRST("baseline", plan_baseline, 0)                                                    \
+	NEXT("colocated", hx_plan_colocated, TAKES_TIME | TAKES_MILP)                          \
+	NEXT("disagg", hx_plan_disagg, TAKES_TIME)                                             \
+	NEXT("pipeline", hx_plan_pipeline, TAKES_TIME | TAKES_MILP | TAKES_LAYER_COSTS)        \
+	NEXT("compose", hx_plan_compose, TAKES_TIME | TAKES_MILP | TAKES_BUDGET)               \
+	NEXT("cascade", hx_plan_cascade, TAKES_TIME | TAKES_MILP | TAKES_QUALITY)              \
+	NEXT("route", hx_plan_route, TAKES_TIME | TAKES_MILP | TAKES_QUALITY)                  \
 	NEXT("bo", NULL, TAKES_TIME | TAKES_QUALITY | TAKES_BO | TAKES_BUDGET)
 
-#define MODE_ENTRY(name, fn, takes) {name, fn, takes},
+#define MODE_ENTRY(name, fn, takes)      {name, fn, takes},
 #define MODE_FIRST_NAME(name, fn, takes) name
-#define MODE_NEXT_NAME(name, fn, takes) "|" name
+#define MODE_NEXT_NAME(name, fn, takes)  "|" name
 
 static const struct mode {
 	const char *name;
@@ -64,13 +73,16 @@ static const struct mode {
 } modes[] = {HX_PLAN_MODES(MODE_ENTRY, MODE_ENTRY)};
 
 const char *const hx_plan_usage[] = {
-	"hexplan plan -c cluster.json -w workload.json [-m MODEL] [--mode "
-	HX_PLAN_MODES(MODE_FIRST_NAME, MODE_NEXT_NAME) "] "
-	"[--objective capacity|cost|latency] [--budget USD_PER_H] [--time-limit S] [--gap G] [--seed N] [-o plan.json] "
-	"[--lp FILE] [--layer-costs FILE] [--prefer balanced|cost|latency|quality] [--max-evals N] [--evaluate model|sim] [--front FILE] [--plot FILE] "
-	"[--format json|table]",
-	"hexplan plan -p plan.json [--format json|table]",
-	NULL};
+    "hexplan plan -c cluster.json -w workload.json [-m MODEL] [--mode " HX_PLAN_MODES(
+	MODE_FIRST_NAME,
+	MODE_NEXT_NAME) "] "
+			"[--objective capacity|cost|latency] [--budget USD_PER_H] "
+			"[--time-limit S] [--gap G] [--seed N] [-o plan.json] "
+			"[--lp FILE] [--layer-costs FILE] [--prefer "
+			"balanced|cost|latency|quality] [--max-evals N] [--evaluate model|sim] "
+			"[--front FILE] [--plot FILE] "
+			"[--format json|table]",
+    "hexplan plan -p plan.json [--format json|table]", NULL};
 
 #define NMODES ((int)(sizeof(modes) / sizeof(modes[0])))
 
@@ -86,7 +98,10 @@ static void mode_list(int flag, const char *conj, char *out, size_t len)
 			continue;
 		k++;
 		snprintf(out + strlen(out), len - strlen(out), "%s%s",
-			 k == 1 ? "" : k == n ? conj : ", ", modes[i].name);
+			 k == 1   ? ""
+			 : k == n ? conj
+				  : ", ",
+			 modes[i].name);
 	}
 }
 
@@ -120,14 +135,16 @@ static int unknown_mode(const char *name)
 {
 	char list[256];
 	mode_list(0, " and ", list, sizeof(list));
-	return hx_cli_usage_error(CMD, "unknown mode '%s' (this hexplan plans: %s)", name, list);
+	return hx_cli_usage_error(CMD, "unknown mode '%s' (this hexplan plans: %s)", name,
+				  list);
 }
 
 /* The search's progress on a terminal: one line, redrawn. */
 static void bo_progress(void *ctx, int iter, int evals, double hv)
 {
 	(void)ctx;
-	fprintf(stderr, "\rhexplan: plan: bo: iteration %d, %d evaluations, hypervolume %.4f ", iter, evals, hv);
+	fprintf(stderr, "\rhexplan: plan: bo: iteration %d, %d evaluations, hypervolume %.4f ",
+		iter, evals, hv);
 	fflush(stderr);
 }
 
@@ -209,27 +226,27 @@ typedef struct plan_args {
 static int parse_args(hx_cli *cli, int argc, char **argv, plan_args *a)
 {
 	static const struct option opts[] = {
-		{"cluster", required_argument, NULL, 'c'},
-		{"workload", required_argument, NULL, 'w'},
-		{"model", required_argument, NULL, 'm'},
-		{"plan", required_argument, NULL, 'p'},
-		{"output", required_argument, NULL, 'o'},
-		{"mode", required_argument, NULL, OPT_MODE},
-		{"seed", required_argument, NULL, OPT_SEED},
-		{"objective", required_argument, NULL, OPT_OBJECTIVE},
-		{"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
-		{"gap", required_argument, NULL, OPT_GAP},
-		{"lp", required_argument, NULL, OPT_LP},
-		{"layer-costs", required_argument, NULL, OPT_LAYER_COSTS},
-		{"budget", required_argument, NULL, OPT_BUDGET},
-		{"prefer", required_argument, NULL, OPT_PREFER},
-		{"front", required_argument, NULL, OPT_FRONT},
-		{"plot", required_argument, NULL, OPT_PLOT},
-		{"max-evals", required_argument, NULL, OPT_MAX_EVALS},
-		{"evaluate", required_argument, NULL, OPT_EVALUATE},
-		{"format", required_argument, NULL, HX_OPT_FORMAT},
-		HX_GLOBAL_LONGOPTS,
-		{NULL, 0, NULL, 0}};
+	    {"cluster", required_argument, NULL, 'c'},
+	    {"workload", required_argument, NULL, 'w'},
+	    {"model", required_argument, NULL, 'm'},
+	    {"plan", required_argument, NULL, 'p'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"mode", required_argument, NULL, OPT_MODE},
+	    {"seed", required_argument, NULL, OPT_SEED},
+	    {"objective", required_argument, NULL, OPT_OBJECTIVE},
+	    {"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
+	    {"gap", required_argument, NULL, OPT_GAP},
+	    {"lp", required_argument, NULL, OPT_LP},
+	    {"layer-costs", required_argument, NULL, OPT_LAYER_COSTS},
+	    {"budget", required_argument, NULL, OPT_BUDGET},
+	    {"prefer", required_argument, NULL, OPT_PREFER},
+	    {"front", required_argument, NULL, OPT_FRONT},
+	    {"plot", required_argument, NULL, OPT_PLOT},
+	    {"max-evals", required_argument, NULL, OPT_MAX_EVALS},
+	    {"evaluate", required_argument, NULL, OPT_EVALUATE},
+	    {"format", required_argument, NULL, HX_OPT_FORMAT},
+	    HX_GLOBAL_LONGOPTS,
+	    {NULL, 0, NULL, 0}};
 	hx_bo_opts *bo = &a->bo;
 	hx_plan_opts *po = &a->po;
 	int c, rc;
@@ -256,7 +273,10 @@ static int parse_args(hx_cli *cli, int argc, char **argv, plan_args *a)
 			else if (strcmp(optarg, "latency") == 0)
 				po->objective = HX_OBJ_LATENCY;
 			else
-				return hx_cli_usage_error(CMD, "--objective must be capacity, cost or latency, not \"%s\"", optarg);
+				return hx_cli_usage_error(
+				    CMD,
+				    "--objective must be capacity, cost or latency, not \"%s\"",
+				    optarg);
 			break;
 		case OPT_TIME_LIMIT:
 			if ((rc = hx_cli_num(CMD, "--time-limit", optarg, 1e-3, 1e7,
@@ -286,18 +306,28 @@ static int parse_args(hx_cli *cli, int argc, char **argv, plan_args *a)
 			else if (strcmp(optarg, "balanced") == 0)
 				bo->prefer = HX_PREFER_BALANCED;
 			else
-				return hx_cli_usage_error(CMD, "--prefer must be balanced, cost, latency or quality, not \"%s\"", optarg);
+				return hx_cli_usage_error(CMD,
+							  "--prefer must be balanced, cost, "
+							  "latency or quality, not \"%s\"",
+							  optarg);
 			a->bo_given = 1;
 			break;
-		case OPT_FRONT: a->front_path = optarg; a->bo_given = 1; break;
-		case OPT_PLOT: a->plot_path = optarg; a->bo_given = 1; break;
+		case OPT_FRONT:
+			a->front_path = optarg;
+			a->bo_given = 1;
+			break;
+		case OPT_PLOT:
+			a->plot_path = optarg;
+			a->bo_given = 1;
+			break;
 		case OPT_EVALUATE:
 			if (strcmp(optarg, "model") == 0)
 				bo->simulate = 0;
 			else if (strcmp(optarg, "sim") == 0)
 				bo->simulate = 1;
 			else
-				return hx_cli_usage_error(CMD, "--evaluate must be model or sim, not \"%s\"", optarg);
+				return hx_cli_usage_error(
+				    CMD, "--evaluate must be model or sim, not \"%s\"", optarg);
 			a->bo_given = 1;
 			break;
 		case OPT_MAX_EVALS: {
@@ -328,15 +358,18 @@ static int check_mode_opts(const plan_args *a, const struct mode *md)
 	    (po->objective != HX_OBJ_CAPACITY || po->lp_path || po->gap > 0)) {
 		char list[256];
 		mode_list(TAKES_MILP, " and ", list, sizeof(list));
-		return hx_cli_usage_error(CMD, "--objective, --gap and --lp need a MILP mode (%s)", list);
+		return hx_cli_usage_error(
+		    CMD, "--objective, --gap and --lp need a MILP mode (%s)", list);
 	}
 	if (!(md->takes & TAKES_TIME) && po->time_limit_s > 0) {
 		char list[256];
 		mode_list(TAKES_TIME, " and ", list, sizeof(list));
-		return hx_cli_usage_error(CMD, "--time-limit needs a searching mode (%s)", list);
+		return hx_cli_usage_error(CMD, "--time-limit needs a searching mode (%s)",
+					  list);
 	}
-	if ((rc = mode_refuses(md, TAKES_BO, a->bo_given,
-			       "--prefer, --max-evals, --evaluate, --front and --plot need --mode")))
+	if ((rc = mode_refuses(
+		 md, TAKES_BO, a->bo_given,
+		 "--prefer, --max-evals, --evaluate, --front and --plot need --mode")))
 		return rc;
 	if (a->front_path && a->out && strcmp(a->front_path, a->out) == 0)
 		return hx_cli_usage_error(CMD, "--front and -o name the same file");
@@ -346,7 +379,8 @@ static int check_mode_opts(const plan_args *a, const struct mode *md)
 	if ((rc = mode_refuses(md, TAKES_LAYER_COSTS, a->layer_costs != NULL,
 			       "--layer-costs is for --mode")))
 		return rc;
-	return mode_refuses(md, TAKES_BUDGET, po->budget_usd_per_hour > 0, "--budget needs --mode");
+	return mode_refuses(md, TAKES_BUDGET, po->budget_usd_per_hour > 0,
+			    "--budget needs --mode");
 }
 
 /* Into M: the model of -m or the workload, or for a mode that plans the
@@ -360,16 +394,23 @@ static int resolve_model(const hx_catalog *cat, const struct mode *md, const pla
 
 	if (!takes_quality(md)) {
 		if (!a->model && !w->model[0])
-			return hx_cli_usage_error(CMD, "give -m MODEL (the workload names no model)");
+			return hx_cli_usage_error(
+			    CMD, "give -m MODEL (the workload names no model)");
 		return hx_model_resolve(cat, a->model ? a->model : w->model, m, err);
 	}
 	if (a->model)
-		return hx_cli_usage_error(CMD, "--mode %s takes its models from the workload's quality profile, not -m", a->mode);
+		return hx_cli_usage_error(
+		    CMD,
+		    "--mode %s takes its models from the workload's quality profile, not -m",
+		    a->mode);
 	if (!w->quality)
-		return hx_cli_usage_error(CMD, "--mode %s needs a workload with a quality profile (\"quality\")", a->mode);
+		return hx_cli_usage_error(
+		    CMD, "--mode %s needs a workload with a quality profile (\"quality\")",
+		    a->mode);
 	if ((rc = hx_model_resolve(cat, w->quality->model[0], m, err))) {
 		char msg[sizeof(err->msg)];
-		snprintf(msg, sizeof(msg), "%s: /quality/models/0: %.900s", hx_display_path(a->wpath), err->msg);
+		snprintf(msg, sizeof(msg), "%s: /quality/models/0: %.900s",
+			 hx_display_path(a->wpath), err->msg);
 		hx_strlcpy(err->msg, msg, sizeof(err->msg));
 	}
 	return rc;
@@ -397,11 +438,13 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		return rc;
 	if (a.ppath) {
 		if (a.cpath || a.wpath || a.model || a.out)
-			return hx_cli_usage_error(CMD, "-p prints a plan: it takes no -c, -w, -m or -o");
+			return hx_cli_usage_error(
+			    CMD, "-p prints a plan: it takes no -c, -w, -m or -o");
 		return show(a.ppath, a.table);
 	}
 	if (!a.cpath || !a.wpath)
-		return hx_cli_usage_error(CMD, "-c cluster.json and -w workload.json are required");
+		return hx_cli_usage_error(CMD,
+					  "-c cluster.json and -w workload.json are required");
 	if (!(md = find_mode(a.mode)))
 		return unknown_mode(a.mode);
 	if ((rc = check_mode_opts(&a, md)))
@@ -417,8 +460,8 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	have_w = 1;
 	if ((rc = resolve_model(cat, md, &a, &w, &m, &err)))
 		goto out;
-	pb = (hx_problem){cat, &cluster, &w, &m, (uint64_t)a.seed, a.cpath, a.wpath,
-			  cli->calibration};
+	pb = (hx_problem){cat,     &cluster,        &w, &m, (uint64_t)a.seed, a.cpath,
+			  a.wpath, cli->calibration};
 	if (limit > 0)
 		/* The search stops at 90% of the limit, leaving the rest to
 		 * finish and write the plan; loading counts too. */
@@ -427,8 +470,8 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		if (isatty(STDERR_FILENO)) {
 			a.bo.progress = bo_progress;
 		}
-		rc = plan_bo(&pb, &a.po, &a.bo, a.out, a.front_path, a.plot_path, a.table,
-			     &err);
+		rc =
+		    plan_bo(&pb, &a.po, &a.bo, a.out, a.front_path, a.plot_path, a.table, &err);
 		goto out;
 	}
 	if (a.layer_costs) {

@@ -10,9 +10,8 @@
 #define CMD "profiles"
 
 const char *const hx_profiles_usage[] = {
-	"hexplan profiles list [--format json|table]",
-	"hexplan profiles show gpu|model NAME [--format json|table]",
-	NULL};
+    "hexplan profiles list [--format json|table]",
+    "hexplan profiles show gpu|model NAME [--format json|table]", NULL};
 
 static json_t *model_json(const hx_model *m)
 {
@@ -49,20 +48,20 @@ static int list(const hx_catalog *cat, int table)
 		free(text);
 		return rc;
 	}
-	hx_buf_printf(&t, "%-12s %8s %9s %10s %8s %8s\n", "gpu", "mem_gib", "tflops", "mem_gb_s",
-		      "link", "usd/h");
+	hx_buf_printf(&t, "%-12s %8s %9s %10s %8s %8s\n", "gpu", "mem_gib", "tflops",
+		      "mem_gb_s", "link", "usd/h");
 	for (int i = 0; i < cat->ngpus; i++) {
 		const hx_gpu *g = &cat->gpus[i];
 		hx_buf_printf(&t, "%-12s %8.1f %9.0f %10.0f %8s %8.2f\n", g->name, g->mem_gib,
 			      g->tflops_bf16, g->mem_bw_gb_s, g->intra_link, g->usd_per_hour);
 	}
-	hx_buf_printf(&t, "\n%-18s %9s %7s %7s %6s %8s\n", "model", "params_b", "layers", "hidden",
-		      "heads", "kv_heads");
+	hx_buf_printf(&t, "\n%-18s %9s %7s %7s %6s %8s\n", "model", "params_b", "layers",
+		      "hidden", "heads", "kv_heads");
 	for (int i = 0; i < cat->nmodels; i++) {
 		const hx_model *m = &cat->models[i];
 		hx_buf_printf(&t, "%-18s %9.2f %7d %7d %6d %8d\n", m->name,
-			      hx_model_params(&m->a) / 1e9, m->a.layers, m->a.hidden, m->a.heads,
-			      m->a.kv_heads);
+			      hx_model_params(&m->a) / 1e9, m->a.layers, m->a.hidden,
+			      m->a.heads, m->a.kv_heads);
 	}
 	rc = hx_cli_output("-", t.s);
 	hx_buf_release(&t);
@@ -74,14 +73,16 @@ static void table_of(hx_buf *t, const json_t *o, const char *indent)
 	const char *key;
 	json_t *v;
 
-	json_object_foreach((json_t *)o, key, v) {
+	json_object_foreach((json_t *)o, key, v)
+	{
 		if (json_is_object(v)) {
 			hx_buf_printf(t, "%s%s:\n", indent, key);
 			table_of(t, v, "  ");
 		} else if (json_is_string(v)) {
 			hx_buf_printf(t, "%s%-22s %s\n", indent, key, json_string_value(v));
 		} else if (json_is_boolean(v)) {
-			hx_buf_printf(t, "%s%-22s %s\n", indent, key, json_is_true(v) ? "true" : "false");
+			hx_buf_printf(t, "%s%-22s %s\n", indent, key,
+				      json_is_true(v) ? "true" : "false");
 		} else {
 			hx_buf_printf(t, "%s%-22s %g\n", indent, key, json_number_value(v));
 		}
@@ -101,7 +102,8 @@ static int show(hx_cli *cli, const hx_catalog *cat, const char *kind, const char
 	if (strcmp(kind, "gpu") == 0) {
 		const hx_gpu *g = hx_catalog_gpu(cat, name);
 		if (!g) {
-			hx_errf(&err, HX_EINPUT, "unknown GPU \"%s\" (see 'hexplan profiles list')", name);
+			hx_errf(&err, HX_EINPUT,
+				"unknown GPU \"%s\" (see 'hexplan profiles list')", name);
 			return hx_cli_fail(&err);
 		}
 		o = hx_gpu_to_json(g);
@@ -127,10 +129,9 @@ static int show(hx_cli *cli, const hx_catalog *cat, const char *kind, const char
 
 int cmd_profiles(hx_cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"format", required_argument, NULL, HX_OPT_FORMAT},
-		HX_GLOBAL_LONGOPTS,
-		{NULL, 0, NULL, 0}};
+	static const struct option opts[] = {{"format", required_argument, NULL, HX_OPT_FORMAT},
+					     HX_GLOBAL_LONGOPTS,
+					     {NULL, 0, NULL, 0}};
 	const hx_catalog *cat;
 	int c, rc, table = -1, nargs;
 	char **args;

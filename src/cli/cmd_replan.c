@@ -14,9 +14,9 @@
 #define CMD "replan"
 
 const char *const hx_replan_usage[] = {
-	"hexplan replan -p plan.json -c cluster.json [-w workload.json] [-o plan.json] "
-	"[--moves FILE] [--format json|table]",
-	NULL};
+    "hexplan replan -p plan.json -c cluster.json [-w workload.json] [-o plan.json] "
+    "[--moves FILE] [--format json|table]",
+    NULL};
 
 enum { OPT_MOVES = 2600 };
 
@@ -68,15 +68,14 @@ static json_t *moves_json(const hx_moves *mv, const char *plan_path, const char 
 
 int cmd_replan(hx_cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"plan", required_argument, NULL, 'p'},
-		{"cluster", required_argument, NULL, 'c'},
-		{"workload", required_argument, NULL, 'w'},
-		{"output", required_argument, NULL, 'o'},
-		{"moves", required_argument, NULL, OPT_MOVES},
-		{"format", required_argument, NULL, HX_OPT_FORMAT},
-		HX_GLOBAL_LONGOPTS,
-		{NULL, 0, NULL, 0}};
+	static const struct option opts[] = {{"plan", required_argument, NULL, 'p'},
+					     {"cluster", required_argument, NULL, 'c'},
+					     {"workload", required_argument, NULL, 'w'},
+					     {"output", required_argument, NULL, 'o'},
+					     {"moves", required_argument, NULL, OPT_MOVES},
+					     {"format", required_argument, NULL, HX_OPT_FORMAT},
+					     HX_GLOBAL_LONGOPTS,
+					     {NULL, 0, NULL, 0}};
 	const char *ppath = NULL, *cpath = NULL, *wpath = NULL, *out = NULL, *mpath = NULL;
 	const hx_catalog *cat;
 	hx_cluster cl;
@@ -121,13 +120,14 @@ int cmd_replan(hx_cli *cli, int argc, char **argv)
 		have_w = 1;
 	}
 	if (old.nmodels != 1) {
-		rc = hx_errf(&err, HX_EINPUT, "%s: replan adapts plans of one model, this one has %d",
+		rc = hx_errf(&err, HX_EINPUT,
+			     "%s: replan adapts plans of one model, this one has %d",
 			     hx_display_path(ppath), old.nmodels);
 		goto out;
 	}
 	hx_file_digest(ppath, digest);
-	pb = (hx_problem){cat, &cl, have_w ? &w : NULL, &old.models[0], old.solver.seed, cpath,
-		wpath, cli->calibration};
+	pb = (hx_problem){cat,   &cl,   have_w ? &w : NULL, &old.models[0], old.solver.seed,
+			  cpath, wpath, cli->calibration};
 	if ((rc = hx_replan(&old, &cl, have_w ? &w : NULL, &pb, &po, &p, &mv, &err)))
 		goto out;
 	have_p = 1;
@@ -140,11 +140,14 @@ int cmd_replan(hx_cli *cli, int argc, char **argv)
 		if (rc)
 			goto out;
 	}
-	fprintf(stderr,
-		"hexplan: replan: kept %d of %d replicas; stopped %d, started %d, roles flipped %d, "
-		"weights changed %d; %.0f bytes of weights to load; capacity %.3f -> %.3f req/s\n",
-		mv.kept, mv.replicas_before, mv.stopped, mv.started, mv.roles_flipped,
-		mv.weights_changed, mv.bytes_to_load, mv.capacity_before_rps, mv.capacity_after_rps);
+	fprintf(
+	    stderr,
+	    "hexplan: replan: kept %d of %d replicas; stopped %d, started %d, roles flipped "
+	    "%d, "
+	    "weights changed %d; %.0f bytes of weights to load; capacity %.3f -> %.3f req/s\n",
+	    mv.kept, mv.replicas_before, mv.stopped, mv.started, mv.roles_flipped,
+	    mv.weights_changed, mv.bytes_to_load, mv.capacity_before_rps,
+	    mv.capacity_after_rps);
 	if (table || !out) {
 		char *text = table ? hx_plan_table(&p) : hx_plan_dump(&p);
 		rc = hx_cli_output("-", text);

@@ -15,9 +15,9 @@
 #define CMD "simulate"
 
 const char *const hx_simulate_usage[] = {
-	"hexplan simulate -p plan.json -w workload.json [-t trace.csv] [--requests N] [--rate R] "
-	"[--capacity] [--seed N] [-o report.json] [--per-request FILE] [--format json|table]",
-	NULL};
+    "hexplan simulate -p plan.json -w workload.json [-t trace.csv] [--requests N] [--rate R] "
+    "[--capacity] [--seed N] [-o report.json] [--per-request FILE] [--format json|table]",
+    NULL};
 
 enum { OPT_REQUESTS = 2300, OPT_RATE, OPT_CAPACITY, OPT_SEED, OPT_PER_REQUEST };
 
@@ -85,25 +85,32 @@ static char *report_table(const hx_plan *p, const hx_workload *w, const hx_sim_r
 	hx_buf t = {0};
 
 	if (capacity)
-		hx_buf_printf(&t, "capacity at the SLO: %.3f req/s (plan predicted %.3f)\n", cap_rps,
-			      p->predicted.capacity_rps);
-	hx_buf_printf(&t, "requests     %ld offered at %.3f req/s: %ld finished, %ld dropped, %ld preemptions\n",
+		hx_buf_printf(&t, "capacity at the SLO: %.3f req/s (plan predicted %.3f)\n",
+			      cap_rps, p->predicted.capacity_rps);
+	hx_buf_printf(&t,
+		      "requests     %ld offered at %.3f req/s: %ld finished, %ld dropped, %ld "
+		      "preemptions\n",
 		      r->requests, r->offered_rps, r->finished, r->dropped, r->preemptions);
-	hx_buf_printf(&t, "slo          ttft %.0f ms, tpot %.0f ms: attainment %.4f (target %.4f), goodput %.3f req/s\n",
-		      w->slo.ttft_ms, w->slo.tpot_ms, r->slo_attainment, w->slo.attainment, r->goodput_rps);
-	hx_buf_printf(&t, "throughput   %.1f tokens/s over %.1f s\n", r->throughput_tps, r->makespan_s);
+	hx_buf_printf(&t,
+		      "slo          ttft %.0f ms, tpot %.0f ms: attainment %.4f (target %.4f), "
+		      "goodput %.3f req/s\n",
+		      w->slo.ttft_ms, w->slo.tpot_ms, r->slo_attainment, w->slo.attainment,
+		      r->goodput_rps);
+	hx_buf_printf(&t, "throughput   %.1f tokens/s over %.1f s\n", r->throughput_tps,
+		      r->makespan_s);
 	hx_buf_printf(&t, "%-12s %10s %10s %10s %10s\n", "ms", "p50", "p90", "p95", "p99");
-	hx_buf_printf(&t, "%-12s %10.1f %10.1f %10.1f %10.1f\n", "ttft", r->ttft_ms[0], r->ttft_ms[1],
-		      r->ttft_ms[2], r->ttft_ms[3]);
-	hx_buf_printf(&t, "%-12s %10.2f %10.2f %10.2f %10.2f\n", "tpot", r->tpot_ms[0], r->tpot_ms[1],
-		      r->tpot_ms[2], r->tpot_ms[3]);
-	hx_buf_printf(&t, "%-12s %10.1f %10.1f %10.1f %10.1f\n", "e2e", r->e2e_ms[0], r->e2e_ms[1],
-		      r->e2e_ms[2], r->e2e_ms[3]);
+	hx_buf_printf(&t, "%-12s %10.1f %10.1f %10.1f %10.1f\n", "ttft", r->ttft_ms[0],
+		      r->ttft_ms[1], r->ttft_ms[2], r->ttft_ms[3]);
+	hx_buf_printf(&t, "%-12s %10.2f %10.2f %10.2f %10.2f\n", "tpot", r->tpot_ms[0],
+		      r->tpot_ms[1], r->tpot_ms[2], r->tpot_ms[3]);
+	hx_buf_printf(&t, "%-12s %10.1f %10.1f %10.1f %10.1f\n", "e2e", r->e2e_ms[0],
+		      r->e2e_ms[1], r->e2e_ms[2], r->e2e_ms[3]);
 	for (int g = 0; g < r->ngroups; g++)
-		hx_buf_printf(&t, "group %-6s utilization %.3f, %ld finished\n", p->groups[g].name,
-			      r->groups[g].utilization, r->groups[g].finished);
-	hx_buf_printf(&t, "cost         $%.2f/hour, $%.4f per million tokens\n", r->usd_per_hour,
-		      r->usd_per_m_tokens);
+		hx_buf_printf(&t, "group %-6s utilization %.3f, %ld finished\n",
+			      p->groups[g].name, r->groups[g].utilization,
+			      r->groups[g].finished);
+	hx_buf_printf(&t, "cost         $%.2f/hour, $%.4f per million tokens\n",
+		      r->usd_per_hour, r->usd_per_m_tokens);
 	return t.s;
 }
 
@@ -111,20 +118,23 @@ static char *records_csv(const hx_plan *p, const hx_sim_report *r)
 {
 	hx_buf t = {0};
 
-	hx_buf_printf(&t, "id,arrival_s,input_tokens,output_tokens,group,replica,ttft_ms,tpot_ms,"
-			  "e2e_ms,met_slo,preemptions,escalations,dropped\n");
+	hx_buf_printf(&t,
+		      "id,arrival_s,input_tokens,output_tokens,group,replica,ttft_ms,tpot_ms,"
+		      "e2e_ms,met_slo,preemptions,escalations,dropped\n");
 	for (int i = 0; i < r->nrecords; i++) {
 		const hx_sim_record *x = &r->records[i];
 		if (x->dropped) {
-			hx_buf_printf(&t, "%d,%.6f,%d,%d,,,,,,0,%d,%d,1\n", i, x->arrival_s, x->input,
-				      x->output, x->preemptions, x->escalations);
+			hx_buf_printf(&t, "%d,%.6f,%d,%d,,,,,,0,%d,%d,1\n", i, x->arrival_s,
+				      x->input, x->output, x->preemptions, x->escalations);
 			continue;
 		}
-		hx_buf_printf(&t, "%d,%.6f,%d,%d,%s,%s,%.3f,%.3f,%.3f,%d,%d,%d,0\n", i, x->arrival_s,
-			      x->input, x->output, p->groups[x->group].name,
+		hx_buf_printf(&t, "%d,%.6f,%d,%d,%s,%s,%.3f,%.3f,%.3f,%d,%d,%d,0\n", i,
+			      x->arrival_s, x->input, x->output, p->groups[x->group].name,
 			      p->groups[x->group].replicas[x->replica].id,
 			      (x->first_token_s - x->arrival_s) * 1e3,
-			      x->output > 1 ? (x->finish_s - x->first_token_s) * 1e3 / (x->output - 1) : 0,
+			      x->output > 1
+				  ? (x->finish_s - x->first_token_s) * 1e3 / (x->output - 1)
+				  : 0,
 			      (x->finish_s - x->arrival_s) * 1e3, x->met_slo, x->preemptions,
 			      x->escalations);
 	}
@@ -134,18 +144,18 @@ static char *records_csv(const hx_plan *p, const hx_sim_report *r)
 int cmd_simulate(hx_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"plan", required_argument, NULL, 'p'},
-		{"workload", required_argument, NULL, 'w'},
-		{"trace", required_argument, NULL, 't'},
-		{"output", required_argument, NULL, 'o'},
-		{"requests", required_argument, NULL, OPT_REQUESTS},
-		{"rate", required_argument, NULL, OPT_RATE},
-		{"capacity", no_argument, NULL, OPT_CAPACITY},
-		{"seed", required_argument, NULL, OPT_SEED},
-		{"per-request", required_argument, NULL, OPT_PER_REQUEST},
-		{"format", required_argument, NULL, HX_OPT_FORMAT},
-		HX_GLOBAL_LONGOPTS,
-		{NULL, 0, NULL, 0}};
+	    {"plan", required_argument, NULL, 'p'},
+	    {"workload", required_argument, NULL, 'w'},
+	    {"trace", required_argument, NULL, 't'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"requests", required_argument, NULL, OPT_REQUESTS},
+	    {"rate", required_argument, NULL, OPT_RATE},
+	    {"capacity", no_argument, NULL, OPT_CAPACITY},
+	    {"seed", required_argument, NULL, OPT_SEED},
+	    {"per-request", required_argument, NULL, OPT_PER_REQUEST},
+	    {"format", required_argument, NULL, HX_OPT_FORMAT},
+	    HX_GLOBAL_LONGOPTS,
+	    {NULL, 0, NULL, 0}};
 	const char *ppath = NULL, *wpath = NULL, *tpath = NULL, *out = NULL, *per = NULL;
 	long nreq = 0, seed = 1;
 	double rate = 0, cap_rps = 0;
@@ -168,10 +178,14 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 		case 'w': wpath = optarg; break;
 		case 't': tpath = optarg; break;
 		case 'o': out = optarg; break;
-		case OPT_REQUESTS: rc = hx_cli_int(CMD, "--requests", optarg, 1, 50000000, &nreq); break;
+		case OPT_REQUESTS:
+			rc = hx_cli_int(CMD, "--requests", optarg, 1, 50000000, &nreq);
+			break;
 		case OPT_RATE: rc = hx_cli_num(CMD, "--rate", optarg, 1e-9, 1e9, &rate); break;
 		case OPT_CAPACITY: capacity = 1; break;
-		case OPT_SEED: rc = hx_cli_int(CMD, "--seed", optarg, 0, 0x7fffffffL, &seed); break;
+		case OPT_SEED:
+			rc = hx_cli_int(CMD, "--seed", optarg, 0, 0x7fffffffL, &seed);
+			break;
 		case OPT_PER_REQUEST: per = optarg; break;
 		default:
 			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
@@ -184,11 +198,14 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	if (optind < argc)
 		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
 	if (!ppath || !wpath)
-		return hx_cli_usage_error(CMD, "-p plan.json and -w workload.json are required");
+		return hx_cli_usage_error(CMD,
+					  "-p plan.json and -w workload.json are required");
 	if (capacity && tpath)
-		return hx_cli_usage_error(CMD, "--capacity draws its requests from the workload: no -t");
+		return hx_cli_usage_error(
+		    CMD, "--capacity draws its requests from the workload: no -t");
 	if (capacity && rate > 0)
-		return hx_cli_usage_error(CMD, "--capacity searches the rate itself: no --rate");
+		return hx_cli_usage_error(CMD,
+					  "--capacity searches the rate itself: no --rate");
 	o.seed = (uint64_t)seed;
 	if ((rc = hx_plan_load(&p, ppath, &err)))
 		goto out;
@@ -201,7 +218,8 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	}
 	o.keep_records = per != NULL;
 	if (capacity) {
-		if ((rc = hx_sim_capacity(&p, &w, nreq ? (int)nreq : 4000, &o, &cap_rps, &r, &err)))
+		if ((rc = hx_sim_capacity(&p, &w, nreq ? (int)nreq : 4000, &o, &cap_rps, &r,
+					  &err)))
 			goto out;
 	} else {
 		if (tpath) {
@@ -215,10 +233,12 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 				double span = t.arrival_s[t.n - 1] - t.arrival_s[0];
 				double f = (t.n - 1) / rate / span;
 				for (int i = 0; i < t.n; i++)
-					t.arrival_s[i] = t.arrival_s[0] + (t.arrival_s[i] - t.arrival_s[0]) * f;
+					t.arrival_s[i] = t.arrival_s[0] +
+							 (t.arrival_s[i] - t.arrival_s[0]) * f;
 			}
 		} else {
-			if ((rc = hx_gen_workload(&w, rate, nreq ? (int)nreq : 10000, 0, o.seed, &t, &err)))
+			if ((rc = hx_gen_workload(&w, rate, nreq ? (int)nreq : 10000, 0, o.seed,
+						  &t, &err)))
 				goto out;
 			have_t = 1;
 		}

@@ -12,23 +12,23 @@
 #define CMD "trace"
 
 const char *const hx_trace_usage[] = {
-	"hexplan trace (-w workload.json [--rate R] | --rate R --shape conversation|code|FILE) "
-	"--duration S [--seed N] [-o trace.csv]",
-	NULL};
+    "hexplan trace (-w workload.json [--rate R] | --rate R --shape conversation|code|FILE) "
+    "--duration S [--seed N] [-o trace.csv]",
+    NULL};
 
 enum { OPT_RATE = 2200, OPT_SHAPE, OPT_DURATION, OPT_SEED };
 
 int cmd_trace(hx_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"workload", required_argument, NULL, 'w'},
-		{"rate", required_argument, NULL, OPT_RATE},
-		{"shape", required_argument, NULL, OPT_SHAPE},
-		{"duration", required_argument, NULL, OPT_DURATION},
-		{"seed", required_argument, NULL, OPT_SEED},
-		{"output", required_argument, NULL, 'o'},
-		HX_GLOBAL_LONGOPTS,
-		{NULL, 0, NULL, 0}};
+	    {"workload", required_argument, NULL, 'w'},
+	    {"rate", required_argument, NULL, OPT_RATE},
+	    {"shape", required_argument, NULL, OPT_SHAPE},
+	    {"duration", required_argument, NULL, OPT_DURATION},
+	    {"seed", required_argument, NULL, OPT_SEED},
+	    {"output", required_argument, NULL, 'o'},
+	    HX_GLOBAL_LONGOPTS,
+	    {NULL, 0, NULL, 0}};
 	const char *wpath = NULL, *shape = NULL, *out = NULL;
 	double rate_rps = 0, duration_s = 0;
 	long seed = 1;
@@ -97,9 +97,10 @@ int cmd_trace(hx_cli *cli, int argc, char **argv)
 		goto out;
 	if (t.n == 0) {
 		/* A header alone is not a trace hexplan would read back. */
-		rc = hx_errf(&err, HX_EINPUT,
-			     "no request arrives within %g s at %g req/s: give a longer --duration",
-			     duration_s, rate_rps);
+		rc = hx_errf(
+		    &err, HX_EINPUT,
+		    "no request arrives within %g s at %g req/s: give a longer --duration",
+		    duration_s, rate_rps);
 		goto out;
 	}
 	text = hx_trace_csv(&t);

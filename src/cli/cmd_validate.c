@@ -13,9 +13,9 @@
 #define CMD "validate"
 
 const char *const hx_validate_usage[] = {
-	"hexplan validate [-c cluster.json] [-w workload.json] [-t trace.csv] [-m MODEL] "
-	"[--measurements FILE] [--format json|table]",
-	NULL};
+    "hexplan validate [-c cluster.json] [-w workload.json] [-t trace.csv] [-m MODEL] "
+    "[--measurements FILE] [--format json|table]",
+    NULL};
 
 enum { OPT_MEAS = 2100 };
 
@@ -76,14 +76,14 @@ static json_t *trace_json(const hx_trace *t)
 int cmd_validate(hx_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"cluster", required_argument, NULL, 'c'},
-		{"workload", required_argument, NULL, 'w'},
-		{"trace", required_argument, NULL, 't'},
-		{"model", required_argument, NULL, 'm'},
-		{"measurements", required_argument, NULL, OPT_MEAS},
-		{"format", required_argument, NULL, HX_OPT_FORMAT},
-		HX_GLOBAL_LONGOPTS,
-		{NULL, 0, NULL, 0}};
+	    {"cluster", required_argument, NULL, 'c'},
+	    {"workload", required_argument, NULL, 'w'},
+	    {"trace", required_argument, NULL, 't'},
+	    {"model", required_argument, NULL, 'm'},
+	    {"measurements", required_argument, NULL, OPT_MEAS},
+	    {"format", required_argument, NULL, HX_OPT_FORMAT},
+	    HX_GLOBAL_LONGOPTS,
+	    {NULL, 0, NULL, 0}};
 	const char *cpath = NULL, *wpath = NULL, *tpath = NULL, *model = NULL, *mpath = NULL;
 	const hx_catalog *cat;
 	hx_err err = {0};
@@ -108,7 +108,8 @@ int cmd_validate(hx_cli *cli, int argc, char **argv)
 	if (optind < argc)
 		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
 	if (!cpath && !wpath && !tpath && !model && !mpath)
-		return hx_cli_usage_error(CMD, "give at least one of -c, -w, -t, -m, --measurements");
+		return hx_cli_usage_error(
+		    CMD, "give at least one of -c, -w, -t, -m, --measurements");
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;
 	o = json_object();
@@ -135,7 +136,8 @@ int cmd_validate(hx_cli *cli, int argc, char **argv)
 			for (int i = 0; i < w.quality->nmodels; i++) {
 				json_t *mo = json_object();
 				hx_jset_str(mo, "model", w.quality->model[i]);
-				hx_jset_num(mo, "mean_score", hx_round6(hx_quality_mean(w.quality, i)));
+				hx_jset_num(mo, "mean_score",
+					    hx_round6(hx_quality_mean(w.quality, i)));
 				json_array_append_new(ms, mo);
 			}
 			json_object_set_new(qo, "models", ms);

@@ -13,23 +13,27 @@
 
 /* Only commands that work are listed. */
 const hx_command hx_commands[] = {
-	{"plan", cmd_plan, "Plan a deployment of a model on a cluster for a workload.", hx_plan_usage},
-	{"simulate", cmd_simulate, "Replay requests against a plan and report what it delivers.",
-	 hx_simulate_usage},
-	{"check", cmd_check, "Verify a plan against its cluster, independently of the planners.",
-	 hx_check_usage},
-	{"replan", cmd_replan, "Adapt a plan to a changed cluster or workload, moving as little as possible.",
-	 hx_replan_usage},
-	{"trace", cmd_trace, "Write a synthetic request trace.", hx_trace_usage},
-	{"export", cmd_export, "Write launch commands, Kubernetes or KServe manifests, or a picture of a plan.",
-	 hx_export_usage},
-	{"estimate", cmd_estimate,
-	 "Predict latency, memory and capacity of one replica configuration.", hx_estimate_usage},
-	{"calibrate", cmd_calibrate,
-	 "Fit the cost model's GPU constants to measured timings.", hx_calibrate_usage},
-	{"profiles", cmd_profiles, "List or show the GPU and model profiles.", hx_profiles_usage},
-	{"validate", cmd_validate, "Check input files strictly and summarize them.", hx_validate_usage},
-	{NULL, NULL, NULL, NULL}};
+    {"plan", cmd_plan, "Plan a deployment of a model on a cluster for a workload.",
+     hx_plan_usage},
+    {"simulate", cmd_simulate, "Replay requests against a plan and report what it delivers.",
+     hx_simulate_usage},
+    {"check", cmd_check, "Verify a plan against its cluster, independently of the planners.",
+     hx_check_usage},
+    {"replan", cmd_replan,
+     "Adapt a plan to a changed cluster or workload, moving as little as possible.",
+     hx_replan_usage},
+    {"trace", cmd_trace, "Write a synthetic request trace.", hx_trace_usage},
+    {"export", cmd_export,
+     "Write launch commands, Kubernetes or KServe manifests, or a picture of a plan.",
+     hx_export_usage},
+    {"estimate", cmd_estimate,
+     "Predict latency, memory and capacity of one replica configuration.", hx_estimate_usage},
+    {"calibrate", cmd_calibrate, "Fit the cost model's GPU constants to measured timings.",
+     hx_calibrate_usage},
+    {"profiles", cmd_profiles, "List or show the GPU and model profiles.", hx_profiles_usage},
+    {"validate", cmd_validate, "Check input files strictly and summarize them.",
+     hx_validate_usage},
+    {NULL, NULL, NULL, NULL}};
 
 static void main_usage(FILE *f)
 {
@@ -75,7 +79,9 @@ int main(int argc, char **argv)
 				fprintf(stderr, "hexplan: error: %s needs an argument\n", a);
 				return HX_EUSAGE;
 			}
-			hx_cli_global(&cli, strcmp(a, "--catalog") == 0 ? HX_OPT_CATALOG : HX_OPT_CALIBRATION,
+			hx_cli_global(&cli,
+				      strcmp(a, "--catalog") == 0 ? HX_OPT_CATALOG
+								  : HX_OPT_CALIBRATION,
 				      argv[++i]);
 			continue;
 		}
@@ -100,7 +106,8 @@ int main(int argc, char **argv)
 			return rc;
 		}
 	}
-	fprintf(stderr, "hexplan: error: '%s' is not a hexplan command (see 'hexplan --help')\n",
+	fprintf(stderr,
+		"hexplan: error: '%s' is not a hexplan command (see 'hexplan --help')\n",
 		argv[i]);
 	return HX_EUSAGE;
 }

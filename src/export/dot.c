@@ -10,8 +10,8 @@
  * (label: replica, stage, TP, layers [first, last)) around the GPUs it uses
  * ("node:index"), side by side; a stage of one GPU is labelled on the GPU.
  * A group no request enters directly (decode) has its node after its
- * replicas, so that the picture still reads left to right.  GPUs are filled with their group's colour, in a hue per
- * role (aggregated green, prefill blue, decode orange); a legend says so.
+ * replicas, so that the picture still reads left to right.  GPUs are filled with their group's
+ * colour, in a hue per role (aggregated green, prefill blue, decode orange); a legend says so.
  * Pipeline edges join a replica's stages (labelled with the link's
  * bandwidth), dashed KV edges join prefill replicas to decode replicas and
  * dotted edges carry routing hops, each labelled with its share.
@@ -33,12 +33,12 @@
 
 /* Fill colours per role: a hue each, shades alternating so that groups of
  * one role side by side differ. */
-static const char *const agg_fill[] = {"#b8e186", "#80cdc1", "#d9f0a3", "#a6dba0",
-	"#c7eae5", "#7fbf7b"};
-static const char *const pre_fill[] = {"#9ecae1", "#c6dbef", "#bcbddc", "#6baed6",
-	"#dadaeb", "#9e9ac8"};
-static const char *const dec_fill[] = {"#fdae6b", "#fdd0a2", "#fcbba1", "#fd8d3c",
-	"#fee6ce", "#fc9272"};
+static const char *const agg_fill[] = {"#b8e186", "#80cdc1", "#d9f0a3",
+				       "#a6dba0", "#c7eae5", "#7fbf7b"};
+static const char *const pre_fill[] = {"#9ecae1", "#c6dbef", "#bcbddc",
+				       "#6baed6", "#dadaeb", "#9e9ac8"};
+static const char *const dec_fill[] = {"#fdae6b", "#fdd0a2", "#fcbba1",
+				       "#fd8d3c", "#fee6ce", "#fc9272"};
 #define NSHADES 6
 
 /* Frame colour and legend swatch per role. */
@@ -49,7 +49,9 @@ static const char *role_pen(hx_role r)
 
 static const char *role_swatch(hx_role r)
 {
-	return r == HX_ROLE_PREFILL ? pre_fill[0] : r == HX_ROLE_DECODE ? dec_fill[0] : agg_fill[0];
+	return r == HX_ROLE_PREFILL  ? pre_fill[0]
+	       : r == HX_ROLE_DECODE ? dec_fill[0]
+				     : agg_fill[0];
 }
 
 static const char *role_shape(hx_role r)
@@ -127,10 +129,10 @@ typedef struct dot_state {
 	const hx_plan *p;
 	const hx_export_opts *o;
 	hx_buf b;
-	int *rbase;     /* per group: the index of its first replica overall */
-	int nrep;       /* replicas overall */
-	int *gpubase;   /* per replica overall and stage: first GPU occurrence */
-	int *gpunode;   /* per GPU occurrence: its node's index */
+	int *rbase;   /* per group: the index of its first replica overall */
+	int nrep;     /* replicas overall */
+	int *gpubase; /* per replica overall and stage: first GPU occurrence */
+	int *gpunode; /* per GPU occurrence: its node's index */
 	int ngpu;
 	char (*nodes)[64];
 	int nnodes;
@@ -171,7 +173,8 @@ static void index_plan(dot_state *d)
 			for (int s = 0; s < p->groups[g].nstages; s++) {
 				d->gpubase[(d->rbase[g] + r) * HX_MAX_STAGES + s] = k;
 				for (int i = 0; i < rep->ngpus[s]; i++)
-					d->gpunode[k++] = node_index(d, rep->gpus[s][i].node, 1);
+					d->gpunode[k++] =
+					    node_index(d, rep->gpus[s][i].node, 1);
 			}
 		}
 }
@@ -248,7 +251,7 @@ static const char *group_fill(const hx_plan *p, int g)
 	for (int i = 0; i < g; i++)
 		k += p->groups[i].role == p->groups[g].role;
 	k %= NSHADES;
-	return p->groups[g].role == HX_ROLE_PREFILL ? pre_fill[k]
+	return p->groups[g].role == HX_ROLE_PREFILL  ? pre_fill[k]
 	       : p->groups[g].role == HX_ROLE_DECODE ? dec_fill[k]
 						     : agg_fill[k];
 }
@@ -276,8 +279,9 @@ static void emit_header(dot_state *d)
 		      p->ngroups == 1 ? "" : "s", d->nrep, d->nrep == 1 ? "" : "s", d->ngpu,
 		      d->ngpu == 1 ? "" : "s");
 	if (p->predicted.capacity_rps > 0 || p->predicted.usd_per_hour > 0)
-		hx_buf_printf(b, "\\lpredicted: %.4g req/s, TTFT p99 %.4g ms, TPOT p99 %.4g ms, "
-				 "$%.4g/h",
+		hx_buf_printf(b,
+			      "\\lpredicted: %.4g req/s, TTFT p99 %.4g ms, TPOT p99 %.4g ms, "
+			      "$%.4g/h",
 			      p->predicted.capacity_rps, p->predicted.ttft_ms_p99,
 			      p->predicted.tpot_ms_p99, p->predicted.usd_per_hour);
 	if (p->ncascade > 0) {
@@ -289,7 +293,8 @@ static void emit_header(dot_state *d)
 			esc(b, p->cascade[i].model);
 			if (i + 1 < p->ncascade) {
 				pct(sh, sizeof(sh), p->cascade[i].escalate);
-				hx_buf_printf(b, " (score < %g: %s on)", p->cascade[i].threshold, sh);
+				hx_buf_printf(b, " (score < %g: %s on)",
+					      p->cascade[i].threshold, sh);
 			}
 		}
 	}
@@ -309,21 +314,25 @@ static void emit_legend(dot_state *d)
 
 	for (int g = 0; g < p->ngroups; g++)
 		used[p->groups[g].role] = 1;
-	hx_buf_printf(b, "\tsubgraph \"cluster_legend\" {\n\t\tlabel=\"legend\"; style=rounded; "
-			 "color=\"#999999\"; fontsize=10;\n");
+	hx_buf_printf(b,
+		      "\tsubgraph \"cluster_legend\" {\n\t\tlabel=\"legend\"; style=rounded; "
+		      "color=\"#999999\"; fontsize=10;\n");
 	for (int r = 0; r < 3; r++)
 		if (used[r])
-			hx_buf_printf(b, "\t\t\"legend_%s\" [label=\"%s\", shape=%s, fillcolor=\"%s\", "
-					 "color=\"%s\"];\n",
-				      hx_role_name((hx_role)r), hx_role_name((hx_role)r),
-				      role_shape((hx_role)r), role_swatch((hx_role)r),
-				      role_pen((hx_role)r));
-	hx_buf_printf(b, "\t\t\"legend_edges\" [shape=plaintext, style=\"\", fontsize=9, label=\""
-			 "grey box: a node (name, GPU type)\\l"
-			 "framed: a replica stage (TP, layers [first,last))\\l"
-			 "filled: a GPU (node:index), in its group's colour\\l"
-			 "ingress -> group: share of requests\\l"
-			 "group -> replica: its members\\l");
+			hx_buf_printf(
+			    b,
+			    "\t\t\"legend_%s\" [label=\"%s\", shape=%s, fillcolor=\"%s\", "
+			    "color=\"%s\"];\n",
+			    hx_role_name((hx_role)r), hx_role_name((hx_role)r),
+			    role_shape((hx_role)r), role_swatch((hx_role)r),
+			    role_pen((hx_role)r));
+	hx_buf_printf(b,
+		      "\t\t\"legend_edges\" [shape=plaintext, style=\"\", fontsize=9, label=\""
+		      "grey box: a node (name, GPU type)\\l"
+		      "framed: a replica stage (TP, layers [first,last))\\l"
+		      "filled: a GPU (node:index), in its group's colour\\l"
+		      "ingress -> group: share of requests\\l"
+		      "group -> replica: its members\\l");
 	for (int g = 0; g < p->ngroups; g++)
 		if (p->groups[g].nstages > 1) {
 			hx_buf_printf(b, "bold: pipeline stage -> stage (link Gb/s)\\l");
@@ -342,7 +351,8 @@ static void emit_groups(dot_state *d)
 	const hx_plan *p = d->p;
 	hx_buf *b = &d->b;
 
-	hx_buf_printf(b, "\t\"ingress\" [label=\"ingress\", shape=oval, fillcolor=\"#eeeeee\"];\n");
+	hx_buf_printf(
+	    b, "\t\"ingress\" [label=\"ingress\", shape=oval, fillcolor=\"#eeeeee\"];\n");
 	for (int g = 0; g < p->ngroups; g++) {
 		const hx_plan_group *gr = &p->groups[g];
 		hx_buf_printf(b, "\t\"group%d\" [label=\"", g);
@@ -355,7 +365,8 @@ static void emit_groups(dot_state *d)
 			hx_buf_printf(b, " ");
 			stage_text(b, gr, s);
 		}
-		hx_buf_printf(b, "\\n%d replica%s", gr->nreplicas, gr->nreplicas == 1 ? "" : "s");
+		hx_buf_printf(b, "\\n%d replica%s", gr->nreplicas,
+			      gr->nreplicas == 1 ? "" : "s");
 		if (gr->capacity_rps > 0)
 			hx_buf_printf(b, ", %.3g req/s each", gr->capacity_rps);
 		hx_buf_printf(b, "\", shape=%s, fillcolor=\"%s\", color=\"%s\"%s];\n",
@@ -390,15 +401,19 @@ static void emit_nodes(dot_state *d)
 							prev = i;
 					if (prev < 0)
 						continue;
-					part_name(cl, sizeof(cl), d, d->rbase[g] + r, s, k0 + prev,
-						  rep->ngpus[s]);
+					part_name(cl, sizeof(cl), d, d->rbase[g] + r, s,
+						  k0 + prev, rep->ngpus[s]);
 					if (cl[0]) {
-						hx_buf_printf(b, "\t\tsubgraph \"%s\" {\n\t\t\tlabel=\"", cl);
+						hx_buf_printf(
+						    b, "\t\tsubgraph \"%s\" {\n\t\t\tlabel=\"",
+						    cl);
 						esc(b, rep->id);
 						hx_buf_printf(b, " ");
 						stage_text(b, gr, s);
-						hx_buf_printf(b, "\"; style=\"rounded,filled\"; fillcolor=white; "
-								 "color=\"%s\"; fontsize=10;\n",
+						hx_buf_printf(b,
+							      "\"; style=\"rounded,filled\"; "
+							      "fillcolor=white; "
+							      "color=\"%s\"; fontsize=10;\n",
 							      role_pen(gr->role));
 					}
 					prev = -1;
@@ -406,7 +421,8 @@ static void emit_nodes(dot_state *d)
 						int k = k0 + i;
 						if (d->gpunode[k] != n)
 							continue;
-						hx_buf_printf(b, "\t\t%s\"gpu%d\" [label=\"", cl[0] ? "\t" : "", k);
+						hx_buf_printf(b, "\t\t%s\"gpu%d\" [label=\"",
+							      cl[0] ? "\t" : "", k);
 						esc(b, rep->gpus[s][i].node);
 						hx_buf_printf(b, ":%d", rep->gpus[s][i].index);
 						if (!cl[0]) { /* alone: the stage on the GPU */
@@ -415,7 +431,9 @@ static void emit_nodes(dot_state *d)
 							hx_buf_printf(b, " ");
 							stage_text(b, gr, s);
 						}
-						hx_buf_printf(b, "\", fillcolor=\"%s\", tooltip=\"", group_fill(p, g));
+						hx_buf_printf(
+						    b, "\", fillcolor=\"%s\", tooltip=\"",
+						    group_fill(p, g));
 						esc(b, rep->id);
 						hx_buf_printf(b, " ");
 						stage_text(b, gr, s);
@@ -423,13 +441,16 @@ static void emit_nodes(dot_state *d)
 						esc(b, gr->stage[s].gpu);
 						hx_buf_printf(b, "\"");
 						if (!cl[0])
-							hx_buf_printf(b, ", color=\"%s\", penwidth=1.5",
-								      role_pen(gr->role));
+							hx_buf_printf(
+							    b, ", color=\"%s\", penwidth=1.5",
+							    role_pen(gr->role));
 						hx_buf_printf(b, "];\n");
 						if (prev >= 0) /* TP GPUs side by side */
-							hx_buf_printf(b, "\t\t\t\"gpu%d\" -> \"gpu%d\" "
-									 "[style=invis];\n",
-								      prev, k);
+							hx_buf_printf(
+							    b,
+							    "\t\t\t\"gpu%d\" -> \"gpu%d\" "
+							    "[style=invis];\n",
+							    prev, k);
 						prev = k;
 					}
 					if (cl[0])
@@ -470,7 +491,8 @@ static int find_endpoint(const hx_plan *p, const char *id, int stages, int *g, i
 					return *s < p->groups[i].nstages;
 				}
 		if (pass || !slash || slash[1] != 's' || !slash[2] ||
-		    strspn(slash + 2, "0123456789") != strlen(slash + 2) || strlen(slash + 2) > 5)
+		    strspn(slash + 2, "0123456789") != strlen(slash + 2) ||
+		    strlen(slash + 2) > 5)
 			return 0;
 		name[slash - id] = '\0';
 		*s = atoi(slash + 2);
@@ -533,15 +555,16 @@ static void emit_ingress(dot_state *d)
 			fed = strcmp(p->ingress[i].to, gr->name) == 0;
 		for (int r = 0; r < gr->nreplicas; r++) {
 			char cl[64];
-			int k = gr->nstages > 0 ? stage_gpu(d, g, r, fed ? 0 : gr->nstages - 1, !fed, cl,
-							    sizeof(cl))
+			int k = gr->nstages > 0 ? stage_gpu(d, g, r, fed ? 0 : gr->nstages - 1,
+							    !fed, cl, sizeof(cl))
 						: -1;
 			if (k < 0)
 				continue;
 			if (fed)
 				hx_buf_printf(b, "\t\"group%d\" -> \"gpu%d\" [", g, k);
 			else
-				hx_buf_printf(b, "\t\"gpu%d\" -> \"group%d\" [dir=back, ", k, g);
+				hx_buf_printf(b, "\t\"gpu%d\" -> \"group%d\" [dir=back, ", k,
+					      g);
 			if (cl[0])
 				hx_buf_printf(b, "%s=\"%s\", ", fed ? "lhead" : "ltail", cl);
 			hx_buf_printf(b, "color=\"#999999\"];\n");
@@ -569,13 +592,15 @@ static void emit_pipelines(dot_state *d)
 						continue;
 					part_name(ca, sizeof(ca), d, d->rbase[g] + r, s, k - 1,
 						  rep->ngpus[s]);
-					part_name(cb, sizeof(cb), d, d->rbase[g] + r, s, k, rep->ngpus[s]);
+					part_name(cb, sizeof(cb), d, d->rbase[g] + r, s, k,
+						  rep->ngpus[s]);
 					if (ca[0] && strcmp(ca, cb) == 0)
 						continue;
 					edge(b, k - 1, ca, k, cb);
 					hx_buf_printf(b, "dir=none, style=dotted, label=\"TP");
 					if (rep->tp_link[s].bw_gbps > 0)
-						hx_buf_printf(b, " %g Gb/s", rep->tp_link[s].bw_gbps);
+						hx_buf_printf(b, " %g Gb/s",
+							      rep->tp_link[s].bw_gbps);
 					hx_buf_printf(b, "\"];\n");
 				}
 				if (s + 1 >= gr->nstages)
@@ -585,7 +610,8 @@ static void emit_pipelines(dot_state *d)
 				if (a < 0 || bb < 0)
 					continue;
 				edge(b, a, ca, bb, cb);
-				hx_buf_printf(b, "style=bold, color=\"%s\", label=\"", role_pen(gr->role));
+				hx_buf_printf(b, "style=bold, color=\"%s\", label=\"",
+					      role_pen(gr->role));
 				if (rep->link[s].bw_gbps > 0)
 					hx_buf_printf(b, "%g Gb/s", rep->link[s].bw_gbps);
 				else
@@ -611,8 +637,8 @@ static void emit_routes(dot_state *d, const hx_route *list, int n, int hops)
 		int fg = 0, fr = 0, fs = -1, tg = 0, tr = 0, ts = -1, a = -1, bb = -1;
 		char ca[64] = "", cb[64] = "", sh[32];
 		if (find_endpoint(p, x->from, hops, &fg, &fr, &fs) && p->groups[fg].nstages > 0)
-			a = stage_gpu(d, fg, fr, fs >= 0 ? fs : p->groups[fg].nstages - 1, 1, ca,
-				      sizeof(ca));
+			a = stage_gpu(d, fg, fr, fs >= 0 ? fs : p->groups[fg].nstages - 1, 1,
+				      ca, sizeof(ca));
 		if (find_endpoint(p, x->to, hops, &tg, &tr, &ts) && p->groups[tg].nstages > 0)
 			bb = stage_gpu(d, tg, tr, ts >= 0 ? ts : 0, 0, cb, sizeof(cb));
 		if (a < 0)
@@ -634,9 +660,10 @@ static void emit_routes(dot_state *d, const hx_route *list, int n, int hops)
 		if (bb >= 0 && cb[0])
 			hx_buf_printf(b, "lhead=\"%s\", ", cb);
 		pct(sh, sizeof(sh), x->weight);
-		hx_buf_printf(b, "style=%s, color=\"%s\", fontcolor=\"%s\", label=\"%s\", tooltip=\"",
-			      hops ? "dotted" : "dashed", hops ? "#6a51a3" : "#d94801",
-			      hops ? "#6a51a3" : "#d94801", sh);
+		hx_buf_printf(
+		    b, "style=%s, color=\"%s\", fontcolor=\"%s\", label=\"%s\", tooltip=\"",
+		    hops ? "dotted" : "dashed", hops ? "#6a51a3" : "#d94801",
+		    hops ? "#6a51a3" : "#d94801", sh);
 		esc(b, x->from);
 		hx_buf_printf(b, " -> ");
 		esc(b, x->to);

@@ -12,11 +12,11 @@
 #include <string.h>
 
 const hx_export_target hx_export_targets[] = {
-	{"launch", hx_export_launch, HX_EXPORT_ENGINE | HX_EXPORT_FORMAT | HX_EXPORT_LOSSY},
-	{"k8s", hx_export_k8s, HX_EXPORT_ENGINE | HX_EXPORT_LOSSY},
-	{"kserve", hx_export_kserve, HX_EXPORT_ENGINE | HX_EXPORT_LOSSY},
-	{"dot", hx_export_dot, HX_EXPORT_FRAGMENTS},
-	{NULL, NULL, 0}};
+    {"launch", hx_export_launch, HX_EXPORT_ENGINE | HX_EXPORT_FORMAT | HX_EXPORT_LOSSY},
+    {"k8s", hx_export_k8s, HX_EXPORT_ENGINE | HX_EXPORT_LOSSY},
+    {"kserve", hx_export_kserve, HX_EXPORT_ENGINE | HX_EXPORT_LOSSY},
+    {"dot", hx_export_dot, HX_EXPORT_FRAGMENTS},
+    {NULL, NULL, 0}};
 
 const hx_export_target *hx_export_target_find(const char *name)
 {
@@ -38,12 +38,15 @@ void hx_export_target_list(int flag, char *out, size_t len)
 			continue;
 		k++;
 		snprintf(out + strlen(out), len - strlen(out), "%s%s",
-			 k == 1 ? "" : k == n ? " or " : ", ", t->name);
+			 k == 1   ? ""
+			 : k == n ? " or "
+				  : ", ",
+			 t->name);
 	}
 }
 
-int hx_export_check_fragments(const hx_plan *p, const hx_export_target *t, const char *plan_path,
-			      hx_err *err)
+int hx_export_check_fragments(const hx_plan *p, const hx_export_target *t,
+			      const char *plan_path, hx_err *err)
 {
 	if (t->flags & HX_EXPORT_FRAGMENTS)
 		return 0;
@@ -55,12 +58,13 @@ int hx_export_check_fragments(const hx_plan *p, const hx_export_target *t, const
 		const hx_model *m = hx_plan_model(p, gr->model);
 		if (gr->nstages > 0 && m &&
 		    (gr->stage[0].first != 0 || gr->stage[gr->nstages - 1].last != m->a.layers))
-			return hx_errf(err, HX_EINPUT,
-				       "%s: group %s holds layers [%d, %d) of %s: a pipeline plan's "
-				       "fragments, joined by hops, cannot be exported to %s (--to dot "
-				       "draws it)",
-				       hx_display_path(plan_path), gr->name, gr->stage[0].first,
-				       gr->stage[gr->nstages - 1].last, m->name, t->name);
+			return hx_errf(
+			    err, HX_EINPUT,
+			    "%s: group %s holds layers [%d, %d) of %s: a pipeline plan's "
+			    "fragments, joined by hops, cannot be exported to %s (--to dot "
+			    "draws it)",
+			    hx_display_path(plan_path), gr->name, gr->stage[0].first,
+			    gr->stage[gr->nstages - 1].last, m->name, t->name);
 	}
 	return 0;
 }
@@ -132,7 +136,8 @@ const char *hx_export_host(const hx_export_opts *o, const char *node)
 {
 	if (o && o->cluster)
 		for (int i = 0; i < o->cluster->nnodes; i++)
-			if (strcmp(o->cluster->nodes[i].name, node) == 0 && o->cluster->nodes[i].host[0])
+			if (strcmp(o->cluster->nodes[i].name, node) == 0 &&
+			    o->cluster->nodes[i].host[0])
 				return o->cluster->nodes[i].host;
 	return node;
 }
@@ -142,10 +147,22 @@ int hx_export_precision_args(int engine, hx_dtype wdt, hx_dtype kvdt, const char
 	int n = 0;
 
 	switch (wdt) {
-	case HX_DT_BF16: args[n++] = "--dtype"; args[n++] = "bfloat16"; break;
-	case HX_DT_FP16: args[n++] = "--dtype"; args[n++] = "float16"; break;
-	case HX_DT_FP32: args[n++] = "--dtype"; args[n++] = "float32"; break;
-	case HX_DT_FP8: args[n++] = "--quantization"; args[n++] = "fp8"; break;
+	case HX_DT_BF16:
+		args[n++] = "--dtype";
+		args[n++] = "bfloat16";
+		break;
+	case HX_DT_FP16:
+		args[n++] = "--dtype";
+		args[n++] = "float16";
+		break;
+	case HX_DT_FP32:
+		args[n++] = "--dtype";
+		args[n++] = "float32";
+		break;
+	case HX_DT_FP8:
+		args[n++] = "--quantization";
+		args[n++] = "fp8";
+		break;
 	default: break;
 	}
 	if (kvdt == HX_DT_FP8) {

@@ -35,9 +35,11 @@ typedef struct hx_export_out {
 
 /* Each target fills OUT (release with hx_export_release); returns 0, or
  * HX_EINPUT with ERR when the plan cannot be expressed (and !lossy). */
-int hx_export_launch(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err);
+int hx_export_launch(const hx_plan *p, const hx_export_opts *o, hx_export_out *out,
+		     hx_err *err);
 int hx_export_k8s(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err);
-int hx_export_kserve(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err);
+int hx_export_kserve(const hx_plan *p, const hx_export_opts *o, hx_export_out *out,
+		     hx_err *err);
 int hx_export_dot(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err);
 
 /* What a target reads from the options besides the plan and the cluster. */
@@ -67,14 +69,15 @@ void hx_export_target_list(int flag, char *out, size_t len);
  * naming PLAN_PATH (as the user gave it) and the first group whose layers are
  * a pipeline plan's fragment: no engine command, Deployment or
  * LLMInferenceService runs those, even lossily. */
-int hx_export_check_fragments(const hx_plan *p, const hx_export_target *t, const char *plan_path,
-			      hx_err *err);
+int hx_export_check_fragments(const hx_plan *p, const hx_export_target *t,
+			      const char *plan_path, hx_err *err);
 
 /* Add a file to OUT; TEXT is taken over (freed by hx_export_release). */
 void hx_export_add(hx_export_out *out, const char *name, char *text);
 void hx_export_release(hx_export_out *out);
 /* Note something a lossy export could not express. */
-void hx_export_lost(hx_export_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void hx_export_lost(hx_export_out *out, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* S quoted for a POSIX shell (single quotes; a quote inside as '\''): a new
  * string.  Nothing in it is expanded or run by the shell. */

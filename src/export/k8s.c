@@ -41,9 +41,9 @@
 #include "export/export.h"
 #include "export/yaml.h"
 
-#define GATEWAY "hexplan-gateway"
+#define GATEWAY      "hexplan-gateway"
 #define IMAGE_NVIDIA "vllm/vllm-openai:latest"
-#define IMAGE_AMD "rocm/vllm:latest"
+#define IMAGE_AMD    "rocm/vllm:latest"
 #define MAX_BACKENDS 16 /* backendRefs per HTTPRoute rule */
 
 /* ---- names ---- */
@@ -92,7 +92,8 @@ static int label_value_ok(const char *s)
 {
 	size_t n = strlen(s);
 
-	if (n == 0 || n > 63 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
+	if (n == 0 || n > 63 || !isalnum((unsigned char)s[0]) ||
+	    !isalnum((unsigned char)s[n - 1]))
 		return 0;
 	for (size_t i = 0; i < n; i++)
 		if (!isalnum((unsigned char)s[i]) && !strchr("-_.", s[i]))
@@ -135,11 +136,13 @@ static int layout(const hx_plan *p, const hx_export_opts *o, const hx_plan_group
 				if (!gpu) {
 					char gn[64], gpu_name[48];
 					hx_yaml_printable(gn, sizeof(gn), g->name);
-					hx_yaml_printable(gpu_name, sizeof(gpu_name), g->stage[s].gpu);
+					hx_yaml_printable(gpu_name, sizeof(gpu_name),
+							  g->stage[s].gpu);
 					free(nodes);
 					free(last);
-					return hx_errf(err, HX_EINPUT, "group \"%s\": no profile of GPU \"%s\"", gn,
-						       gpu_name);
+					return hx_errf(err, HX_EINPUT,
+						       "group \"%s\": no profile of GPU \"%s\"",
+						       gn, gpu_name);
 				}
 				nodes[n] = node;
 				pods[n].gpu = gpu;
@@ -177,7 +180,8 @@ static char *placement_text(const hx_plan_group *g)
 		for (int s = 0; s < g->nstages; s++) {
 			hx_buf_printf(&b, "%s", s ? " |" : "");
 			for (int i = 0; i < rp->ngpus[s]; i++)
-				hx_buf_printf(&b, " %s:%d", rp->gpus[s][i].node, rp->gpus[s][i].index);
+				hx_buf_printf(&b, " %s:%d", rp->gpus[s][i].node,
+					      rp->gpus[s][i].index);
 		}
 	}
 	if (!b.s)
@@ -212,7 +216,8 @@ static int kgroup_pods(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, 
 		if (!k->pods[0].gpu) {
 			char gpu[48];
 			hx_yaml_printable(gpu, sizeof(gpu), g->stage[0].gpu);
-			return hx_errf(err, HX_EINPUT, "group \"%s\": no profile of GPU \"%s\"", gn, gpu);
+			return hx_errf(err, HX_EINPUT, "group \"%s\": no profile of GPU \"%s\"",
+				       gn, gpu);
 		}
 	} else {
 		hx_kpod *other = hx_xcalloc((size_t)total + 1, sizeof(*other));
@@ -228,14 +233,17 @@ static int kgroup_pods(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, 
 			}
 			same = n == k->npods;
 			for (int j = 0; same && j < n; j++)
-				same = same_pod(&other[j], &k->pods[j]) && other[j].stage0 == k->pods[j].stage0 &&
+				same = same_pod(&other[j], &k->pods[j]) &&
+				       other[j].stage0 == k->pods[j].stage0 &&
 				       other[j].nstages == k->pods[j].nstages;
 			if (!same) {
 				char rid[64];
 				hx_yaml_printable(rid, sizeof(rid), g->replicas[r].id);
 				rc = hx_yaml_lose(o, out, err,
-						  "group \"%s\": replica \"%s\" is laid out over its nodes unlike the "
-						  "first, and one pod template serves them all: every replica follows the first",
+						  "group \"%s\": replica \"%s\" is laid out "
+						  "over its nodes unlike the "
+						  "first, and one pod template serves them "
+						  "all: every replica follows the first",
 						  gn, rid);
 				if (rc) {
 					free(other);
@@ -261,8 +269,10 @@ static int kgroup_pins(hx_kgroup *k, const hx_export_opts *o, const char *gn,
 	for (int j = 1; j < k->npods; j++)
 		if (strcmp(k->pods[j].gpu->vendor, k->pods[0].gpu->vendor) != 0) {
 			if ((rc = hx_yaml_lose(o, out, err,
-					       "group \"%s\" mixes %s and %s GPUs in one replica, which vLLM cannot run",
-					       gn, k->pods[0].gpu->vendor, k->pods[j].gpu->vendor)))
+					       "group \"%s\" mixes %s and %s GPUs in one "
+					       "replica, which vLLM cannot run",
+					       gn, k->pods[0].gpu->vendor,
+					       k->pods[j].gpu->vendor)))
 				return rc;
 			break;
 		}
@@ -272,7 +282,8 @@ static int kgroup_pins(hx_kgroup *k, const hx_export_opts *o, const char *gn,
 			seen = k->pods[i].gpu == k->pods[j].gpu;
 		if (!seen && !label_value_ok(k->pods[j].gpu->product) &&
 		    (rc = hx_yaml_lose(o, out, err,
-				       "GPU \"%s\" has no valid Kubernetes product label (\"%s\"): the pods of "
+				       "GPU \"%s\" has no valid Kubernetes product label "
+				       "(\"%s\"): the pods of "
 				       "group \"%s\" are not pinned to it",
 				       k->pods[j].gpu->name, k->pods[j].gpu->product, gn)))
 			return rc;
@@ -290,17 +301,23 @@ static int kgroup_pins(hx_kgroup *k, const hx_export_opts *o, const char *gn,
 			if (k->pods[j].ngpus > k->worker_ngpus)
 				k->worker_ngpus = k->pods[j].ngpus;
 			for (int i = 0; i < k->worker_nproducts && !seen; i++)
-				seen = strcmp(k->worker_products[i], k->pods[j].gpu->product) == 0;
-			if (!seen && k->worker_nproducts < (int)HX_ARRAY_LEN(k->worker_products))
-				k->worker_products[k->worker_nproducts++] = k->pods[j].gpu->product;
+				seen =
+				    strcmp(k->worker_products[i], k->pods[j].gpu->product) == 0;
+			if (!seen &&
+			    k->worker_nproducts < (int)HX_ARRAY_LEN(k->worker_products))
+				k->worker_products[k->worker_nproducts++] =
+				    k->pods[j].gpu->product;
 		}
 		if (differ) {
 			rc = hx_yaml_lose(o, out, err,
-					  "group \"%s\": its worker pods need %d x %s and %d x %s, and one worker "
-					  "template describes them all: workers may land on any of their GPU types "
+					  "group \"%s\": its worker pods need %d x %s and %d x "
+					  "%s, and one worker "
+					  "template describes them all: workers may land on "
+					  "any of their GPU types "
 					  "and ask for %d GPUs",
-					  gn, k->pods[1].ngpus, k->pods[1].gpu->name, k->pods[differ].ngpus,
-					  k->pods[differ].gpu->name, k->worker_ngpus);
+					  gn, k->pods[1].ngpus, k->pods[1].gpu->name,
+					  k->pods[differ].ngpus, k->pods[differ].gpu->name,
+					  k->worker_ngpus);
 			if (rc)
 				return rc;
 		} else {
@@ -329,12 +346,15 @@ int hx_kgroup_init(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, int 
 	if (!(k->m = hx_plan_model(p, g->model))) {
 		char mn[64];
 		hx_yaml_printable(mn, sizeof(mn), g->model);
-		return hx_errf(err, HX_EINPUT, "group \"%s\": the plan has no model \"%s\"", gn, mn);
+		return hx_errf(err, HX_EINPUT, "group \"%s\": the plan has no model \"%s\"", gn,
+			       mn);
 	}
 	k->repo = k->m->hf_repo[0] ? k->m->hf_repo : k->m->name;
 	if (!k->m->hf_repo[0] &&
-	    (rc = hx_yaml_lose(o, out, err, "model \"%s\" has no Hugging Face repository: the pods serve \"%s\"",
-			       k->m->name, k->m->name)))
+	    (rc = hx_yaml_lose(
+		 o, out, err,
+		 "model \"%s\" has no Hugging Face repository: the pods serve \"%s\"",
+		 k->m->name, k->m->name)))
 		return rc;
 	k->tp = g->stage[0].tp;
 	for (int s2 = 1; s2 < g->nstages; s2++) /* --lossy: the smallest fits every pod */
@@ -344,7 +364,8 @@ int hx_kgroup_init(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, int 
 	for (int s = 1; s < g->nstages; s++)
 		if (g->stage[s].tp != k->tp) {
 			if ((rc = hx_yaml_lose(o, out, err,
-					       "group \"%s\": its stages run TP %d and %d, and vLLM runs one TP size: "
+					       "group \"%s\": its stages run TP %d and %d, and "
+					       "vLLM runs one TP size: "
 					       "every stage gets %d",
 					       gn, k->tp, g->stage[s].tp, k->tp)))
 				return rc;
@@ -352,7 +373,8 @@ int hx_kgroup_init(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, int 
 		}
 	if (g->wdt == HX_DT_INT4 &&
 	    (rc = hx_yaml_lose(o, out, err,
-			       "group \"%s\": int4 weights need a pre-quantized checkpoint: vLLM serves \"%s\" as published",
+			       "group \"%s\": int4 weights need a pre-quantized checkpoint: "
+			       "vLLM serves \"%s\" as published",
 			       gn, k->repo)))
 		return rc;
 
@@ -466,14 +488,17 @@ static void command(argv_t *a, const hx_kgroup *k, int kind, int managed)
 		return;
 	}
 	if (kind == HX_KPOD_WORKER) {
-		hx_buf_printf(&sh, "until ray start --address=\"$LWS_LEADER_ADDRESS:6379\" --block; do sleep 5; done");
+		hx_buf_printf(&sh, "until ray start --address=\"$LWS_LEADER_ADDRESS:6379\" "
+				   "--block; do sleep 5; done");
 	} else {
 		/* the Ray head waits for every node of the replica, then serves */
 		vllm_serve(&serve, k, HX_K8S_PORT, 1);
 		hx_buf_printf(&sh,
 			      "ray start --head --port=6379 && "
-			      "until python3 -c 'import ray, sys; ray.init(address=\"auto\", logging_level=\"ERROR\"); "
-			      "sys.exit(sum(n[\"Alive\"] for n in ray.nodes()) < %d)'; do sleep 5; done && exec",
+			      "until python3 -c 'import ray, sys; ray.init(address=\"auto\", "
+			      "logging_level=\"ERROR\"); "
+			      "sys.exit(sum(n[\"Alive\"] for n in ray.nodes()) < %d)'; do "
+			      "sleep 5; done && exec",
 			      k->npods);
 		for (int i = 0; i < serve.n; i++) {
 			if (shell_plain(serve.v[i])) {
@@ -553,7 +578,8 @@ void hx_k8s_pod_spec(hx_yw *w, const hx_kgroup *k, int kind, const char *contain
 		hx_yw_end(w);
 		hx_yw_end(w);
 		hx_yw_end(w);
-	} else if ((kind != HX_KPOD_WORKER || k->worker_nproducts <= 1) && label_value_ok(pod->gpu->product)) {
+	} else if ((kind != HX_KPOD_WORKER || k->worker_nproducts <= 1) &&
+		   label_value_ok(pod->gpu->product)) {
 		hx_yw_map(w, "nodeSelector");
 		hx_yw_str(w, product_key(pod->gpu), pod->gpu->product);
 		hx_yw_end(w);
@@ -573,7 +599,8 @@ void hx_k8s_pod_spec(hx_yw *w, const hx_kgroup *k, int kind, const char *contain
 	if (k->pp > 1) {
 		hx_buf part = {0};
 		for (int s = 0; s < k->g->nstages; s++)
-			hx_buf_printf(&part, "%s%d", s ? "," : "", k->g->stage[s].last - k->g->stage[s].first);
+			hx_buf_printf(&part, "%s%d", s ? "," : "",
+				      k->g->stage[s].last - k->g->stage[s].first);
 		env(w, "VLLM_PP_LAYER_PARTITION", part.s);
 		hx_buf_release(&part);
 	}
@@ -776,18 +803,20 @@ static void service(hx_yw *w, const hx_kgroup *k)
 }
 
 /* What a Kubernetes route cannot tell apart or carry, refused or noted. */
-static int plan_limits(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err)
+static int plan_limits(const hx_plan *p, const hx_export_opts *o, hx_export_out *out,
+		       hx_err *err)
 {
 	int rc, disagg = 0;
 
-	if (p->ncascade > 0 &&
-	    (rc = hx_yaml_lose(o, out, err,
-			       "the cascade (%d steps) is not expressible: requests are not escalated between models",
-			       p->ncascade)))
+	if (p->ncascade > 0 && (rc = hx_yaml_lose(o, out, err,
+						  "the cascade (%d steps) is not expressible: "
+						  "requests are not escalated between models",
+						  p->ncascade)))
 		return rc;
 	if (p->nhops > 0 &&
 	    (rc = hx_yaml_lose(o, out, err,
-			       "the %d hops between replicas' stages are not expressible: each replica runs its stages itself",
+			       "the %d hops between replicas' stages are not expressible: each "
+			       "replica runs its stages itself",
 			       p->nhops)))
 		return rc;
 	for (int g = 0; g < p->ngroups; g++)
@@ -820,8 +849,10 @@ static int plan_limits(const hx_plan *p, const hx_export_opts *o, hx_export_out 
 			npairs++;
 		}
 		rc = hx_yaml_lose(o, out, err,
-				  "Kubernetes objects cannot carry the KV routes (%s): pairing prefill and decode "
-				  "pods is left to a prefill/decode-aware router such as llm-d's, and the HTTPRoute "
+				  "Kubernetes objects cannot carry the KV routes (%s): pairing "
+				  "prefill and decode "
+				  "pods is left to a prefill/decode-aware router such as "
+				  "llm-d's, and the HTTPRoute "
 				  "splits requests over the groups by the ingress weights",
 				  npairs ? pairs.s : "none");
 		hx_buf_release(&pairs);
@@ -854,8 +885,10 @@ static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_k
 			hx_yaml_printable(a, sizeof(a), p->ingress[0].from);
 			hx_yaml_printable(b, sizeof(b), p->ingress[i].from);
 			if ((rc = hx_yaml_lose(o, out, err,
-					       "the plan routes classes \"%s\" and \"%s\" apart, and an HTTPRoute "
-					       "does not see a request's class: the weights are summed over the classes",
+					       "the plan routes classes \"%s\" and \"%s\" "
+					       "apart, and an HTTPRoute "
+					       "does not see a request's class: the weights "
+					       "are summed over the classes",
 					       a, b)))
 				goto done;
 			break;
@@ -869,20 +902,23 @@ static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_k
 			else if (strcmp(p->groups[g].model, p->groups[first].model) != 0)
 				models++;
 		}
-	if (models &&
-	    (rc = hx_yaml_lose(o, out, err,
-			       "the ingress routes to groups of different models, and an HTTPRoute does not see "
-			       "a request's model: one rule splits all requests by the weights")))
+	if (models && (rc = hx_yaml_lose(
+			   o, out, err,
+			   "the ingress routes to groups of different models, and an HTTPRoute "
+			   "does not see "
+			   "a request's model: one rule splits all requests by the weights")))
 		goto done;
 	if (!(total > 0)) {
-		rc = hx_yaml_lose(o, out, err, "the plan routes no requests: no HTTPRoute is written");
+		rc = hx_yaml_lose(o, out, err,
+				  "the plan routes no requests: no HTTPRoute is written");
 		goto done;
 	}
 	for (int g = 0; g < p->ngroups; g++)
 		keep[g] = weight[g] > 0;
 	if (nin > MAX_BACKENDS) {
 		if ((rc = hx_yaml_lose(o, out, err,
-				       "%d groups take requests, and an HTTPRoute rule holds %d backends: the "
+				       "%d groups take requests, and an HTTPRoute rule holds "
+				       "%d backends: the "
 				       "%d with the largest weights take them all",
 				       nin, MAX_BACKENDS, MAX_BACKENDS)))
 			goto done;
@@ -947,13 +983,15 @@ done:
 
 int hx_export_k8s(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err)
 {
-	char (*key)[56] = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*key));
+	char(*key)[56] = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*key));
 	hx_kgroup *kg = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*kg));
 	hx_yw w = {{0}, 0, 0};
 	int rc = 0, n = 0;
 
 	if (o->engine == HX_ENGINE_SGLANG &&
-	    (rc = hx_yaml_lose(o, out, err, "the k8s export writes vLLM pods: --engine sglang is not expressed")))
+	    (rc = hx_yaml_lose(
+		 o, out, err,
+		 "the k8s export writes vLLM pods: --engine sglang is not expressed")))
 		goto done;
 	hx_k8s_keys(p, key);
 	for (n = 0; n < p->ngroups; n++)

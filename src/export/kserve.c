@@ -37,8 +37,8 @@
 #include "export/yaml.h"
 
 typedef struct unit {
-	int top;    /* the aggregated or decode group */
-	int *pre;   /* its prefill groups */
+	int top;  /* the aggregated or decode group */
+	int *pre; /* its prefill groups */
 	int npre;
 	double weight;
 	long scaled;
@@ -48,13 +48,16 @@ typedef struct unit {
 static int same_shape(const hx_kgroup *a, const hx_kgroup *b)
 {
 	if (a->tp != b->tp || a->pp != b->pp || a->npods != b->npods || a->m != b->m ||
-	    a->g->wdt != b->g->wdt || a->g->kvdt != b->g->kvdt || a->worker_ngpus != b->worker_ngpus)
+	    a->g->wdt != b->g->wdt || a->g->kvdt != b->g->kvdt ||
+	    a->worker_ngpus != b->worker_ngpus)
 		return 0;
 	for (int s = 0; s < a->g->nstages; s++)
-		if (a->g->stage[s].first != b->g->stage[s].first || a->g->stage[s].last != b->g->stage[s].last)
+		if (a->g->stage[s].first != b->g->stage[s].first ||
+		    a->g->stage[s].last != b->g->stage[s].last)
 			return 0;
 	for (int j = 0; j < a->npods; j++)
-		if (a->pods[j].ngpus != b->pods[j].ngpus || a->pods[j].stage0 != b->pods[j].stage0 ||
+		if (a->pods[j].ngpus != b->pods[j].ngpus ||
+		    a->pods[j].stage0 != b->pods[j].stage0 ||
 		    strcmp(a->pods[j].gpu->product, b->pods[j].gpu->product) != 0 ||
 		    strcmp(a->pods[j].gpu->vendor, b->pods[j].gpu->vendor) != 0)
 			return 0;
@@ -63,7 +66,8 @@ static int same_shape(const hx_kgroup *a, const hx_kgroup *b)
 
 /* KServe runs a multi-node workload as a LeaderWorkerSet of one pod per
  * pipeline stage. */
-static int stage_per_node(const hx_kgroup *k, const hx_export_opts *o, hx_export_out *out, hx_err *err)
+static int stage_per_node(const hx_kgroup *k, const hx_export_opts *o, hx_export_out *out,
+			  hx_err *err)
 {
 	char gn[64];
 
@@ -77,11 +81,13 @@ static int stage_per_node(const hx_kgroup *k, const hx_export_opts *o, hx_export
 			return 0;
 	}
 	hx_yaml_printable(gn, sizeof(gn), k->g->name);
-	return hx_yaml_lose(o, out, err,
-			    "group \"%s\": its replicas spread %d stages over %d nodes, and KServe runs one pod "
-			    "per pipeline stage: the template and worker pods follow the nodes, and KServe "
-			    "counts %d of them",
-			    gn, k->pp, k->npods, k->pp);
+	return hx_yaml_lose(
+	    o, out, err,
+	    "group \"%s\": its replicas spread %d stages over %d nodes, and KServe runs one "
+	    "pod "
+	    "per pipeline stage: the template and worker pods follow the nodes, and KServe "
+	    "counts %d of them",
+	    gn, k->pp, k->npods, k->pp);
 }
 
 static void meta_annotations(hx_yw *w, const hx_kgroup *kg, const unit *u)
@@ -174,10 +180,36 @@ static void service(hx_yw *w, const hx_kgroup *kg, const unit *u)
 	hx_yw_end(w);
 }
 
+/* Each model's units: how many share its route group, and their weights
+ * scaled to integers (hx_k8s_scale). */
+static void scale_units(unit *u, int n, const hx_kgroup *kg)
+{
+	for (int i = 0; i < n; i++) {
+		double *w;
+		long *s;
+		int m = 0;
+		if (u[i].members)
+			continue;
+		w = hx_xcalloc((size_t)n, sizeof(*w));
+		s = hx_xcalloc((size_t)n, sizeof(*s));
+		for (int j = i; j < n; j++)
+			if (kg[u[j].top].m == kg[u[i].top].m)
+				w[j] = u[j].weight, m++;
+		hx_k8s_scale(w, n, s);
+		for (int j = i; j < n; j++)
+			if (kg[u[j].top].m == kg[u[i].top].m) {
+				u[j].members = m;
+				u[j].scaled = s[j];
+			}
+		free(w);
+		free(s);
+	}
+}
+
 /* The serving units: prefill groups join the decode group they send the
  * most KV to. */
-static int units(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg, unit *u, int *nu,
-		 hx_export_out *out, hx_err *err)
+static int units(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg, unit *u,
+		 int *nu, hx_export_out *out, hx_err *err)
 {
 	int *unit_of = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*unit_of));
 	double *to = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*to));
@@ -206,8 +238,8 @@ static int units(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
 		for (int d = 0; d < p->ngroups; d++)
 			to[d] = 0;
 		for (int i = 0; i < p->nkv; i++)
-			if (kv_from[i] == g && kv_to[i] >= 0 && p->groups[kv_to[i]].role == HX_ROLE_DECODE &&
-			    p->kv[i].weight > 0)
+			if (kv_from[i] == g && kv_to[i] >= 0 &&
+			    p->groups[kv_to[i]].role == HX_ROLE_DECODE && p->kv[i].weight > 0)
 				to[kv_to[i]] += p->kv[i].weight;
 		for (int d = 0; d < p->ngroups; d++)
 			if (to[d] > 0) {
@@ -217,19 +249,23 @@ static int units(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
 			}
 		if (best < 0) {
 			rc = hx_yaml_lose(o, out, err,
-					  "prefill group \"%s\" sends its KV caches to no decode group: it is left out", gn);
+					  "prefill group \"%s\" sends its KV caches to no "
+					  "decode group: it is left out",
+					  gn);
 			continue;
 		}
 		hx_yaml_printable(dn, sizeof(dn), p->groups[best].name);
 		if (targets > 1 &&
 		    (rc = hx_yaml_lose(o, out, err,
-				       "prefill group \"%s\" sends KV caches to %d decode groups, and a KServe prefill "
+				       "prefill group \"%s\" sends KV caches to %d decode "
+				       "groups, and a KServe prefill "
 				       "workload belongs to one: it joins \"%s\"",
 				       gn, targets, dn)))
 			continue;
 		if (kg[g].m != kg[best].m) {
 			rc = hx_yaml_lose(o, out, err,
-					  "prefill group \"%s\" and decode group \"%s\" serve different models: the "
+					  "prefill group \"%s\" and decode group \"%s\" serve "
+					  "different models: the "
 					  "prefill group is left out",
 					  gn, dn);
 			continue;
@@ -240,8 +276,10 @@ static int units(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
 				char fn[64];
 				hx_yaml_printable(fn, sizeof(fn), p->groups[x->pre[0]].name);
 				rc = hx_yaml_lose(o, out, err,
-						  "prefill groups \"%s\" and \"%s\" feed decode group \"%s\" with different "
-						  "shapes, and an LLMInferenceService has one prefill shape: \"%s\" is left out",
+						  "prefill groups \"%s\" and \"%s\" feed "
+						  "decode group \"%s\" with different "
+						  "shapes, and an LLMInferenceService has one "
+						  "prefill shape: \"%s\" is left out",
 						  fn, gn, dn, gn);
 				continue;
 			}
@@ -254,7 +292,8 @@ static int units(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
 		if (p->groups[u[i].top].role == HX_ROLE_DECODE && u[i].npre == 0) {
 			hx_yaml_printable(dn, sizeof(dn), p->groups[u[i].top].name);
 			rc = hx_yaml_lose(o, out, err,
-					  "decode group \"%s\" takes KV caches from no prefill group: it is written "
+					  "decode group \"%s\" takes KV caches from no prefill "
+					  "group: it is written "
 					  "without a prefill workload",
 					  dn);
 		}
@@ -271,10 +310,12 @@ static int units(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
 			char a[64], b[64];
 			hx_yaml_printable(a, sizeof(a), p->ingress[0].from);
 			hx_yaml_printable(b, sizeof(b), p->ingress[i].from);
-			rc = hx_yaml_lose(o, out, err,
-					  "the plan routes classes \"%s\" and \"%s\" apart, and KServe does not see a "
-					  "request's class: the weights are summed over the classes",
-					  a, b);
+			rc = hx_yaml_lose(
+			    o, out, err,
+			    "the plan routes classes \"%s\" and \"%s\" apart, and KServe does "
+			    "not see a "
+			    "request's class: the weights are summed over the classes",
+			    a, b);
 			break;
 		}
 	{
@@ -287,30 +328,13 @@ static int units(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
 					models = 1;
 			}
 		if (models && !rc)
-			rc = hx_yaml_lose(o, out, err,
-					  "the ingress splits requests over models, and KServe routes a request to the "
-					  "model it names: the weights hold among the units of each model");
+			rc = hx_yaml_lose(
+			    o, out, err,
+			    "the ingress splits requests over models, and KServe routes a "
+			    "request to the "
+			    "model it names: the weights hold among the units of each model");
 	}
-	for (int i = 0; i < n; i++) {
-		double *w;
-		long *s;
-		int m = 0;
-		if (u[i].members)
-			continue;
-		w = hx_xcalloc((size_t)n, sizeof(*w));
-		s = hx_xcalloc((size_t)n, sizeof(*s));
-		for (int j = i; j < n; j++)
-			if (kg[u[j].top].m == kg[u[i].top].m)
-				w[j] = u[j].weight, m++;
-		hx_k8s_scale(w, n, s);
-		for (int j = i; j < n; j++)
-			if (kg[u[j].top].m == kg[u[i].top].m) {
-				u[j].members = m;
-				u[j].scaled = s[j];
-			}
-		free(w);
-		free(s);
-	}
+	scale_units(u, n, kg);
 	free(unit_of);
 	free(to);
 	free(kv_from);
@@ -321,14 +345,16 @@ static int units(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
 
 int hx_export_kserve(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err)
 {
-	char (*key)[56] = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*key));
+	char(*key)[56] = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*key));
 	hx_kgroup *kg = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*kg));
 	unit *u = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*u));
 	hx_yw w = {{0}, 0, 0};
 	int rc = 0, n = 0, nu = 0;
 
 	if (o->engine == HX_ENGINE_SGLANG &&
-	    (rc = hx_yaml_lose(o, out, err, "the kserve export writes vLLM pods: --engine sglang is not expressed")))
+	    (rc = hx_yaml_lose(
+		 o, out, err,
+		 "the kserve export writes vLLM pods: --engine sglang is not expressed")))
 		goto done;
 	hx_k8s_keys(p, key);
 	for (n = 0; n < p->ngroups; n++)
@@ -337,14 +363,15 @@ int hx_export_kserve(const hx_plan *p, const hx_export_opts *o, hx_export_out *o
 			n++;
 			goto done;
 		}
-	if (p->ncascade > 0 &&
-	    (rc = hx_yaml_lose(o, out, err,
-			       "the cascade (%d steps) is not expressible: requests are not escalated between models",
-			       p->ncascade)))
+	if (p->ncascade > 0 && (rc = hx_yaml_lose(o, out, err,
+						  "the cascade (%d steps) is not expressible: "
+						  "requests are not escalated between models",
+						  p->ncascade)))
 		goto done;
 	if (p->nhops > 0 &&
 	    (rc = hx_yaml_lose(o, out, err,
-			       "the %d hops between replicas' stages are not expressible: each replica runs its stages itself",
+			       "the %d hops between replicas' stages are not expressible: each "
+			       "replica runs its stages itself",
 			       p->nhops)))
 		goto done;
 	if ((rc = units(p, o, kg, u, &nu, out, err)))

@@ -49,14 +49,14 @@
 
 #include "export/export.h"
 
-#define PORT_HTTP 8000
-#define PORT_NIXL 5600
+#define PORT_HTTP      8000
+#define PORT_NIXL      5600
 #define PORT_BOOTSTRAP 9000
-#define PORT_MASTER 29500
-#define PORT_LITELLM 4000
-#define PORT_ROUTER 30000
-#define MAX_PER_HOST 500 /* keeps the port ranges apart */
-#define MAX_ROUTERS 1000
+#define PORT_MASTER    29500
+#define PORT_LITELLM   4000
+#define PORT_ROUTER    30000
+#define MAX_PER_HOST   500 /* keeps the port ranges apart */
+#define MAX_ROUTERS    1000
 
 typedef struct arg {
 	char *s;
@@ -206,7 +206,7 @@ static void add_env(proc *x, const char *name, char *value)
 /* The plan cannot be expressed: refuse, or (lossy) note it and go on with
  * the closest form, CLOSEST.  Returns 0 to go on. */
 static int cannot(ctx *c, const char *closest, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static int cannot(ctx *c, const char *closest, const char *fmt, ...)
 {
 	char what[768];
@@ -219,7 +219,8 @@ static int cannot(ctx *c, const char *closest, const char *fmt, ...)
 		hx_export_lost(c->out, "%s; the launch commands %s instead", what, closest);
 		return 0;
 	}
-	return hx_errf(c->err, HX_EINPUT, "%s (with --lossy the launch commands %s)", what, closest);
+	return hx_errf(c->err, HX_EINPUT, "%s (with --lossy the launch commands %s)", what,
+		       closest);
 }
 
 /* "http://HOST:PORT", with an IPv6 address in brackets. */
@@ -270,8 +271,9 @@ static int build_replica(ctx *c, int gi, int ri, int tp, int *bad_layout, int *b
 
 	for (int s = 0; s < g->nstages; s++) {
 		if (r->ngpus[s] < tp) {
-			rc = hx_errf(c->err, HX_EINPUT, "replica %s: stage %d has %d GPUs for TP %d",
-				     shown(r->id), s, r->ngpus[s], tp);
+			rc = hx_errf(c->err, HX_EINPUT,
+				     "replica %s: stage %d has %d GPUs for TP %d", shown(r->id),
+				     s, r->ngpus[s], tp);
 			goto out;
 		}
 		for (int t = 0; t < tp; t++) {
@@ -306,9 +308,10 @@ static int build_replica(ctx *c, int gi, int ri, int tp, int *bad_layout, int *b
 		proc *x;
 		int hi = find_host(c, hx_export_host(c->o, nodes[j]));
 		if (c->h[hi].nproc >= MAX_PER_HOST) {
-			rc = hx_errf(c->err, HX_EINPUT,
-				     "host %s: more than %d processes (the port ranges would overlap)",
-				     shown(c->h[hi].addr), MAX_PER_HOST);
+			rc = hx_errf(
+			    c->err, HX_EINPUT,
+			    "host %s: more than %d processes (the port ranges would overlap)",
+			    shown(c->h[hi].addr), MAX_PER_HOST);
 			goto out;
 		}
 		c->pr = hx_xrealloc(c->pr, (size_t)(c->npr + 1) * sizeof(*c->pr));
@@ -359,10 +362,12 @@ static int build_group(ctx *c, int gi)
 			       shown(g->name));
 	for (int s = 0; s < g->nstages; s++) {
 		size_t n = strlen(tps);
-		if (g->stage[s].first != layer || g->stage[s].last <= layer || g->stage[s].tp < 1)
-			return hx_errf(c->err, HX_EINPUT,
-				       "group %s: stage %d must hold layers from %d on with TP >= 1",
-				       shown(g->name), s, layer);
+		if (g->stage[s].first != layer || g->stage[s].last <= layer ||
+		    g->stage[s].tp < 1)
+			return hx_errf(
+			    c->err, HX_EINPUT,
+			    "group %s: stage %d must hold layers from %d on with TP >= 1",
+			    shown(g->name), s, layer);
 		layer = g->stage[s].last;
 		if (g->stage[s].tp != tp)
 			same = 0;
@@ -371,13 +376,16 @@ static int build_group(ctx *c, int gi)
 		snprintf(tps + n, sizeof(tps) - n, "%s%d", s ? ", " : "", g->stage[s].tp);
 	}
 	if (m->a.layers > 0 && layer != m->a.layers)
-		return hx_errf(c->err, HX_EINPUT, "group %s: stages end at layer %d, the model has %d",
+		return hx_errf(c->err, HX_EINPUT,
+			       "group %s: stages end at layer %d, the model has %d",
 			       shown(g->name), layer, m->a.layers);
 	if (!same) {
 		char closest[96];
-		snprintf(closest, sizeof(closest), "run TP %d on the first %d GPUs of every stage",
-			 tp, tp);
-		if ((rc = cannot(c, closest, "group %s: %s needs the same TP size in every stage, this group has %s",
+		snprintf(closest, sizeof(closest),
+			 "run TP %d on the first %d GPUs of every stage", tp, tp);
+		if ((rc = cannot(c, closest,
+				 "group %s: %s needs the same TP size in every stage, this "
+				 "group has %s",
 				 shown(g->name), engine_name(c), tps)))
 			return rc;
 	}
@@ -387,15 +395,17 @@ static int build_group(ctx *c, int gi)
 			return rc;
 	if (bad_layout &&
 	    (rc = cannot(c, "start one process per node with the plan's GPUs",
-			 "group %s: %d replica(s) (first %s) spread their ranks unevenly or out of order over "
+			 "group %s: %d replica(s) (first %s) spread their ranks unevenly or "
+			 "out of order over "
 			 "their nodes; %s gives each node world/nnodes consecutive ranks",
 			 shown(g->name), bad_layout, shown(first_layout), engine_name(c))))
 		return rc;
 	if (bad_vendor &&
-	    (rc = cannot(c, "start the processes as planned",
-			 "group %s: %d replica(s) (first %s) mix NVIDIA and AMD GPUs, which one %s "
-			 "instance cannot run",
-			 shown(g->name), bad_vendor, shown(first_vendor), engine_name(c))))
+	    (rc = cannot(
+		 c, "start the processes as planned",
+		 "group %s: %d replica(s) (first %s) mix NVIDIA and AMD GPUs, which one %s "
+		 "instance cannot run",
+		 shown(g->name), bad_vendor, shown(first_vendor), engine_name(c))))
 		return rc;
 	return 0;
 }
@@ -453,7 +463,8 @@ static void fill_procs(ctx *c)
 				add_env(x, "VLLM_PP_LAYER_PARTITION", part);
 			if (pd) {
 				add_env(x, "VLLM_NIXL_SIDE_CHANNEL_HOST", hx_xstrdup(addr));
-				add_env(x, "VLLM_NIXL_SIDE_CHANNEL_PORT", xprintf("%d", PORT_NIXL + x->slot));
+				add_env(x, "VLLM_NIXL_SIDE_CHANNEL_PORT",
+					xprintf("%d", PORT_NIXL + x->slot));
 			}
 			add(&x->argv, "vllm");
 			add(&x->argv, "serve");
@@ -461,12 +472,14 @@ static void fill_procs(ctx *c)
 			add_int(&x->argv, "--tensor-parallel-size", tp);
 			add_int(&x->argv, "--pipeline-parallel-size", g->nstages);
 			if (m->a.max_context > 0)
-				add_int(&x->argv, "--max-model-len", hx_export_max_model_len(c->p, g));
+				add_int(&x->argv, "--max-model-len",
+					hx_export_max_model_len(c->p, g));
 			add(&x->argv, "--gpu-memory-utilization");
 			add(&x->argv, "0.9");
 			{
 				const char *prec[4];
-				int n = hx_export_precision_args(HX_ENGINE_VLLM, g->wdt, g->kvdt, prec);
+				int n = hx_export_precision_args(HX_ENGINE_VLLM, g->wdt,
+								 g->kvdt, prec);
 				for (int a = 0; a < n; a++)
 					add(&x->argv, prec[a]);
 			}
@@ -484,8 +497,10 @@ static void fill_procs(ctx *c)
 			if (pd) {
 				add(&x->argv, "--kv-transfer-config");
 				add(&x->argv, g->role == HX_ROLE_PREFILL
-						      ? "{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_producer\"}"
-						      : "{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_consumer\"}");
+						  ? "{\"kv_connector\":\"NixlConnector\",\"kv_"
+						    "role\":\"kv_producer\"}"
+						  : "{\"kv_connector\":\"NixlConnector\",\"kv_"
+						    "role\":\"kv_consumer\"}");
 			}
 		} else {
 			if (part)
@@ -498,10 +513,12 @@ static void fill_procs(ctx *c)
 			add_int(&x->argv, "--tp-size", tp);
 			add_int(&x->argv, "--pp-size", g->nstages);
 			if (m->a.max_context > 0)
-				add_int(&x->argv, "--context-length", hx_export_max_model_len(c->p, g));
+				add_int(&x->argv, "--context-length",
+					hx_export_max_model_len(c->p, g));
 			{
 				const char *prec[4];
-				int n = hx_export_precision_args(HX_ENGINE_SGLANG, g->wdt, g->kvdt, prec);
+				int n = hx_export_precision_args(HX_ENGINE_SGLANG, g->wdt,
+								 g->kvdt, prec);
 				for (int a = 0; a < n; a++)
 					add(&x->argv, prec[a]);
 			}
@@ -518,7 +535,8 @@ static void fill_procs(ctx *c)
 			}
 			if (pd) {
 				add(&x->argv, "--disaggregation-mode");
-				add(&x->argv, g->role == HX_ROLE_PREFILL ? "prefill" : "decode");
+				add(&x->argv,
+				    g->role == HX_ROLE_PREFILL ? "prefill" : "decode");
 				add(&x->argv, "--disaggregation-transfer-backend");
 				add(&x->argv, "nixl");
 				if (g->role == HX_ROLE_PREFILL)
@@ -583,7 +601,8 @@ static int kv_uniform(const ctx *c, const int *pre, int np, const int *dec, int 
 	for (int i = 0; i < np && !any; i++)
 		for (int r = 0; r < c->p->groups[pre[i]].nreplicas && !any; r++)
 			for (int k = 0; k < c->p->nkv && !any; k++)
-				any = strcmp(c->p->kv[k].from, c->p->groups[pre[i]].replicas[r].id) == 0;
+				any = strcmp(c->p->kv[k].from,
+					     c->p->groups[pre[i]].replicas[r].id) == 0;
 	if (!any)
 		return 1;
 	for (int i = 0; i < np; i++) {
@@ -641,9 +660,11 @@ static int model_routers(ctx *c, const hx_model *m, int *list)
 	if (npre + ndec > 0) {
 		const char *rname = c->vllm ? "vllm-router" : "sglang_router";
 		router *x;
-		if (nagg && (rc = cannot(c, "leave its aggregated groups out of the router",
-					 "model %s has aggregated and prefill/decode groups, which one "
-					 "%s cannot front together", shown(m->name), rname)))
+		if (nagg &&
+		    (rc = cannot(c, "leave its aggregated groups out of the router",
+				 "model %s has aggregated and prefill/decode groups, which one "
+				 "%s cannot front together",
+				 shown(m->name), rname)))
 			return rc;
 		if (!npre || !ndec)
 			return cannot(c, "start no router for it",
@@ -651,13 +672,17 @@ static int model_routers(ctx *c, const hx_model *m, int *list)
 				      npre ? "prefill" : "decode", npre ? "decode" : "prefill");
 		if (!uniform(c, pre, npre, why, sizeof(why)) &&
 		    (rc = cannot(c, "send every prefill replica the same share (round_robin)",
-				 "model %s: %s has no routing weights and the plan gives prefill replicas "
-				 "different shares (%s each)", shown(m->name), rname, why)))
+				 "model %s: %s has no routing weights and the plan gives "
+				 "prefill replicas "
+				 "different shares (%s each)",
+				 shown(m->name), rname, why)))
 			return rc;
 		if (!kv_uniform(c, pre, npre, dec, ndec) &&
 		    (rc = cannot(c, "let the router pick decode replicas (round_robin)",
-				 "model %s: %s picks the decode replica itself and cannot follow the plan's "
-				 "KV routes from prefill to decode replicas", shown(m->name), rname)))
+				 "model %s: %s picks the decode replica itself and cannot "
+				 "follow the plan's "
+				 "KV routes from prefill to decode replicas",
+				 shown(m->name), rname)))
 			return rc;
 		x = new_router(c, rname, m->name);
 		x->port = PORT_ROUTER + c->nports++;
@@ -677,7 +702,8 @@ static int model_routers(ctx *c, const hx_model *m, int *list)
 				add(&x->argv, i < npre ? "--prefill" : "--decode");
 				add_input(&x->argv, s->url);
 				if (i < npre && !c->vllm)
-					add_arg(&x->argv, 0, xprintf("%d", PORT_BOOTSTRAP + s->slot));
+					add_arg(&x->argv, 0,
+						xprintf("%d", PORT_BOOTSTRAP + s->slot));
 			}
 		}
 	} else if (c->vllm) {
@@ -688,13 +714,15 @@ static int model_routers(ctx *c, const hx_model *m, int *list)
 			const hx_plan_group *g = &c->p->groups[agg[i]];
 			for (int r = 0; r < g->nreplicas; r++) {
 				deployment *d;
-				c->dep = hx_xrealloc(c->dep, (size_t)(c->ndep + 1) * sizeof(*c->dep));
+				c->dep = hx_xrealloc(c->dep,
+						     (size_t)(c->ndep + 1) * sizeof(*c->dep));
 				d = &c->dep[c->ndep++];
 				d->model_name = m->name;
 				d->model = model_path(m);
 				d->api_base = xprintf("%s/v1", serving(c, agg[i], r)->url);
 				d->has_weight = total > 0;
-				d->weight = hx_round6(ingress_weight(c->p, g->name) / g->nreplicas);
+				d->weight =
+				    hx_round6(ingress_weight(c->p, g->name) / g->nreplicas);
 			}
 		}
 		if (!c->litellm) {
@@ -711,8 +739,10 @@ static int model_routers(ctx *c, const hx_model *m, int *list)
 		router *x;
 		if (!uniform(c, agg, nagg, why, sizeof(why)) &&
 		    (rc = cannot(c, "send every replica the same share (round_robin)",
-				 "model %s: sglang_router has no routing weights and the plan gives replicas "
-				 "different shares (%s each)", shown(m->name), why)))
+				 "model %s: sglang_router has no routing weights and the plan "
+				 "gives replicas "
+				 "different shares (%s each)",
+				 shown(m->name), why)))
 			return rc;
 		x = new_router(c, "sglang_router", m->name);
 		x->port = PORT_ROUTER + c->nports++;
@@ -745,9 +775,10 @@ static int plan_routing(ctx *c)
 
 	for (int i = 1; i < c->p->ningress; i++)
 		if (strcmp(c->p->ingress[i].from, c->p->ingress[0].from)) {
-			if ((rc = cannot(c, "sum each group's weights over the classes",
-					 "the plan routes request classes differently, and the router "
-					 "sees no classes")))
+			if ((rc = cannot(
+				 c, "sum each group's weights over the classes",
+				 "the plan routes request classes differently, and the router "
+				 "sees no classes")))
 				return rc;
 			break;
 		}
@@ -759,24 +790,30 @@ static int plan_routing(ctx *c)
 		if (w > 0) {
 			if (k < sizeof(split))
 				k += (size_t)snprintf(split + k, sizeof(split) - k, "%s%s %.6g",
-						      nmodels ? ", " : "", shown(c->p->models[i].name), w);
+						      nmodels ? ", " : "",
+						      shown(c->p->models[i].name), w);
 			nmodels++;
 		}
 	}
 	if (c->p->ncascade > 0) {
-		if ((rc = cannot(c, "route each model's requests to that model only",
-				 "the plan is a cascade of %d models, and the router does not escalate "
-				 "requests by judge score", c->p->ncascade)))
+		if ((rc = cannot(
+			 c, "route each model's requests to that model only",
+			 "the plan is a cascade of %d models, and the router does not escalate "
+			 "requests by judge score",
+			 c->p->ncascade)))
 			return rc;
 	} else if (nmodels > 1 &&
-		   (rc = cannot(c, "route each request to the model it names",
-				"the plan splits requests between models (%s), and clients choose "
-				"the model at the router", split)))
+		   (rc = cannot(
+			c, "route each request to the model it names",
+			"the plan splits requests between models (%s), and clients choose "
+			"the model at the router",
+			split)))
 		return rc;
 	if (c->p->nhops > 0 &&
 	    (rc = cannot(c, "run every replica's stages in its own pipeline",
 			 "the plan sends requests between the stages of different replicas (%d "
-			 "hops), which %s cannot", c->p->nhops, engine_name(c))))
+			 "hops), which %s cannot",
+			 c->p->nhops, engine_name(c))))
 		return rc;
 	return 0;
 }
@@ -870,7 +907,8 @@ static void sh_word(hx_buf *b, const char *s, int input, int *dollar)
 	int plain = *s != '\0';
 	for (const char *t = s; *t && plain; t++)
 		plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-			       "_-.,:/=@%+", *t) != NULL;
+			       "_-.,:/=@%+",
+			       *t) != NULL;
 	if (input || !plain) {
 		char *q = hx_shell_quote(s);
 		hx_buf_printf(b, "%s", q);
@@ -887,11 +925,13 @@ static char *sh_script(const ctx *c, const char *what, char *body, int dollar)
 {
 	hx_buf b = {0};
 
-	hx_buf_printf(&b, "#!/bin/sh\n# %s\n# Written by hexplan export --to launch --engine %s.\n", what,
-		      c->vllm ? "vllm" : "sglang");
+	hx_buf_printf(&b,
+		      "#!/bin/sh\n# %s\n# Written by hexplan export --to launch --engine %s.\n",
+		      what, c->vllm ? "vllm" : "sglang");
 	if (dollar)
-		hx_buf_printf(&b, "# Names from the inputs are quoted: their '$' and '`' stay literal.\n"
-				  "# shellcheck disable=SC2016\n");
+		hx_buf_printf(
+		    &b, "# Names from the inputs are quoted: their '$' and '`' stay literal.\n"
+			"# shellcheck disable=SC2016\n");
 	hx_buf_printf(&b, "set -eu\n%s", body ? body : "");
 	free(body);
 	return b.s;
@@ -914,7 +954,8 @@ static char *host_script(const ctx *c, int hi)
 	char what[256];
 	int dollar = 0;
 
-	snprintf(what, sizeof(what), "The serving processes of host %s (its k-th serves HTTP on port %d + k).",
+	snprintf(what, sizeof(what),
+		 "The serving processes of host %s (its k-th serves HTTP on port %d + k).",
 		 shown(c->h[hi].addr), PORT_HTTP);
 	for (int i = 0; i < c->npr; i++) {
 		const proc *x = &c->pr[i];
@@ -922,8 +963,8 @@ static char *host_script(const ctx *c, int hi)
 		if (x->host != hi)
 			continue;
 		hx_buf_printf(&b, "\n# group %s (%s), replica %s, stage %d, node %s",
-			      shown(g->name), hx_role_name(g->role), shown(g->replicas[x->r].id), x->stage,
-			      shown(x->node));
+			      shown(g->name), hx_role_name(g->role),
+			      shown(g->replicas[x->r].id), x->stage, shown(x->node));
 		if (x->nnodes > 1)
 			hx_buf_printf(&b, ", rank %d of %d", x->rank, x->nnodes);
 		if (x->port)
@@ -990,7 +1031,9 @@ static char *router_script(const ctx *c)
 			hx_buf_printf(&b, " for model %s", shown(x->model));
 		hx_buf_printf(&b, ", port %d\n", x->port);
 		if (strcmp(x->engine, "litellm") == 0) {
-			hx_buf_printf(&b, "litellm --config \"$here/router.yaml\" --port %d &\n", x->port);
+			hx_buf_printf(&b,
+				      "litellm --config \"$here/router.yaml\" --port %d &\n",
+				      x->port);
 			continue;
 		}
 		sh_background(&b, &x->argv, &dollar);
@@ -1011,7 +1054,8 @@ static void name_scripts(ctx *c)
 				clash = strcmp(c->h[j].file, c->h[i].file) == 0;
 			if (!clash)
 				break;
-			snprintf(c->h[i].file, sizeof(c->h[i].file), "launch-%s-%d.sh", label, n);
+			snprintf(c->h[i].file, sizeof(c->h[i].file), "launch-%s-%d.sh", label,
+				 n);
 		}
 	}
 }
@@ -1043,12 +1087,14 @@ static int check_words(ctx *c)
 		const hx_model *m = hx_plan_model(c->p, c->p->groups[x->g].model);
 		if (model_path(m)[0] == '-')
 			return hx_errf(c->err, HX_EINPUT,
-				       "model %s: a model path that starts with '-' would be read as an option",
+				       "model %s: a model path that starts with '-' would be "
+				       "read as an option",
 				       shown(model_path(m)));
 		if (c->h[x->host].addr[0] == '-')
-			return hx_errf(c->err, HX_EINPUT,
-				       "host %s: a host that starts with '-' would be read as an option",
-				       shown(c->h[x->host].addr));
+			return hx_errf(
+			    c->err, HX_EINPUT,
+			    "host %s: a host that starts with '-' would be read as an option",
+			    shown(c->h[x->host].addr));
 	}
 	return 0;
 }

@@ -70,7 +70,8 @@ static inline void hx_yaml_quote(hx_buf *b, const char *s)
 			}
 			cp = (cp << 6) | (p[i] & 0x3f);
 		}
-		if (len == 0 || (len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+		if (len == 0 || (len == 3 && cp < 0x800) ||
+		    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
 		    (cp >= 0xd800 && cp <= 0xdfff)) {
 			hx_buf_printf(b, "\\uFFFD");
 			p++;
@@ -211,13 +212,13 @@ typedef struct hx_kgroup {
 	char model[64];   /* DNS-1123 label of the model name: hexplan.dev/model */
 	const char *repo; /* what vLLM serves (the Hugging Face repository) */
 	int tp, pp;
-	int npods;        /* pods per replica (nodes), as replica 0 lays them out */
+	int npods; /* pods per replica (nodes), as replica 0 lays them out */
 	hx_kpod *pods;
 	/* the worker template's GPUs when worker pods differ (lossy): */
 	int worker_ngpus;
 	int worker_nproducts;
 	const char *worker_products[8];
-	char *placement;  /* every replica's GPUs, for an annotation */
+	char *placement; /* every replica's GPUs, for an annotation */
 } hx_kgroup;
 
 /* The unique keys of the plan's groups (KEY[i] for group i). */
@@ -234,7 +235,8 @@ void hx_k8s_labels(hx_yw *w, const hx_kgroup *k);
  * serving port, its container port and probes come from KServe's presets
  * (vLLM listens behind llm-d's routing sidecar on decode pods), except on
  * a multi-node leader, whose shell command takes no appended arguments. */
-void hx_k8s_pod_spec(hx_yw *w, const hx_kgroup *k, int kind, const char *container, int managed);
+void hx_k8s_pod_spec(hx_yw *w, const hx_kgroup *k, int kind, const char *container,
+		     int managed);
 /* The group of replica ID ("g0r1", or "g0r1/s0"): an index, or -1. */
 int hx_k8s_replica_group(const hx_plan *p, const char *id);
 /* WEIGHT[0..N) scaled to integers summing to 1,000,000, proportional

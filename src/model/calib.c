@@ -11,8 +11,13 @@
 #include "base/jsonio.h"
 #include "solver/nelder_mead.h"
 
-const char *const hx_calib_keys[] = {"e_compute", "e_mem", "e_attn", "kernel_floor_us",
-	"iter_overhead_ms", "allreduce_latency_us", NULL};
+const char *const hx_calib_keys[] = {"e_compute",
+				     "e_mem",
+				     "e_attn",
+				     "kernel_floor_us",
+				     "iter_overhead_ms",
+				     "allreduce_latency_us",
+				     NULL};
 
 static int calib_key_index(const char *key)
 {
@@ -64,12 +69,13 @@ int hx_calib_load(hx_calib *c, const char *path, const hx_catalog *cat, hx_err *
 	}
 	gpus = json_object_get(root, "gpus");
 	if (!json_is_object(gpus)) {
-		rc = hx_jr_fail(&r, gpus ? "/gpus" : "", gpus ? "must be an object" :
-				"missing required key \"gpus\"");
+		rc = hx_jr_fail(&r, gpus ? "/gpus" : "",
+				gpus ? "must be an object" : "missing required key \"gpus\"");
 		goto out;
 	}
 	c->e = hx_xcalloc(json_object_size(gpus), sizeof(hx_calib_entry));
-	json_object_foreach(gpus, gname, fields) {
+	json_object_foreach(gpus, gname, fields)
+	{
 		hx_calib_entry *e = &c->e[c->n];
 		const char *key;
 		json_t *v;
@@ -83,11 +89,13 @@ int hx_calib_load(hx_calib *c, const char *path, const hx_catalog *cat, hx_err *
 		if ((rc = hx_jr_object(&r, fields, p, hx_calib_keys)))
 			goto out;
 		hx_strlcpy(e->gpu, gname, sizeof(e->gpu));
-		json_object_foreach(fields, key, v) {
+		json_object_foreach(fields, key, v)
+		{
 			double lo, hi;
 			key_bounds(key, &lo, &hi);
 			hx_strlcpy(e->key[e->nfields], key, sizeof(e->key[0]));
-			if ((rc = hx_jr_num(&r, fields, p, key, 1, lo, hi, &e->value[e->nfields])))
+			if ((rc = hx_jr_num(&r, fields, p, key, 1, lo, hi,
+					    &e->value[e->nfields])))
 				goto out;
 			e->nfields++;
 		}
@@ -197,8 +205,8 @@ static void ape_stats(const hx_meas *x, const double *pred, int n, double *med, 
 	free(e);
 }
 
-int hx_calib_fit(const hx_model *m, const hx_gpu *g, const hx_meas *x, int n,
-		 hx_fit *out, hx_err *err)
+int hx_calib_fit(const hx_model *m, const hx_gpu *g, const hx_meas *x, int n, hx_fit *out,
+		 hx_err *err)
 {
 	fit_ctx c = {m, x, n, *g, 0, {0}};
 	double u[HX_CALIB_MAX_FIELDS];
@@ -209,7 +217,8 @@ int hx_calib_fit(const hx_model *m, const hx_gpu *g, const hx_meas *x, int n,
 		return hx_errf(err, HX_EINPUT, "no measurements to fit");
 	for (int i = 0; i < n; i++) {
 		if (m->a.heads % x[i].tp)
-			return hx_errf(err, HX_EINPUT, "line %d: tp %d does not divide the %d heads of %s",
+			return hx_errf(err, HX_EINPUT,
+				       "line %d: tp %d does not divide the %d heads of %s",
 				       x[i].line, x[i].tp, m->a.heads, m->name);
 		whole |= x[i].phase != HX_PHASE_LINEAR;
 		prefill |= x[i].phase == HX_PHASE_PREFILL;
@@ -226,7 +235,8 @@ int hx_calib_fit(const hx_model *m, const hx_gpu *g, const hx_meas *x, int n,
 		c.keys[c.nkeys++] = "allreduce_latency_us";
 	for (int k = 0; k < c.nkeys; k++) {
 		if (calib_key_index(c.keys[k]) < 0)
-			return hx_errf(err, HX_EINPUT, "internal: %s is not fittable", c.keys[k]);
+			return hx_errf(err, HX_EINPUT, "internal: %s is not fittable",
+				       c.keys[k]);
 		u[k] = to_coord(c.keys[k], *hx_gpu_field(&c.g, c.keys[k]));
 	}
 	out->before_ms = hx_xmalloc((size_t)n * sizeof(double));

@@ -37,10 +37,10 @@ extern const char *const hx_calib_keys[];
 double hx_calib_predict(const hx_model *m, const hx_gpu *g, const hx_meas *x);
 
 typedef struct hx_fit {
-	hx_gpu fitted;                  /* G with the fitted fields */
+	hx_gpu fitted; /* G with the fitted fields */
 	int nkeys;
 	const char *keys[HX_CALIB_MAX_FIELDS];
-	double *before_ms, *after_ms;   /* per point, caller frees with hx_fit_release */
+	double *before_ms, *after_ms; /* per point, caller frees with hx_fit_release */
 	double median_ape_before, median_ape_after; /* percent */
 	double p90_ape_before, p90_ape_after;
 	int evals;
@@ -50,8 +50,8 @@ typedef struct hx_fit {
  * Nelder-Mead).  Fields that the points cannot identify are left alone:
  * the iteration overhead and all-reduce latency need whole-iteration points,
  * e_attn needs prefill points. */
-int hx_calib_fit(const hx_model *m, const hx_gpu *g, const hx_meas *x, int n,
-		 hx_fit *out, hx_err *err);
+int hx_calib_fit(const hx_model *m, const hx_gpu *g, const hx_meas *x, int n, hx_fit *out,
+		 hx_err *err);
 void hx_fit_release(hx_fit *f);
 
 #endif

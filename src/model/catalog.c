@@ -41,17 +41,40 @@ int hx_dtype_parse(const char *s)
 	return -1;
 }
 
-const char *const hx_gpu_num_keys[] = {"tflops_bf16", "tflops_fp8", "mem_gib",
-	"mem_bw_gb_s", "intra_bw_gb_s", "intra_latency_us", "usd_per_hour", "tdp_w",
-	"e_compute", "e_mem", "e_attn", "kernel_floor_us", "allreduce_latency_us",
-	"iter_overhead_ms", "runtime_reserve_gib", NULL};
+const char *const hx_gpu_num_keys[] = {"tflops_bf16",
+				       "tflops_fp8",
+				       "mem_gib",
+				       "mem_bw_gb_s",
+				       "intra_bw_gb_s",
+				       "intra_latency_us",
+				       "usd_per_hour",
+				       "tdp_w",
+				       "e_compute",
+				       "e_mem",
+				       "e_attn",
+				       "kernel_floor_us",
+				       "allreduce_latency_us",
+				       "iter_overhead_ms",
+				       "runtime_reserve_gib",
+				       NULL};
 
 double *hx_gpu_field(hx_gpu *g, const char *key)
 {
-	double *f[] = {&g->tflops_bf16, &g->tflops_fp8, &g->mem_gib, &g->mem_bw_gb_s,
-		&g->intra_bw_gb_s, &g->intra_latency_us, &g->usd_per_hour, &g->tdp_w,
-		&g->e_compute, &g->e_mem, &g->e_attn, &g->kernel_floor_us,
-		&g->allreduce_latency_us, &g->iter_overhead_ms, &g->runtime_reserve_gib};
+	double *f[] = {&g->tflops_bf16,
+		       &g->tflops_fp8,
+		       &g->mem_gib,
+		       &g->mem_bw_gb_s,
+		       &g->intra_bw_gb_s,
+		       &g->intra_latency_us,
+		       &g->usd_per_hour,
+		       &g->tdp_w,
+		       &g->e_compute,
+		       &g->e_mem,
+		       &g->e_attn,
+		       &g->kernel_floor_us,
+		       &g->allreduce_latency_us,
+		       &g->iter_overhead_ms,
+		       &g->runtime_reserve_gib};
 
 	for (size_t i = 0; hx_gpu_num_keys[i]; i++)
 		if (strcmp(hx_gpu_num_keys[i], key) == 0)
@@ -73,11 +96,11 @@ static void gpu_range(const char *key, double *lo, double *hi)
 	}
 }
 
-static const char *const gpu_str_keys[] = {"name", "vendor", "product", "intra_link",
-	"price_date", "price_source", NULL};
+static const char *const gpu_str_keys[] = {
+    "name", "vendor", "product", "intra_link", "price_date", "price_source", NULL};
 
-int hx_gpu_parse(const hx_jr *r, const json_t *v, const char *ptr,
-		 const hx_catalog *cat, hx_gpu *out)
+int hx_gpu_parse(const hx_jr *r, const json_t *v, const char *ptr, const hx_catalog *cat,
+		 hx_gpu *out)
 {
 	const char *allowed[32];
 	size_t n = 0;
@@ -90,7 +113,8 @@ int hx_gpu_parse(const hx_jr *r, const json_t *v, const char *ptr,
 	if (json_is_string(v)) {
 		const hx_gpu *g = cat ? hx_catalog_gpu(cat, json_string_value(v)) : NULL;
 		if (!g)
-			return hx_jr_fail(r, ptr, "unknown GPU \"%s\" (see 'hexplan profiles list')",
+			return hx_jr_fail(r, ptr,
+					  "unknown GPU \"%s\" (see 'hexplan profiles list')",
 					  json_string_value(v));
 		*out = *g;
 		return 0;
@@ -114,7 +138,8 @@ int hx_gpu_parse(const hx_jr *r, const json_t *v, const char *ptr,
 			return hx_jr_fail(r, p, "must be a GPU name");
 		g = cat ? hx_catalog_gpu(cat, json_string_value(base)) : NULL;
 		if (!g)
-			return hx_jr_fail(r, p, "unknown GPU \"%s\" (see 'hexplan profiles list')",
+			return hx_jr_fail(r, p,
+					  "unknown GPU \"%s\" (see 'hexplan profiles list')",
 					  json_string_value(base));
 		*out = *g;
 	}
@@ -146,28 +171,57 @@ int hx_gpu_parse(const hx_jr *r, const json_t *v, const char *ptr,
 	return 0;
 }
 
-static const char *const arch_int_keys[] = {"layers", "hidden", "heads", "kv_heads",
-	"head_dim", "intermediate", "vocab", "learned_pos", "experts", "experts_per_tok",
-	"moe_intermediate", "shared_experts", "first_dense_layers", "kv_lora_rank",
-	"q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "max_context",
-	NULL};
-static const char *const arch_bool_keys[] = {"gated_mlp", "tied_embeddings",
-	"attn_bias", "mlp_bias", "qk_norm", NULL};
+static const char *const arch_int_keys[] = {"layers",
+					    "hidden",
+					    "heads",
+					    "kv_heads",
+					    "head_dim",
+					    "intermediate",
+					    "vocab",
+					    "learned_pos",
+					    "experts",
+					    "experts_per_tok",
+					    "moe_intermediate",
+					    "shared_experts",
+					    "first_dense_layers",
+					    "kv_lora_rank",
+					    "q_lora_rank",
+					    "qk_rope_head_dim",
+					    "qk_nope_head_dim",
+					    "v_head_dim",
+					    "max_context",
+					    NULL};
+static const char *const arch_bool_keys[] = {"gated_mlp", "tied_embeddings", "attn_bias",
+					     "mlp_bias",  "qk_norm",         NULL};
 
 static int *arch_int(hx_arch *a, int i)
 {
-	int *f[] = {&a->layers, &a->hidden, &a->heads, &a->kv_heads, &a->head_dim,
-		&a->intermediate, &a->vocab, &a->learned_pos, &a->experts,
-		&a->experts_per_tok, &a->moe_intermediate, &a->shared_experts,
-		&a->first_dense_layers, &a->kv_lora_rank, &a->q_lora_rank,
-		&a->qk_rope_head_dim, &a->qk_nope_head_dim, &a->v_head_dim, &a->max_context};
+	int *f[] = {&a->layers,
+		    &a->hidden,
+		    &a->heads,
+		    &a->kv_heads,
+		    &a->head_dim,
+		    &a->intermediate,
+		    &a->vocab,
+		    &a->learned_pos,
+		    &a->experts,
+		    &a->experts_per_tok,
+		    &a->moe_intermediate,
+		    &a->shared_experts,
+		    &a->first_dense_layers,
+		    &a->kv_lora_rank,
+		    &a->q_lora_rank,
+		    &a->qk_rope_head_dim,
+		    &a->qk_nope_head_dim,
+		    &a->v_head_dim,
+		    &a->max_context};
 	return f[i];
 }
 
 static int *arch_bool(hx_arch *a, int i)
 {
 	int *f[] = {&a->gated_mlp, &a->tied_embeddings, &a->attn_bias, &a->mlp_bias,
-		&a->qk_norm};
+		    &a->qk_norm};
 	return f[i];
 }
 
@@ -250,10 +304,11 @@ json_t *hx_arch_to_json(const hx_arch *x)
 int hx_arch_check(const hx_arch *a, const char *what, hx_err *err)
 {
 	if (a->layers < 1 || a->hidden < 1 || a->heads < 1 || a->vocab < 1)
-		return hx_errf(err, HX_EINPUT, "%s: layers, hidden, heads and vocab must be positive", what);
-	if (a->kv_heads < 1 || a->kv_heads > a->heads || a->heads % a->kv_heads)
 		return hx_errf(err, HX_EINPUT,
-			       "%s: kv_heads (%d) must divide heads (%d)", what, a->kv_heads, a->heads);
+			       "%s: layers, hidden, heads and vocab must be positive", what);
+	if (a->kv_heads < 1 || a->kv_heads > a->heads || a->heads % a->kv_heads)
+		return hx_errf(err, HX_EINPUT, "%s: kv_heads (%d) must divide heads (%d)", what,
+			       a->kv_heads, a->heads);
 	if (a->head_dim < 1)
 		return hx_errf(err, HX_EINPUT, "%s: head_dim must be positive", what);
 	if (a->experts > 0) {
@@ -262,17 +317,20 @@ int hx_arch_check(const hx_arch *a, const char *what, hx_err *err)
 				       "%s: experts_per_tok must be between 1 and experts (%d)",
 				       what, a->experts);
 		if (a->moe_intermediate < 1)
-			return hx_errf(err, HX_EINPUT, "%s: a MoE model needs moe_intermediate", what);
+			return hx_errf(err, HX_EINPUT, "%s: a MoE model needs moe_intermediate",
+				       what);
 		if (a->first_dense_layers >= a->layers)
-			return hx_errf(err, HX_EINPUT, "%s: first_dense_layers must be below layers", what);
+			return hx_errf(err, HX_EINPUT,
+				       "%s: first_dense_layers must be below layers", what);
 	} else if (a->intermediate < 1) {
 		return hx_errf(err, HX_EINPUT, "%s: intermediate must be positive", what);
 	}
-	if (a->kv_lora_rank > 0 && (a->qk_rope_head_dim < 1 || a->v_head_dim < 1 ||
-				    a->qk_nope_head_dim < 1))
-		return hx_errf(err, HX_EINPUT,
-			       "%s: an MLA model needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim",
-			       what);
+	if (a->kv_lora_rank > 0 &&
+	    (a->qk_rope_head_dim < 1 || a->v_head_dim < 1 || a->qk_nope_head_dim < 1))
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "%s: an MLA model needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim",
+		    what);
 	return 0;
 }
 
@@ -292,9 +350,10 @@ static double attn_params(const hx_arch *a)
 			    a->q_lora_rank;
 		else
 			p = h * a->heads * qk;
-		p += h * (a->kv_lora_rank + a->qk_rope_head_dim) +
-		     (double)a->kv_lora_rank * a->heads * (a->qk_nope_head_dim + a->v_head_dim) +
-		     (double)a->heads * a->v_head_dim * h + a->kv_lora_rank;
+		p +=
+		    h * (a->kv_lora_rank + a->qk_rope_head_dim) +
+		    (double)a->kv_lora_rank * a->heads * (a->qk_nope_head_dim + a->v_head_dim) +
+		    (double)a->heads * a->v_head_dim * h + a->kv_lora_rank;
 		return p;
 	}
 	p = 2.0 * h * a->heads * a->head_dim + 2.0 * h * a->kv_heads * a->head_dim;
@@ -368,7 +427,8 @@ static int parse_gpus(hx_catalog *cat, json_t *root, const char *file, hx_err *e
 		if ((rc = hx_gpu_parse(&r, json_array_get(list, i), p, NULL, &cat->gpus[i])))
 			return rc;
 		if (hx_catalog_gpu(cat, cat->gpus[i].name))
-			return hx_jr_fail(&r, p, "duplicate GPU name \"%s\"", cat->gpus[i].name);
+			return hx_jr_fail(&r, p, "duplicate GPU name \"%s\"",
+					  cat->gpus[i].name);
 		cat->ngpus++;
 	}
 	return 0;
@@ -378,8 +438,8 @@ static int parse_models(hx_catalog *cat, json_t *root, const char *file, hx_err 
 {
 	hx_jr r = {file, err};
 	static const char *const top[] = {"version", "models", NULL};
-	static const char *const keys[] = {"name", "hf_repo", "published_params_b",
-		"published_active_b", "arch", NULL};
+	static const char *const keys[] = {
+	    "name", "hf_repo", "published_params_b", "published_active_b", "arch", NULL};
 	json_t *list;
 	size_t n, i;
 	int rc;
@@ -399,7 +459,8 @@ static int parse_models(hx_catalog *cat, json_t *root, const char *file, hx_err 
 		hx_ptr_index(p, sizeof(p), "/models", i);
 		if ((rc = hx_jr_object(&r, m, p, keys)) ||
 		    (rc = hx_jr_str(&r, m, p, "name", 1, mo->name, sizeof(mo->name))) ||
-		    (rc = hx_jr_str(&r, m, p, "hf_repo", 0, mo->hf_repo, sizeof(mo->hf_repo))) ||
+		    (rc =
+			 hx_jr_str(&r, m, p, "hf_repo", 0, mo->hf_repo, sizeof(mo->hf_repo))) ||
 		    (rc = hx_jr_num(&r, m, p, "published_params_b", 0, 0, 1e6,
 				    &mo->published_params_b)) ||
 		    (rc = hx_jr_num(&r, m, p, "published_active_b", 0, 0, 1e6,
@@ -486,8 +547,7 @@ const hx_model *hx_catalog_model(const hx_catalog *cat, const char *name)
 	return NULL;
 }
 
-int hx_model_resolve(const hx_catalog *cat, const char *model, hx_model *out,
-		     hx_err *err)
+int hx_model_resolve(const hx_catalog *cat, const char *model, hx_model *out, hx_err *err)
 {
 	const hx_model *m = hx_catalog_model(cat, model);
 	size_t n = strlen(model);
@@ -498,9 +558,10 @@ int hx_model_resolve(const hx_catalog *cat, const char *model, hx_model *out,
 	}
 	if (strchr(model, '/') || (n > 5 && strcmp(model + n - 5, ".json") == 0))
 		return hx_model_from_hf(model, out, err);
-	return hx_errf(err, HX_EINPUT,
-		       "unknown model \"%s\" (see 'hexplan profiles list', or give a config.json path)",
-		       model);
+	return hx_errf(
+	    err, HX_EINPUT,
+	    "unknown model \"%s\" (see 'hexplan profiles list', or give a config.json path)",
+	    model);
 }
 
 /* Hugging Face config.json: a foreign format, so unknown keys are ignored;
@@ -536,7 +597,7 @@ int hx_model_from_hf(const char *path, hx_model *out, hx_err *err)
 	char mt[64] = "";
 	int rc = HX_EINPUT, x;
 	static const char *const required[] = {"num_hidden_layers", "hidden_size",
-		"num_attention_heads", "vocab_size", NULL};
+					       "num_attention_heads", "vocab_size", NULL};
 
 	if (!root)
 		return HX_EINPUT;
@@ -571,10 +632,10 @@ int hx_model_from_hf(const char *path, hx_model *out, hx_err *err)
 	a->max_context = 4096;
 	a->gated_mlp = 1;
 	a->dtype = HX_DT_BF16;
-#define HF(key, field, min)                                  \
-	do {                                                 \
-		if ((x = hf_int(&r, root, key, &a->field, min)) < 0) \
-			goto out;                            \
+#define HF(key, field, min)                                                                    \
+	do {                                                                                   \
+		if ((x = hf_int(&r, root, key, &a->field, min)) < 0)                           \
+			goto out;                                                              \
 	} while (0)
 	HF("num_key_value_heads", kv_heads, 1);
 	HF("head_dim", head_dim, 1);
@@ -626,7 +687,8 @@ int hx_model_from_hf(const char *path, hx_model *out, hx_err *err)
 		json_t *meth = json_object_get(q, "quant_method");
 		json_t *bits = json_object_get(q, "bits");
 		const char *ms = json_is_string(meth) ? json_string_value(meth) : "";
-		if (strcmp(ms, "fp8") == 0 || (json_is_integer(bits) && json_integer_value(bits) == 8))
+		if (strcmp(ms, "fp8") == 0 ||
+		    (json_is_integer(bits) && json_integer_value(bits) == 8))
 			a->dtype = HX_DT_FP8;
 		else if (json_is_integer(bits) && json_integer_value(bits) == 4)
 			a->dtype = HX_DT_INT4;
@@ -637,8 +699,9 @@ int hx_model_from_hf(const char *path, hx_model *out, hx_err *err)
 		a->head_dim = a->qk_nope_head_dim + a->qk_rope_head_dim;
 	/* Name the config's own keys when its shape is inconsistent. */
 	if (a->kv_heads > a->heads || a->heads % a->kv_heads) {
-		hx_jr_fail(&r, "/num_key_value_heads", "must divide num_attention_heads (%d), not %d",
-			   a->heads, a->kv_heads);
+		hx_jr_fail(&r, "/num_key_value_heads",
+			   "must divide num_attention_heads (%d), not %d", a->heads,
+			   a->kv_heads);
 		goto out;
 	}
 	if (a->experts > 0 && (a->experts_per_tok < 1 || a->experts_per_tok > a->experts)) {

@@ -1,22 +1,16 @@
 /*
  * catalog: the GPU and model profiles every other module reads.  The
- * built-in catalog (profiles/gpus.json and models.json) is embedded in the binary; --catalog DIR
- * replaces it; a Hugging Face config.json path stands wherever a model name
- * does.  Every cost-model constant is a GPU profile field, so measured
- * calibration (calib.h) overrides the analytic defaults.
+ * built-in catalog (profiles/gpus.json and models.json) is embedded in the binary; --catalog
+ * DIR replaces it; a Hugging Face config.json path stands wherever a model name does.  Every
+ * cost-model constant is a GPU profile field, so measured calibration (calib.h) overrides the
+ * analytic defaults.
  */
 #ifndef HX_CATALOG_H
 #define HX_CATALOG_H
 
 #include "base/util.h"
 
-typedef enum hx_dtype {
-	HX_DT_BF16,
-	HX_DT_FP16,
-	HX_DT_FP8,
-	HX_DT_INT4,
-	HX_DT_FP32
-} hx_dtype;
+typedef enum hx_dtype { HX_DT_BF16, HX_DT_FP16, HX_DT_FP8, HX_DT_INT4, HX_DT_FP32 } hx_dtype;
 
 /* Bytes per element of DT (int4: 0.5 plus group scales). */
 double hx_dtype_bytes(hx_dtype dt);
@@ -27,15 +21,15 @@ int hx_dtype_parse(const char *s);
 typedef struct hx_gpu {
 	char name[48];
 	char vendor[16];
-	char product[64];       /* Kubernetes node label value */
-	char intra_link[16];    /* nvlink, pcie, xgmi */
+	char product[64];    /* Kubernetes node label value */
+	char intra_link[16]; /* nvlink, pcie, xgmi */
 	char price_date[16];
 	char price_source[160];
-	double tflops_bf16;     /* dense, no sparsity */
-	double tflops_fp8;      /* 0: no FP8 tensor cores */
+	double tflops_bf16; /* dense, no sparsity */
+	double tflops_fp8;  /* 0: no FP8 tensor cores */
 	double mem_gib;
 	double mem_bw_gb_s;
-	double intra_bw_gb_s;   /* all-reduce bus bandwidth inside a node */
+	double intra_bw_gb_s; /* all-reduce bus bandwidth inside a node */
 	double intra_latency_us;
 	double usd_per_hour;
 	double tdp_w;
@@ -91,8 +85,7 @@ const hx_model *hx_catalog_model(const hx_catalog *cat, const char *name);
 
 /* MODEL is a catalog name or the path of a Hugging Face config.json (any
  * argument containing '/' or ending in ".json").  Fills *OUT. */
-int hx_model_resolve(const hx_catalog *cat, const char *model, hx_model *out,
-		     hx_err *err);
+int hx_model_resolve(const hx_catalog *cat, const char *model, hx_model *out, hx_err *err);
 /* Read a Hugging Face config.json. */
 int hx_model_from_hf(const char *path, hx_model *out, hx_err *err);
 
@@ -107,8 +100,6 @@ int hx_layer_is_moe(const hx_arch *a, int layer);
 double *hx_gpu_field(hx_gpu *g, const char *key);
 extern const char *const hx_gpu_num_keys[];
 
-
-
 /* For loaders: parse a GPU spec at PTR — a full object, or one with "base"
  * (a catalog name) and overridden fields.  CAT may be NULL (no bases). */
 struct json_t;
@@ -116,8 +107,7 @@ struct hx_jr;
 int hx_gpu_parse(const struct hx_jr *r, const struct json_t *v, const char *ptr,
 		 const hx_catalog *cat, hx_gpu *out);
 /* Parse a model "arch" object (the keys of profiles/models.json). */
-int hx_arch_parse(const struct hx_jr *r, const struct json_t *v, const char *ptr,
-		  hx_arch *out);
+int hx_arch_parse(const struct hx_jr *r, const struct json_t *v, const char *ptr, hx_arch *out);
 /* JSON of a GPU profile / an architecture, with the keys the parsers
  * read: new references. */
 struct json_t *hx_gpu_to_json(const hx_gpu *g);

@@ -91,7 +91,8 @@ int hx_len_classes(const hx_workload *w, int nbuckets, hx_len_class **out)
 		for (int j = 0; j < no; j++) {
 			hx_len_class *k = &c[n++];
 			snprintf(k->name, sizeof(k->name), "p%do%d", i, j);
-			k->share = (double)(ps[i + 1] - ps[i]) / QPOINTS * (os[j + 1] - os[j]) / QPOINTS;
+			k->share = (double)(ps[i + 1] - ps[i]) / QPOINTS * (os[j + 1] - os[j]) /
+				   QPOINTS;
 			dist_from_points(&k->prompt, pp, ps[i], ps[i + 1]);
 			dist_from_points(&k->output, op, os[j], os[j + 1]);
 			k->prompt_lo = i == 0 ? 0 : (int)pp[ps[i]];

@@ -13,8 +13,7 @@
 
 /* ---- cluster ---------------------------------------------------------- */
 
-static int parse_linkspec(const hx_jr *r, const json_t *v, const char *ptr,
-			  hx_linkspec *out)
+static int parse_linkspec(const hx_jr *r, const json_t *v, const char *ptr, hx_linkspec *out)
 {
 	static const char *const keys[] = {"bw_gbps", "latency_ms", NULL};
 	int rc;
@@ -34,19 +33,18 @@ static int node_index(const hx_cluster *c, const char *name)
 	return -1;
 }
 
-static int parse_nodes(const hx_jr *r, const json_t *list, const hx_catalog *cat,
-		       hx_cluster *c)
+static int parse_nodes(const hx_jr *r, const json_t *list, const hx_catalog *cat, hx_cluster *c)
 {
-	static const char *const keys[] = {"name", "gpu", "count", "region", "host",
-		"nic_gbps", "usd_per_hour", NULL};
+	static const char *const keys[] = {"name", "gpu",      "count",        "region",
+					   "host", "nic_gbps", "usd_per_hour", NULL};
 	size_t n, i;
 	int rc;
 
 	if ((rc = hx_jr_array(r, list, "/nodes", 0, &n)))
 		return rc;
 	if (n > HX_MAX_NODES)
-		return hx_jr_fail(r, "/nodes", "%zu nodes are more than hexplan's limit of %d", n,
-				  HX_MAX_NODES);
+		return hx_jr_fail(r, "/nodes", "%zu nodes are more than hexplan's limit of %d",
+				  n, HX_MAX_NODES);
 	c->nodes = hx_xcalloc(n, sizeof(hx_node));
 	for (i = 0; i < n; i++) {
 		json_t *v = json_array_get(list, i), *g;
@@ -93,8 +91,8 @@ static int parse_links(const hx_jr *r, const json_t *list, hx_cluster *c)
 	if ((rc = hx_jr_array(r, list, "/links", 0, &n)))
 		return rc;
 	if (n > HX_MAX_LINKS)
-		return hx_jr_fail(r, "/links", "%zu links are more than hexplan's limit of %d", n,
-				  HX_MAX_LINKS);
+		return hx_jr_fail(r, "/links", "%zu links are more than hexplan's limit of %d",
+				  n, HX_MAX_LINKS);
 	c->links = hx_xcalloc(n, sizeof(hx_link));
 	for (i = 0; i < n; i++) {
 		json_t *v = json_array_get(list, i);
@@ -119,7 +117,8 @@ static int parse_links(const hx_jr *r, const json_t *list, hx_cluster *c)
 		for (size_t j = 0; j < i; j++) {
 			hx_link *o = &c->links[j];
 			if ((o->a == l->a && o->b == l->b) || (o->a == l->b && o->b == l->a))
-				return hx_jr_fail(r, p, "duplicate link between \"%s\" and \"%s\"", a, b);
+				return hx_jr_fail(
+				    r, p, "duplicate link between \"%s\" and \"%s\"", a, b);
 		}
 		l->spec.latency_ms = 0;
 		if ((rc = hx_jr_pos(r, v, p, "bw_gbps", 1, &l->spec.bw_gbps)) ||
@@ -133,15 +132,16 @@ static int parse_links(const hx_jr *r, const json_t *list, hx_cluster *c)
 static int parse_offers(const hx_jr *r, const json_t *list, const hx_catalog *cat,
 			hx_cluster *c)
 {
-	static const char *const keys[] = {"gpu", "max_count", "usd_per_hour",
-		"gpus_per_node", "region", NULL};
+	static const char *const keys[] = {"gpu",           "max_count", "usd_per_hour",
+					   "gpus_per_node", "region",    NULL};
 	size_t n, i;
 	int rc;
 
 	if ((rc = hx_jr_array(r, list, "/offers", 0, &n)))
 		return rc;
 	if (n > HX_MAX_OFFERS)
-		return hx_jr_fail(r, "/offers", "%zu offers are more than hexplan's limit of %d", n,
+		return hx_jr_fail(r, "/offers",
+				  "%zu offers are more than hexplan's limit of %d", n,
 				  HX_MAX_OFFERS);
 	c->offers = hx_xcalloc(n, sizeof(hx_offer));
 	for (i = 0; i < n; i++) {
@@ -161,7 +161,8 @@ static int parse_offers(const hx_jr *r, const json_t *list, const hx_catalog *ca
 			return rc;
 		o->usd_per_hour = o->gpu.usd_per_hour;
 		strcpy(o->region, "default");
-		if ((rc = hx_jr_int(r, v, p, "max_count", 1, 1, HX_MAX_OFFER_GPUS, &max_count)) ||
+		if ((rc = hx_jr_int(r, v, p, "max_count", 1, 1, HX_MAX_OFFER_GPUS,
+				    &max_count)) ||
 		    (rc = hx_jr_int(r, v, p, "gpus_per_node", 0, 1, 64, &per_node)) ||
 		    (rc = hx_jr_num(r, v, p, "usd_per_hour", 0, 0, 1e6, &o->usd_per_hour)) ||
 		    (rc = hx_jr_str(r, v, p, "region", 0, o->region, sizeof(o->region))))
@@ -175,8 +176,8 @@ static int parse_offers(const hx_jr *r, const json_t *list, const hx_catalog *ca
 
 int hx_cluster_load(hx_cluster *c, const char *path, const hx_catalog *cat, hx_err *err)
 {
-	static const char *const top[] = {"version", "nodes", "links", "defaults",
-		"offers", NULL};
+	static const char *const top[] = {"version",  "nodes",  "links",
+					  "defaults", "offers", NULL};
 	static const char *const dkeys[] = {"same_region", "cross_region", NULL};
 	hx_jr r = {hx_display_path(path), err};
 	json_t *root, *v, *d;
@@ -207,7 +208,8 @@ int hx_cluster_load(hx_cluster *c, const char *path, const hx_catalog *cat, hx_e
 			goto out;
 	}
 	if (hx_cluster_gpus(c) > HX_MAX_CLUSTER_GPUS) {
-		rc = hx_jr_fail(&r, "/nodes", "%d GPUs are more than hexplan's limit of %d per cluster",
+		rc = hx_jr_fail(&r, "/nodes",
+				"%d GPUs are more than hexplan's limit of %d per cluster",
 				hx_cluster_gpus(c), HX_MAX_CLUSTER_GPUS);
 		goto out;
 	}
@@ -239,7 +241,7 @@ hx_linkspec hx_cluster_link(const hx_cluster *c, int a, int b)
 			return l->spec;
 	}
 	return strcmp(c->nodes[a].region, c->nodes[b].region) == 0 ? c->same_region
-								    : c->cross_region;
+								   : c->cross_region;
 }
 
 int hx_cluster_gpus(const hx_cluster *c)
@@ -270,7 +272,8 @@ int hx_offer_node(const char *name, int *j)
 	return (int)i;
 }
 
-int hx_cluster_load_expanded(hx_cluster *c, const char *path, const hx_catalog *cat, hx_err *err)
+int hx_cluster_load_expanded(hx_cluster *c, const char *path, const hx_catalog *cat,
+			     hx_err *err)
 {
 	hx_cluster x;
 	int rc;
@@ -294,9 +297,10 @@ int hx_cluster_expand_offers(const hx_cluster *in, int owned_free, hx_cluster *o
 	memset(out, 0, sizeof(*out));
 	for (int i = 0; i < in->nnodes; i++)
 		if (hx_offer_node(in->nodes[i].name, NULL) >= 0)
-			return hx_errf(err, HX_EINPUT,
-				       "node \"%s\" bears a name that offers' nodes take (offerI-J)",
-				       in->nodes[i].name);
+			return hx_errf(
+			    err, HX_EINPUT,
+			    "node \"%s\" bears a name that offers' nodes take (offerI-J)",
+			    in->nodes[i].name);
 	for (int i = 0; i < in->noffers; i++)
 		n += (in->offers[i].max_count + in->offers[i].gpus_per_node - 1) /
 		     in->offers[i].gpus_per_node;

@@ -76,7 +76,8 @@ static int layer_gemms(const hx_arch *a, int tp, int layer, double m, gemm *g)
 			g[n++] = (gemm){h, heads * qk, 1, 1, m};
 		}
 		g[n++] = (gemm){h, a->kv_lora_rank + a->qk_rope_head_dim, 1, 1, m};
-		g[n++] = (gemm){a->kv_lora_rank, heads * (a->qk_nope_head_dim + a->v_head_dim), 1, 1, m};
+		g[n++] = (gemm){a->kv_lora_rank, heads * (a->qk_nope_head_dim + a->v_head_dim),
+				1, 1, m};
 		g[n++] = (gemm){heads * a->v_head_dim, h, 1, 1, m};
 	} else {
 		g[n++] = (gemm){h, (heads + 2 * kv_heads_gpu(a, tp)) * a->head_dim, 1, 1, m};
@@ -117,8 +118,7 @@ static double floor_s(const hx_gpu *g)
  * smoothed (the 2-norm of compute and memory time rather than their max):
  * measured GEMMs between 64 and 512 rows are slower than either bound, as
  * tiles are neither full nor bandwidth-bound there. */
-static double kernel_s(const hx_gpu *g, double flops, double peak, double e_c,
-		       double bytes)
+static double kernel_s(const hx_gpu *g, double flops, double peak, double e_c, double bytes)
 {
 	double c = flops / (peak * e_c), m = bytes / (g->mem_bw_gb_s * 1e9 * g->e_mem);
 	return fmax(sqrt(c * c + m * m), floor_s(g));
@@ -140,8 +140,8 @@ static double elementwise_s(const hx_gpu *g, double bytes)
 	return fmax(bytes / (g->mem_bw_gb_s * 1e9 * g->e_mem), floor_s(g));
 }
 
-double hx_cost_linear(const hx_model *m, const hx_gpu *g, int tp, hx_dtype wdt,
-		      int layer, double tokens)
+double hx_cost_linear(const hx_model *m, const hx_gpu *g, int tp, hx_dtype wdt, int layer,
+		      double tokens)
 {
 	const hx_arch *a = &m->a;
 	gemm gs[16];
@@ -154,10 +154,11 @@ double hx_cost_linear(const hx_model *m, const hx_gpu *g, int tp, hx_dtype wdt,
 	for (int i = 0; i < n; i++)
 		t += gemm_s(g, wdt, &gs[i]);
 	if (hx_layer_is_moe(a, layer))
-		inter = (double)a->moe_intermediate / tp * (a->experts_per_tok + a->shared_experts);
+		inter =
+		    (double)a->moe_intermediate / tp * (a->experts_per_tok + a->shared_experts);
 	else
 		inter = (double)a->intermediate / tp;
-	t += 2 * elementwise_s(g, tokens * h * 2 * 2);                      /* norms */
+	t += 2 * elementwise_s(g, tokens * h * 2 * 2);                       /* norms */
 	t += elementwise_s(g, tokens * (heads + kvh) * a->head_dim * 2 * 2); /* rotary */
 	if (a->qk_norm)
 		t += elementwise_s(g, tokens * (heads + kvh) * a->head_dim * 2 * 2);
@@ -178,7 +179,8 @@ static double attention_s(const hx_replica *r, const hx_stage *s, const hx_batch
 	if (b->prefill_tokens > 0) {
 		/* QK^T and PV over the chunk and what it attends to. */
 		double flops = 2 * b->prefill_attn * heads * (qk + v);
-		t += kernel_s(g, flops, peak, g->e_attn, b->prefill_tokens * heads * (qk + v) * 2 * 2);
+		t += kernel_s(g, flops, peak, g->e_attn,
+			      b->prefill_tokens * heads * (qk + v) * 2 * 2);
 	}
 	if (b->decode_seqs > 0) {
 		double bytes = b->decode_ctx * kv_token_layer_gpu(a, s->tp, r->kvdt);
@@ -191,15 +193,16 @@ static double attention_s(const hx_replica *r, const hx_stage *s, const hx_batch
 static double allreduce_s(const hx_stage *s, double bytes)
 {
 	double bw = (s->tp_bw_gb_s > 0 ? s->tp_bw_gb_s : s->gpu->intra_bw_gb_s) * 1e9;
-	double lat = (s->tp_latency_us > 0 ? s->tp_latency_us : s->gpu->allreduce_latency_us) * 1e-6;
+	double lat =
+	    (s->tp_latency_us > 0 ? s->tp_latency_us : s->gpu->allreduce_latency_us) * 1e-6;
 
 	if (s->tp <= 1)
 		return 0;
 	return lat + 2.0 * (s->tp - 1) / s->tp * bytes / bw;
 }
 
-double hx_cost_layer(const hx_replica *r, const hx_stage *s, int layer,
-		     const hx_batch *b, hx_breakdown *bd)
+double hx_cost_layer(const hx_replica *r, const hx_stage *s, int layer, const hx_batch *b,
+		     hx_breakdown *bd)
 {
 	double tokens = b->prefill_tokens + b->decode_seqs;
 	double lin = hx_cost_linear(r->model, s->gpu, s->tp, r->wdt, layer, tokens);
@@ -221,8 +224,7 @@ static double head_s(const hx_replica *r, const hx_stage *s, const hx_batch *b)
 	const hx_arch *a = &r->model->a;
 	gemm x = {a->hidden, (double)a->vocab / s->tp, 1, 1, b->prefill_seqs + b->decode_seqs};
 
-	return gemm_s(s->gpu, r->wdt, &x) +
-	       elementwise_s(s->gpu, x.m * a->hidden * 2 * 2);
+	return gemm_s(s->gpu, r->wdt, &x) + elementwise_s(s->gpu, x.m * a->hidden * 2 * 2);
 }
 
 void hx_cost_iter(const hx_replica *r, const hx_batch *b, hx_iter *out)
@@ -268,7 +270,8 @@ void hx_cost_iter(const hx_replica *r, const hx_batch *b, hx_iter *out)
 			out->bottleneck_s = t;
 		if (i + 1 < r->nstages) {
 			double bytes = tokens * hx_cost_act_bytes_per_token(r->model);
-			out->transfer_s += s->next_latency_ms * 1e-3 + bytes / hx_gbps_bytes_s(s->next_bw_gbps);
+			out->transfer_s += s->next_latency_ms * 1e-3 +
+					   bytes / hx_gbps_bytes_s(s->next_bw_gbps);
 		}
 		if (s->gpu->iter_overhead_ms * 1e-3 > over)
 			over = s->gpu->iter_overhead_ms * 1e-3;
@@ -330,27 +333,30 @@ int hx_replica_check(const hx_replica *r, hx_err *err)
 		const hx_stage *s = &r->stage[i];
 		if (s->tp < 1 || a->heads % s->tp)
 			return hx_errf(err, HX_EINPUT,
-				       "tensor parallel degree %d must divide the %d attention heads of %s",
+				       "tensor parallel degree %d must divide the %d attention "
+				       "heads of %s",
 				       s->tp, a->heads, r->model->name);
 		if (s->first != next || s->last <= s->first)
-			return hx_errf(err, HX_EINPUT, "stage %d must hold layers from %d on", i, next);
+			return hx_errf(err, HX_EINPUT, "stage %d must hold layers from %d on",
+				       i, next);
 		next = s->last;
 	}
 	if (next != a->layers)
-		return hx_errf(err, HX_EINPUT, "the stages cover %d of %d layers", next, a->layers);
+		return hx_errf(err, HX_EINPUT, "the stages cover %d of %d layers", next,
+			       a->layers);
 	return 0;
 }
 
-int hx_replica_uniform(hx_replica *r, const hx_model *m, const hx_gpu *g, int tp,
-		       int pp, hx_dtype wdt, hx_dtype kvdt, double bw_gbps,
-		       double latency_ms, hx_err *err)
+int hx_replica_uniform(hx_replica *r, const hx_model *m, const hx_gpu *g, int tp, int pp,
+		       hx_dtype wdt, hx_dtype kvdt, double bw_gbps, double latency_ms,
+		       hx_err *err)
 {
 	int layers = m->a.layers, first = 0;
 
 	memset(r, 0, sizeof(*r));
 	if (pp < 1 || pp > HX_MAX_STAGES || pp > layers)
-		return hx_errf(err, HX_EINPUT, "pipeline degree %d must be between 1 and %d", pp,
-			       layers < HX_MAX_STAGES ? layers : HX_MAX_STAGES);
+		return hx_errf(err, HX_EINPUT, "pipeline degree %d must be between 1 and %d",
+			       pp, layers < HX_MAX_STAGES ? layers : HX_MAX_STAGES);
 	r->model = m;
 	r->wdt = wdt;
 	r->kvdt = kvdt;
@@ -409,8 +415,9 @@ void hx_cost_memory(const hx_replica *r, double mem_util, hx_memory *out)
 		m->reserve_b = s->gpu->runtime_reserve_gib * HX_GIB;
 		m->kv_b = m->capacity_b - m->weights_b - m->reserve_b;
 		m->kv_tokens = m->kv_b > 0
-			? floor(m->kv_b / (kv_token_layer_gpu(a, s->tp, r->kvdt) * (s->last - s->first)))
-			: 0;
+				   ? floor(m->kv_b / (kv_token_layer_gpu(a, s->tp, r->kvdt) *
+						      (s->last - s->first)))
+				   : 0;
 		out->weights_b += m->weights_b * s->tp;
 		if (m->kv_b < 0 && -m->kv_b > out->short_b) {
 			out->fits = 0;
@@ -437,10 +444,11 @@ double hx_usd_per_mtok(double usd_per_hour, double rps, double tokens_per_req)
 	return rps > 0 ? usd_per_hour / (rps * tokens_per_req * 3600 / 1e6) : 0;
 }
 
-double hx_cost_kv_transfer(const hx_model *m, hx_dtype kvdt, double tokens,
-			   double bw_gbps, double latency_ms)
+double hx_cost_kv_transfer(const hx_model *m, hx_dtype kvdt, double tokens, double bw_gbps,
+			   double latency_ms)
 {
-	return latency_ms * 1e-3 + tokens * hx_kv_bytes_per_token(m, kvdt) / hx_gbps_bytes_s(bw_gbps);
+	return latency_ms * 1e-3 +
+	       tokens * hx_kv_bytes_per_token(m, kvdt) / hx_gbps_bytes_s(bw_gbps);
 }
 
 /* ---- capacity at the SLO ------------------------------------------------- */
@@ -604,7 +612,8 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 			double c = fmax(budget - B, 1), sm[4] = {1, 0, 0, 0};
 			double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
 			for (int i = 0; i < CAP_QUANTILES; i++) {
-				double len = hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES);
+				double len =
+				    hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES);
 				double chunks = fmax(1, ceil_div(len, c)), stall;
 				hx_batch bc = {0};
 				hx_batch_add_decode(&bc, B, P + O / 2);
@@ -623,7 +632,9 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 				burst = ca2;
 			}
 			for (int i = 0; i < CAP_QUANTILES; i++) {
-				double o = floor(hx_dist_quantile(&w->output, (i + 0.5) / CAP_QUANTILES) + 0.5);
+				double o = floor(
+				    hx_dist_quantile(&w->output, (i + 0.5) / CAP_QUANTILES) +
+				    0.5);
 				double n = o - 1;
 				if (n < 1)
 					continue;
@@ -631,8 +642,9 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 					miss_tpot += 1.0 / CAP_QUANTILES;
 					continue;
 				}
-				miss_tpot += compound_tail(lambda * n * t / burst, sm, (tmax - t0) * n) /
-					     CAP_QUANTILES;
+				miss_tpot +=
+				    compound_tail(lambda * n * t / burst, sm, (tmax - t0) * n) /
+				    CAP_QUANTILES;
 			}
 		}
 	}
@@ -652,8 +664,10 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 		}
 		for (int i = 0; i <= CAP_QUANTILES; i++) {
 			/* The last point is the percentile prompt, for the report. */
-			double len = i < CAP_QUANTILES
-				? hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES) : Pq;
+			double len =
+			    i < CAP_QUANTILES
+				? hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES)
+				: Pq;
 			double chunks = fmax(1, ceil_div(len, c)), t_chunk, left;
 			hx_batch bc = {0};
 			hx_batch_add_decode(&bc, B, P + O / 2);
@@ -665,7 +679,8 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 				ev->ttft = wq + chunks * t_chunk;
 				break;
 			}
-			miss_ttft += (left < 0 ? 1 : u * exp(-left / fmax(scale, 1e-12))) / CAP_QUANTILES;
+			miss_ttft += (left < 0 ? 1 : u * exp(-left / fmax(scale, 1e-12))) /
+				     CAP_QUANTILES;
 		}
 	}
 	if (miss_tpot + miss_ttft > allow) {
@@ -675,8 +690,7 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 	ev->ok = 1;
 }
 
-void hx_cost_at_rate(const hx_replica *r, const hx_workload *w, double lambda,
-		     hx_capacity *out)
+void hx_cost_at_rate(const hx_replica *r, const hx_workload *w, double lambda, hx_capacity *out)
 {
 	hx_cost_at_rate_phase(r, w, HX_SERVE_BOTH, lambda, out);
 }
@@ -718,9 +732,11 @@ int hx_cost_capacity_phase(const hx_replica *r, const hx_workload *w, int phase,
 	memset(out, 0, sizeof(*out));
 	hx_cost_memory(r, w->serving.mem_util, &mem);
 	out->max_batch = fmin(floor(mem.kv_tokens / (P + O)), w->serving.max_seqs);
-	if (!mem.fits || mem.kv_tokens < hx_dist_quantile(&w->prompt, w->slo.percentile / 100) +
-						  (phase == HX_SERVE_PREFILL ? 0 :
-						   hx_dist_quantile(&w->output, w->slo.percentile / 100))) {
+	if (!mem.fits ||
+	    mem.kv_tokens < hx_dist_quantile(&w->prompt, w->slo.percentile / 100) +
+				(phase == HX_SERVE_PREFILL
+				     ? 0
+				     : hx_dist_quantile(&w->output, w->slo.percentile / 100))) {
 		out->binding = "memory";
 		return 0;
 	}

@@ -23,9 +23,9 @@ typedef struct hx_stage {
 	const hx_gpu *gpu;
 	int tp;
 	int first, last;
-	double tp_bw_gb_s;      /* all-reduce bus bandwidth; 0: the GPU's intra-node */
-	double tp_latency_us;   /* all-reduce latency; 0: the GPU's */
-	double next_bw_gbps;    /* link to the next stage (unused on the last) */
+	double tp_bw_gb_s;    /* all-reduce bus bandwidth; 0: the GPU's intra-node */
+	double tp_latency_us; /* all-reduce latency; 0: the GPU's */
+	double next_bw_gbps;  /* link to the next stage (unused on the last) */
 	double next_latency_ms;
 } hx_stage;
 
@@ -39,9 +39,9 @@ typedef struct hx_replica {
 /* Set R to PP stages of TP GPUs each, layers split as evenly as possible,
  * stage links BW_GBPS / LATENCY_MS.  Returns 0, or HX_EINPUT with ERR when
  * the shape is impossible (tp not dividing the heads, pp > layers). */
-int hx_replica_uniform(hx_replica *r, const hx_model *m, const hx_gpu *g, int tp,
-		       int pp, hx_dtype wdt, hx_dtype kvdt, double bw_gbps,
-		       double latency_ms, hx_err *err);
+int hx_replica_uniform(hx_replica *r, const hx_model *m, const hx_gpu *g, int tp, int pp,
+		       hx_dtype wdt, hx_dtype kvdt, double bw_gbps, double latency_ms,
+		       hx_err *err);
 /* Check a replica's shape (contiguous layer cover, tp dividing heads). */
 int hx_replica_check(const hx_replica *r, hx_err *err);
 
@@ -51,7 +51,7 @@ typedef struct hx_batch {
 	double prefill_attn;   /* sum over prefilling sequences of n * (c + n/2) */
 	double prefill_seqs;   /* sequences whose prompt ends here (emit a token) */
 	double decode_seqs;
-	double decode_ctx;     /* sum of the decoding sequences' contexts */
+	double decode_ctx; /* sum of the decoding sequences' contexts */
 } hx_batch;
 
 /* Add SEQS prompts of TOKENS new tokens over CACHED tokens each. */
@@ -71,13 +71,13 @@ typedef struct hx_breakdown {
 
 /* Non-attention kernel time of one layer (index LAYER) for TOKENS tokens on
  * TP GPUs: what kernel profiles measure per layer. */
-double hx_cost_linear(const hx_model *m, const hx_gpu *g, int tp, hx_dtype wdt,
-		      int layer, double tokens);
+double hx_cost_linear(const hx_model *m, const hx_gpu *g, int tp, hx_dtype wdt, int layer,
+		      double tokens);
 
 /* Time of layer LAYER of stage S (of replica R) on batch B; BD (may be NULL)
  * gets the split, added to what it holds. */
-double hx_cost_layer(const hx_replica *r, const hx_stage *s, int layer,
-		     const hx_batch *b, hx_breakdown *bd);
+double hx_cost_layer(const hx_replica *r, const hx_stage *s, int layer, const hx_batch *b,
+		     hx_breakdown *bd);
 
 typedef struct hx_iter {
 	double latency_s;              /* through every stage + transfers + overhead */
@@ -86,7 +86,7 @@ typedef struct hx_iter {
 	double stage_s[HX_MAX_STAGES]; /* compute per stage */
 	double transfer_s;             /* stage-to-stage sends */
 	double overhead_s;
-	hx_breakdown sum;              /* over all layers */
+	hx_breakdown sum; /* over all layers */
 } hx_iter;
 
 /* One iteration of batch B (whole replica, one micro-batch: PP stages run
@@ -100,19 +100,19 @@ double hx_cost_cycle(const hx_replica *r, const hx_batch *b, hx_iter *out);
 
 /* Memory, per GPU of each stage. */
 typedef struct hx_mem_stage {
-	double capacity_b;  /* memory * utilization */
+	double capacity_b; /* memory * utilization */
 	double weights_b;
 	double reserve_b;
-	double kv_b;        /* what is left for the KV cache (< 0: short) */
-	double kv_tokens;   /* tokens of KV this stage can hold */
+	double kv_b;      /* what is left for the KV cache (< 0: short) */
+	double kv_tokens; /* tokens of KV this stage can hold */
 } hx_mem_stage;
 
 typedef struct hx_memory {
-	int fits;             /* weights + reserve fit on every GPU */
-	double short_b;       /* worst shortfall when not */
+	int fits;       /* weights + reserve fit on every GPU */
+	double short_b; /* worst shortfall when not */
 	int worst_stage;
-	double kv_tokens;     /* the replica's KV capacity: min over stages */
-	double weights_b;     /* whole replica */
+	double kv_tokens; /* the replica's KV capacity: min over stages */
+	double weights_b; /* whole replica */
 	hx_mem_stage st[HX_MAX_STAGES];
 } hx_memory;
 
@@ -135,18 +135,18 @@ double hx_cost_act_bytes_per_token(const hx_model *m);
  * positive.  Not rounded. */
 double hx_usd_per_mtok(double usd_per_hour, double rps, double tokens_per_req);
 
-double hx_cost_kv_transfer(const hx_model *m, hx_dtype kvdt, double tokens,
-			   double bw_gbps, double latency_ms);
+double hx_cost_kv_transfer(const hx_model *m, hx_dtype kvdt, double tokens, double bw_gbps,
+			   double latency_ms);
 
 /* Capacity of one replica at the workload's SLO (see cost.c for the rule). */
 typedef struct hx_capacity {
-	double rps;            /* highest sustainable request rate */
-	double tokens_per_s;   /* generated tokens/s at that rate */
-	double batch;          /* decode batch at that rate */
-	double tpot_ms;        /* iteration time at that rate */
-	double ttft_ms;        /* percentile TTFT at that rate */
-	double max_batch;      /* KV-limited batch (mean request) */
-	const char *binding;   /* tpot, ttft, kv, batch, budget or memory */
+	double rps;          /* highest sustainable request rate */
+	double tokens_per_s; /* generated tokens/s at that rate */
+	double batch;        /* decode batch at that rate */
+	double tpot_ms;      /* iteration time at that rate */
+	double ttft_ms;      /* percentile TTFT at that rate */
+	double max_batch;    /* KV-limited batch (mean request) */
+	const char *binding; /* tpot, ttft, kv, batch, budget or memory */
 } hx_capacity;
 
 int hx_cost_capacity(const hx_replica *r, const hx_workload *w, hx_capacity *out);

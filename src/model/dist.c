@@ -106,4 +106,3 @@ void hx_dist_from_pairs(hx_dist *d, hx_tw *p, int n)
 	d->mean = hx_dist_mean(d);
 	free(p);
 }
-

@@ -111,11 +111,11 @@ static int generate(int process, double cv, double rate_rps, int n, double durat
 
 	memset(out, 0, sizeof(*out));
 	if (!(rate_rps > 0) || !isfinite(rate_rps))
-		return hx_errf(err, HX_EINPUT, "the arrival rate must be positive, not %g req/s",
-			       rate_rps);
+		return hx_errf(err, HX_EINPUT,
+			       "the arrival rate must be positive, not %g req/s", rate_rps);
 	if (process == HX_ARRIVAL_GAMMA && (!(cv > 0) || !isfinite(cv)))
-		return hx_errf(err, HX_EINPUT, "a gamma arrival process needs a positive cv, not %g",
-			       cv);
+		return hx_errf(err, HX_EINPUT,
+			       "a gamma arrival process needs a positive cv, not %g", cv);
 	if (n <= 0 && (!(duration_s > 0) || !isfinite(duration_s)))
 		return hx_errf(err, HX_EINPUT,
 			       "give a number of requests or a positive duration to generate");
@@ -124,12 +124,16 @@ static int generate(int process, double cv, double rate_rps, int n, double durat
 			       HX_MAX_REQUESTS);
 	expect = rate_rps * duration_s;
 	if (n <= 0 && expect > HX_MAX_REQUESTS)
-		return hx_errf(err, HX_EINPUT,
-			       "%g req/s over %g s gives about %.3g requests, more than the limit of %d",
-			       rate_rps, duration_s, expect, HX_MAX_REQUESTS);
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "%g req/s over %g s gives about %.3g requests, more than the limit of %d",
+		    rate_rps, duration_s, expect, HX_MAX_REQUESTS);
 	if (l->sample && l->sample->n <= 0)
 		return hx_errf(err, HX_EINPUT, "the sample trace has no requests");
-	cap = n > 0 ? n : (int)(expect + 4 * sqrt(expect) * (process == HX_ARRIVAL_GAMMA ? cv : 1)) + 16;
+	cap = n > 0
+		  ? n
+		  : (int)(expect + 4 * sqrt(expect) * (process == HX_ARRIVAL_GAMMA ? cv : 1)) +
+			16;
 	grow(out, cap, with_cls);
 	hx_rng_seed(&r, seed);
 	for (int i = 0; n <= 0 || i < n; i++) {
@@ -140,8 +144,8 @@ static int generate(int process, double cv, double rate_rps, int n, double durat
 			if (cap >= HX_MAX_REQUESTS) {
 				hx_trace_release(out);
 				return hx_errf(err, HX_EINPUT,
-					       "more than %d requests arrived in %g s", HX_MAX_REQUESTS,
-					       duration_s);
+					       "more than %d requests arrived in %g s",
+					       HX_MAX_REQUESTS, duration_s);
 			}
 			cap = cap > HX_MAX_REQUESTS / 2 ? HX_MAX_REQUESTS : cap * 2;
 			grow(out, cap, with_cls);
@@ -184,8 +188,8 @@ int hx_gen_shape(int shape, const hx_trace *sample, double rate_rps, double dura
 	/* Azure LLM inference trace 2023 (Microsoft Azure, CC-BY 4.0): mean,
 	 * median and max of ContextTokens and GeneratedTokens. */
 	static const double fit[2][2][3] = {
-		[HX_SHAPE_CONVERSATION] = {{1155, 1020, 14050}, {211, 129, 1000}},
-		[HX_SHAPE_CODE] = {{2048, 1469, 7437}, {28, 13, 1899}},
+	    [HX_SHAPE_CONVERSATION] = {{1155, 1020, 14050}, {211, 129, 1000}},
+	    [HX_SHAPE_CODE] = {{2048, 1469, 7437}, {28, 13, 1899}},
 	};
 	hx_dist p, o;
 	lengths l = {NULL, &p, &o, sample};

@@ -42,8 +42,8 @@ typedef struct hx_node {
 	char region[64];
 	char host[256];
 	hx_gpu gpu;
-	int count;          /* GPUs */
-	double nic_gbps;    /* per node, to the network */
+	int count;           /* GPUs */
+	double nic_gbps;     /* per node, to the network */
 	double usd_per_hour; /* per GPU */
 } hx_node;
 
@@ -54,7 +54,7 @@ typedef struct hx_link {
 
 typedef struct hx_offer {
 	hx_gpu gpu;
-	int max_count;     /* GPUs available */
+	int max_count; /* GPUs available */
 	int gpus_per_node;
 	double usd_per_hour;
 	char region[64];
@@ -62,13 +62,13 @@ typedef struct hx_offer {
 
 /* What a cluster may hold (hexplan-formats(5), LIMITS): beyond these the
  * planners' memory and time grow past what a planning run should take. */
-#define HX_MAX_NODES 4096
-#define HX_MAX_CLUSTER_GPUS 65536
-#define HX_MAX_LINKS 16384
-#define HX_MAX_OFFERS 256
-#define HX_MAX_OFFER_GPUS 65536
-#define HX_MAX_CLASSES 64
-#define HX_MAX_BUCKETS 100000
+#define HX_MAX_NODES           4096
+#define HX_MAX_CLUSTER_GPUS    65536
+#define HX_MAX_LINKS           16384
+#define HX_MAX_OFFERS          256
+#define HX_MAX_OFFER_GPUS      65536
+#define HX_MAX_CLASSES         64
+#define HX_MAX_BUCKETS         100000
 #define HX_MAX_QUALITY_SAMPLES 100000
 
 typedef struct hx_cluster {
@@ -83,8 +83,7 @@ typedef struct hx_cluster {
 
 /* Load a cluster file; GPU names resolve in CAT.  Release with
  * hx_cluster_release. */
-int hx_cluster_load(hx_cluster *c, const char *path, const hx_catalog *cat,
-		    hx_err *err);
+int hx_cluster_load(hx_cluster *c, const char *path, const hx_catalog *cat, hx_err *err);
 void hx_cluster_release(hx_cluster *c);
 /* The link between nodes A and B (explicit, else the region default). */
 hx_linkspec hx_cluster_link(const hx_cluster *c, int a, int b);
@@ -94,9 +93,9 @@ int hx_cluster_gpus(const hx_cluster *c);
 enum { HX_DIST_LOGNORMAL, HX_DIST_BUCKETS };
 typedef struct hx_dist {
 	int kind;
-	double mean, p50, max;  /* lognormal as given */
-	double mu, sigma;       /* derived */
-	int nb;                 /* buckets (also a trace's empirical lengths) */
+	double mean, p50, max;   /* lognormal as given */
+	double mu, sigma;        /* derived */
+	int nb;                  /* buckets (also a trace's empirical lengths) */
 	double *tokens, *weight; /* weight normalized to sum 1, tokens sorted */
 } hx_dist;
 
@@ -121,9 +120,9 @@ typedef struct hx_slo {
 
 /* Serving-engine knobs the cost model needs (vLLM-like defaults). */
 typedef struct hx_serving {
-	double token_budget;   /* max tokens per iteration (chunked prefill) */
-	double max_seqs;       /* max sequences in a batch */
-	double mem_util;       /* fraction of GPU memory the engine may use */
+	double token_budget; /* max tokens per iteration (chunked prefill) */
+	double max_seqs;     /* max sequences in a batch */
+	double mem_util;     /* fraction of GPU memory the engine may use */
 } hx_serving;
 void hx_serving_defaults(hx_serving *s);
 
@@ -196,7 +195,8 @@ int hx_cluster_expand_offers(const hx_cluster *in, int owned_free, hx_cluster *o
 /* Load the cluster file at PATH as check and export see it: its offers, if
  * any, expanded into nodes (owned nodes keep their prices).  Release with
  * hx_cluster_release. */
-int hx_cluster_load_expanded(hx_cluster *c, const char *path, const hx_catalog *cat, hx_err *err);
+int hx_cluster_load_expanded(hx_cluster *c, const char *path, const hx_catalog *cat,
+			     hx_err *err);
 /* Offer index and node index J of a node named "offerI-J", or -1. */
 int hx_offer_node(const char *name, int *j);
 

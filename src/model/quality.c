@@ -49,7 +49,9 @@ void hx_cascade_evaluate(const hx_quality *q, const double *theta, hx_cascade_ev
 			long reach = later + cnt[m];
 			out->answer[m] = cnt[m] / n;
 			out->reach[m] = skipped(q, theta, m) ? 0 : reach / n;
-			out->escalate[m] = reach > 0 && !skipped(q, theta, m) ? (double)later / (double)reach : 0;
+			out->escalate[m] = reach > 0 && !skipped(q, theta, m)
+					       ? (double)later / (double)reach
+					       : 0;
 			later = reach;
 		}
 	}
@@ -73,8 +75,8 @@ int hx_cascade_model_workload(const hx_quality *q, const hx_workload *w, const d
 	if (n == 0) {
 		free(pp);
 		free(po);
-		return hx_errf(err, HX_EINFEASIBLE, "no request of the quality profile reaches %s",
-			       q->model[m]);
+		return hx_errf(err, HX_EINFEASIBLE,
+			       "no request of the quality profile reaches %s", q->model[m]);
 	}
 	hx_strlcpy(out->model, q->model[m], sizeof(out->model));
 	out->rate_rps = w->rate_rps * n / q->nsamples;

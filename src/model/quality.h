@@ -42,11 +42,12 @@ static inline double hx_quality_score(const hx_quality *q, int m, int s)
 
 /* What thresholds THETA (nmodels - 1 of them) do to the sample. */
 typedef struct hx_cascade_eval {
-	double quality;                         /* Q(theta), 0-100 */
-	double reach[HX_QUALITY_MAX_MODELS];    /* fraction of all traffic reaching model i */
-	double answer[HX_QUALITY_MAX_MODELS];   /* fraction answered (returned) by model i */
-	double escalate[HX_QUALITY_MAX_MODELS]; /* of model i's requests, the fraction sent on */
-	int stages;                             /* models some request reaches */
+	double quality;                       /* Q(theta), 0-100 */
+	double reach[HX_QUALITY_MAX_MODELS];  /* fraction of all traffic reaching model i */
+	double answer[HX_QUALITY_MAX_MODELS]; /* fraction answered (returned) by model i */
+	double
+	    escalate[HX_QUALITY_MAX_MODELS]; /* of model i's requests, the fraction sent on */
+	int stages;                          /* models some request reaches */
 } hx_cascade_eval;
 
 /* Evaluate THETA on Q's sample into OUT.  reach[0] is 1 unless the first

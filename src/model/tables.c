@@ -82,9 +82,9 @@ static int parse_timestamp(const char *s, double *out)
 	int y, mo, d, h, mi, n = 0;
 	double sec;
 
-	if (sscanf(s, "%d-%d-%d %d:%d:%lf%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 ||
-	    s[n] || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 ||
-	    mi > 59 || sec < 0 || sec >= 61)
+	if (sscanf(s, "%d-%d-%d %d:%d:%lf%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || s[n] ||
+	    mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 ||
+	    sec < 0 || sec >= 61)
 		return -1;
 	*out = (double)days_from_civil(y, mo, d) * 86400.0 + h * 3600.0 + mi * 60.0 + sec;
 	return 0;
@@ -137,7 +137,8 @@ int hx_trace_load(hx_trace *t, const char *path, hx_err *err)
 		azure = 0;
 	} else {
 		hx_errf(err, HX_EINPUT,
-			"%s:1: unknown trace header (expected \"arrival_s,input_tokens,output_tokens\" "
+			"%s:1: unknown trace header (expected "
+			"\"arrival_s,input_tokens,output_tokens\" "
 			"or \"TIMESTAMP,ContextTokens,GeneratedTokens\")",
 			path);
 		goto out;
@@ -161,27 +162,32 @@ int hx_trace_load(hx_trace *t, const char *path, hx_err *err)
 			t0 = azure ? at : 0;
 		at -= t0;
 		if (at < 0) {
-			hx_errf(err, HX_EINPUT, "%s:%d: arrival_s must not be negative", path, lineno);
+			hx_errf(err, HX_EINPUT, "%s:%d: arrival_s must not be negative", path,
+				lineno);
 			goto out;
 		}
 		if (t->n > 0 && at < prev) {
-			hx_errf(err, HX_EINPUT, "%s:%d: arrivals must not go back in time (%.6f after %.6f)",
+			hx_errf(err, HX_EINPUT,
+				"%s:%d: arrivals must not go back in time (%.6f after %.6f)",
 				path, lineno, at, prev);
 			goto out;
 		}
 		if (parse_long(f[1], 1, 10000000, &in)) {
-			hx_errf(err, HX_EINPUT, "%s:%d: %s must be a positive integer, not \"%s\"", path,
+			hx_errf(err, HX_EINPUT,
+				"%s:%d: %s must be a positive integer, not \"%s\"", path,
 				lineno, azure ? "ContextTokens" : "input_tokens", f[1]);
 			goto out;
 		}
 		if (parse_long(f[2], 1, 10000000, &outp)) {
-			hx_errf(err, HX_EINPUT, "%s:%d: %s must be a positive integer, not \"%s\"", path,
+			hx_errf(err, HX_EINPUT,
+				"%s:%d: %s must be a positive integer, not \"%s\"", path,
 				lineno, azure ? "GeneratedTokens" : "output_tokens", f[2]);
 			goto out;
 		}
 		if (t->n == HX_MAX_REQUESTS) {
-			hx_errf(err, HX_EINPUT, "%s:%d: more than hexplan's limit of %d requests", path,
-				lineno, HX_MAX_REQUESTS);
+			hx_errf(err, HX_EINPUT,
+				"%s:%d: more than hexplan's limit of %d requests", path, lineno,
+				HX_MAX_REQUESTS);
 			goto out;
 		}
 		if (t->n == cap) {
@@ -233,8 +239,10 @@ int hx_meas_load(hx_meas **out, int *n, const char *path, hx_err *err)
 	cur = text;
 	line = next_line(&cur);
 	if (!line || strcmp(line, "gpu,model,tp,phase,batch,tokens,context,ms") != 0) {
-		hx_errf(err, HX_EINPUT,
-			"%s:1: expected the header \"gpu,model,tp,phase,batch,tokens,context,ms\"", path);
+		hx_errf(
+		    err, HX_EINPUT,
+		    "%s:1: expected the header \"gpu,model,tp,phase,batch,tokens,context,ms\"",
+		    path);
 		goto out;
 	}
 	while ((line = next_line(&cur))) {
@@ -248,15 +256,17 @@ int hx_meas_load(hx_meas **out, int *n, const char *path, hx_err *err)
 			hx_errf(err, HX_EINPUT, "%s:%d: expected 8 fields", path, lineno);
 			goto out;
 		}
-		if (!*f[0] || hx_strlcpy(x.gpu, f[0], sizeof(x.gpu)) ||
-		    !*f[1] || hx_strlcpy(x.model, f[1], sizeof(x.model))) {
-			hx_errf(err, HX_EINPUT, "%s:%d: gpu and model must be names", path, lineno);
+		if (!*f[0] || hx_strlcpy(x.gpu, f[0], sizeof(x.gpu)) || !*f[1] ||
+		    hx_strlcpy(x.model, f[1], sizeof(x.model))) {
+			hx_errf(err, HX_EINPUT, "%s:%d: gpu and model must be names", path,
+				lineno);
 			goto out;
 		}
 		for (k = 0; phases[k] && strcmp(phases[k], f[3]); k++)
 			;
 		if (!phases[k]) {
-			hx_errf(err, HX_EINPUT, "%s:%d: phase must be prefill, decode or linear, not \"%s\"",
+			hx_errf(err, HX_EINPUT,
+				"%s:%d: phase must be prefill, decode or linear, not \"%s\"",
 				path, lineno, f[3]);
 			goto out;
 		}
@@ -264,18 +274,23 @@ int hx_meas_load(hx_meas **out, int *n, const char *path, hx_err *err)
 		{
 			static const char *const names[] = {"tp", "batch", "tokens", "context"};
 			static const int col[] = {2, 4, 5, 6};
-			static const long lo[] = {1, 1, 1, 0}, hi[] = {1024, 1000000, 10000000, 10000000};
+			static const long lo[] = {1, 1, 1, 0},
+					  hi[] = {1024, 1000000, 10000000, 10000000};
 			for (int j = 0; j < 4; j++) {
 				if (parse_long(f[col[j]], lo[j], hi[j], &v[j])) {
-					hx_errf(err, HX_EINPUT, "%s:%d: %s must be an integer from %ld to %ld, not \"%s\"",
-						path, lineno, names[j], lo[j], hi[j], f[col[j]]);
+					hx_errf(err, HX_EINPUT,
+						"%s:%d: %s must be an integer from %ld to %ld, "
+						"not \"%s\"",
+						path, lineno, names[j], lo[j], hi[j],
+						f[col[j]]);
 					goto out;
 				}
 			}
 		}
 		if (parse_double(f[7], &x.ms) || x.ms <= 0) {
-			hx_errf(err, HX_EINPUT, "%s:%d: ms must be a positive number, not \"%s\"", path,
-				lineno, f[7]);
+			hx_errf(err, HX_EINPUT,
+				"%s:%d: ms must be a positive number, not \"%s\"", path, lineno,
+				f[7]);
 			goto out;
 		}
 		x.tp = (int)v[0];
@@ -330,7 +345,9 @@ int hx_layer_costs_load(hx_layer_cost **out, int *n, const char *path, hx_err *e
 			line[strlen(line) - 1] = '\0';
 		if (lineno == 1) {
 			if (strcmp(line, "gpu,tp,phase,tokens,context,ms") != 0) {
-				hx_errf(err, HX_EINPUT, "%s:1: expected the header \"gpu,tp,phase,tokens,context,ms\"",
+				hx_errf(err, HX_EINPUT,
+					"%s:1: expected the header "
+					"\"gpu,tp,phase,tokens,context,ms\"",
 					shown);
 				goto out;
 			}
@@ -353,13 +370,16 @@ int hx_layer_costs_load(hx_layer_cost **out, int *n, const char *path, hx_err *e
 		memset(&x, 0, sizeof(x));
 		x.line = lineno;
 		if (!*f[0] || hx_strlcpy(x.gpu, f[0], sizeof(x.gpu))) {
-			hx_errf(err, HX_EINPUT, "%s:%d: gpu must be a name of at most 47 characters", shown, lineno);
+			hx_errf(err, HX_EINPUT,
+				"%s:%d: gpu must be a name of at most 47 characters", shown,
+				lineno);
 			goto out;
 		}
 		tp = strtol(f[1], &end, 10);
 		if (!*f[1] || *end || tp < 1 || tp > 1024) {
-			hx_errf(err, HX_EINPUT, "%s:%d: tp must be an integer from 1 to 1024, not \"%s\"", shown,
-				lineno, f[1]);
+			hx_errf(err, HX_EINPUT,
+				"%s:%d: tp must be an integer from 1 to 1024, not \"%s\"",
+				shown, lineno, f[1]);
 			goto out;
 		}
 		x.tp = (int)tp;
@@ -368,32 +388,38 @@ int hx_layer_costs_load(hx_layer_cost **out, int *n, const char *path, hx_err *e
 		else if (strcmp(f[2], "prefill") == 0)
 			x.phase = HX_LC_PREFILL;
 		else {
-			hx_errf(err, HX_EINPUT, "%s:%d: phase must be decode or prefill, not \"%s\"", shown,
+			hx_errf(err, HX_EINPUT,
+				"%s:%d: phase must be decode or prefill, not \"%s\"", shown,
 				lineno, f[2]);
 			goto out;
 		}
 		x.tokens = strtod(f[3], &end);
 		if (!*f[3] || *end || !(x.tokens >= 1 && x.tokens <= 1e7)) {
-			hx_errf(err, HX_EINPUT, "%s:%d: tokens must be a number from 1 to 1e7, not \"%s\"", shown,
-				lineno, f[3]);
+			hx_errf(err, HX_EINPUT,
+				"%s:%d: tokens must be a number from 1 to 1e7, not \"%s\"",
+				shown, lineno, f[3]);
 			goto out;
 		}
 		x.context = strtod(f[4], &end);
 		if (!*f[4] || *end || !(x.context >= 0 && x.context <= 1e7)) {
-			hx_errf(err, HX_EINPUT, "%s:%d: context must be a number from 0 to 1e7, not \"%s\"", shown,
-				lineno, f[4]);
+			hx_errf(err, HX_EINPUT,
+				"%s:%d: context must be a number from 0 to 1e7, not \"%s\"",
+				shown, lineno, f[4]);
 			goto out;
 		}
 		x.ms = strtod(f[5], &end);
 		if (!*f[5] || *end || !(x.ms > 0 && x.ms < 1e9)) {
-			hx_errf(err, HX_EINPUT, "%s:%d: ms must be a positive number, not \"%s\"", shown, lineno,
-				f[5]);
+			hx_errf(err, HX_EINPUT,
+				"%s:%d: ms must be a positive number, not \"%s\"", shown,
+				lineno, f[5]);
 			goto out;
 		}
 		for (int i = 0; i < *n; i++)
-			if (strcmp(v[i].gpu, x.gpu) == 0 && v[i].tp == x.tp && v[i].phase == x.phase &&
-			    v[i].tokens == x.tokens) {
-				hx_errf(err, HX_EINPUT, "%s:%d: a second row for %s, tp %d, %s, %g tokens (first at line %d)",
+			if (strcmp(v[i].gpu, x.gpu) == 0 && v[i].tp == x.tp &&
+			    v[i].phase == x.phase && v[i].tokens == x.tokens) {
+				hx_errf(err, HX_EINPUT,
+					"%s:%d: a second row for %s, tp %d, %s, %g tokens "
+					"(first at line %d)",
 					shown, lineno, x.gpu, x.tp, f[2], x.tokens, v[i].line);
 				goto out;
 			}
@@ -404,7 +430,8 @@ int hx_layer_costs_load(hx_layer_cost **out, int *n, const char *path, hx_err *e
 		v[(*n)++] = x;
 	}
 	if (lineno == 0) {
-		hx_errf(err, HX_EINPUT, "%s:1: expected the header \"gpu,tp,phase,tokens,context,ms\"", shown);
+		hx_errf(err, HX_EINPUT,
+			"%s:1: expected the header \"gpu,tp,phase,tokens,context,ms\"", shown);
 		goto out;
 	}
 	if (*n == 0) {

@@ -12,9 +12,9 @@
 enum { HX_LC_DECODE, HX_LC_PREFILL };
 typedef struct hx_layer_cost {
 	char gpu[48];
-	int tp, phase;    /* HX_LC_* */
-	double tokens;    /* decode: sequences; prefill: prompt tokens */
-	double context;   /* as measured (the planner interpolates in tokens) */
+	int tp, phase;  /* HX_LC_* */
+	double tokens;  /* decode: sequences; prefill: prompt tokens */
+	double context; /* as measured (the planner interpolates in tokens) */
 	double ms;
 	int line;
 } hx_layer_cost;

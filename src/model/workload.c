@@ -13,11 +13,11 @@
 
 /* ---- workload ----------------------------------------------------------- */
 
-static int parse_dist(const hx_jr *r, const json_t *v, const char *ptr,
-		      const char *base_dir, int column, hx_dist *d)
+static int parse_dist(const hx_jr *r, const json_t *v, const char *ptr, const char *base_dir,
+		      int column, hx_dist *d)
 {
-	static const char *const keys[] = {"dist", "mean", "p50", "max", "buckets",
-		"trace", NULL};
+	static const char *const keys[] = {"dist",    "mean",  "p50", "max",
+					   "buckets", "trace", NULL};
 	static const char *const dists[] = {"lognormal", NULL};
 	int rc, idx = 0, forms;
 	json_t *b = json_object_get(v, "buckets"), *t = json_object_get(v, "trace");
@@ -27,7 +27,8 @@ static int parse_dist(const hx_jr *r, const json_t *v, const char *ptr,
 		return rc;
 	forms = (json_object_get(v, "dist") != NULL) + (b != NULL) + (t != NULL);
 	if (forms != 1)
-		return hx_jr_fail(r, ptr, "give exactly one of \"dist\", \"buckets\" or \"trace\"");
+		return hx_jr_fail(r, ptr,
+				  "give exactly one of \"dist\", \"buckets\" or \"trace\"");
 	if (b) {
 		char p[512];
 		size_t n, i;
@@ -39,7 +40,8 @@ static int parse_dist(const hx_jr *r, const json_t *v, const char *ptr,
 		if ((rc = hx_jr_array(r, b, p, 1, &n)))
 			return rc;
 		if (n > HX_MAX_BUCKETS)
-			return hx_jr_fail(r, p, "%zu buckets are more than hexplan's limit of %d", n,
+			return hx_jr_fail(r, p,
+					  "%zu buckets are more than hexplan's limit of %d", n,
 					  HX_MAX_BUCKETS);
 		pairs = hx_xcalloc(n, sizeof(*pairs));
 		for (i = 0; i < n; i++) {
@@ -54,7 +56,8 @@ static int parse_dist(const hx_jr *r, const json_t *v, const char *ptr,
 			}
 			pairs[i].t = json_number_value(json_array_get(e, 0));
 			pairs[i].w = json_number_value(json_array_get(e, 1));
-			if (!(pairs[i].t >= 1 && pairs[i].t <= 1e7) || pairs[i].t != floor(pairs[i].t)) {
+			if (!(pairs[i].t >= 1 && pairs[i].t <= 1e7) ||
+			    pairs[i].t != floor(pairs[i].t)) {
 				free(pairs);
 				hx_ptr_index(pe, sizeof(pe), p, i);
 				strcat(pe, "/0");
@@ -123,7 +126,9 @@ static int parse_dist(const hx_jr *r, const json_t *v, const char *ptr,
 static void add_quantiles(hx_tw *p, const hx_dist *d, int n, double w)
 {
 	for (int i = 0; i < n; i++) {
-		p[i].t = d->kind == HX_DIST_BUCKETS ? 0 : fmax(1, floor(hx_dist_quantile(d, (i + 0.5) / n) + 0.5));
+		p[i].t = d->kind == HX_DIST_BUCKETS
+			     ? 0
+			     : fmax(1, floor(hx_dist_quantile(d, (i + 0.5) / n) + 0.5));
 		p[i].w = w / n;
 	}
 }
@@ -163,11 +168,10 @@ void hx_serving_defaults(hx_serving *s)
 	s->mem_util = HX_DEFAULT_MEM_UTIL;
 }
 
-static int parse_classes(const hx_jr *r, const json_t *list, const char *dir,
-			 hx_workload *w)
+static int parse_classes(const hx_jr *r, const json_t *list, const char *dir, hx_workload *w)
 {
-	static const char *const keys[] = {"name", "share", "prompt_tokens",
-		"output_tokens", NULL};
+	static const char *const keys[] = {"name", "share", "prompt_tokens", "output_tokens",
+					   NULL};
 	size_t n, i;
 	double sum = 0;
 	int rc;
@@ -175,7 +179,8 @@ static int parse_classes(const hx_jr *r, const json_t *list, const char *dir,
 	if ((rc = hx_jr_array(r, list, "/classes", 1, &n)))
 		return rc;
 	if (n > HX_MAX_CLASSES)
-		return hx_jr_fail(r, "/classes", "%zu classes are more than hexplan's limit of %d", n,
+		return hx_jr_fail(r, "/classes",
+				  "%zu classes are more than hexplan's limit of %d", n,
 				  HX_MAX_CLASSES);
 	w->classes = hx_xcalloc(n, sizeof(hx_class));
 	for (i = 0; i < n; i++) {
@@ -192,7 +197,8 @@ static int parse_classes(const hx_jr *r, const json_t *list, const char *dir,
 			if (strcmp(w->classes[j].name, c->name) == 0) {
 				char pn[80];
 				hx_ptr_key(pn, sizeof(pn), p, "name");
-				return hx_jr_fail(r, pn, "duplicate class name \"%s\"", c->name);
+				return hx_jr_fail(r, pn, "duplicate class name \"%s\"",
+						  c->name);
 			}
 		w->nclasses++;
 		for (int k = 0; k < 2; k++) {
@@ -241,7 +247,8 @@ static int parse_quality(const hx_jr *r, const json_t *v, hx_workload *w)
 		if (!json_is_string(e) || json_string_length(e) == 0)
 			return hx_jr_fail(r, p, "must be a model name or config.json path");
 		if (json_string_length(e) >= sizeof(q->model[0]))
-			return hx_jr_fail(r, p, "too long (at most %zu bytes)", sizeof(q->model[0]) - 1);
+			return hx_jr_fail(r, p, "too long (at most %zu bytes)",
+					  sizeof(q->model[0]) - 1);
 		hx_strlcpy(q->model[i], json_string_value(e), sizeof(q->model[i]));
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(q->model[j], q->model[i]) == 0)
@@ -253,8 +260,9 @@ static int parse_quality(const hx_jr *r, const json_t *v, hx_workload *w)
 	if ((rc = hx_jr_array(r, samples, "/quality/samples", 1, &ns)))
 		return rc;
 	if (ns > HX_MAX_QUALITY_SAMPLES)
-		return hx_jr_fail(r, "/quality/samples", "%zu samples are more than hexplan's limit of %d",
-				  ns, HX_MAX_QUALITY_SAMPLES);
+		return hx_jr_fail(r, "/quality/samples",
+				  "%zu samples are more than hexplan's limit of %d", ns,
+				  HX_MAX_QUALITY_SAMPLES);
 	q->prompt = hx_xcalloc(ns, sizeof(double));
 	q->output = hx_xcalloc(ns, sizeof(double));
 	q->score = hx_xcalloc(ns * nm, sizeof(double));
@@ -293,14 +301,16 @@ static int parse_quality(const hx_jr *r, const json_t *v, hx_workload *w)
 
 int hx_workload_load(hx_workload *w, const char *path, hx_err *err)
 {
-	static const char *const top[] = {"version", "model", "rate_rps", "arrival",
-		"prompt_tokens", "output_tokens", "slo", "classes", "serving", "quality", NULL};
+	static const char *const top[] = {
+	    "version",       "model",         "rate_rps", "arrival",
+	    "prompt_tokens", "output_tokens", "slo",      "classes",
+	    "serving",       "quality",       NULL};
 	static const char *const akeys[] = {"process", "cv", NULL};
 	static const char *const procs[] = {"poisson", "gamma", NULL};
-	static const char *const skeys[] = {"ttft_ms", "tpot_ms", "percentile",
-		"attainment", NULL};
+	static const char *const skeys[] = {"ttft_ms", "tpot_ms", "percentile", "attainment",
+					    NULL};
 	static const char *const vkeys[] = {"token_budget", "max_seqs",
-		"gpu_memory_utilization", NULL};
+					    "gpu_memory_utilization", NULL};
 	hx_jr r = {hx_display_path(path), err};
 	json_t *root, *v;
 	char *dir = hx_dirname(path);
@@ -325,7 +335,8 @@ int hx_workload_load(hx_workload *w, const char *path, hx_err *err)
 		    (rc = hx_jr_pos(&r, v, "/arrival", "cv", 0, &w->cv)))
 			goto out;
 		if (w->arrival == HX_ARRIVAL_POISSON && fabs(w->cv - 1) > 1e-12) {
-			rc = hx_jr_fail(&r, "/arrival/cv", "a poisson process has cv 1 (use \"gamma\")");
+			rc = hx_jr_fail(&r, "/arrival/cv",
+					"a poisson process has cv 1 (use \"gamma\")");
 			goto out;
 		}
 	}
@@ -344,15 +355,18 @@ int hx_workload_load(hx_workload *w, const char *path, hx_err *err)
 		if ((rc = hx_jr_object(&r, v, "/serving", vkeys)) ||
 		    (rc = hx_jr_num(&r, v, "/serving", "token_budget", 0, 16, 1e7,
 				    &w->serving.token_budget)) ||
-		    (rc = hx_jr_num(&r, v, "/serving", "max_seqs", 0, 1, 1e6, &w->serving.max_seqs)) ||
+		    (rc = hx_jr_num(&r, v, "/serving", "max_seqs", 0, 1, 1e6,
+				    &w->serving.max_seqs)) ||
 		    (rc = hx_jr_num(&r, v, "/serving", "gpu_memory_utilization", 0, 0.05, 1,
 				    &w->serving.mem_util)))
 			goto out;
 	}
 	if ((v = json_object_get(root, "classes"))) {
-		if (json_object_get(root, "prompt_tokens") || json_object_get(root, "output_tokens")) {
-			rc = hx_jr_fail(&r, "/classes",
-					"give lengths per class or for the whole workload, not both");
+		if (json_object_get(root, "prompt_tokens") ||
+		    json_object_get(root, "output_tokens")) {
+			rc = hx_jr_fail(
+			    &r, "/classes",
+			    "give lengths per class or for the whole workload, not both");
 			goto out;
 		}
 		if ((rc = parse_classes(&r, v, dir, w)))
@@ -399,4 +413,3 @@ void hx_workload_release(hx_workload *w)
 	hx_dist_release(&w->output);
 	memset(w, 0, sizeof(*w));
 }
-

@@ -80,7 +80,8 @@ hx_plan_replica *hx_plan_add_replica(hx_plan_group *g)
 {
 	hx_plan_replica *r;
 
-	g->replicas = hx_xrealloc(g->replicas, (size_t)(g->nreplicas + 1) * sizeof(*g->replicas));
+	g->replicas =
+	    hx_xrealloc(g->replicas, (size_t)(g->nreplicas + 1) * sizeof(*g->replicas));
 	r = &g->replicas[g->nreplicas++];
 	memset(r, 0, sizeof(*r));
 	return r;
@@ -132,14 +133,15 @@ int hx_plan_group_index(const hx_plan *p, const char *name)
 	return -1;
 }
 
-int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g,
-			 const hx_plan_replica *r, hx_replica *out, hx_err *err)
+int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan_replica *r,
+			 hx_replica *out, hx_err *err)
 {
 	const hx_model *m = hx_plan_model(p, g->model);
 
 	memset(out, 0, sizeof(*out));
 	if (!m)
-		return hx_errf(err, HX_EINPUT, "group %s: unknown model \"%s\"", g->name, g->model);
+		return hx_errf(err, HX_EINPUT, "group %s: unknown model \"%s\"", g->name,
+			       g->model);
 	out->model = m;
 	out->wdt = g->wdt;
 	out->kvdt = g->kvdt;
@@ -167,8 +169,8 @@ int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g,
 	return hx_replica_check(out, err);
 }
 
-int hx_plan_fragment_cost(const hx_plan *p, const hx_plan_group *g,
-			  const hx_plan_replica *r, hx_replica *out, int *offset, hx_err *err)
+int hx_plan_fragment_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan_replica *r,
+			  hx_replica *out, int *offset, hx_err *err)
 {
 	const hx_model *m = hx_plan_model(p, g->model);
 	hx_plan_group pad;
@@ -328,8 +330,8 @@ static json_t *replica_json(const hx_plan_group *g, const hx_plan_replica *rep)
 		json_t *ta = json_array();
 		for (int s = 0; s < g->nstages; s++)
 			json_array_append_new(ta, rep->tp_link[s].bw_gbps > 0
-							  ? link_json(&rep->tp_link[s])
-							  : json_null());
+						      ? link_json(&rep->tp_link[s])
+						      : json_null());
 		json_object_set_new(ro, "tp_links", ta);
 	}
 	return ro;
@@ -370,7 +372,8 @@ static json_t *routing_json(const hx_plan *p)
 {
 	json_t *x = json_object(), *a;
 
-	json_object_set_new(x, "ingress", routes_json(p->ingress, p->ningress, "class", "group", 1));
+	json_object_set_new(x, "ingress",
+			    routes_json(p->ingress, p->ningress, "class", "group", 1));
 	json_object_set_new(x, "kv", routes_json(p->kv, p->nkv, "from", "to", 0));
 	json_object_set_new(x, "hops", routes_json(p->hops, p->nhops, "from", "to", 0));
 	a = json_array();
@@ -513,8 +516,8 @@ static int parse_link(const hx_jr *r, const json_t *v, const char *ptr, hx_links
 	return 0;
 }
 
-static int parse_replica(const hx_jr *r, const json_t *v, const char *ptr,
-			 hx_plan_group *g, hx_plan_replica *rep)
+static int parse_replica(const hx_jr *r, const json_t *v, const char *ptr, hx_plan_group *g,
+			 hx_plan_replica *rep)
 {
 	static const char *const keys[] = {"id", "placement", "links", "tp_links", NULL};
 	json_t *pl, *x;
@@ -543,7 +546,8 @@ static int parse_replica(const hx_jr *r, const json_t *v, const char *ptr,
 		for (size_t i = 0; i < k; i++) {
 			json_t *e = json_array_get(sa, i);
 			hx_ptr_index(pg, sizeof(pg), ps, i);
-			if (!json_is_string(e) || hx_gpu_ref_parse(json_string_value(e), &rep->gpus[s][i]))
+			if (!json_is_string(e) ||
+			    hx_gpu_ref_parse(json_string_value(e), &rep->gpus[s][i]))
 				return hx_jr_fail(r, pg, "must be a GPU as \"node:index\"");
 		}
 	}
@@ -552,14 +556,16 @@ static int parse_replica(const hx_jr *r, const json_t *v, const char *ptr,
 		if ((rc = hx_jr_array(r, x, p, 0, &n)))
 			return rc;
 		if ((int)n != g->nstages - 1)
-			return hx_jr_fail(r, p, "must have %d links (one per stage boundary)", g->nstages - 1);
+			return hx_jr_fail(r, p, "must have %d links (one per stage boundary)",
+					  g->nstages - 1);
 		for (size_t i = 0; i < n; i++) {
 			hx_ptr_index(ps, sizeof(ps), p, i);
 			if ((rc = parse_link(r, json_array_get(x, i), ps, &rep->link[i])))
 				return rc;
 		}
 	} else if (g->nstages > 1) {
-		return hx_jr_fail(r, ptr, "missing required key \"links\" (the group has %d stages)",
+		return hx_jr_fail(r, ptr,
+				  "missing required key \"links\" (the group has %d stages)",
 				  g->nstages);
 	}
 	if ((x = json_object_get(v, "tp_links"))) {
@@ -580,8 +586,8 @@ static int parse_replica(const hx_jr *r, const json_t *v, const char *ptr,
 
 static int parse_group(const hx_jr *r, const json_t *v, const char *ptr, hx_plan_group *g)
 {
-	static const char *const keys[] = {"name", "model", "role", "weights", "kv", "stages",
-		"replicas", "predicted", NULL};
+	static const char *const keys[] = {"name",   "model",    "role",      "weights", "kv",
+					   "stages", "replicas", "predicted", NULL};
 	static const char *const skeys[] = {"gpu", "tp", "layers", "cross_node", NULL};
 	static const char *const pkeys[] = {"capacity_rps", "max_batch", NULL};
 	static const char *const wdts[] = {"bf16", "fp16", "fp8", "int4", NULL};
@@ -630,12 +636,14 @@ static int parse_group(const hx_jr *r, const json_t *v, const char *ptr, hx_plan
 		if (!l)
 			return hx_jr_fail(r, ps, "missing required key \"layers\"");
 		if (!json_is_array(l) || json_array_size(l) != 2 ||
-		    !json_is_integer(json_array_get(l, 0)) || !json_is_integer(json_array_get(l, 1)) ||
+		    !json_is_integer(json_array_get(l, 0)) ||
+		    !json_is_integer(json_array_get(l, 1)) ||
 		    json_integer_value(json_array_get(l, 0)) < 0 ||
 		    json_integer_value(json_array_get(l, 0)) > 1000000 ||
 		    json_integer_value(json_array_get(l, 1)) < 0 ||
 		    json_integer_value(json_array_get(l, 1)) > 1000000)
-			return hx_jr_fail(r, pl, "must be a pair [first, last) of layer indexes");
+			return hx_jr_fail(r, pl,
+					  "must be a pair [first, last) of layer indexes");
 		x->first = (int)json_integer_value(json_array_get(l, 0));
 		x->last = (int)json_integer_value(json_array_get(l, 1));
 	}
@@ -665,8 +673,8 @@ static int parse_routes(const hx_jr *r, const json_t *v, const char *ptr, int in
 			hx_route **list, int *n)
 {
 	static const char *const ikeys[] = {"group", "weight", "class", NULL};
-	static const char *const ekeys[] = {"from", "to", "weight", "link", "bw_gbps", "latency_ms",
-		NULL};
+	static const char *const ekeys[] = {"from",    "to",         "weight", "link",
+					    "bw_gbps", "latency_ms", NULL};
 	size_t k;
 	int rc;
 
@@ -710,7 +718,8 @@ static int parse_range(const hx_jr *r, const json_t *obj, const char *ptr, const
 		return hx_jr_fail(r, p, "must be [lo, hi], two integers (tokens)");
 	if (json_integer_value(json_array_get(v, 0)) < 0 ||
 	    json_integer_value(json_array_get(v, 1)) > (1L << 30) ||
-	    json_integer_value(json_array_get(v, 0)) >= json_integer_value(json_array_get(v, 1)))
+	    json_integer_value(json_array_get(v, 0)) >=
+		json_integer_value(json_array_get(v, 1)))
 		return hx_jr_fail(r, p, "must have 0 <= lo < hi <= 1073741824");
 	*lo = (int)json_integer_value(json_array_get(v, 0));
 	*hi = (int)json_integer_value(json_array_get(v, 1));
@@ -733,14 +742,16 @@ static int parse_classes(const hx_jr *r, const json_t *v, hx_plan *p)
 		hx_ptr_index(p1, sizeof(p1), "/routing/classes", i);
 		if ((rc = hx_jr_object(r, e, p1, keys)) ||
 		    (rc = hx_jr_str(r, e, p1, "name", 1, k->name, sizeof(k->name))) ||
-		    (rc = parse_range(r, e, p1, "prompt_tokens", &k->prompt_lo, &k->prompt_hi)) ||
+		    (rc = parse_range(r, e, p1, "prompt_tokens", &k->prompt_lo,
+				      &k->prompt_hi)) ||
 		    (rc = parse_range(r, e, p1, "output_tokens", &k->output_lo, &k->output_hi)))
 			return rc;
 		for (int j = 0; j < p->nclasses; j++)
 			if (strcmp(p->classes[j].name, k->name) == 0) {
 				char p2[160];
 				hx_ptr_key(p2, sizeof(p2), p1, "name");
-				return hx_jr_fail(r, p2, "duplicate class name \"%s\"", k->name);
+				return hx_jr_fail(r, p2, "duplicate class name \"%s\"",
+						  k->name);
 			}
 		p->nclasses++;
 	}
@@ -749,7 +760,8 @@ static int parse_classes(const hx_jr *r, const json_t *v, hx_plan *p)
 
 static int parse_rent(const hx_jr *r, const json_t *v, hx_plan *p)
 {
-	static const char *const keys[] = {"offer", "gpu", "nodes", "gpus", "usd_per_hour", NULL};
+	static const char *const keys[] = {"offer", "gpu",          "nodes",
+					   "gpus",  "usd_per_hour", NULL};
 	size_t n;
 	int rc;
 
@@ -786,8 +798,9 @@ static const struct {
 	const char *key;
 	double v1;
 } gpu_v1_defaults[] = {
-	{"tflops_fp8", 0}, {"intra_latency_us", 0}, {"tdp_w", 0}, {"kernel_floor_us", 0},
-	{"allreduce_latency_us", 0}, {"iter_overhead_ms", 0}, {"runtime_reserve_gib", 0},
+    {"tflops_fp8", 0},          {"intra_latency_us", 0},     {"tdp_w", 0},
+    {"kernel_floor_us", 0},     {"allreduce_latency_us", 0}, {"iter_overhead_ms", 0},
+    {"runtime_reserve_gib", 0},
 };
 
 /* One embedded GPU profile: a copy of the object with each absent optional key set to its
@@ -914,7 +927,8 @@ static int parse_groups(const hx_jr *r, const json_t *root, hx_plan *p)
 		for (int j = 0; j + 1 < p->ngroups; j++)
 			if (strcmp(p->groups[j].name, g->name) == 0) {
 				hx_ptr_key(p2, sizeof(p2), p1, "name");
-				return hx_jr_fail(r, p2, "duplicate group name \"%s\"", g->name);
+				return hx_jr_fail(r, p2, "duplicate group name \"%s\"",
+						  g->name);
 			}
 	}
 	return 0;
@@ -946,7 +960,8 @@ static int parse_cascade(const hx_jr *r, const json_t *x, hx_plan *p)
 
 static int parse_routing(const hx_jr *r, const json_t *v, hx_plan *p)
 {
-	static const char *const rkeys[] = {"ingress", "kv", "hops", "cascade", "classes", NULL};
+	static const char *const rkeys[] = {"ingress", "kv",      "hops",
+					    "cascade", "classes", NULL};
 	json_t *x;
 	int rc;
 
@@ -970,11 +985,12 @@ static int parse_routing(const hx_jr *r, const json_t *v, hx_plan *p)
 
 static int parse_predicted(const hx_jr *r, const json_t *v, hx_plan *p)
 {
-	static const char *const pkeys[] = {"capacity_rps", "throughput_tps", "ttft_ms_p99",
-		"tpot_ms_p99", "usd_per_hour", "usd_per_m_tokens", "quality", NULL};
+	static const char *const pkeys[] = {
+	    "capacity_rps", "throughput_tps",   "ttft_ms_p99", "tpot_ms_p99",
+	    "usd_per_hour", "usd_per_m_tokens", "quality",     NULL};
 	double *f[] = {&p->predicted.capacity_rps, &p->predicted.throughput_tps,
-		&p->predicted.ttft_ms_p99, &p->predicted.tpot_ms_p99,
-		&p->predicted.usd_per_hour, &p->predicted.usd_per_m_tokens};
+		       &p->predicted.ttft_ms_p99,  &p->predicted.tpot_ms_p99,
+		       &p->predicted.usd_per_hour, &p->predicted.usd_per_m_tokens};
 	int rc;
 
 	if ((rc = hx_jr_object(r, v, "/predicted", pkeys)))
@@ -993,11 +1009,11 @@ static int parse_predicted(const hx_jr *r, const json_t *v, hx_plan *p)
 
 static int parse_solver(const hx_jr *r, const json_t *v, hx_plan *p)
 {
-	static const char *const skeys[] = {"engine", "status", "objective", "bound", "gap",
-		"work", "seed", NULL};
+	static const char *const skeys[] = {"engine", "status", "objective", "bound",
+					    "gap",    "work",   "seed",      NULL};
 	static const char *const wkeys[] = {"nodes", "iterations", NULL};
-	static const char *const statuses[] = {"optimal", "gap_limit", "work_limit", "time_limit",
-		"heuristic", NULL};
+	static const char *const statuses[] = {"optimal",    "gap_limit", "work_limit",
+					       "time_limit", "heuristic", NULL};
 	json_t *x;
 	long seed = 1;
 	int rc, idx = 4;
@@ -1006,7 +1022,8 @@ static int parse_solver(const hx_jr *r, const json_t *v, hx_plan *p)
 	    (rc = hx_jr_str(r, v, "/solver", "engine", 0, p->solver.engine,
 			    sizeof(p->solver.engine))) ||
 	    (rc = hx_jr_enum(r, v, "/solver", "status", 0, statuses, &idx)) ||
-	    (rc = hx_jr_num(r, v, "/solver", "objective", 0, -1e300, 1e300, &p->solver.objective)) ||
+	    (rc = hx_jr_num(r, v, "/solver", "objective", 0, -1e300, 1e300,
+			    &p->solver.objective)) ||
 	    (rc = hx_jr_num(r, v, "/solver", "bound", 0, -1e300, 1e300, &p->solver.bound)) ||
 	    (rc = hx_jr_num(r, v, "/solver", "gap", 0, 0, 1e300, &p->solver.gap)) ||
 	    (rc = hx_jr_int(r, v, "/solver", "seed", 0, 0, 0x7fffffffffffffffL, &seed)))
@@ -1027,8 +1044,9 @@ static int parse_solver(const hx_jr *r, const json_t *v, hx_plan *p)
 /* The parts in the order the writer puts them; each part its own helper. */
 static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 {
-	static const char *const top[] = {"schema", "version", "mode", "inputs", "models", "gpus",
-		"groups", "routing", "rent", "predicted", "solver", NULL};
+	static const char *const top[] = {"schema", "version",   "mode",   "inputs",
+					  "models", "gpus",      "groups", "routing",
+					  "rent",   "predicted", "solver", NULL};
 	char schema[32];
 	json_t *v;
 	int rc;
@@ -1112,8 +1130,9 @@ char *hx_plan_table(const hx_plan *p)
 		double w = 0;
 		for (int s = 0; s < grp->nstages; s++) {
 			char one[96];
-			snprintf(one, sizeof(one), "%s%s x%d [%d,%d)", s ? " | " : "", grp->stage[s].gpu,
-				 grp->stage[s].tp, grp->stage[s].first, grp->stage[s].last);
+			snprintf(one, sizeof(one), "%s%s x%d [%d,%d)", s ? " | " : "",
+				 grp->stage[s].gpu, grp->stage[s].tp, grp->stage[s].first,
+				 grp->stage[s].last);
 			if (strlen(st) + strlen(one) < sizeof(st))
 				strcat(st, one);
 		}
@@ -1124,18 +1143,20 @@ char *hx_plan_table(const hx_plan *p)
 			      hx_role_name(grp->role), grp->model, st, grp->nreplicas,
 			      grp->capacity_rps, w);
 	}
-	hx_buf_printf(&t, "\npredicted: capacity %.3f req/s, %.1f tokens/s at the workload's rate, "
-			  "ttft p99 %.1f ms, tpot p99 %.2f ms\n",
-		      p->predicted.capacity_rps, p->predicted.throughput_tps, p->predicted.ttft_ms_p99,
-		      p->predicted.tpot_ms_p99);
-	hx_buf_printf(&t, "cost: $%.2f/hour, $%.4f per million tokens\n", p->predicted.usd_per_hour,
-		      p->predicted.usd_per_m_tokens);
+	hx_buf_printf(&t,
+		      "\npredicted: capacity %.3f req/s, %.1f tokens/s at the workload's rate, "
+		      "ttft p99 %.1f ms, tpot p99 %.2f ms\n",
+		      p->predicted.capacity_rps, p->predicted.throughput_tps,
+		      p->predicted.ttft_ms_p99, p->predicted.tpot_ms_p99);
+	hx_buf_printf(&t, "cost: $%.2f/hour, $%.4f per million tokens\n",
+		      p->predicted.usd_per_hour, p->predicted.usd_per_m_tokens);
 	if (p->ncascade > 0) {
 		hx_buf_printf(&t, "cascade:");
 		for (int i = 0; i < p->ncascade; i++)
 			if (i + 1 < p->ncascade)
-				hx_buf_printf(&t, " %s (score < %g: %.2f%% on) ->", p->cascade[i].model,
-					      p->cascade[i].threshold, 100 * p->cascade[i].escalate);
+				hx_buf_printf(&t, " %s (score < %g: %.2f%% on) ->",
+					      p->cascade[i].model, p->cascade[i].threshold,
+					      100 * p->cascade[i].escalate);
 			else
 				hx_buf_printf(&t, " %s\n", p->cascade[i].model);
 	}
@@ -1146,7 +1167,8 @@ char *hx_plan_table(const hx_plan *p)
 	return t.s;
 }
 
-int hx_cascade_thresholds(const hx_quality *q, const hx_cascade_step *steps, int n, double *theta)
+int hx_cascade_thresholds(const hx_quality *q, const hx_cascade_step *steps, int n,
+			  double *theta)
 {
 	int at = 0;
 

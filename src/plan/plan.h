@@ -21,7 +21,7 @@ typedef enum hx_role { HX_ROLE_AGGREGATED, HX_ROLE_PREFILL, HX_ROLE_DECODE } hx_
 const char *hx_role_name(hx_role r);
 
 typedef struct hx_plan_stage {
-	char gpu[48];    /* a name in the plan's gpus */
+	char gpu[48]; /* a name in the plan's gpus */
 	int tp;
 	int first, last; /* layers [first, last) */
 	int cross_node;  /* the TP group may span nodes */
@@ -37,13 +37,13 @@ typedef struct hx_plan_replica {
 	char id[48];
 	hx_gpu_ref *gpus[HX_MAX_STAGES]; /* per stage, tp of them */
 	int ngpus[HX_MAX_STAGES];
-	hx_linkspec link[HX_MAX_STAGES]; /* stage i to i+1 */
+	hx_linkspec link[HX_MAX_STAGES];    /* stage i to i+1 */
 	hx_linkspec tp_link[HX_MAX_STAGES]; /* for cross-node TP; bw 0: intra-node */
 } hx_plan_replica;
 
 typedef struct hx_plan_group {
 	char name[48];
-	char model[64];  /* a name in the plan's models */
+	char model[64]; /* a name in the plan's models */
 	hx_role role;
 	hx_dtype wdt, kvdt;
 	int nstages;
@@ -55,8 +55,8 @@ typedef struct hx_plan_group {
 } hx_plan_group;
 
 typedef struct hx_route {
-	char from[64];   /* ingress: the class ("" for all) */
-	char to[64];     /* ingress: a group; kv/hops: a replica (or replica/stage) */
+	char from[64]; /* ingress: the class ("" for all) */
+	char to[64];   /* ingress: a group; kv/hops: a replica (or replica/stage) */
 	double weight;
 	/* kv only: the path KV caches take; transfers over routes naming the same
 	 * link share its bandwidth.  bw_gbps 0: unknown (100 Gb/s, unshared). */
@@ -107,7 +107,7 @@ typedef struct hx_solver_record {
 typedef struct hx_plan {
 	char mode[16];
 	char cluster_digest[72], workload_digest[72];
-	char calibration[72];   /* digest of the calibration file, or "" */
+	char calibration[72]; /* digest of the calibration file, or "" */
 	hx_model *models;
 	int nmodels;
 	hx_gpu *gpus;
@@ -151,8 +151,8 @@ int hx_plan_group_index(const hx_plan *p, const char *name);
 
 /* The cost model's view of replica R of group G: stages with the plan's GPU
  * profiles and the replica's links.  Pointers borrow from P. */
-int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g,
-			 const hx_plan_replica *r, hx_replica *out, hx_err *err);
+int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan_replica *r,
+			 hx_replica *out, hx_err *err);
 
 /* The cost model's view of a fragment group G (pipeline plans: its stages
  * hold layers [first, last) of the model, not all of them): the replica of
@@ -160,15 +160,15 @@ int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g,
  * [0, first)) and after ([last, L)), so that the embedding and the head sit
  * where they would.  *OFFSET gets the index of G's first stage in OUT.  For
  * a group that covers every layer this is hx_plan_replica_cost. */
-int hx_plan_fragment_cost(const hx_plan *p, const hx_plan_group *g,
-			  const hx_plan_replica *r, hx_replica *out, int *offset, hx_err *err);
+int hx_plan_fragment_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan_replica *r,
+			  hx_replica *out, int *offset, hx_err *err);
 
 /* Parse "node:index". */
 int hx_gpu_ref_parse(const char *s, hx_gpu_ref *out);
 
 /* JSON.  The writer rounds nothing: planners store figures already rounded
  * (hx_round6) so that a plan read back is equal to the one written. */
-char *hx_plan_dump(const hx_plan *p);                 /* new string */
+char *hx_plan_dump(const hx_plan *p); /* new string */
 int hx_plan_write(const hx_plan *p, const char *path, hx_err *err);
 int hx_plan_load(hx_plan *p, const char *path, hx_err *err);
 int hx_plan_parse_text(hx_plan *p, const char *text, const char *name, hx_err *err);
@@ -183,6 +183,7 @@ void hx_file_digest(const char *path, char out[72]);
  * a step's threshold, 0 for its last step and the models after it,
  * HX_CASCADE_SKIP for the profile's models it leaves out.  Returns 0, or -1
  * when the steps are not the profile's models in its order. */
-int hx_cascade_thresholds(const hx_quality *q, const hx_cascade_step *steps, int n, double *theta);
+int hx_cascade_thresholds(const hx_quality *q, const hx_cascade_step *steps, int n,
+			  double *theta);
 
 #endif

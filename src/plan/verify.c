@@ -11,8 +11,9 @@
 #include <string.h>
 
 static const char *const vclass_names[HX_V_NCLASSES] = {
-	"unknown-gpu", "gpu-twice", "gpu-type", "tp-count", "layers", "tp-heads",
-	"memory", "cross-node", "undeclared", "routing", "roles", "duplicate-replica", "rent",
+    "unknown-gpu", "gpu-twice",  "gpu-type",   "tp-count", "layers", "tp-heads",
+    "memory",      "cross-node", "undeclared", "routing",  "roles",  "duplicate-replica",
+    "rent",
 };
 
 const char *hx_vclass_name(hx_vclass c)
@@ -26,7 +27,7 @@ typedef struct vlist {
 } vlist;
 
 static void add(vlist *l, hx_vclass cls, const char *ptr, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 static void add(vlist *l, hx_vclass cls, const char *ptr, const char *fmt, ...)
 {
@@ -111,7 +112,8 @@ static void check_stages(const hx_plan *p, int gi, vlist *l)
 static double stage_kv_bytes_per_token(const hx_replica *rep, int s)
 {
 	const hx_stage *st = &rep->stage[s];
-	return hx_kv_bytes_token_layer_gpu(rep->model, st->tp, rep->kvdt) * (st->last - st->first);
+	return hx_kv_bytes_token_layer_gpu(rep->model, st->tp, rep->kvdt) *
+	       (st->last - st->first);
 }
 
 /* Memory of each stage of replica R, on the GPU of every node its placement
@@ -163,8 +165,8 @@ static void check_memory(const hx_plan *p, const hx_cluster *c, int gi, int ri, 
 		if (worst_node >= 0) {
 			char ptr[160];
 			const hx_node *nd = &c->nodes[worst_node];
-			snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/placement/%d", gi, ri,
-				 gs);
+			snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/placement/%d", gi,
+				 ri, gs);
 			add(l, HX_V_MEMORY, ptr,
 			    "does not fit on the %s GPUs of node \"%s\": weights %.2f GiB + "
 			    "reserve %.2f GiB + KV of %d tokens %.2f GiB exceed %.2f GiB "
@@ -198,8 +200,8 @@ static void check_placement(const hx_plan *p, const hx_cluster *c, int gi, int r
 			snprintf(pk, sizeof(pk), "%s/%d", ptr, k);
 			if (ni < 0) {
 				add(l, HX_V_UNKNOWN_GPU, pk,
-				    "GPU \"%s:%d\": the cluster has no node \"%s\"", refs[k].node,
-				    refs[k].index, refs[k].node);
+				    "GPU \"%s:%d\": the cluster has no node \"%s\"",
+				    refs[k].node, refs[k].index, refs[k].node);
 				continue;
 			}
 			if (refs[k].index >= c->nodes[ni].count)
@@ -228,11 +230,13 @@ static void check_placement(const hx_plan *p, const hx_cluster *c, int gi, int r
 			if (nnodes == 2)
 				add(l, HX_V_CROSS_NODE, ptr,
 				    "the TP group spans nodes \"%s\" and \"%s\" but the stage "
-				    "is not cross_node", refs[0].node, other);
+				    "is not cross_node",
+				    refs[0].node, other);
 			else
 				add(l, HX_V_CROSS_NODE, ptr,
 				    "the TP group spans %d nodes (\"%s\", \"%s\", ...) but the "
-				    "stage is not cross_node", nnodes, refs[0].node, other);
+				    "stage is not cross_node",
+				    nnodes, refs[0].node, other);
 		}
 	}
 	check_memory(p, c, gi, ri, l);
@@ -276,7 +280,8 @@ static void check_gpus_twice(const hx_plan *p, vlist *l)
 		for (int r = 0; r < p->groups[g].nreplicas; r++)
 			for (int s = 0; s < p->groups[g].nstages; s++)
 				for (int k = 0; k < p->groups[g].replicas[r].ngpus[s]; k++) {
-					const hx_gpu_ref *ref = &p->groups[g].replicas[r].gpus[s][k];
+					const hx_gpu_ref *ref =
+					    &p->groups[g].replicas[r].gpus[s][k];
 					u[n] = (use){ref, g, r, s, k, n};
 					n++;
 				}
@@ -360,8 +365,8 @@ static int parse_endpoint(const hx_plan *p, const char *s, int stages, int *gi, 
 			*si = atoi(slash + 2);
 			if (*si < p->groups[*gi].nstages)
 				return 1;
-			snprintf(why, nwhy, "replica \"%s\" has no stage %d (its group has %d)", id,
-				 *si, p->groups[*gi].nstages);
+			snprintf(why, nwhy, "replica \"%s\" has no stage %d (its group has %d)",
+				 id, *si, p->groups[*gi].nstages);
 			return 0;
 		}
 	}
@@ -389,11 +394,12 @@ static void check_sums(const hx_route *list, int n, const char *base, int ingres
 			add(l, HX_V_ROUTING, base, "the weights from \"%s\" sum to %.9g, not 1",
 			    list[i].from, sum);
 		else if (list[i].from[0])
-			add(l, HX_V_ROUTING, base, "the weights of class \"%s\" sum to %.9g, not 1",
-			    list[i].from, sum);
-		else
-			add(l, HX_V_ROUTING, base, "the weights for all traffic sum to %.9g, not 1",
+			add(l, HX_V_ROUTING, base,
+			    "the weights of class \"%s\" sum to %.9g, not 1", list[i].from,
 			    sum);
+		else
+			add(l, HX_V_ROUTING, base,
+			    "the weights for all traffic sum to %.9g, not 1", sum);
 	}
 }
 
@@ -438,24 +444,30 @@ static void check_cascade(const hx_plan *p, vlist *l)
 		for (int j = 0; j < i; j++)
 			if (strcmp(p->cascade[j].model, c->model) == 0) {
 				snprintf(ptr, sizeof(ptr), "/routing/cascade/%d/model", i);
-				add(l, HX_V_ROUTING, ptr, "model \"%s\" is step %d too: a cascade visits each model once",
+				add(l, HX_V_ROUTING, ptr,
+				    "model \"%s\" is step %d too: a cascade visits each model "
+				    "once",
 				    c->model, j);
 			}
 		if (serving_replicas(p, c->model) == 0) {
 			snprintf(ptr, sizeof(ptr), "/routing/cascade/%d/model", i);
-			add(l, HX_V_ROUTING, ptr, "no replica of \"%s\" answers the requests this step gets",
+			add(l, HX_V_ROUTING, ptr,
+			    "no replica of \"%s\" answers the requests this step gets",
 			    c->model);
 		}
 		if (!(c->threshold >= 0 && c->threshold <= 100)) {
 			snprintf(ptr, sizeof(ptr), "/routing/cascade/%d/threshold", i);
-			add(l, HX_V_ROUTING, ptr, "%g is not a judge score (0 to 100)", c->threshold);
+			add(l, HX_V_ROUTING, ptr, "%g is not a judge score (0 to 100)",
+			    c->threshold);
 		}
 		if (!(c->escalate >= 0 && c->escalate <= 1)) {
 			snprintf(ptr, sizeof(ptr), "/routing/cascade/%d/escalate", i);
 			add(l, HX_V_ROUTING, ptr, "%g is not a fraction", c->escalate);
 		} else if (i == p->ncascade - 1 && c->escalate > 0) {
 			snprintf(ptr, sizeof(ptr), "/routing/cascade/%d/escalate", i);
-			add(l, HX_V_ROUTING, ptr, "the last model escalates %g of its requests, but no model follows it",
+			add(l, HX_V_ROUTING, ptr,
+			    "the last model escalates %g of its requests, but no model follows "
+			    "it",
 			    c->escalate);
 		}
 	}
@@ -464,7 +476,9 @@ static void check_cascade(const hx_plan *p, vlist *l)
 		if (g >= 0 && p->ingress[i].weight > 0 &&
 		    strcmp(p->groups[g].model, p->cascade[0].model) != 0) {
 			snprintf(ptr, sizeof(ptr), "/routing/ingress/%d/group", i);
-			add(l, HX_V_ROUTING, ptr, "group \"%s\" serves %s, but a cascade's requests enter at its first model (%s)",
+			add(l, HX_V_ROUTING, ptr,
+			    "group \"%s\" serves %s, but a cascade's requests enter at its "
+			    "first model (%s)",
 			    p->groups[g].name, p->groups[g].model, p->cascade[0].model);
 		}
 	}
@@ -474,7 +488,9 @@ static void check_cascade(const hx_plan *p, vlist *l)
 			in |= strcmp(p->groups[g].model, p->cascade[i].model) == 0;
 		if (!in) {
 			snprintf(ptr, sizeof(ptr), "/groups/%d/model", g);
-			add(l, HX_V_ROUTING, ptr, "model \"%s\" is not a step of the plan's cascade: no request reaches it",
+			add(l, HX_V_ROUTING, ptr,
+			    "model \"%s\" is not a step of the plan's cascade: no request "
+			    "reaches it",
 			    p->groups[g].model);
 		}
 	}
@@ -526,12 +542,14 @@ static void check_routing(const hx_plan *p, vlist *l)
 			const hx_plan_group *a = &p->groups[fg], *b = &p->groups[tg];
 			snprintf(ptr, sizeof(ptr), "/routing/hops/%d", i);
 			if (strcmp(a->model, b->model) != 0)
-				add(l, HX_V_ROUTING, ptr, "joins stages of two models (%s and %s)",
-				    a->model, b->model);
+				add(l, HX_V_ROUTING, ptr,
+				    "joins stages of two models (%s and %s)", a->model,
+				    b->model);
 			else if (a->stage[fs].last != b->stage[ts].first)
 				add(l, HX_V_ROUTING, ptr,
 				    "goes from a stage ending at layer %d to one starting at "
-				    "layer %d", a->stage[fs].last, b->stage[ts].first);
+				    "layer %d",
+				    a->stage[fs].last, b->stage[ts].first);
 		}
 	}
 	check_sums(p->hops, p->nhops, "/routing/hops", 0, l);
@@ -592,11 +610,13 @@ static void check_paths(const hx_plan *p, vlist *l)
 		grp = &p->groups[g];
 		for (int i = 0; i < p->nhops; i++) {
 			int fg, fr, fs, tg, tr, ts;
-			if (!parse_endpoint(p, p->hops[i].from, 1, &fg, &fr, &fs, why, sizeof(why)) ||
+			if (!parse_endpoint(p, p->hops[i].from, 1, &fg, &fr, &fs, why,
+					    sizeof(why)) ||
 			    fg != g || fr != r)
 				continue;
 			out = 1;
-			if (!parse_endpoint(p, p->hops[i].to, 1, &tg, &tr, &ts, why, sizeof(why)))
+			if (!parse_endpoint(p, p->hops[i].to, 1, &tg, &tr, &ts, why,
+					    sizeof(why)))
 				continue;
 			if (!seen[base[tg] + tr]) {
 				seen[base[tg] + tr] = 1;
@@ -604,11 +624,14 @@ static void check_paths(const hx_plan *p, vlist *l)
 			}
 		}
 		m = hx_plan_model(p, grp->model);
-		if (!out && m && grp->nstages > 0 && grp->stage[grp->nstages - 1].last != m->a.layers) {
+		if (!out && m && grp->nstages > 0 &&
+		    grp->stage[grp->nstages - 1].last != m->a.layers) {
 			snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/id", g, r);
 			add(l, HX_V_ROUTING, ptr,
-			    "dead end: replica \"%s\" ends at layer %d of %d and no hop leaves it",
-			    grp->replicas[r].id, grp->stage[grp->nstages - 1].last, m->a.layers);
+			    "dead end: replica \"%s\" ends at layer %d of %d and no hop leaves "
+			    "it",
+			    grp->replicas[r].id, grp->stage[grp->nstages - 1].last,
+			    m->a.layers);
 		}
 	}
 	for (int g = 0; g < p->ngroups; g++)
@@ -638,7 +661,8 @@ static void check_classes(const hx_plan *p, vlist *l)
 			found = strcmp(p->classes[k].name, p->ingress[i].from) == 0;
 		if (!found) {
 			snprintf(ptr, sizeof(ptr), "/routing/ingress/%d/class", i);
-			add(l, HX_V_ROUTING, ptr, "%s", p->ingress[i].from[0]
+			add(l, HX_V_ROUTING, ptr, "%s",
+			    p->ingress[i].from[0]
 				? "names no class of /routing/classes"
 				: "is missing: the plan routes by its length classes");
 		}
@@ -683,7 +707,8 @@ static void check_rent(const hx_plan *p, const hx_cluster *c, vlist *l)
 		for (int r = 0; r < p->groups[g].nreplicas; r++)
 			for (int s = 0; s < p->groups[g].nstages; s++)
 				for (int k = 0; k < p->groups[g].replicas[r].ngpus[s]; k++) {
-					const hx_gpu_ref *ref = &p->groups[g].replicas[r].gpus[s][k];
+					const hx_gpu_ref *ref =
+					    &p->groups[g].replicas[r].gpus[s][k];
 					int ni = node_index(c, ref->node), j = 0;
 					int o = offer_of(ref->node, &j);
 					if (ni < 0 || o < 0 || o >= c->noffers || seen[ni])
@@ -697,32 +722,37 @@ static void check_rent(const hx_plan *p, const hx_cluster *c, vlist *l)
 		int o = rt->offer;
 		snprintf(ptr, sizeof(ptr), "/rent/%d", i);
 		if (o >= c->noffers) {
-			add(l, HX_V_RENT, ptr, "offer %d: the cluster has %d offers", o, c->noffers);
+			add(l, HX_V_RENT, ptr, "offer %d: the cluster has %d offers", o,
+			    c->noffers);
 			continue;
 		}
 		for (int j = 0; j < i; j++)
 			if (p->rent[j].offer == o)
-				add(l, HX_V_RENT, ptr, "offer %d is rented twice (first at /rent/%d)", o, j);
+				add(l, HX_V_RENT, ptr,
+				    "offer %d is rented twice (first at /rent/%d)", o, j);
 		if (strcmp(rt->gpu, c->offers[o].gpu.name) != 0)
 			add(l, HX_V_RENT, ptr, "offer %d is of %s GPUs, not %s", o,
 			    c->offers[o].gpu.name, rt->gpu);
 		if (rt->gpus > c->offers[o].max_count)
-			add(l, HX_V_RENT, ptr, "rents %d GPUs of offer %d, which has %d", rt->gpus, o,
-			    c->offers[o].max_count);
+			add(l, HX_V_RENT, ptr, "rents %d GPUs of offer %d, which has %d",
+			    rt->gpus, o, c->offers[o].max_count);
 		if (rt->nodes != nodes[o] || rt->gpus != gpus[o])
 			add(l, HX_V_RENT, ptr,
-			    "rents %d nodes (%d GPUs) of offer %d, but the placements use %d (%d GPUs)",
+			    "rents %d nodes (%d GPUs) of offer %d, but the placements use %d "
+			    "(%d GPUs)",
 			    rt->nodes, rt->gpus, o, nodes[o], gpus[o]);
 		if (fabs(rt->usd_per_hour - rt->gpus * c->offers[o].usd_per_hour) >
 		    1e-5 * fmax(1, rt->usd_per_hour))
-			add(l, HX_V_RENT, ptr, "costs %g USD/h, not %d GPUs at %g USD/h", rt->usd_per_hour,
-			    rt->gpus, c->offers[o].usd_per_hour);
+			add(l, HX_V_RENT, ptr, "costs %g USD/h, not %d GPUs at %g USD/h",
+			    rt->usd_per_hour, rt->gpus, c->offers[o].usd_per_hour);
 		nodes[o] = -1; /* accounted for */
 	}
 	for (int o = 0; o < c->noffers; o++)
 		if (nodes[o] > 0)
-			add(l, HX_V_RENT, "/rent", "the placements use %d nodes of offer %d (%s) that the "
-			    "plan does not rent", nodes[o], o, c->offers[o].gpu.name);
+			add(l, HX_V_RENT, "/rent",
+			    "the placements use %d nodes of offer %d (%s) that the "
+			    "plan does not rent",
+			    nodes[o], o, c->offers[o].gpu.name);
 	free(nodes);
 	free(gpus);
 	free(seen);
@@ -737,8 +767,8 @@ static void check_roles(const hx_plan *p, vlist *l)
 		if (find_replica(p, p->kv[i].from, &g, &r) &&
 		    p->groups[g].role != HX_ROLE_PREFILL) {
 			snprintf(ptr, sizeof(ptr), "/routing/kv/%d/from", i);
-			add(l, HX_V_ROLES, ptr, "replica \"%s\" is %s, not prefill", p->kv[i].from,
-			    hx_role_name(p->groups[g].role));
+			add(l, HX_V_ROLES, ptr, "replica \"%s\" is %s, not prefill",
+			    p->kv[i].from, hx_role_name(p->groups[g].role));
 		}
 		if (find_replica(p, p->kv[i].to, &g, &r) &&
 		    p->groups[g].role != HX_ROLE_DECODE) {

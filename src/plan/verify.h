@@ -15,19 +15,19 @@
 
 /* What a violation breaks; one class per rule (the list in hexplan(1), check). */
 typedef enum hx_vclass {
-	HX_V_UNKNOWN_GPU,   /* a placement names a GPU the cluster lacks */
-	HX_V_GPU_TWICE,     /* a GPU used more than once in the plan */
-	HX_V_GPU_TYPE,      /* a node's GPU type is not the stage's */
-	HX_V_TP_COUNT,      /* a stage placement's GPU count is not its tp */
-	HX_V_LAYERS,        /* a group's stages do not cover [0, L) once, in order */
-	HX_V_TP_HEADS,      /* tp does not divide the model's attention heads */
-	HX_V_MEMORY,        /* weights + reserve + 4096 tokens of KV do not fit */
-	HX_V_CROSS_NODE,    /* a TP group spans nodes without cross_node */
-	HX_V_UNDECLARED,    /* a stage GPU or group model not embedded in the plan */
-	HX_V_ROUTING,       /* routing weights, sums and names */
-	HX_V_ROLES,         /* disaggregated prefill/decode KV routes */
-	HX_V_DUP_REPLICA,   /* a replica id used twice */
-	HX_V_RENT,          /* rented GPUs: offers' nodes used without or beyond the rent */
+	HX_V_UNKNOWN_GPU, /* a placement names a GPU the cluster lacks */
+	HX_V_GPU_TWICE,   /* a GPU used more than once in the plan */
+	HX_V_GPU_TYPE,    /* a node's GPU type is not the stage's */
+	HX_V_TP_COUNT,    /* a stage placement's GPU count is not its tp */
+	HX_V_LAYERS,      /* a group's stages do not cover [0, L) once, in order */
+	HX_V_TP_HEADS,    /* tp does not divide the model's attention heads */
+	HX_V_MEMORY,      /* weights + reserve + 4096 tokens of KV do not fit */
+	HX_V_CROSS_NODE,  /* a TP group spans nodes without cross_node */
+	HX_V_UNDECLARED,  /* a stage GPU or group model not embedded in the plan */
+	HX_V_ROUTING,     /* routing weights, sums and names */
+	HX_V_ROLES,       /* disaggregated prefill/decode KV routes */
+	HX_V_DUP_REPLICA, /* a replica id used twice */
+	HX_V_RENT,        /* rented GPUs: offers' nodes used without or beyond the rent */
 	HX_V_NCLASSES
 } hx_vclass;
 
@@ -36,8 +36,8 @@ const char *hx_vclass_name(hx_vclass c);
 
 typedef struct hx_violation {
 	hx_vclass cls;
-	char ptr[160];  /* JSON pointer into the plan */
-	char msg[400];  /* lower-case, no trailing period */
+	char ptr[160]; /* JSON pointer into the plan */
+	char msg[400]; /* lower-case, no trailing period */
 } hx_violation;
 
 /* KV tokens that every replica must be able to hold besides its weights. */

@@ -61,7 +61,8 @@ static hx_plan_group *group_for(hx_plan *p, const hx_problem *pb, const hx_gpu *
 	return grp;
 }
 
-static void add_replica(hx_plan_group *grp, const hx_cluster *c, const int *nodes, int first_gpu)
+static void add_replica(hx_plan_group *grp, const hx_cluster *c, const int *nodes,
+			int first_gpu)
 {
 	hx_plan_replica *r = hx_plan_add_replica(grp);
 	int tp = grp->stage[0].tp;
@@ -75,7 +76,8 @@ static void add_replica(hx_plan_group *grp, const hx_cluster *c, const int *node
 		r->ngpus[s] = tp;
 		r->gpus[s] = hx_xcalloc((size_t)tp, sizeof(hx_gpu_ref));
 		for (int k = 0; k < tp; k++) {
-			hx_strlcpy(r->gpus[s][k].node, c->nodes[nodes[s]].name, sizeof(r->gpus[s][k].node));
+			hx_strlcpy(r->gpus[s][k].node, c->nodes[nodes[s]].name,
+				   sizeof(r->gpus[s][k].node));
 			r->gpus[s][k].index = first_gpu + k;
 		}
 		if (s + 1 < grp->nstages)
@@ -101,8 +103,9 @@ int hx_plan_baseline(const hx_problem *pb, hx_plan *p, hx_err *err)
 	strcpy(p->mode, "baseline");
 	if (c->nnodes == 0) {
 		free(unfit);
-		return hx_errf(err, HX_EINFEASIBLE,
-			       "the cluster has offers but no nodes: baseline plans fixed nodes only");
+		return hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "the cluster has offers but no nodes: baseline plans fixed nodes only");
 	}
 	for (int i = 0; i < c->nnodes; i++) {
 		const hx_node *n = &c->nodes[i];
@@ -159,12 +162,14 @@ int hx_plan_baseline(const hx_problem *pb, hx_plan *p, hx_err *err)
 	}
 	free(unfit);
 	if (p->ngroups == 0) {
-		double need = hx_model_params(&pb->model->a) * hx_dtype_bytes(pb->model->a.dtype);
+		double need =
+		    hx_model_params(&pb->model->a) * hx_dtype_bytes(pb->model->a.dtype);
 		hx_plan_release(p);
-		return hx_errf(err, HX_EINFEASIBLE,
-			       "%s fits on no node nor on any set of nodes of one GPU type: its weights "
-			       "alone are %.1f GiB, plus a KV reserve of %.0f tokens per replica",
-			       pb->model->name, need / HX_GIB, hx_plan_kv_reserve(pb->workload));
+		return hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "%s fits on no node nor on any set of nodes of one GPU type: its weights "
+		    "alone are %.1f GiB, plus a KV reserve of %.0f tokens per replica",
+		    pb->model->name, need / HX_GIB, hx_plan_kv_reserve(pb->workload));
 	}
 	if ((rc = hx_plan_finish(pb, p, HX_FINISH_WEIGHTS, err)))
 		hx_plan_release(p);

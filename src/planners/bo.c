@@ -15,20 +15,20 @@
 #include "model/quality.h"
 #include "sim/sim.h"
 
-#define FSTEPS 20          /* routing fractions in steps of 1/FSTEPS */
-#define MAXM HX_BO_MAX_MODELS
-#define NFEAT 4            /* GP inputs per model */
-#define POOL 400           /* random candidates per iteration */
-#define MUTATIONS 12       /* neighbours of each front point */
-#define REFIT_EVERY 5      /* iterations between hyper-parameter fits */
-#define NQUAD 32           /* normal quantiles for the ParEGO expectation */
-#define ENUM_MAX 5000000L  /* exhaustive and grid enumerate at most this */
-#define GP_MAX_TRAIN 200    /* evaluations the GP is fitted on */
-#define MAXC 12            /* shapes per model searched */
+#define FSTEPS       20 /* routing fractions in steps of 1/FSTEPS */
+#define MAXM         HX_BO_MAX_MODELS
+#define NFEAT        4        /* GP inputs per model */
+#define POOL         400      /* random candidates per iteration */
+#define MUTATIONS    12       /* neighbours of each front point */
+#define REFIT_EVERY  5        /* iterations between hyper-parameter fits */
+#define NQUAD        32       /* normal quantiles for the ParEGO expectation */
+#define ENUM_MAX     5000000L /* exhaustive and grid enumerate at most this */
+#define GP_MAX_TRAIN 200      /* evaluations the GP is fitted on */
+#define MAXC         12       /* shapes per model searched */
 
 typedef struct cfg {
-	int u[MAXM];                     /* fraction u / FSTEPS */
-	unsigned char n[MAXM][MAXC];     /* replicas of each candidate shape */
+	int u[MAXM];                 /* fraction u / FSTEPS */
+	unsigned char n[MAXM][MAXC]; /* replicas of each candidate shape */
 } cfg;
 
 typedef struct evalpt {
@@ -48,11 +48,11 @@ typedef struct bo {
 	hx_problem pbm[MAXM];
 	hx_candset s[MAXM];
 	int have_s[MAXM];
-	int nc[MAXM];           /* shapes searched: the first MAXC by capacity per dollar */
-	int cand[MAXM][MAXC];   /* their indexes in s */
+	int nc[MAXM];         /* shapes searched: the first MAXC by capacity per dollar */
+	int cand[MAXM][MAXC]; /* their indexes in s */
 	int ncls;
-	int cls_gpus[64];       /* GPUs of each node class */
-	int maxn[MAXM][MAXC];   /* most replicas of a shape (inventory, budget) */
+	int cls_gpus[64];     /* GPUs of each node class */
+	int maxn[MAXM][MAXC]; /* most replicas of a shape (inventory, budget) */
 	double budget, slo_ms, outq, lambda;
 	double deadline;
 	hx_rng rng;
@@ -110,7 +110,9 @@ static int packs(bo *b, const cfg *k, int *node)
 			if (k->n[m][c] > 0) {
 				int j = no++;
 				/* insertion by decreasing width (stable) */
-				while (j > 0 && widest(shape(b, order[j - 1][0], order[j - 1][1])) < widest(shape(b, m, c))) {
+				while (j > 0 &&
+				       widest(shape(b, order[j - 1][0], order[j - 1][1])) <
+					   widest(shape(b, m, c))) {
 					order[j][0] = order[j - 1][0];
 					order[j][1] = order[j - 1][1];
 					j--;
@@ -133,7 +135,9 @@ static int packs(bo *b, const cfg *k, int *node)
 					return 0;
 				b->free_gpus[at] -= cd->st[t].tp;
 				if (node)
-					node[(((size_t)m * MAXC + (size_t)c) * 256 + (size_t)r) * HX_CAND_MAX_STAGES +
+					node[(((size_t)m * MAXC + (size_t)c) * 256 +
+					      (size_t)r) *
+						 HX_CAND_MAX_STAGES +
 					     (size_t)t] = at;
 			}
 	}
@@ -235,7 +239,8 @@ static void evaluate(bo *b, const cfg *k, evalpt *e)
 			if (hx_simulate(&p, w, &b->trace, &so, &r, &err) == 0) {
 				if (isfinite(r.e2e_ms[at]) && r.finished > 0) {
 					e->lat = r.e2e_ms[at];
-					e->ok = r.slo_attainment >= w->slo.attainment && e->lat <= b->slo_ms;
+					e->ok = r.slo_attainment >= w->slo.attainment &&
+						e->lat <= b->slo_ms;
 				}
 				hx_sim_report_release(&r);
 			}
@@ -302,8 +307,10 @@ static void list_splits(bo *b)
 			k.u[b->nm - 1] = FSTEPS - sum;
 			for (int m = 0; m < b->nm; m++)
 				cost += min_cost(b, m, k.u[m]);
-			if (cost <= b->budget + 1e-9 && cfg_quality(b, &k) >= b->q->floor - 1e-9) {
-				b->splits = hx_xrealloc(b->splits, (size_t)(b->nsplits + 1) * sizeof(cfg));
+			if (cost <= b->budget + 1e-9 &&
+			    cfg_quality(b, &k) >= b->q->floor - 1e-9) {
+				b->splits = hx_xrealloc(b->splits,
+							(size_t)(b->nsplits + 1) * sizeof(cfg));
 				b->splits[b->nsplits++] = k;
 			}
 		}
@@ -398,7 +405,8 @@ static int random_cfg(bo *b, cfg *k)
 static int mutate(bo *b, const cfg *k, cfg *out)
 {
 	for (int tries = 0; tries < 20; tries++) {
-		int m = (int)(hx_rng_uniform(&b->rng) * b->nm), kind = (int)(hx_rng_uniform(&b->rng) * 4);
+		int m = (int)(hx_rng_uniform(&b->rng) * b->nm),
+		    kind = (int)(hx_rng_uniform(&b->rng) * 4);
 		int c = (int)(hx_rng_uniform(&b->rng) * b->nc[m]), use[64];
 		double left;
 		*out = *k;
@@ -461,7 +469,8 @@ static int on_front_ok(const evalpt *e)
 static int front_mark(const bo *b, int *keep)
 {
 	double *p = hx_xmalloc((size_t)(b->nev + 1) * 3 * sizeof(double));
-	int *idx = hx_xmalloc((size_t)(b->nev + 1) * sizeof(int)), *kp = hx_xmalloc((size_t)(b->nev + 1) * sizeof(int));
+	int *idx = hx_xmalloc((size_t)(b->nev + 1) * sizeof(int)),
+	    *kp = hx_xmalloc((size_t)(b->nev + 1) * sizeof(int));
 	int n = 0, kept;
 	for (int i = 0; i < b->nev; i++) {
 		keep[i] = 0;
@@ -671,7 +680,8 @@ static void initial_design(bo *b, int n)
 		for (int i = 0; i < npool; i++) {
 			double s = 0;
 			for (int j = 0; j < d; j++) {
-				double u = x[(size_t)i * HX_GP_MAXD + j] - x[(size_t)pick * HX_GP_MAXD + j];
+				double u = x[(size_t)i * HX_GP_MAXD + j] -
+					   x[(size_t)pick * HX_GP_MAXD + j];
 				s += u * u;
 			}
 			dmin[i] = fmin(dmin[i], s);
@@ -703,7 +713,8 @@ static void enum_rec(enum_st *es, cfg *k, int m, int c, double usd, int *use)
 	if (m == b->nm) {
 		if (!feasible(b, k))
 			return;
-		if (es->evaluate && es->count == es->next && (!es->limit || b->nev < es->limit)) {
+		if (es->evaluate && es->count == es->next &&
+		    (!es->limit || b->nev < es->limit)) {
 			if (es->stride == 1 && es->b->o->method == HX_BO_EXHAUSTIVE)
 				visit_front(b, k);
 			else
@@ -727,7 +738,8 @@ static void enum_rec(enum_st *es, cfg *k, int m, int c, double usd, int *use)
 			int fits = 1;
 			k->n[m][c] = (unsigned char)n;
 			enum_rec(es, k, m, c + 1, usd + n * cd->usd_per_hour, use);
-			if (n == b->maxn[m][c] || usd + (n + 1) * cd->usd_per_hour > b->budget + 1e-9)
+			if (n == b->maxn[m][c] ||
+			    usd + (n + 1) * cd->usd_per_hour > b->budget + 1e-9)
 				break;
 			for (int i = 0; i < b->ncls; i++)
 				fits &= use[i] + hx_cand_use(cd, i) <= b->cls_gpus[i];
@@ -785,7 +797,8 @@ static long grid(bo *b, long stride, int evaluate_them, int limit)
 					int n;
 					if (k.u[m] == 0)
 						continue;
-					need = model_rate(b, &k, m) / shape(b, m, c[m])->capacity_rps;
+					need = model_rate(b, &k, m) /
+					       shape(b, m, c[m])->capacity_rps;
 					n = (int)ceil(need - 1e-9);
 					n = (n < 1 ? 1 : n) + extra;
 					ok = n <= 255;
@@ -793,7 +806,8 @@ static long grid(bo *b, long stride, int evaluate_them, int limit)
 				}
 				if (!ok || !feasible(b, &k))
 					continue;
-				if (evaluate_them && count == next && (!limit || b->nev < limit)) {
+				if (evaluate_them && count == next &&
+				    (!limit || b->nev < limit)) {
 					visit(b, &k);
 					next += stride;
 				}
@@ -801,7 +815,8 @@ static long grid(bo *b, long stride, int evaluate_them, int limit)
 			}
 			{ /* next shape tuple (models without traffic stay at 0) */
 				int m = 0;
-				while (m < b->nm && (b->splits[sp].u[m] == 0 || ++c[m] == b->nc[m])) {
+				while (m < b->nm &&
+				       (b->splits[sp].u[m] == 0 || ++c[m] == b->nc[m])) {
 					c[m] = 0;
 					m++;
 				}
@@ -828,7 +843,8 @@ static int build_plan(bo *b, const cfg *k, double quality, hx_plan *p, hx_err *e
 	strcpy(p->mode, "bo");
 	if (!packs(b, k, node)) {
 		free(node);
-		return hx_errf(err, HX_EINPUT, "internal: a configuration that packed no longer does");
+		return hx_errf(err, HX_EINPUT,
+			       "internal: a configuration that packed no longer does");
 	}
 	next = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int));
 	for (int m = 0; m < b->nm; m++)
@@ -856,23 +872,29 @@ static int build_plan(bo *b, const cfg *k, double quality, hx_plan *p, hx_err *e
 			g->kvdt = HX_DT_FP16;
 			g->nstages = cd->nstages;
 			for (int t = 0; t < cd->nstages; t++) {
-				hx_strlcpy(g->stage[t].gpu, s->cls[cd->st[t].cls].gpu->name, sizeof(g->stage[t].gpu));
+				hx_strlcpy(g->stage[t].gpu, s->cls[cd->st[t].cls].gpu->name,
+					   sizeof(g->stage[t].gpu));
 				g->stage[t].tp = cd->st[t].tp;
 				g->stage[t].first = cd->st[t].first;
 				g->stage[t].last = cd->st[t].last;
 			}
 			for (int r = 0; r < k->n[m][c]; r++) {
 				hx_plan_replica *rep = hx_plan_add_replica(g);
-				const int *nd = node + (((size_t)m * MAXC + (size_t)c) * 256 + (size_t)r) * HX_CAND_MAX_STAGES;
+				const int *nd =
+				    node + (((size_t)m * MAXC + (size_t)c) * 256 + (size_t)r) *
+					       HX_CAND_MAX_STAGES;
 				char id[128];
 				snprintf(id, sizeof(id), "%sr%d", g->name, r);
 				hx_strlcpy(rep->id, id, sizeof(rep->id));
 				for (int t = 0; t < cd->nstages; t++) {
 					int at = nd[t], tp = cd->st[t].tp;
 					rep->ngpus[t] = tp;
-					rep->gpus[t] = hx_xcalloc((size_t)tp, sizeof(hx_gpu_ref));
+					rep->gpus[t] =
+					    hx_xcalloc((size_t)tp, sizeof(hx_gpu_ref));
 					for (int i = 0; i < tp; i++) {
-						hx_strlcpy(rep->gpus[t][i].node, cl->nodes[at].name, sizeof(rep->gpus[t][i].node));
+						hx_strlcpy(rep->gpus[t][i].node,
+							   cl->nodes[at].name,
+							   sizeof(rep->gpus[t][i].node));
 						rep->gpus[t][i].index = next[at] + i;
 					}
 					next[at] += tp;
@@ -880,15 +902,19 @@ static int build_plan(bo *b, const cfg *k, double quality, hx_plan *p, hx_err *e
 				for (int t = 0; t + 1 < cd->nstages; t++) {
 					if (nd[t] == nd[t + 1]) {
 						const hx_gpu *gp = &cl->nodes[nd[t]].gpu;
-						rep->link[t] = (hx_linkspec){gp->intra_bw_gb_s * 8, gp->intra_latency_us * 1e-3};
+						rep->link[t] =
+						    (hx_linkspec){gp->intra_bw_gb_s * 8,
+								  gp->intra_latency_us * 1e-3};
 					} else {
-						rep->link[t] = hx_cluster_link(cl, nd[t], nd[t + 1]);
+						rep->link[t] =
+						    hx_cluster_link(cl, nd[t], nd[t + 1]);
 					}
 				}
 			}
 			rt = hx_plan_add_route(&p->ingress, &p->ningress);
 			hx_strlcpy(rt->to, g->name, sizeof(rt->to));
-			rt->weight = (double)k->u[m] / FSTEPS * k->n[m][c] * cd->capacity_rps / mcap;
+			rt->weight =
+			    (double)k->u[m] / FSTEPS * k->n[m][c] * cd->capacity_rps / mcap;
 		}
 	}
 	free(node);
@@ -924,9 +950,11 @@ static int cmp_point(const void *x, const void *y)
 static int choose(const hx_bo_front *f, int prefer)
 {
 	int best = 0;
-	double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+	double lo[3] = {INFINITY, INFINITY, INFINITY},
+	       hi[3] = {-INFINITY, -INFINITY, -INFINITY};
 	for (int i = 0; i < f->n; i++) {
-		double v[3] = {f->pt[i].usd_per_hour, f->pt[i].latency_ms, 100 - f->pt[i].quality};
+		double v[3] = {f->pt[i].usd_per_hour, f->pt[i].latency_ms,
+			       100 - f->pt[i].quality};
 		for (int k = 0; k < 3; k++) {
 			lo[k] = fmin(lo[k], v[k]);
 			hi[k] = fmax(hi[k], v[k]);
@@ -948,9 +976,12 @@ static int choose(const hx_bo_front *f, int prefer)
 		} else {
 			int o[3] = {0, 1, 2};
 			if (prefer == HX_PREFER_LATENCY) {
-				o[0] = 1; o[1] = 0;
+				o[0] = 1;
+				o[1] = 0;
 			} else if (prefer == HX_PREFER_QUALITY) {
-				o[0] = 2; o[1] = 0; o[2] = 1;
+				o[0] = 2;
+				o[1] = 0;
+				o[2] = 1;
 			}
 			for (int j = 0; j < 3; j++)
 				if (va[o[j]] != vc[o[j]]) {
@@ -978,12 +1009,15 @@ static int setup(bo *b, const hx_problem *pb, const hx_plan_opts *o, const hx_bo
 	b->deadline = hx_deadline(o->time_limit_s);
 	hx_rng_seed(&b->rng, pb->seed);
 	if (!q)
-		return hx_errf(err, HX_EINPUT, "bo plans need the workload's quality profile (\"quality\")");
+		return hx_errf(err, HX_EINPUT,
+			       "bo plans need the workload's quality profile (\"quality\")");
 	if (q->nmodels > MAXM)
-		return hx_errf(err, HX_EINPUT, "%s: /quality/models: bo searches at most %d models, not %d",
+		return hx_errf(err, HX_EINPUT,
+			       "%s: /quality/models: bo searches at most %d models, not %d",
 			       hx_display_path(pb->workload_path), MAXM, q->nmodels);
 	if (pb->cluster->nnodes == 0)
-		return hx_errf(err, HX_EINFEASIBLE, "the cluster has offers but no nodes: bo plans fixed nodes");
+		return hx_errf(err, HX_EINFEASIBLE,
+			       "the cluster has offers but no nodes: bo plans fixed nodes");
 	b->nm = q->nmodels;
 	b->lambda = w->rate_rps;
 	b->outq = fmax(hx_dist_quantile(&w->output, w->slo.percentile / 100) - 1, 0);
@@ -994,9 +1028,11 @@ static int setup(bo *b, const hx_problem *pb, const hx_plan_opts *o, const hx_bo
 	b->budget = bo_o->budget_usd_per_hour;
 	if (b->budget <= 0)
 		for (int i = 0; i < pb->cluster->nnodes; i++)
-			b->budget += pb->cluster->nodes[i].usd_per_hour * pb->cluster->nodes[i].count;
+			b->budget +=
+			    pb->cluster->nodes[i].usd_per_hour * pb->cluster->nodes[i].count;
 	if (bo_o->simulate) {
-		if (hx_gen_workload(w, w->rate_rps, HX_BO_SIM_REQUESTS, 0, pb->seed, &b->trace, err))
+		if (hx_gen_workload(w, w->rate_rps, HX_BO_SIM_REQUESTS, 0, pb->seed, &b->trace,
+				    err))
 			return HX_EINPUT;
 		b->have_trace = 1;
 	}
@@ -1017,8 +1053,9 @@ static int setup(bo *b, const hx_problem *pb, const hx_plan_opts *o, const hx_bo
 		for (int c = 0; c < b->s[m].n; c++) {
 			const hx_candidate *cd = &b->s[m].c[c];
 			int j = b->nc[m] < MAXC ? b->nc[m]++ : MAXC;
-			while (j > 0 && b->s[m].c[b->cand[m][j - 1]].capacity_rps / b->s[m].c[b->cand[m][j - 1]].usd_per_hour <
-					cd->capacity_rps / cd->usd_per_hour) {
+			while (j > 0 && b->s[m].c[b->cand[m][j - 1]].capacity_rps /
+						b->s[m].c[b->cand[m][j - 1]].usd_per_hour <
+					    cd->capacity_rps / cd->usd_per_hour) {
 				if (j < MAXC)
 					b->cand[m][j] = b->cand[m][j - 1];
 				j--;
@@ -1027,22 +1064,27 @@ static int setup(bo *b, const hx_problem *pb, const hx_plan_opts *o, const hx_bo
 				b->cand[m][j] = c;
 		}
 		if (b->s[m].ncls > 64)
-			return hx_errf(err, HX_EINPUT, "bo plans clusters of at most 64 kinds of node, not %d",
+			return hx_errf(err, HX_EINPUT,
+				       "bo plans clusters of at most 64 kinds of node, not %d",
 				       b->s[m].ncls);
 		if (m == 0) {
 			b->ncls = b->s[m].ncls;
 			for (int i = 0; i < b->ncls; i++)
-				b->cls_gpus[i] = b->s[m].cls[i].nnodes * b->s[m].cls[i].gpus_per_node;
+				b->cls_gpus[i] =
+				    b->s[m].cls[i].nnodes * b->s[m].cls[i].gpus_per_node;
 		} else {
 			int same = b->s[m].ncls == b->ncls;
 			for (int i = 0; i < b->ncls && same; i++)
 				same = b->s[m].cls[i].nodes[0] == b->s[0].cls[i].nodes[0];
 			if (!same)
-				return hx_errf(err, HX_EINPUT, "internal: node classes differ between models");
+				return hx_errf(err, HX_EINPUT,
+					       "internal: node classes differ between models");
 		}
 		for (int c = 0; c < b->nc[m]; c++) {
 			const hx_candidate *cd = shape(b, m, c);
-			int mx = cd->usd_per_hour > 0 ? (int)floor(b->budget / cd->usd_per_hour + 1e-9) : 255;
+			int mx = cd->usd_per_hour > 0
+				     ? (int)floor(b->budget / cd->usd_per_hour + 1e-9)
+				     : 255;
 			for (int i = 0; i < b->ncls; i++) {
 				int use = hx_cand_use(cd, i);
 				if (use > 0 && b->cls_gpus[i] / use < mx)
@@ -1112,14 +1154,17 @@ static void search(bo *b, int max_evals, hx_bo_front *f)
 		y = hx_xmalloc((size_t)b->nev * sizeof(double));
 		ntrain = 0;
 		for (int pass = 0; pass < 2; pass++)
-			for (int i = pass ? b->nev - 1 : 0; pass ? i >= 0 : i < b->nev; i += pass ? -1 : 1) {
+			for (int i = pass ? b->nev - 1 : 0; pass ? i >= 0 : i < b->nev;
+			     i += pass ? -1 : 1) {
 				if (keep[i] != !pass || ntrain >= GP_MAX_TRAIN)
 					continue;
-				memcpy(x + (size_t)ntrain * d, b->ev[i].x, (size_t)d * sizeof(double));
+				memcpy(x + (size_t)ntrain * d, b->ev[i].x,
+				       (size_t)d * sizeof(double));
 				y[ntrain++] = log(fmin(b->ev[i].lat, 4 * b->slo_ms));
 			}
 		if (!have_hyp || iter % REFIT_EVERY == 0) {
-			if (hx_gp_fit(&gp, x, y, ntrain, d, 2, 150, b->pb->seed + (uint64_t)iter) == 0) {
+			if (hx_gp_fit(&gp, x, y, ntrain, d, 2, 150,
+				      b->pb->seed + (uint64_t)iter) == 0) {
 				memcpy(ls, gp.ls, sizeof(ls));
 				sf2 = gp.sf2;
 				sn2 = gp.sn2;
@@ -1141,7 +1186,8 @@ static void search(bo *b, int max_evals, hx_bo_front *f)
 		for (int i = 0; i < b->nev; i++)
 			if (keep[i])
 				for (int t = 0; t < MUTATIONS; t++)
-					if (mutate(b, &b->ev[i].k, &pool[npool]) == 0 && !seen(b, &pool[npool]))
+					if (mutate(b, &b->ev[i].k, &pool[npool]) == 0 &&
+					    !seen(b, &pool[npool]))
 						npool++;
 		acq_setup(b, &a, keep);
 		for (int i = 0; i < npool; i++) {
@@ -1167,11 +1213,43 @@ static void search(bo *b, int max_evals, hx_bo_front *f)
 	free(prev);
 }
 
+/* The plans of front F (the chosen one into OUT, every other one too when
+ * PLANS is set), each with the search's solver record. */
+static int front_plans(bo *b, hx_bo_front *f, int plans, hx_plan *out, hx_err *err)
+{
+	int rc;
+
+	for (int j = 0; j < f->n; j++) {
+		int i = f->pt[j].eval;
+		hx_plan *p = j == f->chosen ? out : &f->pt[j].plan;
+		if (!plans && j != f->chosen)
+			continue;
+		if ((rc = build_plan(b, &b->ev[i].k, b->ev[i].q, p, err)))
+			return rc;
+		strcpy(p->solver.status,
+		       !strcmp(f->status, "converged") ? "heuristic" : f->status);
+		p->solver.objective = hx_round6(f->hypervolume);
+		p->solver.iterations = f->iterations;
+		p->solver.nodes = f->evals;
+		if (j == f->chosen && plans) {
+			/* the front holds its own copy of the chosen plan */
+			char *text = hx_plan_dump(out);
+			rc = hx_plan_parse_text(&f->pt[j].plan, text, "bo", err);
+			free(text);
+			if (rc)
+				return rc;
+		}
+		f->pt[j].has_plan = 1;
+	}
+	return 0;
+}
+
 int hx_plan_bo(const hx_problem *pb, const hx_plan_opts *o, const hx_bo_opts *bo_o, int plans,
 	       hx_plan *out, hx_bo_front *f, hx_err *err)
 {
 	bo b;
-	int rc, max_evals = bo_o->max_evals > 0 ? bo_o->max_evals : HX_BO_MAX_EVALS, *keep = NULL;
+	int rc, max_evals = bo_o->max_evals > 0 ? bo_o->max_evals : HX_BO_MAX_EVALS,
+		*keep = NULL;
 	double t0 = hx_now();
 
 	memset(f, 0, sizeof(*f));
@@ -1190,8 +1268,10 @@ int hx_plan_bo(const hx_problem *pb, const hx_plan_opts *o, const hx_bo_opts *bo
 		cfg k;
 		if (random_cfg(&b, &k)) {
 			rc = hx_errf(err, HX_EINFEASIBLE,
-				     "no deployment fits the budget of $%g/h and the GPUs with quality >= %g "
-				     "(%d random tries)", b.budget, b.q->floor, 200);
+				     "no deployment fits the budget of $%g/h and the GPUs with "
+				     "quality >= %g "
+				     "(%d random tries)",
+				     b.budget, b.q->floor, 200);
 			goto out;
 		}
 	}
@@ -1233,7 +1313,10 @@ int hx_plan_bo(const hx_problem *pb, const hx_plan_opts *o, const hx_bo_opts *bo
 		long n = enumerate(&b, 0, 0, 0);
 		f->space = (int)n;
 		if (n >= ENUM_MAX) {
-			rc = hx_errf(err, HX_ELIMIT, "more than %ld configurations (or %ld partial ones) to enumerate", ENUM_MAX, 20 * ENUM_MAX);
+			rc = hx_errf(
+			    err, HX_ELIMIT,
+			    "more than %ld configurations (or %ld partial ones) to enumerate",
+			    ENUM_MAX, 20 * ENUM_MAX);
 			goto out;
 		}
 		enumerate(&b, 1, 1, 0);
@@ -1250,13 +1333,16 @@ int hx_plan_bo(const hx_problem *pb, const hx_plan_opts *o, const hx_bo_opts *bo
 		f->n += keep[i];
 	if (f->n == 0) {
 		if (b.time_cut && b.nev == 0)
-			rc = hx_errf(err, HX_ELIMIT, "the time limit was reached before any plan");
+			rc = hx_errf(err, HX_ELIMIT,
+				     "the time limit was reached before any plan");
 		else
-			rc = hx_errf(err, HX_EINFEASIBLE,
-				     "none of the %d deployments evaluated meets the SLO (end to end %.6g ms: "
-				     "TTFT %g ms + %g more tokens at %g ms) within the budget of $%g/h",
-				     b.nev, b.slo_ms, pb->workload->slo.ttft_ms, b.outq,
-				     pb->workload->slo.tpot_ms, b.budget);
+			rc = hx_errf(
+			    err, HX_EINFEASIBLE,
+			    "none of the %d deployments evaluated meets the SLO (end to end "
+			    "%.6g ms: "
+			    "TTFT %g ms + %g more tokens at %g ms) within the budget of $%g/h",
+			    b.nev, b.slo_ms, pb->workload->slo.ttft_ms, b.outq,
+			    pb->workload->slo.tpot_ms, b.budget);
 		goto out;
 	}
 	f->pt = hx_xcalloc((size_t)f->n, sizeof(hx_bo_point));
@@ -1277,27 +1363,8 @@ int hx_plan_bo(const hx_problem *pb, const hx_plan_opts *o, const hx_bo_opts *bo
 	}
 	qsort(f->pt, (size_t)f->n, sizeof(hx_bo_point), cmp_point);
 	f->chosen = choose(f, bo_o->prefer);
-	for (int j = 0; j < f->n; j++) {
-		int i = f->pt[j].eval;
-		hx_plan *p = j == f->chosen ? out : &f->pt[j].plan;
-		if (!plans && j != f->chosen)
-			continue;
-		if ((rc = build_plan(&b, &b.ev[i].k, b.ev[i].q, p, err)))
-			goto out;
-		strcpy(p->solver.status, !strcmp(f->status, "converged") ? "heuristic" : f->status);
-		p->solver.objective = hx_round6(f->hypervolume);
-		p->solver.iterations = f->iterations;
-		p->solver.nodes = f->evals;
-		if (j == f->chosen && plans) {
-			/* the front holds its own copy of the chosen plan */
-			char *text = hx_plan_dump(out);
-			rc = hx_plan_parse_text(&f->pt[j].plan, text, "bo", err);
-			free(text);
-			if (rc)
-				goto out;
-		}
-		f->pt[j].has_plan = 1;
-	}
+	if ((rc = front_plans(&b, f, plans, out, err)))
+		goto out;
 	if (!plans)
 		f->pt[f->chosen].has_plan = 0;
 	f->seconds = hx_now() - t0;

@@ -49,15 +49,15 @@ typedef struct hx_bo_opts {
 	void *progress_ctx;
 } hx_bo_opts;
 
-#define HX_BO_MAX_EVALS 200
+#define HX_BO_MAX_EVALS    200
 #define HX_BO_SIM_REQUESTS 1000
 #define HX_BO_STABLE_ITERS 20
-#define HX_BO_MAX_MODELS 3
+#define HX_BO_MAX_MODELS   3
 
 typedef struct hx_bo_point {
 	double usd_per_hour, latency_ms, quality;
 	double fraction[HX_BO_MAX_MODELS];
-	int eval;        /* which evaluation it was (from 0) */
+	int eval; /* which evaluation it was (from 0) */
 	hx_plan plan;
 	int has_plan;
 } hx_bo_point;
@@ -67,16 +67,16 @@ typedef struct hx_bo_front {
 	char model[HX_BO_MAX_MODELS][64];
 	hx_bo_point *pt; /* sorted by cost, then latency */
 	int n;
-	int chosen;      /* index of the plan hx_plan_bo returned */
+	int chosen; /* index of the plan hx_plan_bo returned */
 	int prefer;
-	double ref[3];   /* usd_per_hour, latency_ms, quality floor */
-	double hypervolume; /* of (cost, latency, 100 - Q) in the box from
-			     * (0, 0, 0) to (budget, SLO, 100 - floor), as a
-			     * fraction of it */
+	double ref[3];                /* usd_per_hour, latency_ms, quality floor */
+	double hypervolume;           /* of (cost, latency, 100 - Q) in the box from
+				       * (0, 0, 0) to (budget, SLO, 100 - floor), as a
+				       * fraction of it */
 	int evals, iterations, space; /* space: configurations enumerated (grid, exhaustive) */
-	char status[16]; /* converged, work_limit, time_limit */
-	char acquisition[8]; /* ehvi, parego, random, grid, all */
-	double seconds;  /* wall time of the search (bench only: never written) */
+	char status[16];              /* converged, work_limit, time_limit */
+	char acquisition[8];          /* ehvi, parego, random, grid, all */
+	double seconds;               /* wall time of the search (bench only: never written) */
 } hx_bo_front;
 
 /* Search, fill FRONT (plans for each point when PLANS) and OUT with the

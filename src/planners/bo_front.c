@@ -14,13 +14,16 @@
 
 static const char *prefer_name(int p)
 {
-	return p == HX_PREFER_COST ? "cost" : p == HX_PREFER_LATENCY ? "latency"
-	       : p == HX_PREFER_QUALITY ? "quality" : "balanced";
+	return p == HX_PREFER_COST      ? "cost"
+	       : p == HX_PREFER_LATENCY ? "latency"
+	       : p == HX_PREFER_QUALITY ? "quality"
+					: "balanced";
 }
 
 char *hx_bo_front_dump(const hx_bo_front *f, uint64_t seed)
 {
-	json_t *o = json_object(), *ref = json_object(), *srch = json_object(), *pts = json_array();
+	json_t *o = json_object(), *ref = json_object(), *srch = json_object(),
+	       *pts = json_array();
 	char *s;
 	hx_jset_str(o, "schema", "hexplan.front");
 	hx_jset_int(o, "version", 1);
@@ -96,7 +99,8 @@ static double tick_step(double hi)
 /* Colour of T in [0, 1] on a viridis-like ramp. */
 static void ramp(double t, int *r, int *g, int *b)
 {
-	static const int stop[5][3] = {{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
+	static const int stop[5][3] = {
+	    {68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
 	double x = fmin(fmax(t, 0), 1) * 4;
 	int i = x >= 4 ? 3 : (int)x;
 	double u = x - i;
@@ -105,8 +109,8 @@ static void ramp(double t, int *r, int *g, int *b)
 	*b = (int)lround(stop[i][2] + u * (stop[i + 1][2] - stop[i][2]));
 }
 
-#define W 760
-#define H 480
+#define W  760
+#define H  480
 #define ML 90
 #define MR 170
 #define MT 56
@@ -133,14 +137,20 @@ char *hx_bo_front_svg(const hx_bo_front *f)
 	ymax = ceil(ymax * 1.05 / ys) * ys;
 #define PX(v) (ML + (v) / xmax * pw)
 #define PY(v) (MT + ph - (v) / ymax * ph)
-	hx_buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		  "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-		  "font-family=\"sans-serif\" font-size=\"12\">\n", W, H, W, H);
+	hx_buf_printf(&b,
+		      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+		      "viewBox=\"0 0 %d %d\" "
+		      "font-family=\"sans-serif\" font-size=\"12\">\n",
+		      W, H, W, H);
 	hx_buf_printf(&b, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
-	hx_buf_printf(&b, "<text x=\"%d\" y=\"20\" font-size=\"15\">Pareto front: %d plan%s, hypervolume %.2f%%</text>\n",
-		  ML, f->n, f->n == 1 ? "" : "s", 100 * f->hypervolume);
-	hx_buf_printf(&b, "<text x=\"%d\" y=\"38\" fill=\"#555\">%d evaluations (%s); models: ", ML, f->evals,
-		  f->acquisition);
+	hx_buf_printf(&b,
+		      "<text x=\"%d\" y=\"20\" font-size=\"15\">Pareto front: %d plan%s, "
+		      "hypervolume %.2f%%</text>\n",
+		      ML, f->n, f->n == 1 ? "" : "s", 100 * f->hypervolume);
+	hx_buf_printf(&b,
+		      "<text x=\"%d\" y=\"38\" fill=\"#555\">%d evaluations (%s); models: ", ML,
+		      f->evals, f->acquisition);
 	for (int m = 0; m < f->nmodels; m++) {
 		svg_escaped(&b, f->model[m]);
 		hx_buf_printf(&b, m + 1 < f->nmodels ? ", " : "");
@@ -148,66 +158,107 @@ char *hx_bo_front_svg(const hx_bo_front *f)
 	hx_buf_printf(&b, "</text>\n");
 	/* grid and ticks */
 	for (double v = 0; v <= xmax + 1e-9 * xmax; v += xs) {
-		hx_buf_printf(&b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n",
-			  PX(v), MT, PX(v), MT + ph);
-		hx_buf_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n",
-			  PX(v), MT + ph, PX(v), MT + ph + 5);
-		hx_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n", PX(v), MT + ph + 19, v);
+		hx_buf_printf(&b,
+			      "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" "
+			      "stroke=\"#e5e5e5\"/>\n",
+			      PX(v), MT, PX(v), MT + ph);
+		hx_buf_printf(&b,
+			      "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+			      "stroke=\"black\"/>\n",
+			      PX(v), MT + ph, PX(v), MT + ph + 5);
+		hx_buf_printf(&b,
+			      "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
+			      PX(v), MT + ph + 19, v);
 	}
 	for (double v = 0; v <= ymax + 1e-9 * ymax; v += ys) {
-		hx_buf_printf(&b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n",
-			  ML, PY(v), ML + pw, PY(v));
-		hx_buf_printf(&b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"black\"/>\n",
-			  ML - 5, PY(v), ML, PY(v));
-		hx_buf_printf(&b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", ML - 8, PY(v) + 4, v);
+		hx_buf_printf(&b,
+			      "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+			      "stroke=\"#e5e5e5\"/>\n",
+			      ML, PY(v), ML + pw, PY(v));
+		hx_buf_printf(
+		    &b,
+		    "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"black\"/>\n",
+		    ML - 5, PY(v), ML, PY(v));
+		hx_buf_printf(&b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+			      ML - 8, PY(v) + 4, v);
 	}
-	hx_buf_printf(&b, "<rect x=\"%d\" y=\"%d\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"black\"/>\n",
-		  ML, MT, pw, ph);
-	hx_buf_printf(&b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">cost (USD per hour)</text>\n",
-		  ML + pw / 2, H - 20);
-	hx_buf_printf(&b, "<text transform=\"translate(24 %.1f) rotate(-90)\" text-anchor=\"middle\">"
-		  "latency, end to end at the SLO percentile (ms)</text>\n", MT + ph / 2);
+	hx_buf_printf(&b,
+		      "<rect x=\"%d\" y=\"%d\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" "
+		      "stroke=\"black\"/>\n",
+		      ML, MT, pw, ph);
+	hx_buf_printf(
+	    &b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">cost (USD per hour)</text>\n",
+	    ML + pw / 2, H - 20);
+	hx_buf_printf(
+	    &b,
+	    "<text transform=\"translate(24 %.1f) rotate(-90)\" text-anchor=\"middle\">"
+	    "latency, end to end at the SLO percentile (ms)</text>\n",
+	    MT + ph / 2);
 	/* the reference: budget and latency SLO */
-	hx_buf_printf(&b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c0392b\" stroke-dasharray=\"6 4\"/>\n",
-		  PX(f->ref[0]), MT, PX(f->ref[0]), MT + ph);
-	hx_buf_printf(&b, "<text x=\"%.1f\" y=\"%d\" fill=\"#c0392b\" text-anchor=\"end\">budget $%g/h</text>\n",
-		  PX(f->ref[0]) - 4, MT + 14, f->ref[0]);
-	hx_buf_printf(&b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c0392b\" stroke-dasharray=\"6 4\"/>\n",
-		  ML, PY(f->ref[1]), ML + pw, PY(f->ref[1]));
-	hx_buf_printf(&b, "<text x=\"%d\" y=\"%.1f\" fill=\"#c0392b\">latency SLO %g ms</text>\n",
-		  ML + 6, PY(f->ref[1]) - 5, f->ref[1]);
+	hx_buf_printf(&b,
+		      "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c0392b\" "
+		      "stroke-dasharray=\"6 4\"/>\n",
+		      PX(f->ref[0]), MT, PX(f->ref[0]), MT + ph);
+	hx_buf_printf(&b,
+		      "<text x=\"%.1f\" y=\"%d\" fill=\"#c0392b\" text-anchor=\"end\">budget "
+		      "$%g/h</text>\n",
+		      PX(f->ref[0]) - 4, MT + 14, f->ref[0]);
+	hx_buf_printf(&b,
+		      "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c0392b\" "
+		      "stroke-dasharray=\"6 4\"/>\n",
+		      ML, PY(f->ref[1]), ML + pw, PY(f->ref[1]));
+	hx_buf_printf(&b,
+		      "<text x=\"%d\" y=\"%.1f\" fill=\"#c0392b\">latency SLO %g ms</text>\n",
+		      ML + 6, PY(f->ref[1]) - 5, f->ref[1]);
 	/* the points, the chosen one ringed */
 	for (int i = 0; i < f->n; i++) {
 		int r, g, bl;
 		const hx_bo_point *p = &f->pt[i];
 		ramp((p->quality - qlo) / (qhi - qlo), &r, &g, &bl);
-		hx_buf_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" fill=\"rgb(%d,%d,%d)\" stroke=\"black\" "
-			  "stroke-width=\"0.5\"><title>$%g/h, %g ms, quality %g</title></circle>\n",
-			  PX(p->usd_per_hour), PY(p->latency_ms), r, g, bl, p->usd_per_hour, p->latency_ms, p->quality);
+		hx_buf_printf(
+		    &b,
+		    "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" fill=\"rgb(%d,%d,%d)\" "
+		    "stroke=\"black\" "
+		    "stroke-width=\"0.5\"><title>$%g/h, %g ms, quality %g</title></circle>\n",
+		    PX(p->usd_per_hour), PY(p->latency_ms), r, g, bl, p->usd_per_hour,
+		    p->latency_ms, p->quality);
 	}
 	if (f->n > 0) {
 		const hx_bo_point *p = &f->pt[f->chosen];
-		hx_buf_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"11\" fill=\"none\" stroke=\"#c0392b\" stroke-width=\"2\"/>\n",
-			  PX(p->usd_per_hour), PY(p->latency_ms));
-		hx_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#c0392b\">chosen (%s)</text>\n",
-			  PX(p->usd_per_hour) + 14, PY(p->latency_ms) - 8, prefer_name(f->prefer));
+		hx_buf_printf(&b,
+			      "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"11\" fill=\"none\" "
+			      "stroke=\"#c0392b\" stroke-width=\"2\"/>\n",
+			      PX(p->usd_per_hour), PY(p->latency_ms));
+		hx_buf_printf(
+		    &b, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#c0392b\">chosen (%s)</text>\n",
+		    PX(p->usd_per_hour) + 14, PY(p->latency_ms) - 8, prefer_name(f->prefer));
 	}
 	/* legend: the quality colour bar */
 	{
 		double lx = W - MR + 40, ly = MT + 20, lh = ph - 60;
-		hx_buf_printf(&b, "<defs><linearGradient id=\"q\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">\n");
+		hx_buf_printf(
+		    &b,
+		    "<defs><linearGradient id=\"q\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">\n");
 		for (int k = 0; k <= 4; k++) {
 			int r, g, bl;
 			ramp(k / 4.0, &r, &g, &bl);
-			hx_buf_printf(&b, "<stop offset=\"%d%%\" stop-color=\"rgb(%d,%d,%d)\"/>\n", 25 * k, r, g, bl);
+			hx_buf_printf(&b,
+				      "<stop offset=\"%d%%\" stop-color=\"rgb(%d,%d,%d)\"/>\n",
+				      25 * k, r, g, bl);
 		}
 		hx_buf_printf(&b, "</linearGradient></defs>\n");
-		hx_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\">quality (0-100)</text>\n", lx - 10, ly - 8);
-		hx_buf_printf(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"18\" height=\"%.1f\" fill=\"url(#q)\" stroke=\"black\"/>\n",
-			  lx, ly, lh);
-		hx_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\">%.2f</text>\n", lx + 24, ly + 4, qhi);
-		hx_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\">%.2f</text>\n", lx + 24, ly + lh / 2 + 4, (qlo + qhi) / 2);
-		hx_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\">%.2f</text>\n", lx + 24, ly + lh + 4, qlo);
+		hx_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\">quality (0-100)</text>\n",
+			      lx - 10, ly - 8);
+		hx_buf_printf(&b,
+			      "<rect x=\"%.1f\" y=\"%.1f\" width=\"18\" height=\"%.1f\" "
+			      "fill=\"url(#q)\" stroke=\"black\"/>\n",
+			      lx, ly, lh);
+		hx_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\">%.2f</text>\n", lx + 24, ly + 4,
+			      qhi);
+		hx_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\">%.2f</text>\n", lx + 24,
+			      ly + lh / 2 + 4, (qlo + qhi) / 2);
+		hx_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\">%.2f</text>\n", lx + 24,
+			      ly + lh + 4, qlo);
 	}
 	hx_buf_printf(&b, "</svg>\n");
 #undef PX

@@ -85,7 +85,8 @@ void hx_cand_replica(const hx_problem *pb, const hx_candset *s, const hx_candida
 		st->tp = c->st[i].tp;
 		st->first = c->st[i].first;
 		st->last = c->st[i].last;
-		st->next_bw_gbps = c->link[i].bw_gbps > 0 ? c->link[i].bw_gbps : HX_DEFAULT_NIC_GBPS;
+		st->next_bw_gbps =
+		    c->link[i].bw_gbps > 0 ? c->link[i].bw_gbps : HX_DEFAULT_NIC_GBPS;
 		st->next_latency_ms = c->link[i].latency_ms;
 	}
 }
@@ -155,7 +156,7 @@ static int max_layers(const hx_problem *pb, const hx_gpu *g, int tp, int first, 
 			g->runtime_reserve_gib * HX_GIB;
 	double per_layer = hx_layer_params(a, a->layers - 1) * wb / tp +
 			   hx_plan_kv_reserve(pb->workload) *
-				   hx_kv_bytes_token_layer_gpu(pb->model, tp, HX_DT_FP16);
+			       hx_kv_bytes_token_layer_gpu(pb->model, tp, HX_DT_FP16);
 
 	if (first)
 		free_b -= ((double)a->vocab / tp + a->learned_pos) * h * wb;
@@ -226,7 +227,8 @@ static hx_linkspec class_link(const hx_problem *pb, const hx_candset *s, int a, 
 	if (na == nb && s->cls[a].nnodes > 1)
 		nb = s->cls[a].nodes[1];
 	if (na == nb) { /* one node: stages talk over its own link */
-		hx_linkspec in = {s->cls[a].gpu->intra_bw_gb_s * 8, s->cls[a].gpu->intra_latency_us * 1e-3};
+		hx_linkspec in = {s->cls[a].gpu->intra_bw_gb_s * 8,
+				  s->cls[a].gpu->intra_latency_us * 1e-3};
 		return in;
 	}
 	return hx_cluster_link(c, na, nb);
@@ -254,20 +256,23 @@ static void pipelines(const hx_problem *pb, hx_candset *s, const int (*sh)[2], i
 				int k = sh[idx[i]][0];
 				if (k < 64) {
 					need[k] += sh[idx[i]][1];
-					if (need[k] > s->cls[k].nnodes * s->cls[k].gpus_per_node)
+					if (need[k] >
+					    s->cls[k].nnodes * s->cls[k].gpus_per_node)
 						ok = 0;
 				}
 			}
 			if (ok) {
 				hx_candidate c;
 				double speed[HX_CAND_MAX_STAGES];
-				int capl[HX_CAND_MAX_STAGES], lay[HX_CAND_MAX_STAGES], first = 0;
+				int capl[HX_CAND_MAX_STAGES], lay[HX_CAND_MAX_STAGES],
+				    first = 0;
 				memset(&c, 0, sizeof(c));
 				c.nstages = n;
 				for (int i = 0; i < n; i++) {
 					const hx_node_class *cl = &s->cls[sh[idx[i]][0]];
 					speed[i] = 1 / layer_time(pb, cl->gpu, sh[idx[i]][1]);
-					capl[i] = max_layers(pb, cl->gpu, sh[idx[i]][1], i == 0, i == n - 1);
+					capl[i] = max_layers(pb, cl->gpu, sh[idx[i]][1], i == 0,
+							     i == n - 1);
 				}
 				if (hx_past(deadline)) {
 					s->cut = 1;
@@ -275,11 +280,14 @@ static void pipelines(const hx_problem *pb, hx_candset *s, const int (*sh)[2], i
 				}
 				if (split_layers(L, n, speed, capl, lay)) {
 					for (int i = 0; i < n; i++) {
-						c.st[i] = (hx_cand_stage){sh[idx[i]][0], sh[idx[i]][1], first,
+						c.st[i] = (hx_cand_stage){sh[idx[i]][0],
+									  sh[idx[i]][1], first,
 									  first + lay[i]};
 						first += lay[i];
 						if (i + 1 < n)
-							c.link[i] = class_link(pb, s, sh[idx[i]][0], sh[idx[i + 1]][0]);
+							c.link[i] =
+							    class_link(pb, s, sh[idx[i]][0],
+								       sh[idx[i + 1]][0]);
 					}
 					s->considered++;
 					if (price(pb, s, &c))
@@ -362,7 +370,7 @@ int hx_candidates(const hx_problem *pb, const hx_cand_opts *o, hx_candset *s, hx
 		}
 	}
 	if (!s->cut)
-		pipelines(pb, s, (const int (*)[2])sh, nsh, alone, max_stages, deadline, &cap);
+		pipelines(pb, s, (const int(*)[2])sh, nsh, alone, max_stages, deadline, &cap);
 	free(sh);
 	free(alone);
 	/* Drop dominated shapes. */
@@ -387,7 +395,7 @@ int hx_candidates(const hx_problem *pb, const hx_cand_opts *o, hx_candset *s, hx
 /* Place N replicas of candidate C on the classes' nodes (FREE: GPUs left
  * per node, NEXT: next free index per node) as a new group. */
 void hx_cand_place(const hx_problem *pb, const hx_candset *s, const hx_candidate *c, int n,
-		  int *free_gpus, int *next, hx_plan *p)
+		   int *free_gpus, int *next, hx_plan *p)
 {
 	hx_plan_group *g = hx_plan_add_group(p);
 	const hx_cluster *cl = pb->cluster;
@@ -399,7 +407,8 @@ void hx_cand_place(const hx_problem *pb, const hx_candset *s, const hx_candidate
 	g->kvdt = HX_DT_FP16;
 	g->nstages = c->nstages;
 	for (int i = 0; i < c->nstages; i++) {
-		hx_strlcpy(g->stage[i].gpu, s->cls[c->st[i].cls].gpu->name, sizeof(g->stage[i].gpu));
+		hx_strlcpy(g->stage[i].gpu, s->cls[c->st[i].cls].gpu->name,
+			   sizeof(g->stage[i].gpu));
 		g->stage[i].tp = c->st[i].tp;
 		g->stage[i].first = c->st[i].first;
 		g->stage[i].last = c->st[i].last;
@@ -422,7 +431,8 @@ void hx_cand_place(const hx_problem *pb, const hx_candset *s, const hx_candidate
 			rep->ngpus[i] = tp;
 			rep->gpus[i] = hx_xcalloc((size_t)tp, sizeof(hx_gpu_ref));
 			for (int t = 0; t < tp; t++) {
-				hx_strlcpy(rep->gpus[i][t].node, cl->nodes[at].name, sizeof(rep->gpus[i][t].node));
+				hx_strlcpy(rep->gpus[i][t].node, cl->nodes[at].name,
+					   sizeof(rep->gpus[i][t].node));
 				rep->gpus[i][t].index = next[at] + t;
 			}
 			next[at] += tp;
@@ -431,7 +441,8 @@ void hx_cand_place(const hx_problem *pb, const hx_candset *s, const hx_candidate
 		for (int i = 0; i + 1 < c->nstages; i++) {
 			if (node[i] == node[i + 1]) {
 				const hx_gpu *gp = &cl->nodes[node[i]].gpu;
-				rep->link[i] = (hx_linkspec){gp->intra_bw_gb_s * 8, gp->intra_latency_us * 1e-3};
+				rep->link[i] = (hx_linkspec){gp->intra_bw_gb_s * 8,
+							     gp->intra_latency_us * 1e-3};
 			} else {
 				rep->link[i] = hx_cluster_link(cl, node[i], node[i + 1]);
 			}

@@ -20,7 +20,7 @@
 #define HX_CAND_MAX_STAGES 4
 
 typedef struct hx_node_class {
-	int *nodes;     /* indexes into the cluster's nodes */
+	int *nodes; /* indexes into the cluster's nodes */
 	int nnodes;
 	int gpus_per_node;
 	const hx_gpu *gpu;
@@ -36,8 +36,8 @@ typedef struct hx_candidate {
 	int nstages;
 	hx_cand_stage st[HX_CAND_MAX_STAGES];
 	hx_linkspec link[HX_CAND_MAX_STAGES]; /* stage i to i+1 */
-	double capacity_rps; /* at the SLO */
-	double ttft_ms;      /* percentile TTFT bound at capacity */
+	double capacity_rps;                  /* at the SLO */
+	double ttft_ms;                       /* percentile TTFT bound at capacity */
 	double usd_per_hour;
 	int gpus;
 } hx_candidate;
@@ -48,11 +48,11 @@ typedef struct hx_candset {
 	hx_candidate *c;
 	int n;
 	int considered, pruned; /* shapes priced, shapes dominated */
-	int cut; /* the deadline passed before every shape was priced */
+	int cut;                /* the deadline passed before every shape was priced */
 } hx_candset;
 
 typedef struct hx_cand_opts {
-	int max_stages; /* pipelines of 2..max_stages stages (default 3) */
+	int max_stages;  /* pipelines of 2..max_stages stages (default 3) */
 	double deadline; /* hx_deadline(): stop pricing shapes when it passes */
 } hx_cand_opts;
 

@@ -49,13 +49,13 @@
 #include "planners/cascade.h"
 #include "model/quality.h"
 
-#define W_LAT 0.9
-#define W_QUAL 0.1
+#define W_LAT        0.9
+#define W_QUAL       0.1
 #define STABLE_ITERS 3
-#define MAX_EVALS 60
-#define GRID 5.0
-#define MAXM HX_QUALITY_MAX_MODELS
-#define HX_FILL_CAP 2.0 /* headroom counted up to twice what kappa asks */
+#define MAX_EVALS    60
+#define GRID         5.0
+#define MAXM         HX_QUALITY_MAX_MODELS
+#define HX_FILL_CAP  2.0 /* headroom counted up to twice what kappa asks */
 
 typedef struct cset {
 	int model, ok, full;
@@ -70,8 +70,8 @@ typedef struct ctx {
 	hx_model models[MAXM]; /* the profile's, resolved */
 	const hx_plan_opts *o;
 	const hx_quality *q;
-	int route, even; /* even: each serving model gets at most its equal share of GPUs */
-	double out_ms; /* G: one earlier answer at the percentile output and TPOT SLO */
+	int route, even;   /* even: each serving model gets at most its equal share of GPUs */
+	double out_ms;     /* G: one earlier answer at the percentile output and TPOT SLO */
 	double fill_kappa; /* > 0: keep kappa >= this, spend the spare GPUs (see run) */
 	int final;         /* the plan's own solves: the whole time limit each */
 	cset **cache;
@@ -152,11 +152,13 @@ static int add_counts(hx_milp *m, cset **sets, int nm, int cost, int *base)
 			for (int k = 0; k < s->ncls; k++) {
 				int u = hx_cand_use(cd, k);
 				if (u > 0)
-					ub = fmin(ub, floor((double)s->cls[k].nnodes * s->cls[k].gpus_per_node / u));
+					ub = fmin(ub, floor((double)s->cls[k].nnodes *
+							    s->cls[k].gpus_per_node / u));
 			}
 			snprintf(name, sizeof(name), "n_m%d_%d_%s_tp%d_pp%d", i, c,
 				 s->cls[cd->st[0].cls].gpu->name, cd->st[0].tp, cd->nstages);
-			hx_milp_add_var(m, name, HX_MILP_INT, 0, ub, cost ? cd->usd_per_hour : 0);
+			hx_milp_add_var(m, name, HX_MILP_INT, 0, ub,
+					cost ? cd->usd_per_hour : 0);
 			nv++;
 		}
 	}
@@ -256,9 +258,10 @@ static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_m
 	m = hx_milp_new(!cost);
 	nv = add_counts(m, sets, nm, cost, base);
 	if (!cost)
-		kappa = nv++, hx_milp_add_var(m, "kappa", HX_MILP_CONT,
-					      x->fill_kappa > 0 ? x->fill_kappa * (1 - 1e-9) : 0, INFINITY,
-					      x->fill_kappa > 0 ? 0 : 1);
+		kappa = nv++,
+		hx_milp_add_var(m, "kappa", HX_MILP_CONT,
+				x->fill_kappa > 0 ? x->fill_kappa * (1 - 1e-9) : 0, INFINITY,
+				x->fill_kappa > 0 ? 0 : 1);
 	if (x->fill_kappa > 0 && !x->route) {
 		h0 = nv;
 		for (int i = 0; i < nm; i++) {
@@ -307,7 +310,8 @@ static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_m
 			n = 0;
 			for (int c = 0; sets[i]->ok && c < sets[i]->s.n; c++) {
 				idx[n] = base[i] + c;
-				v[n++] = sets[i]->s.c[c].capacity_rps / (ev.reach[i] * x->fill_kappa);
+				v[n++] = sets[i]->s.c[c].capacity_rps /
+					 (ev.reach[i] * x->fill_kappa);
 			}
 			idx[n] = h0 + i;
 			v[n++] = -1;
@@ -414,7 +418,8 @@ static int search(ctx *x, eval *best, hx_err *err)
 		if (!(c = cands(x, i, NULL, budget(x, 1), err)))
 			return HX_EINPUT;
 		for (int k = 0; c->ok && k < c->s.n; k++)
-			gpu_rate[i] = fmax(gpu_rate[i], c->s.c[k].capacity_rps / c->s.c[k].gpus);
+			gpu_rate[i] =
+			    fmax(gpu_rate[i], c->s.c[k].capacity_rps / c->s.c[k].gpus);
 	}
 	for (int i = 0; i < nt; i++)
 		npts *= NVALS;
@@ -438,26 +443,33 @@ static int search(ctx *x, eval *best, hx_err *err)
 			continue;
 		qreach = fmax(qreach, ev.quality);
 		for (int i = 0; i < q->nmodels; i++)
-			proxy += ev.reach[i] > 0 ? (gpu_rate[i] > 0 ? ev.reach[i] / gpu_rate[i] : INFINITY) : 0;
-		if (proxy < proxy_best - 1e-12 || (fabs(proxy - proxy_best) <= 1e-12 && ev.quality > cur.quality)) {
+			proxy += ev.reach[i] > 0
+				     ? (gpu_rate[i] > 0 ? ev.reach[i] / gpu_rate[i] : INFINITY)
+				     : 0;
+		if (proxy < proxy_best - 1e-12 ||
+		    (fabs(proxy - proxy_best) <= 1e-12 && ev.quality > cur.quality)) {
 			proxy_best = proxy;
 			memcpy(cur.theta, th, sizeof(th));
 			cur.quality = ev.quality;
 		}
 	}
 	if (cur.quality < 0 && budget_bound) {
-		double op = hx_dist_quantile(&x->pb->workload->output, x->pb->workload->slo.percentile / 100);
-		return hx_errf(err, HX_EINFEASIBLE,
-			       "the TTFT SLO of %g ms cannot cover a request escalated through the "
-			       "models the quality floor of %g needs: each earlier answer may take %.0f ms "
-			       "(%.0f tokens, the p%g output, at the TPOT SLO of %g ms)",
-			       x->pb->workload->slo.ttft_ms, q->floor, x->out_ms, op,
-			       x->pb->workload->slo.percentile, x->pb->workload->slo.tpot_ms);
+		double op = hx_dist_quantile(&x->pb->workload->output,
+					     x->pb->workload->slo.percentile / 100);
+		return hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "the TTFT SLO of %g ms cannot cover a request escalated through the "
+		    "models the quality floor of %g needs: each earlier answer may take %.0f "
+		    "ms "
+		    "(%.0f tokens, the p%g output, at the TPOT SLO of %g ms)",
+		    x->pb->workload->slo.ttft_ms, q->floor, x->out_ms, op,
+		    x->pb->workload->slo.percentile, x->pb->workload->slo.tpot_ms);
 	}
 	if (cur.quality < 0)
-		return hx_errf(err, HX_EINFEASIBLE,
-			       "the quality floor of %g is above what any thresholds reach (at most %.2f)",
-			       q->floor, qstar);
+		return hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "the quality floor of %g is above what any thresholds reach (at most %.2f)",
+		    q->floor, qstar);
 	/* The ideal: everything answered by the first model. */
 	{
 		double zero[MAXM] = {0};
@@ -500,7 +512,8 @@ static int search(ctx *x, eval *best, hx_err *err)
 				if (nev >= MAX_EVALS) {
 					int known = 0;
 					for (int j = 0; j < nev && !known; j++)
-						known = memcmp(seen[j].theta, e.theta, sizeof(e.theta)) == 0;
+						known = memcmp(seen[j].theta, e.theta,
+							       sizeof(e.theta)) == 0;
 					if (!known) {
 						x->work_cut = 1;
 						goto out;
@@ -567,7 +580,8 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 	memset(&x, 0, sizeof(x));
 	x.deadline = hx_deadline(o->time_limit_s);
 	if (!q)
-		return hx_errf(err, HX_EINPUT, "%s plans need the workload's quality profile (\"quality\")",
+		return hx_errf(err, HX_EINPUT,
+			       "%s plans need the workload's quality profile (\"quality\")",
 			       p->mode);
 	nm = q->nmodels;
 	for (int i = 0; i < nm; i++)
@@ -579,17 +593,20 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 			return HX_EINPUT;
 		}
 	if (o->objective == HX_OBJ_LATENCY)
-		return hx_errf(err, HX_EUSAGE, "%s plans maximize capacity or minimize cost, not latency",
+		return hx_errf(err, HX_EUSAGE,
+			       "%s plans maximize capacity or minimize cost, not latency",
 			       p->mode);
 	if (pb->cluster->nnodes == 0)
 		return hx_errf(err, HX_EINFEASIBLE,
-			       "the cluster has offers but no nodes: %s plans fixed nodes", p->mode);
+			       "the cluster has offers but no nodes: %s plans fixed nodes",
+			       p->mode);
 	x.pb = pb;
 	x.o = o;
 	x.q = q;
 	x.route = route;
 	x.even = even;
-	x.out_ms = fmax(hx_dist_quantile(&w->output, w->slo.percentile / 100) - 1, 0) * w->slo.tpot_ms;
+	x.out_ms =
+	    fmax(hx_dist_quantile(&w->output, w->slo.percentile / 100) - 1, 0) * w->slo.tpot_ms;
 	if (route) {
 		int top = 0;
 		for (int i = 1; i < nm; i++)
@@ -597,8 +614,10 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 				top = i;
 		if (hx_quality_mean(q, top) < q->floor - 1e-9)
 			return hx_errf(err, HX_EINFEASIBLE,
-				       "the quality floor of %g is above what any split reaches (at most %.2f, "
-				       "everything to %s)", q->floor, hx_quality_mean(q, top), q->model[top]);
+				       "the quality floor of %g is above what any split "
+				       "reaches (at most %.2f, "
+				       "everything to %s)",
+				       q->floor, hx_quality_mean(q, top), q->model[top]);
 	}
 	memset(&best, 0, sizeof(best));
 	if (theta) {
@@ -606,8 +625,10 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 		memcpy(best.theta, theta, (size_t)(nm - 1) * sizeof(double));
 		hx_cascade_evaluate(q, best.theta, &e0);
 		if (e0.quality < q->floor - 1e-9) {
-			rc = hx_errf(err, HX_EINFEASIBLE, "these thresholds reach quality %.2f, below the floor of %g",
-				     e0.quality, q->floor);
+			rc = hx_errf(
+			    err, HX_EINFEASIBLE,
+			    "these thresholds reach quality %.2f, below the floor of %g",
+			    e0.quality, q->floor);
 			goto out;
 		}
 	} else if (!route && (rc = search(&x, &best, err))) {
@@ -624,7 +645,8 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 	 * what kappa asks of each, counted up to HX_FILL_CAP, summed), since the
 	 * cost model's errors differ between models. */
 	kappa_opt = val;
-	if (!route && o->objective != HX_OBJ_COST && res.status <= HX_MILP_TIME_LIMIT && val > 0) {
+	if (!route && o->objective != HX_OBJ_COST && res.status <= HX_MILP_TIME_LIMIT &&
+	    val > 0) {
 		hx_milp_result r2;
 		double v2;
 		x.fill_kappa = val;
@@ -643,16 +665,22 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 	if (res.status > HX_MILP_TIME_LIMIT ||
 	    (o->objective == HX_OBJ_COST ? !isfinite(val) : val <= 0)) {
 		if (x.time_cut || res.status == HX_MILP_NO_SOLUTION)
-			rc = hx_errf(err, HX_ELIMIT, "the time limit was reached before any plan");
+			rc = hx_errf(err, HX_ELIMIT,
+				     "the time limit was reached before any plan");
 		else if (o->objective == HX_OBJ_COST)
-			rc = hx_errf(err, HX_EINFEASIBLE,
-				     "the workload's rate of %g req/s is above what the cluster carries "
-				     "at the SLO with quality >= %g", w->rate_rps, q->floor);
+			rc = hx_errf(
+			    err, HX_EINFEASIBLE,
+			    "the workload's rate of %g req/s is above what the cluster carries "
+			    "at the SLO with quality >= %g",
+			    w->rate_rps, q->floor);
 		else
-			rc = hx_errf(err, HX_EINFEASIBLE,
-				     "no deployment carries any traffic at the SLO with quality >= %g "
-				     "(a model that must serve fits no GPU set, or its stage's TTFT budget is "
-				     "too short)", q->floor);
+			rc = hx_errf(
+			    err, HX_EINFEASIBLE,
+			    "no deployment carries any traffic at the SLO with quality >= %g "
+			    "(a model that must serve fits no GPU set, or its stage's TTFT "
+			    "budget is "
+			    "too short)",
+			    q->floor);
 		goto out;
 	}
 	/* Traffic per model, and the replicas to place. */
@@ -683,7 +711,9 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 				for (int c = 0; c < sets[i]->s.n; c++) {
 					int n = (int)floor(res.x[base + c] + 0.5), wd = 0;
 					for (int k = 0; k < sets[i]->s.c[c].nstages; k++)
-						wd = sets[i]->s.c[c].st[k].tp > wd ? sets[i]->s.c[c].st[k].tp : wd;
+						wd = sets[i]->s.c[c].st[k].tp > wd
+							 ? sets[i]->s.c[c].st[k].tp
+							 : wd;
 					if (n > 0)
 						picks[npicks++] = (pick){i, c, n, wd};
 				}
@@ -733,7 +763,8 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 			hx_cascade_step *st;
 			if (ev.reach[i] <= 0)
 				continue; /* skipped */
-			p->cascade = hx_xrealloc(p->cascade, (size_t)(p->ncascade + 1) * sizeof(*st));
+			p->cascade =
+			    hx_xrealloc(p->cascade, (size_t)(p->ncascade + 1) * sizeof(*st));
 			st = &p->cascade[p->ncascade++];
 			memset(st, 0, sizeof(*st));
 			hx_strlcpy(st->model, x.models[i].name, sizeof(st->model));
@@ -745,7 +776,9 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 	if (route || theta)
 		strcpy(p->solver.status, hx_milp_plan_status(res.status));
 	else
-		strcpy(p->solver.status, x.time_cut ? "time_limit" : x.work_cut ? "work_limit" : "heuristic");
+		strcpy(p->solver.status, x.time_cut   ? "time_limit"
+					 : x.work_cut ? "work_limit"
+						      : "heuristic");
 	{
 		hx_problem pb1 = *pb;
 		pb1.model = &x.models[first];
@@ -764,7 +797,8 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 				continue;
 			for (int j = 0; j < npicks; j++)
 				if (picks[j].model == i)
-					cap += sets[i]->s.c[picks[j].cand].capacity_rps * picks[j].n;
+					cap += sets[i]->s.c[picks[j].cand].capacity_rps *
+					       picks[j].n;
 			k = fmin(k, cap / ev.reach[i]);
 		}
 		p->predicted.capacity_rps = hx_round6(fmax(k, kappa_opt));
@@ -775,7 +809,8 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 		 * request escalated through every stage waits for each earlier
 		 * stage's first token and whole answer (its percentile output at
 		 * that stage's TPOT) before the last stage's first token. */
-		double served_rps = fmin(w->rate_rps, p->predicted.capacity_rps), e2e = 0, tpot = 0;
+		double served_rps = fmin(w->rate_rps, p->predicted.capacity_rps), e2e = 0,
+		       tpot = 0;
 		int last = -1;
 		for (int i = 0; i < nm; i++)
 			if (ev.reach[i] > 0)
@@ -789,7 +824,8 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 			pi.workload = &sets[i]->w;
 			for (int j = 0; j < npicks; j++)
 				if (picks[j].model == i)
-					cap += sets[i]->s.c[picks[j].cand].capacity_rps * picks[j].n;
+					cap += sets[i]->s.c[picks[j].cand].capacity_rps *
+					       picks[j].n;
 			for (int j = 0; j < npicks && cap > 0; j++) {
 				const hx_candidate *cd = &sets[i]->s.c[picks[j].cand];
 				hx_replica rep;
@@ -797,7 +833,9 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 				if (picks[j].model != i)
 					continue;
 				hx_cand_replica(&pi, &sets[i]->s, cd, &rep);
-				hx_cost_at_rate(&rep, &sets[i]->w, served_rps * ev.reach[i] * cd->capacity_rps / cap, &at);
+				hx_cost_at_rate(
+				    &rep, &sets[i]->w,
+				    served_rps * ev.reach[i] * cd->capacity_rps / cap, &at);
 				if (isfinite(at.ttft_ms))
 					t_ttft = fmax(t_ttft, at.ttft_ms);
 				if (isfinite(at.tpot_ms))
@@ -806,7 +844,11 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 			tpot = fmax(tpot, t_tpot);
 			e2e += t_ttft;
 			if (i < last)
-				e2e += fmax(hx_dist_quantile(&sets[i]->w.output, w->slo.percentile / 100) - 1, 0) * t_tpot;
+				e2e += fmax(hx_dist_quantile(&sets[i]->w.output,
+							     w->slo.percentile / 100) -
+						1,
+					    0) *
+				       t_tpot;
 		}
 		p->predicted.ttft_ms_p99 = hx_round6(e2e);
 		p->predicted.tpot_ms_p99 = hx_round6(tpot);

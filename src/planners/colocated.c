@@ -24,8 +24,9 @@
 #include "planners/colocated.h"
 
 /* Build and solve the MILP over candidates flagged in USE (NULL: all). */
-static int solve(const hx_problem *pb, const hx_plan_opts *o, double deadline, const hx_candset *s,
-		 const char *use, int objective, hx_milp_result *res, hx_err *err)
+static int solve(const hx_problem *pb, const hx_plan_opts *o, double deadline,
+		 const hx_candset *s, const char *use, int objective, hx_milp_result *res,
+		 hx_err *err)
 {
 	hx_milp *m = hx_milp_new(objective == HX_OBJ_CAPACITY);
 	hx_milp_opts mo = hx_plan_milp_opts(o, deadline);
@@ -40,12 +41,13 @@ static int solve(const hx_problem *pb, const hx_plan_opts *o, double deadline, c
 		for (int k = 0; k < s->ncls; k++) {
 			int u = hx_cand_use(x, k);
 			if (u > 0)
-				ub = fmin(ub, floor((double)s->cls[k].nnodes * s->cls[k].gpus_per_node / u));
+				ub = fmin(ub, floor((double)s->cls[k].nnodes *
+						    s->cls[k].gpus_per_node / u));
 		}
 		if (use && !use[c])
 			ub = 0;
-		snprintf(name, sizeof(name), "n_%d_%s_tp%d_pp%d", c, s->cls[x->st[0].cls].gpu->name,
-			 x->st[0].tp, x->nstages);
+		snprintf(name, sizeof(name), "n_%d_%s_tp%d_pp%d", c,
+			 s->cls[x->st[0].cls].gpu->name, x->st[0].tp, x->nstages);
 		hx_milp_add_var(m, name, HX_MILP_INT, 0, ub,
 				objective == HX_OBJ_COST ? x->usd_per_hour : x->capacity_rps);
 	}
@@ -105,8 +107,10 @@ static void greedy(const hx_candset *s, double lambda, hx_milp_result *res)
 	for (int k = 0; k < s->ncls; k++)
 		left[k] = (double)s->cls[k].nnodes * s->cls[k].gpus_per_node;
 	for (int c = 0; c < s->n; c++)
-		order[c] = (dense){lambda > 0 ? s->c[c].capacity_rps / fmax(s->c[c].usd_per_hour, 1e-9)
-					      : s->c[c].capacity_rps / s->c[c].gpus, c};
+		order[c] =
+		    (dense){lambda > 0 ? s->c[c].capacity_rps / fmax(s->c[c].usd_per_hour, 1e-9)
+				       : s->c[c].capacity_rps / s->c[c].gpus,
+			    c};
 	qsort(order, (size_t)s->n, sizeof(dense), cmp_density);
 	free(res->x);
 	res->x = hx_xcalloc((size_t)s->n + 1, sizeof(double));
@@ -174,6 +178,59 @@ static int cmp_pick(const void *a, const void *b)
 	return x->cand - y->cand;
 }
 
+/* Latency: bisection over the shapes' TTFT bounds for the smallest bound
+ * whose shapes still carry LAMBDA, then the capacity MILP over them into
+ * RES. */
+static int latency_solve(const hx_problem *pb, const hx_plan_opts *o, double deadline,
+			 const hx_candset *s0, double lambda, hx_milp_result *res, hx_err *err)
+{
+	const hx_candset s = *s0;
+	int rc = 0;
+	double *bounds = hx_xmalloc((size_t)s.n * sizeof(double));
+	char *use = hx_xcalloc((size_t)s.n, 1);
+	int lo = 0, hi = s.n - 1;
+	for (int c = 0; c < s.n; c++) {
+		hx_replica r;
+		hx_capacity cap;
+		hx_cand_replica(pb, &s, &s.c[c], &r);
+		/* at the share of the rate it would carry if the
+		 * whole cluster ran at the rate's utilization */
+		hx_cost_at_rate(
+		    &r, pb->workload,
+		    s.c[c].capacity_rps * fmin(1, lambda / fmax(max_capacity(&s), 1e-9)), &cap);
+		bounds[c] = isfinite(cap.ttft_ms) ? cap.ttft_ms : s.c[c].ttft_ms;
+	}
+	{
+		double *sorted = hx_xmalloc((size_t)s.n * sizeof(double));
+		memcpy(sorted, bounds, (size_t)s.n * sizeof(double));
+		hx_quantile(sorted, (size_t)s.n, 0.5); /* sorts */
+		while (lo < hi && !hx_past(deadline)) {
+			int mid = (lo + hi) / 2;
+			hx_milp_result r2 = {0};
+			for (int c = 0; c < s.n; c++)
+				use[c] = bounds[c] <= sorted[mid];
+			rc = solve(pb, o, deadline, &s, use, HX_OBJ_CAPACITY, &r2, err);
+			if (rc) {
+				free(r2.x);
+				break;
+			}
+			if (r2.status <= HX_MILP_TIME_LIMIT && r2.objective >= lambda)
+				hi = mid;
+			else
+				lo = mid + 1;
+			free(r2.x);
+		}
+		for (int c = 0; c < s.n; c++)
+			use[c] = bounds[c] <= sorted[lo];
+		free(sorted);
+	}
+	if (!rc)
+		rc = solve(pb, o, deadline, &s, use, HX_OBJ_CAPACITY, res, err);
+	free(bounds);
+	free(use);
+	return rc;
+}
+
 int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, hx_err *err)
 {
 	const double deadline = hx_deadline(o0->time_limit_s);
@@ -189,24 +246,28 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, 
 	strcpy(p->mode, "colocated");
 	if (pb->cluster->nnodes == 0)
 		return hx_errf(err, HX_EINFEASIBLE,
-			       "the cluster has offers but no nodes: colocated plans fixed nodes (see --mode compose)");
+			       "the cluster has offers but no nodes: colocated plans fixed "
+			       "nodes (see --mode compose)");
 	if ((rc = hx_candidates(pb, &co, &s, err)))
 		return rc;
 	if (s.n == 0 && s.cut) {
 		hx_candset_release(&s);
-		return hx_errf(err, HX_ELIMIT,
-			       "the time limit of %g s was reached before any replica shape was priced",
-			       o0->time_limit_s);
+		return hx_errf(
+		    err, HX_ELIMIT,
+		    "the time limit of %g s was reached before any replica shape was priced",
+		    o0->time_limit_s);
 	}
 	if (s.n == 0) {
-		double need = hx_model_params(&pb->model->a) * hx_dtype_bytes(pb->model->a.dtype);
+		double need =
+		    hx_model_params(&pb->model->a) * hx_dtype_bytes(pb->model->a.dtype);
 		hx_candset_release(&s);
-		return hx_errf(err, HX_EINFEASIBLE,
-			       "%s fits on no GPU set of this cluster at the SLO: its weights alone are "
-			       "%.1f GiB, plus a KV reserve of %.0f tokens per replica, and no replica "
-			       "shape meets TTFT %g ms and TPOT %g ms",
-			       pb->model->name, need / HX_GIB, hx_plan_kv_reserve(pb->workload),
-			       pb->workload->slo.ttft_ms, pb->workload->slo.tpot_ms);
+		return hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "%s fits on no GPU set of this cluster at the SLO: its weights alone are "
+		    "%.1f GiB, plus a KV reserve of %.0f tokens per replica, and no replica "
+		    "shape meets TTFT %g ms and TPOT %g ms",
+		    pb->model->name, need / HX_GIB, hx_plan_kv_reserve(pb->workload),
+		    pb->workload->slo.ttft_ms, pb->workload->slo.tpot_ms);
 	}
 	if (o->objective == HX_OBJ_CAPACITY) {
 		if ((rc = solve(pb, o, deadline, &s, NULL, HX_OBJ_CAPACITY, &res, err)))
@@ -218,8 +279,10 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, 
 			goto out;
 		if (res.status <= HX_MILP_TIME_LIMIT && res.bound < lambda) {
 			rc = hx_errf(err, HX_EINFEASIBLE,
-				     "the workload's rate of %g req/s is above what all the GPUs carry at "
-				     "the SLO (at most %.3f req/s)", lambda, res.bound);
+				     "the workload's rate of %g req/s is above what all the "
+				     "GPUs carry at "
+				     "the SLO (at most %.3f req/s)",
+				     lambda, res.bound);
 			goto out;
 		}
 		(void)all;
@@ -228,63 +291,22 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, 
 		if (o->objective == HX_OBJ_COST) {
 			if ((rc = solve(pb, o, deadline, &s, NULL, HX_OBJ_COST, &res, err)))
 				goto out;
-		} else {
-			/* Latency: bisection over the shapes' TTFT bounds. */
-			double *bounds = hx_xmalloc((size_t)s.n * sizeof(double));
-			char *use = hx_xcalloc((size_t)s.n, 1);
-			int lo = 0, hi = s.n - 1;
-			for (int c = 0; c < s.n; c++) {
-				hx_replica r;
-				hx_capacity cap;
-				hx_cand_replica(pb, &s, &s.c[c], &r);
-				/* at the share of the rate it would carry if the
-				 * whole cluster ran at the rate's utilization */
-				hx_cost_at_rate(&r, pb->workload,
-						s.c[c].capacity_rps * fmin(1, lambda / fmax(max_capacity(&s), 1e-9)), &cap);
-				bounds[c] = isfinite(cap.ttft_ms) ? cap.ttft_ms : s.c[c].ttft_ms;
-			}
-			{
-				double *sorted = hx_xmalloc((size_t)s.n * sizeof(double));
-				memcpy(sorted, bounds, (size_t)s.n * sizeof(double));
-				hx_quantile(sorted, (size_t)s.n, 0.5); /* sorts */
-				while (lo < hi && !hx_past(deadline)) {
-					int mid = (lo + hi) / 2;
-					hx_milp_result r2 = {0};
-					for (int c = 0; c < s.n; c++)
-						use[c] = bounds[c] <= sorted[mid];
-					rc = solve(pb, o, deadline, &s, use, HX_OBJ_CAPACITY, &r2, err);
-					if (rc) {
-						free(r2.x);
-						break;
-					}
-					if (r2.status <= HX_MILP_TIME_LIMIT && r2.objective >= lambda)
-						hi = mid;
-					else
-						lo = mid + 1;
-					free(r2.x);
-				}
-				for (int c = 0; c < s.n; c++)
-					use[c] = bounds[c] <= sorted[lo];
-				free(sorted);
-			}
-			if (!rc)
-				rc = solve(pb, o, deadline, &s, use, HX_OBJ_CAPACITY, &res, err);
-			free(bounds);
-			free(use);
-			if (rc)
-				goto out;
+		} else if ((rc = latency_solve(pb, o, deadline, &s, lambda, &res, err))) {
+			goto out;
 		}
 	}
-	if (res.status == HX_MILP_NO_SOLUTION && o->objective != HX_OBJ_LATENCY && deadline > 0 &&
-	    hx_past(deadline)) {
+	if (res.status == HX_MILP_NO_SOLUTION && o->objective != HX_OBJ_LATENCY &&
+	    deadline > 0 && hx_past(deadline)) {
 		if (o->objective == HX_OBJ_CAPACITY && !(res.bound > 0))
 			res.bound = max_capacity(&s);
 		greedy(&s, o->objective == HX_OBJ_COST ? lambda : 0, &res);
 	}
 	if (res.status > HX_MILP_TIME_LIMIT) {
 		rc = res.status == HX_MILP_NO_SOLUTION
-			? hx_errf(err, HX_ELIMIT, "the MILP reached its limit before finding any plan")
-			: hx_errf(err, HX_EINFEASIBLE, "the MILP is %s", hx_milp_status_name(res.status));
+			 ? hx_errf(err, HX_ELIMIT,
+				   "the MILP reached its limit before finding any plan")
+			 : hx_errf(err, HX_EINFEASIBLE, "the MILP is %s",
+				   hx_milp_status_name(res.status));
 		goto out;
 	}
 	/* Place the chosen replicas, widest stages first. */

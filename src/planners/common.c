@@ -26,8 +26,9 @@ static const hx_node *node_named(const hx_cluster *c, const char *name)
 
 static int phase_of(hx_role r)
 {
-	return r == HX_ROLE_PREFILL ? HX_SERVE_PREFILL
-	       : r == HX_ROLE_DECODE ? HX_SERVE_DECODE : HX_SERVE_BOTH;
+	return r == HX_ROLE_PREFILL  ? HX_SERVE_PREFILL
+	       : r == HX_ROLE_DECODE ? HX_SERVE_DECODE
+				     : HX_SERVE_BOTH;
 }
 
 /* The first replica of GRP whose links equal replica R's (R itself when
@@ -65,10 +66,12 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int flags, hx_err *err)
 		for (int r = 0; r < grp->nreplicas; r++)
 			for (int s = 0; s < grp->nstages; s++)
 				for (int k = 0; k < grp->replicas[r].ngpus[s]; k++) {
-					const hx_node *n = node_named(pb->cluster, grp->replicas[r].gpus[s][k].node);
+					const hx_node *n = node_named(
+					    pb->cluster, grp->replicas[r].gpus[s][k].node);
 					if (!n)
-						return hx_errf(err, HX_EINPUT, "internal: unknown node %s",
-							       grp->replicas[r].gpus[s][k].node);
+						return hx_errf(
+						    err, HX_EINPUT, "internal: unknown node %s",
+						    grp->replicas[r].gpus[s][k].node);
 					if (!hx_plan_gpu(p, n->gpu.name))
 						hx_plan_add_gpu(p, &n->gpu);
 					usd += n->usd_per_hour;
@@ -106,7 +109,8 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int flags, hx_err *err)
 		for (int g = 0; g < p->ngroups; g++) {
 			hx_route *rt = hx_plan_add_route(&p->ingress, &p->ningress);
 			hx_strlcpy(rt->to, p->groups[g].name, sizeof(rt->to));
-			rt->weight = total > 0 ? p->groups[g].capacity_rps * p->groups[g].nreplicas / total
+			rt->weight = total > 0 ? p->groups[g].capacity_rps *
+						     p->groups[g].nreplicas / total
 					       : 1.0 / p->ngroups;
 		}
 		hx_routes_normalize(p->ingress, p->ningress);
@@ -125,8 +129,9 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int flags, hx_err *err)
 			if (first_alike(grp, r) < r)
 				continue; /* the same operating point as that one */
 			hx_plan_replica_cost(p, grp, &grp->replicas[r], &rep, NULL);
-			hx_cost_at_rate_phase(&rep, w, phase_of(grp->role),
-					      fmin(served * share / grp->nreplicas, grp->capacity_rps), &c);
+			hx_cost_at_rate_phase(
+			    &rep, w, phase_of(grp->role),
+			    fmin(served * share / grp->nreplicas, grp->capacity_rps), &c);
 			if (isfinite(c.ttft_ms))
 				ttft = fmax(ttft, c.ttft_ms);
 			if (isfinite(c.tpot_ms))
@@ -140,7 +145,7 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int flags, hx_err *err)
 	p->predicted.ttft_ms_p99 = hx_round6(ttft);
 	p->predicted.tpot_ms_p99 = hx_round6(tpot);
 	p->predicted.usd_per_hour = hx_round6(usd);
-	p->predicted.usd_per_m_tokens  = hx_round6(hx_usd_per_mtok(usd, served, P + O));
+	p->predicted.usd_per_m_tokens = hx_round6(hx_usd_per_mtok(usd, served, P + O));
 	p->solver.objective = p->predicted.capacity_rps;
 	return 0;
 }
@@ -158,8 +163,10 @@ void hx_plan_fill_rent(hx_plan *p, const hx_cluster *cl)
 			for (int s = 0; s < p->groups[g].nstages; s++)
 				for (int k = 0; k < p->groups[g].replicas[r].ngpus[s]; k++)
 					for (int i = 0; i < cl->nnodes; i++)
-						if (strcmp(cl->nodes[i].name,
-							   p->groups[g].replicas[r].gpus[s][k].node) == 0) {
+						if (strcmp(cl->nodes[i].name, p->groups[g]
+										  .replicas[r]
+										  .gpus[s][k]
+										  .node) == 0) {
 							used[i] = 1;
 							break;
 						}
@@ -169,7 +176,8 @@ void hx_plan_fill_rent(hx_plan *p, const hx_cluster *cl)
 			if (!used[i] || hx_offer_node(cl->nodes[i].name, NULL) != o)
 				continue;
 			if (!rt) {
-				p->rent = hx_xrealloc(p->rent, (size_t)(p->nrent + 1) * sizeof(*p->rent));
+				p->rent = hx_xrealloc(p->rent, (size_t)(p->nrent + 1) *
+								   sizeof(*p->rent));
 				rt = &p->rent[p->nrent++];
 				memset(rt, 0, sizeof(*rt));
 				rt->offer = o;

@@ -46,7 +46,8 @@ int hx_compose_solve(const hx_compose_in *in, const hx_milp_opts *o, hx_compose_
 			int u = in->use[c * nk + k];
 			gpus += u;
 			if (u > 0)
-				ub = fmin(ub, floor((double)in->pool_nodes[k] * in->pool_gpus[k] / u));
+				ub = fmin(ub, floor((double)in->pool_nodes[k] *
+						    in->pool_gpus[k] / u));
 		}
 		snprintf(name, sizeof(name), "y_%d", c);
 		/* The tie-break: fewer GPUs at equal rent (cost); nothing here
@@ -133,11 +134,12 @@ int hx_compose_solve(const hx_compose_in *in, const hx_milp_opts *o, hx_compose_
 		goto out;
 	}
 	if (out->res.status > HX_MILP_TIME_LIMIT) {
-		rc = hx_errf(err, out->res.status == HX_MILP_NO_SOLUTION ? HX_ELIMIT : HX_EINPUT,
-			     "the composition MILP %s",
-			     out->res.status == HX_MILP_NO_SOLUTION
-				     ? "reached its limit before finding any plan"
-				     : "failed");
+		rc =
+		    hx_errf(err, out->res.status == HX_MILP_NO_SOLUTION ? HX_ELIMIT : HX_EINPUT,
+			    "the composition MILP %s",
+			    out->res.status == HX_MILP_NO_SOLUTION
+				? "reached its limit before finding any plan"
+				: "failed");
 		goto out;
 	}
 	out->y = hx_xcalloc((size_t)nc + 1, sizeof(int));
@@ -176,9 +178,9 @@ out:
  * rounds); the plan returned is the first that meets the target, else the
  * one with the best attainment.  The cost model's capacity assumes a steady batch; bursts
  * at high load push the p99 TPOT past the SLO on some shapes. */
-#define COMPOSE_UTIL 0.9
-#define COMPOSE_DERATE 0.85
-#define COMPOSE_ROUNDS 8
+#define COMPOSE_UTIL    0.9
+#define COMPOSE_DERATE  0.85
+#define COMPOSE_ROUNDS  8
 #define COMPOSE_BUCKETS 3
 
 typedef struct cpick {
@@ -192,8 +194,6 @@ static int cmp_cpick(const void *a, const void *b)
 		return y->width - x->width;
 	return x->cand - y->cand;
 }
-
-
 
 /* The cost form was infeasible: ERR says how much the whole fleet carries
  * (the budget form with every node rented, USD_ALL, is always feasible).
@@ -221,7 +221,8 @@ static int fleet_short(const hx_compose_in *in, const hx_milp_opts *mo, double u
 /* The budget form served nothing: ERR says the least rent that serves a
  * sliver of every class, or that the budget rents nothing that does.
  * Returns HX_EINFEASIBLE. */
-static int budget_short(const hx_compose_in *in, const hx_milp_opts *mo, double budget, hx_err *err)
+static int budget_short(const hx_compose_in *in, const hx_milp_opts *mo, double budget,
+			hx_err *err)
 {
 	int rc;
 	/* The least rent that serves a sliver of every class. */
@@ -304,6 +305,39 @@ static void route_classes(hx_plan *p, const hx_len_class *cls, int ncls, const c
 	}
 }
 
+/* LAMBDA[k]: the rate of class k; HX_EINFEASIBLE with ERR when a class with
+ * traffic has no candidate (of NCAND) that serves it (H[c * ncls + k] > 0). */
+static int class_demand(const hx_workload *w, const hx_len_class *cls, int ncls,
+			const double *h, int ncand, double *lambda, hx_err *err)
+{
+	int rc;
+
+	for (int k = 0; k < ncls; k++) {
+		int any = 0;
+		lambda[k] = w->rate_rps * cls[k].share;
+		for (int c = 0; c < ncand && !any; c++)
+			any = h[c * ncls + k] > 0;
+		if (!any && lambda[k] > 0) {
+			rc = cls[k].prompt_hi
+				 ? hx_errf(err, HX_EINFEASIBLE,
+					   "no GPU set of the nodes and offers serves class %s "
+					   "(prompts of "
+					   "[%d, %d) tokens, outputs of [%d, %d)) within TTFT "
+					   "%g ms and TPOT %g ms",
+					   cls[k].name, cls[k].prompt_lo, cls[k].prompt_hi,
+					   cls[k].output_lo, cls[k].output_hi, w->slo.ttft_ms,
+					   w->slo.tpot_ms)
+				 : hx_errf(err, HX_EINFEASIBLE,
+					   "no GPU set of the nodes and offers serves class %s "
+					   "within TTFT "
+					   "%g ms and TPOT %g ms",
+					   cls[k].name, w->slo.ttft_ms, w->slo.tpot_ms);
+			return rc;
+		}
+	}
+	return 0;
+}
+
 /* One composition at utilization UTIL with each candidate's capacities
  * scaled by *DERATE (allocated here, all 1, when NULL); *GCAND gets the
  * candidate of each group of P (new). */
@@ -339,13 +373,15 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 		goto out;
 	}
 	if (s.n == 0) {
-		double need = hx_model_params(&pb->model->a) * hx_dtype_bytes(pb->model->a.dtype);
-		rc = hx_errf(err, HX_EINFEASIBLE,
-			     "%s fits on no GPU set of the nodes and offers at the SLO: its weights "
-			     "alone are %.1f GiB, plus a KV reserve of %.0f tokens per replica, and no "
-			     "replica shape meets TTFT %g ms and TPOT %g ms",
-			     pb->model->name, need / HX_GIB, hx_plan_kv_reserve(w), w->slo.ttft_ms,
-			     w->slo.tpot_ms);
+		double need =
+		    hx_model_params(&pb->model->a) * hx_dtype_bytes(pb->model->a.dtype);
+		rc = hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "%s fits on no GPU set of the nodes and offers at the SLO: its weights "
+		    "alone are %.1f GiB, plus a KV reserve of %.0f tokens per replica, and no "
+		    "replica shape meets TTFT %g ms and TPOT %g ms",
+		    pb->model->name, need / HX_GIB, hx_plan_kv_reserve(w), w->slo.ttft_ms,
+		    w->slo.tpot_ms);
 		goto out;
 	}
 	ncls = hx_len_classes(w, COMPOSE_BUCKETS, &cls);
@@ -369,24 +405,8 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 		for (int k = 0; k < s.ncls; k++)
 			use[c * s.ncls + k] = hx_cand_use(&s.c[c], k);
 	}
-	for (int k = 0; k < ncls; k++) {
-		int any = 0;
-		lambda[k] = w->rate_rps * cls[k].share;
-		for (int c = 0; c < s.n && !any; c++)
-			any = h[c * ncls + k] > 0;
-		if (!any && lambda[k] > 0) {
-			rc = cls[k].prompt_hi
-				? hx_errf(err, HX_EINFEASIBLE,
-					  "no GPU set of the nodes and offers serves class %s (prompts of "
-					  "[%d, %d) tokens, outputs of [%d, %d)) within TTFT %g ms and TPOT %g ms",
-					  cls[k].name, cls[k].prompt_lo, cls[k].prompt_hi, cls[k].output_lo,
-					  cls[k].output_hi, w->slo.ttft_ms, w->slo.tpot_ms)
-				: hx_errf(err, HX_EINFEASIBLE,
-					  "no GPU set of the nodes and offers serves class %s within TTFT "
-					  "%g ms and TPOT %g ms", cls[k].name, w->slo.ttft_ms, w->slo.tpot_ms);
-			goto out;
-		}
-	}
+	if ((rc = class_demand(w, cls, ncls, h, s.n, lambda, err)))
+		goto out;
 	pool_nodes = hx_xcalloc((size_t)s.ncls + 1, sizeof(int));
 	pool_gpus = hx_xcalloc((size_t)s.ncls + 1, sizeof(int));
 	pool_usd = hx_xcalloc((size_t)s.ncls + 1, sizeof(double));
@@ -396,8 +416,17 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 		pool_usd[k] = s.cls[k].usd_per_hour * s.cls[k].gpus_per_node;
 		usd += pool_usd[k] * pool_nodes[k];
 	}
-	in = (hx_compose_in){s.n, ncls, s.ncls, h, use, pool_nodes, pool_gpus, pool_usd, lambda,
-		util, o->budget_usd_per_hour};
+	in = (hx_compose_in){s.n,
+			     ncls,
+			     s.ncls,
+			     h,
+			     use,
+			     pool_nodes,
+			     pool_gpus,
+			     pool_usd,
+			     lambda,
+			     util,
+			     o->budget_usd_per_hour};
 	rc = hx_compose_solve(&in, &mo, &out, err);
 	if (rc == HX_EINFEASIBLE && !(o->budget_usd_per_hour > 0))
 		rc = fleet_short(&in, &mo, usd, w->rate_rps, util, err);
@@ -435,8 +464,9 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 	O = hx_dist_mean(&w->output);
 	served = fmin(w->rate_rps * out.kappa, p->predicted.capacity_rps);
 	p->predicted.usd_per_hour = hx_round6(usd);
-	p->predicted.usd_per_m_tokens  = hx_round6(hx_usd_per_mtok(usd, served, P + O));
-	p->solver.objective = hx_round6(o->budget_usd_per_hour > 0 ? out.kappa : out.usd_per_hour);
+	p->predicted.usd_per_m_tokens = hx_round6(hx_usd_per_mtok(usd, served, P + O));
+	p->solver.objective =
+	    hx_round6(o->budget_usd_per_hour > 0 ? out.kappa : out.usd_per_hour);
 	*kappa = out.kappa;
 out:
 	free(picks);
@@ -469,7 +499,8 @@ static int judge_requests(double rate)
 
 /* Whether plan P meets W's attainment target at RATE on requests drawn with
  * two seeds (one draw is too noisy a judge at p99); when it does not, MISS
- * (one per group, zeroed here); ATTAIN gets the mean attainment flags the groups whose own requests miss it. */
+ * (one per group, zeroed here); ATTAIN gets the mean attainment flags the groups whose own
+ * requests miss it. */
 static int judge(const hx_plan *p, const hx_workload *w, double rate, uint64_t seed, int *met,
 		 double *attain, char *miss, hx_err *err)
 {

@@ -24,15 +24,15 @@
 
 /* The MILP in plain arrays (nothing of GPUs). */
 typedef struct hx_compose_in {
-	int nc, nw, nk;           /* configurations, classes, node pools */
-	const double *h;          /* [nc * nw] req/s of one replica on class w (0: cannot) */
-	const int *use;           /* [nc * nk] GPUs a replica takes from each pool */
-	const int *pool_nodes;    /* [nk] nodes available */
-	const int *pool_gpus;     /* [nk] GPUs per node */
-	const double *pool_usd;   /* [nk] USD per hour per node */
-	const double *lambda;     /* [nw] req/s of each class */
-	double util;              /* u: the share of capacity a replica may use */
-	double budget;            /* > 0: maximize kappa within this USD/h */
+	int nc, nw, nk;         /* configurations, classes, node pools */
+	const double *h;        /* [nc * nw] req/s of one replica on class w (0: cannot) */
+	const int *use;         /* [nc * nk] GPUs a replica takes from each pool */
+	const int *pool_nodes;  /* [nk] nodes available */
+	const int *pool_gpus;   /* [nk] GPUs per node */
+	const double *pool_usd; /* [nk] USD per hour per node */
+	const double *lambda;   /* [nw] req/s of each class */
+	double util;            /* u: the share of capacity a replica may use */
+	double budget;          /* > 0: maximize kappa within this USD/h */
 } hx_compose_in;
 
 typedef struct hx_compose_out {
@@ -58,6 +58,5 @@ void hx_compose_out_release(hx_compose_out *out);
  * workload is served at the SLO at least cost, or, with a budget, the
  * largest multiple of the workload's rate. */
 int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err);
-
 
 #endif

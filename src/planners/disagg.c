@@ -29,10 +29,10 @@
 #include "planners/disagg.h"
 
 typedef struct node_role {
-	int tp[2];        /* best TP for prefill (0) and decode (1); 0: cannot */
-	double cap[2];    /* per replica, requests/s */
-	int reps[2];      /* replicas on the node */
-	double total[2];  /* the node's capacity in each role */
+	int tp[2];       /* best TP for prefill (0) and decode (1); 0: cannot */
+	double cap[2];   /* per replica, requests/s */
+	int reps[2];     /* replicas on the node */
+	double total[2]; /* the node's capacity in each role */
 } node_role;
 
 typedef struct dctx {
@@ -47,7 +47,8 @@ typedef struct dctx {
 static hx_replica one_node_replica(const hx_problem *pb, const hx_gpu *g, int tp)
 {
 	hx_replica r;
-	hx_replica_uniform(&r, pb->model, g, tp, 1, pb->model->a.dtype, HX_DT_FP16, 100, 0, NULL);
+	hx_replica_uniform(&r, pb->model, g, tp, 1, pb->model->a.dtype, HX_DT_FP16, 100, 0,
+			   NULL);
 	return r;
 }
 
@@ -62,7 +63,8 @@ static void price_nodes(dctx *d)
 		/* A node with the same GPU profile and count as an earlier one
 		 * prices the same (one-node replicas do not see links). */
 		for (j = 0; j < i; j++)
-			if (c->nodes[j].count == c->nodes[i].count && hx_gpu_same(&c->nodes[j].gpu, &c->nodes[i].gpu))
+			if (c->nodes[j].count == c->nodes[i].count &&
+			    hx_gpu_same(&c->nodes[j].gpu, &c->nodes[i].gpu))
 				break;
 		if (j < i) {
 			*nr = d->nr[j];
@@ -76,8 +78,9 @@ static void price_nodes(dctx *d)
 				if (c->nodes[i].count % tp || heads % tp)
 					continue;
 				r = one_node_replica(d->pb, &c->nodes[i].gpu, tp);
-				hx_cost_capacity_phase(&r, phase ? d->pb->workload : &d->wp,
-						       phase ? HX_SERVE_DECODE : HX_SERVE_PREFILL, &cap);
+				hx_cost_capacity_phase(
+				    &r, phase ? d->pb->workload : &d->wp,
+				    phase ? HX_SERVE_DECODE : HX_SERVE_PREFILL, &cap);
 				tot = cap.rps * (c->nodes[i].count / tp);
 				if (cap.rps > 0 && tot > nr->total[phase]) {
 					nr->tp[phase] = tp;
@@ -102,7 +105,7 @@ static double gbps_to_rps(const dctx *d, double gbps)
 typedef struct net {
 	hx_graph g;
 	int *rep0, *nrep, *eg_in, *eg_out, *in_in, *in_out;
-	int *pair; /* n*n: link-in vertex of (a, b) or -1 */
+	int *pair;     /* n*n: link-in vertex of (a, b) or -1 */
 	int *rep_edge; /* per vertex of a replica: its source or sink edge */
 } net;
 
@@ -164,11 +167,13 @@ static void build(const dctx *d, const int *role, net *x)
 		for (int k = 0; k < x->nrep[i]; k++) {
 			int rv = x->rep0[i] + k;
 			if (role[i] == 0) {
-				x->rep_edge[rv] = hx_graph_add_edge(&x->g, 0, rv, d->nr[i].cap[0]);
+				x->rep_edge[rv] =
+				    hx_graph_add_edge(&x->g, 0, rv, d->nr[i].cap[0]);
 				hx_graph_add_edge(&x->g, rv, x->eg_in[i], inf);
 			} else {
 				hx_graph_add_edge(&x->g, x->in_out[i], rv, inf);
-				x->rep_edge[rv] = hx_graph_add_edge(&x->g, rv, 1, d->nr[i].cap[1]);
+				x->rep_edge[rv] =
+				    hx_graph_add_edge(&x->g, rv, 1, d->nr[i].cap[1]);
 			}
 		}
 	}
@@ -178,7 +183,8 @@ static void build(const dctx *d, const int *role, net *x)
 			if (lv < 0)
 				continue;
 			hx_graph_add_edge(&x->g, x->eg_out[a], lv, inf);
-			hx_graph_add_edge(&x->g, lv, lv + 1, gbps_to_rps(d, hx_cluster_link(c, a, b).bw_gbps));
+			hx_graph_add_edge(&x->g, lv, lv + 1,
+					  gbps_to_rps(d, hx_cluster_link(c, a, b).bw_gbps));
 			hx_graph_add_edge(&x->g, lv + 1, x->in_in[b], inf);
 		}
 }
@@ -219,7 +225,8 @@ static double split_bound(const dctx *d)
 	for (int i = 0; i < d->n; i++)
 		for (int j = i + 1; j < d->n; j++) {
 			const node_role *a = &d->nr[idx[i]], *b = &d->nr[idx[j]];
-			if (a->total[0] * (b->total[1] + 1e-12) < b->total[0] * (a->total[1] + 1e-12)) {
+			if (a->total[0] * (b->total[1] + 1e-12) <
+			    b->total[0] * (a->total[1] + 1e-12)) {
 				int t = idx[i];
 				idx[i] = idx[j];
 				idx[j] = t;
@@ -284,7 +291,8 @@ static int emit(dctx *d, const int *role, hx_plan *p, double *value, hx_err *err
 			r->ngpus[0] = tp;
 			r->gpus[0] = hx_xcalloc((size_t)tp, sizeof(hx_gpu_ref));
 			for (int t = 0; t < tp; t++) {
-				hx_strlcpy(r->gpus[0][t].node, c->nodes[i].name, sizeof(r->gpus[0][t].node));
+				hx_strlcpy(r->gpus[0][t].node, c->nodes[i].name,
+					   sizeof(r->gpus[0][t].node));
 				r->gpus[0][t].index = k * tp + t;
 			}
 		}
@@ -333,7 +341,8 @@ static int emit(dctx *d, const int *role, hx_plan *p, double *value, hx_err *err
 				if (group_of[b] < 0 || role[b] != 1)
 					continue;
 				for (int j = 0; j < x.nrep[b]; j++) {
-					double share = out > 0 ? pair_flow[a * n + b] / out : 1.0;
+					double share =
+					    out > 0 ? pair_flow[a * n + b] / out : 1.0;
 					/* A node's decode replicas are alike: spread over
 					 * all of them (the flow's own split among equal
 					 * edges is arbitrary, often all on one). */
@@ -345,11 +354,16 @@ static int emit(dctx *d, const int *role, hx_plan *p, double *value, hx_err *err
 						continue;
 					rt = hx_plan_add_route(&p->kv, &p->nkv);
 					hx_strlcpy(rt->from, from->id, sizeof(rt->from));
-					hx_strlcpy(rt->to, p->groups[group_of[b]].replicas[j].id, sizeof(rt->to));
+					hx_strlcpy(rt->to,
+						   p->groups[group_of[b]].replicas[j].id,
+						   sizeof(rt->to));
 					rt->weight = share * dj;
-					snprintf(link, sizeof(link), "%s-%s", c->nodes[a].name, c->nodes[b].name);
+					snprintf(link, sizeof(link), "%s-%s", c->nodes[a].name,
+						 c->nodes[b].name);
 					hx_strlcpy(rt->link, link, sizeof(rt->link));
-					rt->bw_gbps = fmin(l.bw_gbps, fmin(c->nodes[a].nic_gbps, c->nodes[b].nic_gbps));
+					rt->bw_gbps =
+					    fmin(l.bw_gbps, fmin(c->nodes[a].nic_gbps,
+								 c->nodes[b].nic_gbps));
 					rt->latency_ms = l.latency_ms;
 				}
 			}
@@ -410,7 +424,8 @@ static void operating_point(const hx_problem *pb, hx_plan *p, double lambda, dou
 		/* decode replicas get what the KV routes bring them */
 		double *in = hx_xcalloc((size_t)R + 1, sizeof(double));
 		for (int k = 0; k < p->nkv; k++) {
-			int a = find_id(ids, R, p->kv[k].from), b = find_id(ids, R, p->kv[k].to);
+			int a = find_id(ids, R, p->kv[k].from),
+			    b = find_id(ids, R, p->kv[k].to);
 			if (a >= 0 && b >= 0)
 				in[b] += rate[a] * p->kv[k].weight;
 		}
@@ -431,7 +446,8 @@ static void operating_point(const hx_problem *pb, hx_plan *p, double lambda, dou
 				continue;
 			hx_plan_replica_cost(p, gp, &gp->replicas[r], &rep, NULL);
 			hx_cost_at_rate_phase(&rep, pb->workload,
-					      gp->role == HX_ROLE_PREFILL ? HX_SERVE_PREFILL : HX_SERVE_DECODE,
+					      gp->role == HX_ROLE_PREFILL ? HX_SERVE_PREFILL
+									  : HX_SERVE_DECODE,
 					      fmin(rate[f], gp->capacity_rps), &cap);
 			if (gp->role == HX_ROLE_PREFILL && isfinite(cap.ttft_ms))
 				*ttft = fmax(*ttft, cap.ttft_ms);
@@ -459,7 +475,8 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 	strcpy(p->mode, "disagg");
 	if (n < 2)
 		return hx_errf(err, HX_EINFEASIBLE,
-			       "disaggregation needs at least two nodes (this cluster has %d)", n);
+			       "disaggregation needs at least two nodes (this cluster has %d)",
+			       n);
 	memset(&d, 0, sizeof(d));
 	d.pb = pb;
 	d.n = n;
@@ -468,8 +485,9 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 	/* Prefill replicas must leave room in the TTFT SLO for sending the
 	 * percentile prompt's KV over a typical link of the cluster. */
 	d.wp = *pb->workload;
-	d.wp.slo.ttft_ms -= 1e3 * hx_cost_kv_transfer(pb->model, HX_DT_FP16, Pq,
-							c->same_region.bw_gbps, c->same_region.latency_ms);
+	d.wp.slo.ttft_ms -=
+	    1e3 * hx_cost_kv_transfer(pb->model, HX_DT_FP16, Pq, c->same_region.bw_gbps,
+				      c->same_region.latency_ms);
 	if (d.wp.slo.ttft_ms <= 0)
 		d.wp.slo.ttft_ms = 1e-3;
 	price_nodes(&d);
@@ -541,10 +559,11 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 			break;
 	}
 	if (best_v <= 0) {
-		rc = hx_errf(err, HX_EINFEASIBLE,
-			     "no split of the nodes into prefill and decode carries any traffic at the "
-			     "SLO: %s needs a node that holds it for each role",
-			     pb->model->name);
+		rc = hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "no split of the nodes into prefill and decode carries any traffic at the "
+		    "SLO: %s needs a node that holds it for each role",
+		    pb->model->name);
 		goto out;
 	}
 	if ((rc = emit(&d, best, p, &value, err)))
@@ -552,7 +571,8 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 	if ((rc = hx_plan_finish(pb, p, 0, err)))
 		goto out;
 	{
-		double bound = split_bound(&d), lambda = fmin(pb->workload->rate_rps, value), ttft = 0, tpot = 0;
+		double bound = split_bound(&d), lambda = fmin(pb->workload->rate_rps, value),
+		       ttft = 0, tpot = 0;
 		double O = hx_dist_mean(&pb->workload->output);
 		/* The operating point at the workload's rate */
 		operating_point(pb, p, lambda, &ttft, &tpot);
@@ -575,9 +595,9 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 		p->predicted.ttft_ms_p99 = hx_round6(ttft);
 		p->predicted.tpot_ms_p99 = hx_round6(tpot);
 		p->predicted.usd_per_m_tokens =
-			hx_round6(hx_usd_per_mtok(p->predicted.usd_per_hour, lambda, P + O));
-		hx_plan_solver_search(p, "igraph", cut ? "time_limit" : "heuristic", value, bound,
-				      d.flows, iterations);
+		    hx_round6(hx_usd_per_mtok(p->predicted.usd_per_hour, lambda, P + O));
+		hx_plan_solver_search(p, "igraph", cut ? "time_limit" : "heuristic", value,
+				      bound, d.flows, iterations);
 	}
 out:
 	free(best);

@@ -46,7 +46,8 @@ int hx_pipe_flow_eval(const hx_pipe_net *net, const int *first, const int *last,
 	int *through_e = hx_xmalloc((size_t)(n + 1) * sizeof(int));
 	int *src_e = hx_xmalloc((size_t)(n + 1) * sizeof(int));
 	int *hop_e = NULL, nhop = 0, *hop_from = NULL, *hop_to = NULL;
-	int **by_first = hx_xcalloc((size_t)L + 1, sizeof(int *)), *nby = hx_xcalloc((size_t)L + 1, sizeof(int));
+	int **by_first = hx_xcalloc((size_t)L + 1, sizeof(int *)),
+	    *nby = hx_xcalloc((size_t)L + 1, sizeof(int));
 	hx_graph g;
 	hx_flow_result res;
 	double inf = 1;
@@ -62,7 +63,8 @@ int hx_pipe_flow_eval(const hx_pipe_net *net, const int *first, const int *last,
 	f->hop = hx_xcalloc((size_t)n * n + 1, sizeof(double));
 	for (int i = 0; i < n; i++)
 		if (first[i] >= 0 && first[i] < last[i] && last[i] <= L) {
-			by_first[first[i]] = hx_xrealloc(by_first[first[i]], (size_t)(nby[first[i]] + 1) * sizeof(int));
+			by_first[first[i]] = hx_xrealloc(
+			    by_first[first[i]], (size_t)(nby[first[i]] + 1) * sizeof(int));
 			by_first[first[i]][nby[first[i]]++] = i;
 		}
 	/* vertices: 0 source, 1 sink, in(i) = 2 + 2i, out(i) = 3 + 2i */
@@ -71,7 +73,8 @@ int hx_pipe_flow_eval(const hx_pipe_net *net, const int *first, const int *last,
 		through_e[i] = src_e[i] = -1;
 		if (!(first[i] >= 0 && first[i] < last[i] && last[i] <= L))
 			continue;
-		through_e[i] = hx_graph_add_edge(&g, 2 + 2 * i, 3 + 2 * i, fmax(net->node_tps[i], 0));
+		through_e[i] =
+		    hx_graph_add_edge(&g, 2 + 2 * i, 3 + 2 * i, fmax(net->node_tps[i], 0));
 		if (first[i] == 0)
 			src_e[i] = hx_graph_add_edge(&g, 0, 2 + 2 * i, inf);
 		if (last[i] == L)
@@ -80,10 +83,12 @@ int hx_pipe_flow_eval(const hx_pipe_net *net, const int *first, const int *last,
 			for (int k = 0; k < nby[last[i]]; k++) {
 				int j = by_first[last[i]][k];
 				hop_e = hx_xrealloc(hop_e, (size_t)(nhop + 1) * sizeof(int));
-				hop_from = hx_xrealloc(hop_from, (size_t)(nhop + 1) * sizeof(int));
+				hop_from =
+				    hx_xrealloc(hop_from, (size_t)(nhop + 1) * sizeof(int));
 				hop_to = hx_xrealloc(hop_to, (size_t)(nhop + 1) * sizeof(int));
-				hop_e[nhop] = hx_graph_add_edge(&g, 3 + 2 * i, 2 + 2 * j,
-								fmax(net->link_tps[i * n + j], 0));
+				hop_e[nhop] =
+				    hx_graph_add_edge(&g, 3 + 2 * i, 2 + 2 * j,
+						      fmax(net->link_tps[i * n + j], 0));
 				hop_from[nhop] = i;
 				hop_to[nhop++] = j;
 			}
@@ -124,12 +129,11 @@ void hx_pipe_flow_release(hx_pipe_flow *f)
 	memset(f, 0, sizeof(*f));
 }
 
-
 /* Seconds of one layer for TOKENS from the rows of (GPU, TP, PHASE), by
  * linear interpolation in tokens (and extrapolation along the nearest
  * segment, never below 0); -1 when the table has no such rows. */
-static double table_layer_s(const hx_layer_cost *lc, int nlc, const char *gpu, int tp, int phase,
-			    double tokens)
+static double table_layer_s(const hx_layer_cost *lc, int nlc, const char *gpu, int tp,
+			    int phase, double tokens)
 {
 	int lo = -1, hi = -1, n = 0, lo2 = -1, hi2 = -1;
 
@@ -149,7 +153,8 @@ static double table_layer_s(const hx_layer_cost *lc, int nlc, const char *gpu, i
 		if (lc[hi].tokens == lc[lo].tokens)
 			return lc[lo].ms * 1e-3;
 		return (lc[lo].ms + (lc[hi].ms - lc[lo].ms) * (tokens - lc[lo].tokens) /
-					   (lc[hi].tokens - lc[lo].tokens)) * 1e-3;
+					(lc[hi].tokens - lc[lo].tokens)) *
+		       1e-3;
 	}
 	if (n == 1)
 		return lc[lo >= 0 ? lo : hi].ms * 1e-3;
@@ -168,7 +173,8 @@ static double table_layer_s(const hx_layer_cost *lc, int nlc, const char *gpu, i
 		}
 	}
 	return fmax(0, (lc[lo2].ms + (lc[hi2].ms - lc[lo2].ms) * (tokens - lc[lo2].tokens) /
-					     (lc[hi2].tokens - lc[lo2].tokens)) * 1e-3);
+					 (lc[hi2].tokens - lc[lo2].tokens)) *
+			   1e-3);
 }
 
 /* ---- node tables ------------------------------------------------------------ */
@@ -181,26 +187,26 @@ static double table_layer_s(const hx_layer_cost *lc, int nlc, const char *gpu, i
 typedef struct ntype {
 	const hx_node *proto;
 	int tp;
-	int kmax[4];     /* most layers it holds; index: (holds layer 0) | (holds the last) << 1 */
-	double *thr;     /* [k], k = 0..L: capacity, tokens/s (0: cannot) */
-	double *iter_s;  /* [k]: decode iteration time at its batch */
-	double *pre_s;   /* [k]: prefill of the percentile prompt alone */
-	double *batch;   /* [k] */
-	double speed;    /* max_k k thr(k): layer-tokens/s */
+	int kmax[4]; /* most layers it holds; index: (holds layer 0) | (holds the last) << 1 */
+	double *thr; /* [k], k = 0..L: capacity, tokens/s (0: cannot) */
+	double *iter_s; /* [k]: decode iteration time at its batch */
+	double *pre_s;  /* [k]: prefill of the percentile prompt alone */
+	double *batch;  /* [k] */
+	double speed;   /* max_k k thr(k): layer-tokens/s */
 } ntype;
 
 typedef struct pctx {
 	const hx_problem *pb;
 	int n, L;
-	int *type;  /* per node */
+	int *type; /* per node */
 	ntype *ty;
 	int nty;
 	int *region; /* per node: rank of its region */
 	double tok_bytes;
 	hx_pipe_net net;
-	double *lat_s; /* n * n link latency */
-	double *hop_tok_s; /* n * n: one token's activations over the link */
-	double prompt_q;   /* the percentile prompt, tokens */
+	double *lat_s;                 /* n * n link latency */
+	double *hop_tok_s;             /* n * n: one token's activations over the link */
+	double prompt_q;               /* the percentile prompt, tokens */
 	double *path_tpot, *path_ttft; /* per node: scratch of worst_paths */
 	long flows;
 	double deadline; /* monotonic seconds; 0: none */
@@ -212,7 +218,6 @@ typedef struct pctx {
 	const hx_layer_cost *lc; /* measured per-layer costs (may be NULL) */
 	int nlc;
 } pctx;
-
 
 /* A replica view of TP GPUs of G holding [f, f + k) (padded, see
  * hx_plan_fragment_cost); returns the index of that stage. */
@@ -272,9 +277,11 @@ static double layer_time(const pctx *c, const ntype *t, const hx_replica *r, int
 
 	if (c->lc) {
 		if (dec > 0)
-			td = table_layer_s(c->lc, c->nlc, t->proto->gpu.name, t->tp, HX_LC_DECODE, dec);
+			td = table_layer_s(c->lc, c->nlc, t->proto->gpu.name, t->tp,
+					   HX_LC_DECODE, dec);
 		if (pre > 0)
-			tpre = table_layer_s(c->lc, c->nlc, t->proto->gpu.name, t->tp, HX_LC_PREFILL, pre * ptok);
+			tpre = table_layer_s(c->lc, c->nlc, t->proto->gpu.name, t->tp,
+					     HX_LC_PREFILL, pre * ptok);
 	}
 	if (dec > 0 && td < 0)
 		hx_batch_add_decode(&b, dec, ctx);
@@ -313,7 +320,8 @@ static void price_type(pctx *c, ntype *t)
 	for (int k = 1; k <= L; k++) {
 		int f = k <= L - 2 ? 1 : 0, si, lo, hi;
 		hx_replica r;
-		double kv, budget = w->slo.tpot_ms * 1e-3 * k / L, over = t->proto->gpu.iter_overhead_ms * 1e-3;
+		double kv, budget = w->slo.tpot_ms * 1e-3 * k / L,
+			   over = t->proto->gpu.iter_overhead_ms * 1e-3;
 
 		if (k > t->kmax[0] && k > t->kmax[1] && k > t->kmax[2] && k > t->kmax[3])
 			break;
@@ -324,7 +332,8 @@ static void price_type(pctx *c, ntype *t)
 		lo = 0;
 		while (lo < hi) {
 			int mid = (lo + hi + 1) / 2;
-			double T = k * layer_time(c, t, &r, si, f, mid, P + O / 2, mid / O, P) + over;
+			double T =
+			    k * layer_time(c, t, &r, si, f, mid, P + O / 2, mid / O, P) + over;
 			if (HX_PIPE_WAIT * T <= budget)
 				lo = mid;
 			else
@@ -332,12 +341,14 @@ static void price_type(pctx *c, ntype *t)
 		}
 		t->pre_s[k] = k * layer_time(c, t, &r, si, f, 0, 0, 1, Pq) + over;
 		if (lo >= 1) {
-			t->iter_s[k] = k * layer_time(c, t, &r, si, f, lo, P + O / 2, lo / O, P) + over;
+			t->iter_s[k] =
+			    k * layer_time(c, t, &r, si, f, lo, P + O / 2, lo / O, P) + over;
 			t->batch[k] = lo;
 			/* Little's law: a sequence holds KV here for its whole
 			 * life, one token per path round trip (at most the TPOT
 			 * SLO), so the node carries at most KV seqs / TPOT. */
-			t->thr[k] = fmin(fmin(lo / t->iter_s[k], nic), floor(kv / (P + O)) / (w->slo.tpot_ms * 1e-3));
+			t->thr[k] = fmin(fmin(lo / t->iter_s[k], nic),
+					 floor(kv / (P + O)) / (w->slo.tpot_ms * 1e-3));
 		}
 		t->speed = fmax(t->speed, k * t->thr[k]);
 	}
@@ -354,7 +365,8 @@ static int pos_of(const pctx *c, int f, int l)
 static int holds(const pctx *c, int i, int f, int l)
 {
 	const ntype *t = &c->ty[c->type[i]];
-	return f >= 0 && f < l && l <= c->L && l - f <= t->kmax[pos_of(c, f, l)] && t->thr[l - f] > 0;
+	return f >= 0 && f < l && l <= c->L && l - f <= t->kmax[pos_of(c, f, l)] &&
+	       t->thr[l - f] > 0;
 }
 
 static double node_thr(const pctx *c, int i, int k)
@@ -365,7 +377,8 @@ static double node_thr(const pctx *c, int i, int k)
 /* The slowest path of placement F/L through every hop it allows: *TPOT_S
  * (one decode step: iterations, link latencies and one token's transfer)
  * and *TTFT_S (the percentile prompt's prefill and transfers). */
-static void worst_paths(const pctx *c, const int *f, const int *l, double *tpot_s, double *ttft_s)
+static void worst_paths(const pctx *c, const int *f, const int *l, double *tpot_s,
+			double *ttft_s)
 {
 	int n = c->n, L = c->L;
 	double *a = c->path_tpot, *b = c->path_ttft;
@@ -385,8 +398,11 @@ static void worst_paths(const pctx *c, const int *f, const int *l, double *tpot_
 			for (int j = 0; j < n; j++) {
 				if (f[j] < 0 || l[j] != start || a[j] < 0)
 					continue;
-				a[i] = fmax(a[i], a[j] + HX_PIPE_WAIT * t->iter_s[k] + c->lat_s[j * n + i] + c->hop_tok_s[j * n + i]);
-				b[i] = fmax(b[i], b[j] + t->pre_s[k] + c->lat_s[j * n + i] + c->hop_tok_s[j * n + i] * c->prompt_q);
+				a[i] = fmax(a[i], a[j] + HX_PIPE_WAIT * t->iter_s[k] +
+						      c->lat_s[j * n + i] +
+						      c->hop_tok_s[j * n + i]);
+				b[i] = fmax(b[i], b[j] + t->pre_s[k] + c->lat_s[j * n + i] +
+						      c->hop_tok_s[j * n + i] * c->prompt_q);
 			}
 			if (l[i] == L && a[i] >= 0) {
 				*tpot_s = fmax(*tpot_s, a[i]);
@@ -470,7 +486,8 @@ static int chain_split(const pctx *c, const int *nodes, int m, int *first, int *
 	while (sum > L) { /* take from the slowest node at its share */
 		int worst = -1;
 		for (int j = 0; j < m; j++)
-			if (k[j] > 1 && (worst < 0 || node_thr(c, nodes[j], k[j]) < node_thr(c, nodes[worst], k[worst])))
+			if (k[j] > 1 && (worst < 0 || node_thr(c, nodes[j], k[j]) <
+							  node_thr(c, nodes[worst], k[worst])))
 				worst = j;
 		if (worst < 0)
 			break;
@@ -580,8 +597,10 @@ static void build_per_type(pctx *c, int *first, int *last)
 static void build_balanced(pctx *c, int *first, int *last)
 {
 	int n = c->n, *v = hx_xmalloc((size_t)n * sizeof(int)), m = usable(c, v);
-	int *pf = hx_xmalloc((size_t)n * sizeof(int)), *pl = hx_xmalloc((size_t)n * sizeof(int));
-	int *pipe = hx_xmalloc((size_t)n * sizeof(int)), *mem = hx_xmalloc((size_t)n * sizeof(int));
+	int *pf = hx_xmalloc((size_t)n * sizeof(int)),
+	    *pl = hx_xmalloc((size_t)n * sizeof(int));
+	int *pipe = hx_xmalloc((size_t)n * sizeof(int)),
+	    *mem = hx_xmalloc((size_t)n * sizeof(int));
 	double best = -1, total = 0, *load = hx_xcalloc((size_t)n + 1, sizeof(double));
 
 	clear(c, first, last);
@@ -658,7 +677,8 @@ static int rnd(hx_rng *r, int n)
  * when it made a valid placement. */
 static int propose(const pctx *c, hx_rng *r, int *f, int *lt)
 {
-	int n = c->n, L = c->L, i = rnd(r, n), j = rnd(r, n), move = rnd(r, 6), d = rnd(r, 2) ? 1 : -1;
+	int n = c->n, L = c->L, i = rnd(r, n), j = rnd(r, n), move = rnd(r, 6),
+	    d = rnd(r, 2) ? 1 : -1;
 
 	switch (move) {
 	case 0: { /* move the boundary after i (every node starting there follows) */
@@ -730,8 +750,10 @@ static int propose(const pctx *c, hx_rng *r, int *f, int *lt)
 static long search(pctx *c, int *best_f, int *best_l, double *best_v, long work)
 {
 	int n = c->n;
-	int *cf = hx_xmalloc((size_t)n * sizeof(int)), *cl = hx_xmalloc((size_t)n * sizeof(int));
-	int *tf = hx_xmalloc((size_t)n * sizeof(int)), *tl = hx_xmalloc((size_t)n * sizeof(int));
+	int *cf = hx_xmalloc((size_t)n * sizeof(int)),
+	    *cl = hx_xmalloc((size_t)n * sizeof(int));
+	int *tf = hx_xmalloc((size_t)n * sizeof(int)),
+	    *tl = hx_xmalloc((size_t)n * sizeof(int));
 	double cur = *best_v;
 	long moves = 0, since = 0, patience = work / 20 > 1000 ? work / 20 : 1000;
 	hx_rng r;
@@ -842,11 +864,14 @@ static int emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value, 
 {
 	const hx_cluster *cl = c->pb->cluster;
 	const hx_workload *w = c->pb->workload;
-	int n = c->n, rc, *kept = hx_xcalloc((size_t)n, sizeof(int)), *gi = hx_xcalloc((size_t)n, sizeof(int));
-	int *hop_kept = hx_xcalloc((size_t)n * n + 1, sizeof(int)), *order = hx_xmalloc((size_t)n * sizeof(int));
+	int n = c->n, rc, *kept = hx_xcalloc((size_t)n, sizeof(int)),
+	    *gi = hx_xcalloc((size_t)n, sizeof(int));
+	int *hop_kept = hx_xcalloc((size_t)n * n + 1, sizeof(int)),
+	    *order = hx_xmalloc((size_t)n * sizeof(int));
 	double O = hx_dist_mean(&w->output), P = hx_dist_mean(&w->prompt);
 	double Pq = hx_dist_quantile(&w->prompt, w->slo.percentile / 100);
-	double *tpot = hx_xcalloc((size_t)n, sizeof(double)), *ttft = hx_xcalloc((size_t)n, sizeof(double));
+	double *tpot = hx_xcalloc((size_t)n, sizeof(double)),
+	       *ttft = hx_xcalloc((size_t)n, sizeof(double));
 	double usd = 0, worst_tpot = 0, worst_ttft = 0, served;
 	double bytes_tok = hx_cost_act_bytes_per_token(c->pb->model);
 	hx_pipe_flow fl;
@@ -898,7 +923,8 @@ static int emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value, 
 		r->ngpus[0] = t->tp;
 		r->gpus[0] = hx_xcalloc((size_t)t->tp, sizeof(hx_gpu_ref));
 		for (int x = 0; x < t->tp; x++) {
-			hx_strlcpy(r->gpus[0][x].node, cl->nodes[i].name, sizeof(r->gpus[0][x].node));
+			hx_strlcpy(r->gpus[0][x].node, cl->nodes[i].name,
+				   sizeof(r->gpus[0][x].node));
 			r->gpus[0][x].index = x;
 		}
 		usd += cl->nodes[i].usd_per_hour * t->tp;
@@ -912,8 +938,11 @@ static int emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value, 
 			if (!hop_kept[j * n + i])
 				continue;
 			bw = hx_gbps_bytes_s(hx_cluster_link(cl, j, i).bw_gbps);
-			tpot[i] = fmax(tpot[i], HX_PIPE_WAIT * t->iter_s[k] + tpot[j] + link_latency_s(c, j, i) + bytes_tok / bw);
-			ttft[i] = fmax(ttft[i], t->pre_s[k] + ttft[j] + link_latency_s(c, j, i) + Pq * bytes_tok / bw);
+			tpot[i] = fmax(tpot[i], HX_PIPE_WAIT * t->iter_s[k] + tpot[j] +
+						    link_latency_s(c, j, i) + bytes_tok / bw);
+			ttft[i] =
+			    fmax(ttft[i], t->pre_s[k] + ttft[j] + link_latency_s(c, j, i) +
+					      Pq * bytes_tok / bw);
 		}
 		if (l[i] == c->L) {
 			worst_tpot = fmax(worst_tpot, tpot[i]);
@@ -937,15 +966,20 @@ static int emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value, 
 				if (!hop_kept[i * n + j])
 					continue;
 				rt = hx_plan_add_route(&p->hops, &p->nhops);
-				snprintf(rt->from, sizeof(rt->from), "%s/s0", p->groups[gi[i]].replicas[0].id);
-				snprintf(rt->to, sizeof(rt->to), "%s/s0", p->groups[gi[j]].replicas[0].id);
+				snprintf(rt->from, sizeof(rt->from), "%s/s0",
+					 p->groups[gi[i]].replicas[0].id);
+				snprintf(rt->to, sizeof(rt->to), "%s/s0",
+					 p->groups[gi[j]].replicas[0].id);
 				rt->weight = fl.hop[i * n + j];
 				{
 					hx_linkspec ls = hx_cluster_link(cl, i, j);
 					char link[160];
-					snprintf(link, sizeof(link), "%s-%s", cl->nodes[i].name, cl->nodes[j].name);
+					snprintf(link, sizeof(link), "%s-%s", cl->nodes[i].name,
+						 cl->nodes[j].name);
 					hx_strlcpy(rt->link, link, sizeof(rt->link));
-					rt->bw_gbps = fmin(ls.bw_gbps, fmin(cl->nodes[i].nic_gbps, cl->nodes[j].nic_gbps));
+					rt->bw_gbps =
+					    fmin(ls.bw_gbps, fmin(cl->nodes[i].nic_gbps,
+								  cl->nodes[j].nic_gbps));
 					rt->latency_ms = ls.latency_ms;
 				}
 			}
@@ -973,7 +1007,8 @@ out:
 
 static int same_type(const hx_node *a, const hx_node *b)
 {
-	return a->count == b->count && a->nic_gbps == b->nic_gbps && hx_gpu_same(&a->gpu, &b->gpu);
+	return a->count == b->count && a->nic_gbps == b->nic_gbps &&
+	       hx_gpu_same(&a->gpu, &b->gpu);
 }
 
 static void ctx_release(pctx *c)
@@ -996,7 +1031,8 @@ static void ctx_release(pctx *c)
 	free((void *)c->lc);
 }
 
-static const char *const construction_names[HX_PIPE_NCONSTRUCTIONS] = {"per-type", "balanced", "greedy"};
+static const char *const construction_names[HX_PIPE_NCONSTRUCTIONS] = {"per-type", "balanced",
+								       "greedy"};
 
 const char *hx_pipe_construction_name(int k)
 {
@@ -1045,9 +1081,12 @@ static void price_links(pctx *c)
 		for (int j = 0; j < n; j++)
 			if (i != j) {
 				hx_linkspec ls = hx_cluster_link(cl, i, j);
-				c->net.link_tps[i * n + j] = hx_gbps_bytes_s(ls.bw_gbps) / c->tok_bytes;
+				c->net.link_tps[i * n + j] =
+				    hx_gbps_bytes_s(ls.bw_gbps) / c->tok_bytes;
 				c->lat_s[i * n + j] = ls.latency_ms * 1e-3;
-				c->hop_tok_s[i * n + j] = hx_cost_act_bytes_per_token(c->pb->model) / hx_gbps_bytes_s(ls.bw_gbps);
+				c->hop_tok_s[i * n + j] =
+				    hx_cost_act_bytes_per_token(c->pb->model) /
+				    hx_gbps_bytes_s(ls.bw_gbps);
 			}
 }
 
@@ -1057,8 +1096,10 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	const hx_cluster *cl = pb->cluster;
 	const hx_workload *w = pb->workload;
 	pctx c;
-	int n = cl->nnodes, L = pb->model->a.layers, rc = 0, *bf = NULL, *bl = NULL, *tf = NULL, *tl = NULL;
-	double P = hx_dist_mean(&w->prompt), O = hx_dist_mean(&w->output), best = -1, bound = 0, value = 0;
+	int n = cl->nnodes, L = pb->model->a.layers, rc = 0, *bf = NULL, *bl = NULL, *tf = NULL,
+	    *tl = NULL;
+	double P = hx_dist_mean(&w->prompt), O = hx_dist_mean(&w->output), best = -1, bound = 0,
+	       value = 0;
 	double t0 = hx_now();
 	long work, moves = 0;
 	int mem_layers = 0, served_k = 0;
@@ -1069,11 +1110,14 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 		memset(st, 0, sizeof(*st));
 	if (o->objective != HX_OBJ_CAPACITY)
 		return hx_errf(err, HX_EINPUT,
-			       "the pipeline mode maximizes throughput: it takes --objective capacity only");
+			       "the pipeline mode maximizes throughput: it takes --objective "
+			       "capacity only");
 	if (o->lp_path)
-		return hx_errf(err, HX_EINPUT, "the pipeline mode solves no MILP: it has no --lp to write");
+		return hx_errf(err, HX_EINPUT,
+			       "the pipeline mode solves no MILP: it has no --lp to write");
 	if (n < 1)
-		return hx_errf(err, HX_EINFEASIBLE, "the pipeline mode needs nodes (the cluster has none)");
+		return hx_errf(err, HX_EINFEASIBLE,
+			       "the pipeline mode needs nodes (the cluster has none)");
 	memset(&c, 0, sizeof(c));
 	c.pb = pb;
 	c.n = n;
@@ -1101,17 +1145,19 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	c.prompt_q = hx_dist_quantile(&w->prompt, w->slo.percentile / 100);
 	price_links(&c);
 	if (mem_layers < L) {
-		rc = hx_errf(err, HX_EINFEASIBLE,
-			     "memory: the nodes hold %d of the %d layers of %s in all (each with a KV "
-			     "reserve of %.0f tokens); no placement covers the model",
-			     mem_layers, L, pb->model->name, hx_plan_kv_reserve(w));
+		rc = hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "memory: the nodes hold %d of the %d layers of %s in all (each with a KV "
+		    "reserve of %.0f tokens); no placement covers the model",
+		    mem_layers, L, pb->model->name, hx_plan_kv_reserve(w));
 		goto out;
 	}
 	if (served_k < L) {
-		rc = hx_errf(err, HX_EINFEASIBLE,
-			     "tpot: at the TPOT SLO of %g ms the nodes that meet their share (%g ms "
-			     "per layer) hold %d of the %d layers of %s",
-			     w->slo.tpot_ms, w->slo.tpot_ms / L, served_k, L, pb->model->name);
+		rc = hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "tpot: at the TPOT SLO of %g ms the nodes that meet their share (%g ms "
+		    "per layer) hold %d of the %d layers of %s",
+		    w->slo.tpot_ms, w->slo.tpot_ms / L, served_k, L, pb->model->name);
 		goto out;
 	}
 	if (o->time_limit_s > 0)
@@ -1154,17 +1200,21 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 		goto out;
 	}
 	if (best <= 0) {
-		rc = hx_errf(err, HX_EINFEASIBLE,
-			     "links: no placement of %s carries traffic (no chain of nodes whose "
-			     "memory covers the %d layers could be formed)",
-			     pb->model->name, L);
+		rc = hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "links: no placement of %s carries traffic (no chain of nodes whose "
+		    "memory covers the %d layers could be formed)",
+		    pb->model->name, L);
 		goto out;
 	}
 	if ((rc = emit(&c, bf, bl, p, &value, err)))
 		goto out;
 	if ((rc = hx_plan_finish(pb, p, HX_FINISH_INPUTS, err)))
 		goto out;
-	hx_plan_solver_search(p, "igraph", c.timed_out ? "time_limit" : c.gap_reached ? "gap_limit" : "heuristic",
+	hx_plan_solver_search(p, "igraph",
+			      c.timed_out     ? "time_limit"
+			      : c.gap_reached ? "gap_limit"
+					      : "heuristic",
 			      value, bound, c.flows, moves);
 	if (st) {
 		st->flow = value;

@@ -16,17 +16,17 @@
 #include "base/util.h"
 
 typedef struct hx_pipe_net {
-	int n;             /* nodes */
-	int layers;        /* L */
-	double *node_tps;  /* per node: capacity for its range (tokens/s) */
-	double *link_tps;  /* n * n: capacity of the link i -> j (tokens/s) */
+	int n;            /* nodes */
+	int layers;       /* L */
+	double *node_tps; /* per node: capacity for its range (tokens/s) */
+	double *link_tps; /* n * n: capacity of the link i -> j (tokens/s) */
 } hx_pipe_net;
 
 typedef struct hx_pipe_flow {
-	double value;     /* tokens/s */
-	double *through;  /* per node: flow through it */
-	double *src;      /* per node: flow from the source */
-	double *hop;      /* n * n: flow on out(i) -> in(j) */
+	double value;    /* tokens/s */
+	double *through; /* per node: flow through it */
+	double *src;     /* per node: flow from the source */
+	double *hop;     /* n * n: flow on out(i) -> in(j) */
 } hx_pipe_flow;
 
 /* Max-flow of the placement FIRST/LAST (per node; first < 0: unused) over
@@ -41,16 +41,18 @@ void hx_pipe_flow_release(hx_pipe_flow *f);
 const char *hx_pipe_construction_name(int k);
 
 typedef struct hx_pipe_opts {
-	long work;     /* flow evaluations of the local search (0: 2000 n + 20000, at most 150000) */
+	long
+	    work; /* flow evaluations of the local search (0: 2000 n + 20000, at most 150000) */
 	int no_search; /* the best construction alone */
-	const char *layer_costs; /* a layer-cost CSV to use instead of the cost model (may be NULL) */
+	const char
+	    *layer_costs; /* a layer-cost CSV to use instead of the cost model (may be NULL) */
 } hx_pipe_opts;
 
 typedef struct hx_pipe_stats {
 	double construction[HX_PIPE_NCONSTRUCTIONS]; /* flow of each, tokens/s */
-	double flow, bound;                           /* the plan's, tokens/s */
-	long flows;                                   /* max-flows solved */
-	double seconds;                               /* wall clock (never in the plan) */
+	double flow, bound;                          /* the plan's, tokens/s */
+	long flows;                                  /* max-flows solved */
+	double seconds;                              /* wall clock (never in the plan) */
 } hx_pipe_stats;
 
 /* hx_plan_pipeline with options PO (may be NULL) and statistics ST (may be

@@ -56,13 +56,13 @@ static int alive(const hx_plan_group *g, const hx_plan_replica *r, const hx_clus
 				return 0;
 			}
 			if (ref->index >= cl->nodes[ni].count) {
-				snprintf(why, nwhy, "GPU \"%s:%d\" is gone (the node has %d)", ref->node,
-					 ref->index, cl->nodes[ni].count);
+				snprintf(why, nwhy, "GPU \"%s:%d\" is gone (the node has %d)",
+					 ref->node, ref->index, cl->nodes[ni].count);
 				return 0;
 			}
 			if (strcmp(cl->nodes[ni].gpu.name, g->stage[s].gpu) != 0) {
-				snprintf(why, nwhy, "node \"%s\" now has %s GPUs, not %s", ref->node,
-					 cl->nodes[ni].gpu.name, g->stage[s].gpu);
+				snprintf(why, nwhy, "node \"%s\" now has %s GPUs, not %s",
+					 ref->node, cl->nodes[ni].gpu.name, g->stage[s].gpu);
 				return 0;
 			}
 		}
@@ -133,7 +133,7 @@ static double total_capacity(const hx_plan *p)
 static void reroute(hx_plan *p, const int *before)
 {
 	int n = 0, nkeys = 0;
-	char (*keys)[64] = hx_xcalloc((size_t)p->ningress + 1, sizeof(*keys));
+	char(*keys)[64] = hx_xcalloc((size_t)p->ningress + 1, sizeof(*keys));
 
 	/* The keys (classes, or "" for all traffic) routed before. */
 	for (int i = 0; i < p->ningress; i++) {
@@ -167,7 +167,8 @@ static void reroute(hx_plan *p, const int *before)
 			rt = hx_plan_add_route(&p->ingress, &p->ningress);
 			hx_strlcpy(rt->from, keys[k], sizeof(rt->from));
 			hx_strlcpy(rt->to, p->groups[g].name, sizeof(rt->to));
-			rt->weight = fmax(p->groups[g].capacity_rps, 1e-9) * p->groups[g].nreplicas;
+			rt->weight =
+			    fmax(p->groups[g].capacity_rps, 1e-9) * p->groups[g].nreplicas;
 		}
 	}
 	free(keys);
@@ -202,8 +203,14 @@ static void reroute_kv(hx_plan *p, const hx_cluster *cl)
 					int a = node_index(cl, pr->gpus[0][0].node);
 					int b = node_index(cl, dr->gpus[0][0].node);
 					hx_route *rt = hx_plan_add_route(&p->kv, &p->nkv);
-					hx_linkspec l = a == b ? (hx_linkspec){cl->nodes[a].gpu.intra_bw_gb_s * 8,
-						cl->nodes[a].gpu.intra_latency_us * 1e-3} : hx_cluster_link(cl, a, b);
+					hx_linkspec l =
+					    a == b
+						? (hx_linkspec){cl->nodes[a].gpu.intra_bw_gb_s *
+								    8,
+								cl->nodes[a]
+									.gpu.intra_latency_us *
+								    1e-3}
+						: hx_cluster_link(cl, a, b);
 					hx_strlcpy(rt->from, pr->id, sizeof(rt->from));
 					hx_strlcpy(rt->to, dr->id, sizeof(rt->to));
 					rt->weight = fmax(p->groups[d].capacity_rps, 1e-9);
@@ -237,7 +244,8 @@ static void reroute_roles(hx_plan *p, const hx_cluster *cl)
 			continue;
 		rt = hx_plan_add_route(&p->ingress, &p->ningress);
 		hx_strlcpy(rt->to, p->groups[g].name, sizeof(rt->to));
-		rt->weight = total > 0 ? p->groups[g].capacity_rps * p->groups[g].nreplicas / total : 1;
+		rt->weight =
+		    total > 0 ? p->groups[g].capacity_rps * p->groups[g].nreplicas / total : 1;
 	}
 	hx_routes_normalize(p->ingress, p->ningress);
 	for (int i = 0; i < p->nkv; i++) {
@@ -263,7 +271,8 @@ static int flip(hx_plan *p, int g, const hx_cluster *cl, const hx_problem *pb, h
 {
 	int rc;
 
-	p->groups[g].role = p->groups[g].role == HX_ROLE_PREFILL ? HX_ROLE_DECODE : HX_ROLE_PREFILL;
+	p->groups[g].role =
+	    p->groups[g].role == HX_ROLE_PREFILL ? HX_ROLE_DECODE : HX_ROLE_PREFILL;
 	if ((rc = hx_plan_finish(pb, p, 0, err)))
 		return rc;
 	reroute_roles(p, cl);
@@ -302,7 +311,8 @@ static int flip_roles(hx_plan *p, const hx_cluster *cl, const hx_problem *pb, do
 			break;
 		for (int r = 0; r < p->groups[best].nreplicas; r++) {
 			hx_move *m = add_move(mv, HX_MOVE_ROLE);
-			hx_strlcpy(m->replica, p->groups[best].replicas[r].id, sizeof(m->replica));
+			hx_strlcpy(m->replica, p->groups[best].replicas[r].id,
+				   sizeof(m->replica));
 			hx_strlcpy(m->group, p->groups[best].name, sizeof(m->group));
 			snprintf(m->why, sizeof(m->why), "%s -> %s",
 				 p->groups[best].role == HX_ROLE_PREFILL ? "decode" : "prefill",
@@ -335,8 +345,10 @@ static void find_free(const hx_plan *p, const hx_cluster *cl, hx_cluster *fcp, i
 		for (int g = 0; g < p->ngroups; g++)
 			for (int r = 0; r < p->groups[g].nreplicas; r++)
 				for (int st = 0; st < p->groups[g].nstages; st++)
-					for (int k = 0; k < p->groups[g].replicas[r].ngpus[st]; k++) {
-						const hx_gpu_ref *ref = &p->groups[g].replicas[r].gpus[st][k];
+					for (int k = 0; k < p->groups[g].replicas[r].ngpus[st];
+					     k++) {
+						const hx_gpu_ref *ref =
+						    &p->groups[g].replicas[r].gpus[st][k];
 						if (strcmp(ref->node, cl->nodes[i].name) == 0 &&
 						    ref->index < cl->nodes[i].count)
 							used[ref->index] = 1;
@@ -375,7 +387,8 @@ static void adopt_new(hx_plan *p, hx_plan *tmp, const hx_cluster *cl, int *const
 			for (int st = 0; st < dst->nstages; st++)
 				for (int k = 0; k < rep->ngpus[st]; k++) {
 					int ni = node_index(cl, rep->gpus[st][k].node);
-					rep->gpus[st][k].index = freeidx[ni][rep->gpus[st][k].index];
+					rep->gpus[st][k].index =
+					    freeidx[ni][rep->gpus[st][k].index];
 				}
 			hx_strlcpy(mvv->replica, rep->id, sizeof(mvv->replica));
 			hx_strlcpy(mvv->group, name, sizeof(mvv->group));
@@ -390,8 +403,9 @@ static void adopt_new(hx_plan *p, hx_plan *tmp, const hx_cluster *cl, int *const
 /* Place the fewest new replicas on the GPUs P leaves free in CL so that the
  * plan's capacity reaches NEED req/s more.  Returns 0, HX_EINFEASIBLE when
  * the free GPUs cannot, or an error. */
-static int place_new(hx_plan *p, const hx_cluster *cl, const hx_problem *pb0, const hx_workload *w,
-		     const hx_plan_opts *o, double need, hx_moves *mv, int *cut, hx_err *err)
+static int place_new(hx_plan *p, const hx_cluster *cl, const hx_problem *pb0,
+		     const hx_workload *w, const hx_plan_opts *o, double need, hx_moves *mv,
+		     int *cut, hx_err *err)
 {
 	hx_cluster fc = *cl;
 	int **freeidx = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int *));
@@ -427,7 +441,8 @@ static int place_new(hx_plan *p, const hx_cluster *cl, const hx_problem *pb0, co
 		for (int k = 0; k < s.ncls; k++) {
 			int u = hx_cand_use(&s.c[c], k);
 			if (u > 0)
-				ub = fmin(ub, floor((double)s.cls[k].nnodes * s.cls[k].gpus_per_node / u));
+				ub = fmin(ub, floor((double)s.cls[k].nnodes *
+						    s.cls[k].gpus_per_node / u));
 		}
 		most += ub * s.c[c].capacity_rps;
 		snprintf(name, sizeof(name), "n_%d", c);
@@ -456,23 +471,27 @@ static int place_new(hx_plan *p, const hx_cluster *cl, const hx_problem *pb0, co
 		val[c] = s.c[c].capacity_rps;
 	}
 	if (s.n == 0 || most < need) {
-		rc = hx_errf(err, HX_EINFEASIBLE,
-			     "the kept replicas carry %.3f req/s at the SLO and the free GPUs at most "
-			     "%.3f more, short of the %.3f req/s the rate of %g req/s needs at %g%% "
-			     "utilization", total_capacity(p), fmin(most, need), w->rate_rps / HX_REPLAN_UTIL,
-			     w->rate_rps, HX_REPLAN_UTIL * 100);
+		rc = hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "the kept replicas carry %.3f req/s at the SLO and the free GPUs at most "
+		    "%.3f more, short of the %.3f req/s the rate of %g req/s needs at %g%% "
+		    "utilization",
+		    total_capacity(p), fmin(most, need), w->rate_rps / HX_REPLAN_UTIL,
+		    w->rate_rps, HX_REPLAN_UTIL * 100);
 		goto out;
 	}
 	hx_milp_add_row(m, "capacity", s.n, idx, val, need, INFINITY);
 	if ((rc = hx_milp_solve(m, &mo, &res, err)))
 		goto out;
 	if (res.status == HX_MILP_INFEASIBLE) {
-		rc = hx_errf(err, HX_EINFEASIBLE,
-			     "the free GPUs cannot add the %.3f req/s at the SLO the rate needs", need);
+		rc = hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "the free GPUs cannot add the %.3f req/s at the SLO the rate needs", need);
 		goto out;
 	}
 	if (res.status > HX_MILP_TIME_LIMIT) {
-		rc = hx_errf(err, HX_ELIMIT, "the placement MILP reached its limit before any plan");
+		rc = hx_errf(err, HX_ELIMIT,
+			     "the placement MILP reached its limit before any plan");
 		goto out;
 	}
 	*cut = res.status == HX_MILP_TIME_LIMIT;
@@ -509,7 +528,8 @@ out:
 static double route_weight(const hx_plan *p, const char *cls, const char *group)
 {
 	for (int i = 0; i < p->ningress; i++)
-		if (strcmp(p->ingress[i].from, cls) == 0 && strcmp(p->ingress[i].to, group) == 0)
+		if (strcmp(p->ingress[i].from, cls) == 0 &&
+		    strcmp(p->ingress[i].to, group) == 0)
 			return p->ingress[i].weight;
 	return -1;
 }
@@ -538,32 +558,15 @@ static void weight_moves(const hx_plan *old, const hx_plan *p, hx_moves *mv)
 		}
 }
 
-int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
-	      const hx_problem *pb0, const hx_plan_opts *o, hx_plan *p, hx_moves *mv, hx_err *err)
+/* Keep the replicas of P whose GPUs survive on CL (a move for each one
+ * stopped) and drop the groups left empty; BEFORE[g] (of the kept groups)
+ * is their replica count before.  Returns whether P has a disaggregated
+ * group. */
+static int keep_survivors(hx_plan *p, const hx_cluster *cl, hx_moves *mv, int *before)
 {
-	hx_cluster cl;
-	hx_problem pb = *pb0;
-	char *text = hx_plan_dump(old), why[200];
-	int rc, *before = NULL, compose = strcmp(old->mode, "compose") == 0, disagg = 0, cut = 0;
+	char why[200];
+	int disagg = 0;
 
-	memset(mv, 0, sizeof(*mv));
-	rc = hx_plan_parse_text(p, text, "plan", err);
-	free(text);
-	if (rc)
-		return rc;
-	if (p->nmodels != 1 || p->ncascade > 0 || p->nhops > 0) {
-		hx_plan_release(p);
-		return hx_errf(err, HX_EINPUT,
-			       "replan adapts plans of one model without pipeline hops or cascades");
-	}
-	if ((rc = hx_cluster_expand_offers(cl0, compose, &cl, err))) {
-		hx_plan_release(p);
-		return rc;
-	}
-	pb.cluster = &cl;
-	pb.workload = w;
-	mv->capacity_before_rps = old->predicted.capacity_rps;
-	before = hx_xcalloc((size_t)p->ngroups + 1, sizeof(int));
 	/* Keep what survives. */
 	for (int g = 0; g < p->ngroups; g++) {
 		hx_plan_group *grp = &p->groups[g];
@@ -572,7 +575,7 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 		disagg |= grp->role != HX_ROLE_AGGREGATED;
 		mv->replicas_before += grp->nreplicas;
 		for (int r = 0; r < grp->nreplicas; r++) {
-			if (alive(grp, &grp->replicas[r], &cl, why, sizeof(why))) {
+			if (alive(grp, &grp->replicas[r], cl, why, sizeof(why))) {
 				grp->replicas[n++] = grp->replicas[r];
 				continue;
 			}
@@ -602,8 +605,42 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 		}
 		p->ngroups = n;
 	}
+	return disagg;
+}
+
+int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
+	      const hx_problem *pb0, const hx_plan_opts *o, hx_plan *p, hx_moves *mv,
+	      hx_err *err)
+{
+	hx_cluster cl;
+	hx_problem pb = *pb0;
+	char *text = hx_plan_dump(old);
+	int rc, *before = NULL, compose = strcmp(old->mode, "compose") == 0, disagg = 0,
+		cut = 0;
+
+	memset(mv, 0, sizeof(*mv));
+	rc = hx_plan_parse_text(p, text, "plan", err);
+	free(text);
+	if (rc)
+		return rc;
+	if (p->nmodels != 1 || p->ncascade > 0 || p->nhops > 0) {
+		hx_plan_release(p);
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "replan adapts plans of one model without pipeline hops or cascades");
+	}
+	if ((rc = hx_cluster_expand_offers(cl0, compose, &cl, err))) {
+		hx_plan_release(p);
+		return rc;
+	}
+	pb.cluster = &cl;
+	pb.workload = w;
+	mv->capacity_before_rps = old->predicted.capacity_rps;
+	before = hx_xcalloc((size_t)p->ngroups + 1, sizeof(int));
+	disagg = keep_survivors(p, &cl, mv, before);
 	if (p->ngroups == 0 && !w) {
-		rc = hx_errf(err, HX_EINFEASIBLE, "no replica survives and there is no workload (-w) "
+		rc = hx_errf(err, HX_EINFEASIBLE,
+			     "no replica survives and there is no workload (-w) "
 			     "to place new ones for");
 		goto out;
 	}
@@ -618,20 +655,24 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 		mv->rate_rps = w->rate_rps;
 	}
 	if (w && total_capacity(p) < w->rate_rps / HX_REPLAN_UTIL) {
-		if (disagg && (rc = flip_roles(p, &cl, &pb, w->rate_rps / HX_REPLAN_UTIL, mv, err)))
+		if (disagg &&
+		    (rc = flip_roles(p, &cl, &pb, w->rate_rps / HX_REPLAN_UTIL, mv, err)))
 			goto out;
 	}
 	if (w && total_capacity(p) < w->rate_rps / HX_REPLAN_UTIL) {
 		if (disagg) {
 			rc = hx_errf(err, HX_EINFEASIBLE,
-				     "the kept replicas carry %.3f req/s at the SLO, short of the rate of "
-				     "%g req/s, after flipping the roles that help, and replan places new "
+				     "the kept replicas carry %.3f req/s at the SLO, short of "
+				     "the rate of "
+				     "%g req/s, after flipping the roles that help, and replan "
+				     "places new "
 				     "replicas in aggregated plans only",
 				     total_capacity(p), w->rate_rps);
 			goto out;
 		}
-		if ((rc = place_new(p, &cl, &pb, w, o, w->rate_rps / HX_REPLAN_UTIL - total_capacity(p),
-				    mv, &cut, err)))
+		if ((rc = place_new(p, &cl, &pb, w, o,
+				    w->rate_rps / HX_REPLAN_UTIL - total_capacity(p), mv, &cut,
+				    err)))
 			goto out;
 	}
 	if (mv->started > 0) {
@@ -647,8 +688,11 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 		for (int g = 0; g < p->ngroups; g++)
 			for (int r = 0; r < p->groups[g].nreplicas; r++)
 				for (int s = 0; s < p->groups[g].nstages; s++)
-					for (int k = 0; k < p->groups[g].replicas[r].ngpus[s]; k++) {
-						int ni = node_index(&cl, p->groups[g].replicas[r].gpus[s][k].node);
+					for (int k = 0; k < p->groups[g].replicas[r].ngpus[s];
+					     k++) {
+						int ni = node_index(
+						    &cl,
+						    p->groups[g].replicas[r].gpus[s][k].node);
 						usd += ni >= 0 ? cl.nodes[ni].usd_per_hour : 0;
 					}
 		p->predicted.capacity_rps = hx_round6(total_capacity(p));
@@ -662,7 +706,8 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 				usd += p->rent[i].usd_per_hour;
 			if (p->predicted.usd_per_hour > 0 && p->predicted.usd_per_m_tokens > 0)
 				p->predicted.usd_per_m_tokens =
-					hx_round6(p->predicted.usd_per_m_tokens * usd / p->predicted.usd_per_hour);
+				    hx_round6(p->predicted.usd_per_m_tokens * usd /
+					      p->predicted.usd_per_hour);
 			p->predicted.usd_per_hour = hx_round6(usd);
 		}
 	}

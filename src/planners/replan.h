@@ -22,22 +22,22 @@
 enum { HX_MOVE_STOP, HX_MOVE_START, HX_MOVE_ROLE, HX_MOVE_WEIGHT };
 
 typedef struct hx_move {
-	int kind;          /* HX_MOVE_* */
-	char replica[48];  /* stop, start, role */
+	int kind;         /* HX_MOVE_* */
+	char replica[48]; /* stop, start, role */
 	char group[48];
-	char cls[64];      /* weight: the ingress class ("" : all traffic) */
-	char why[200];     /* stop: what vanished */
-	double from, to;   /* weight: old and new */
-	double bytes;      /* start: weight bytes to load */
-	int gpus;          /* start, stop: GPUs of the replica */
+	char cls[64];    /* weight: the ingress class ("" : all traffic) */
+	char why[200];   /* stop: what vanished */
+	double from, to; /* weight: old and new */
+	double bytes;    /* start: weight bytes to load */
+	int gpus;        /* start, stop: GPUs of the replica */
 } hx_move;
 
 typedef struct hx_moves {
 	int replicas_before, kept, stopped, started, roles_flipped, weights_changed;
-	int routing_only;          /* no replica started */
+	int routing_only; /* no replica started */
 	double bytes_to_load;
 	double capacity_before_rps, capacity_after_rps; /* at the SLO */
-	double rate_rps;           /* the workload's (0 without one) */
+	double rate_rps;                                /* the workload's (0 without one) */
 	hx_move *m;
 	int n;
 } hx_moves;

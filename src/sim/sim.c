@@ -14,7 +14,7 @@ enum { EV_ITER, EV_XFER, EV_DELIVER, EV_HOP };
 
 typedef struct event {
 	double t;
-	long order;  /* ties in time resolve in creation order: deterministic */
+	long order; /* ties in time resolve in creation order: deterministic */
 	int type, a, b;
 	long version;
 } event;
@@ -22,7 +22,7 @@ typedef struct event {
 typedef struct req {
 	double arrival, first, finish;
 	int input, output, cls;
-	int generated, step;  /* tokens emitted; cascade step */
+	int generated, step; /* tokens emitted; cascade step */
 	int preempt, esc;
 	int group, replica;
 	char done, dropped;
@@ -31,7 +31,7 @@ typedef struct req {
 
 typedef struct seq {
 	int req;
-	int prompt;    /* tokens to prefill here */
+	int prompt; /* tokens to prefill here */
 	int prefilled;
 	int chunk;     /* prefill tokens in the running iteration */
 	char decoding; /* decodes in the running iteration */
@@ -61,14 +61,14 @@ typedef struct replica {
 } replica;
 
 typedef struct xfer {
-	int req, to;   /* request, destination replica */
-	double left;   /* bytes */
+	int req, to; /* request, destination replica */
+	double left; /* bytes */
 	double latency_s;
 } xfer;
 
 typedef struct link {
 	char name[64];
-	double bw;      /* bytes/s */
+	double bw; /* bytes/s */
 	xfer *x;
 	int n, cap;
 	double last;
@@ -91,9 +91,9 @@ typedef struct sim {
 	int *group_first, *group_rr; /* replicas of group g: group_first[g] .. +nreplicas */
 	link *links;
 	int nlinks;
-	int *kv_link;   /* per kv route: its link */
-	int hops;       /* the plan routes node to node (pipeline plans) */
-	int *hop_to;    /* per hop: its destination replica */
+	int *kv_link; /* per kv route: its link */
+	int hops;     /* the plan routes node to node (pipeline plans) */
+	int *hop_to;  /* per hop: its destination replica */
 	long admitted, done_count, preemptions, iterations, kv_overflows, time_reversals;
 } sim;
 
@@ -225,7 +225,8 @@ static int pick_group(sim *s, const req *r)
 			for (int i = 0; i < p->ningress; i++) {
 				const hx_route *rt = &p->ingress[i];
 				int g;
-				if (!any && (specific ? strcmp(rt->from, cls) != 0 : rt->from[0] != '\0'))
+				if (!any && (specific ? strcmp(rt->from, cls) != 0
+						      : rt->from[0] != '\0'))
 					continue;
 				g = hx_plan_group_index(p, rt->to);
 				if (g < 0 || rt->weight <= 0 || p->groups[g].nreplicas == 0)
@@ -247,13 +248,16 @@ static int pick_group(sim *s, const req *r)
 		const char *model = step_model(s, r->step);
 		double acc = 0;
 		for (int g = 0; g < p->ngroups; g++)
-			if (strcmp(p->groups[g].model, model) == 0 && p->groups[g].role != HX_ROLE_DECODE)
-				total += fmax(p->groups[g].capacity_rps, 1e-9) * p->groups[g].nreplicas;
+			if (strcmp(p->groups[g].model, model) == 0 &&
+			    p->groups[g].role != HX_ROLE_DECODE)
+				total += fmax(p->groups[g].capacity_rps, 1e-9) *
+					 p->groups[g].nreplicas;
 		if (total <= 0)
 			return -1;
 		u = hx_rng_uniform(&s->rng) * total;
 		for (int g = 0; g < p->ngroups; g++) {
-			if (strcmp(p->groups[g].model, model) != 0 || p->groups[g].role == HX_ROLE_DECODE)
+			if (strcmp(p->groups[g].model, model) != 0 ||
+			    p->groups[g].role == HX_ROLE_DECODE)
 				continue;
 			acc += fmax(p->groups[g].capacity_rps, 1e-9) * p->groups[g].nreplicas;
 			if (u < acc)
@@ -428,7 +432,8 @@ static void finish(sim *s, int id)
 	req *r = &s->reqs[id];
 	const hx_plan *p = s->p;
 
-	if (p->ncascade > r->step + 1 && hx_rng_uniform(&s->rng) < p->cascade[r->step].escalate) {
+	if (p->ncascade > r->step + 1 &&
+	    hx_rng_uniform(&s->rng) < p->cascade[r->step].escalate) {
 		r->step++;
 		r->esc++;
 		r->generated = 0;
@@ -512,8 +517,9 @@ static void send_kv(sim *s, const replica *from, int id)
 		l->cap = l->cap ? 2 * l->cap : 8;
 		l->x = hx_xrealloc(l->x, (size_t)l->cap * sizeof(xfer));
 	}
-	l->x[l->n++] = (xfer){id, to, hx_kv_bytes_per_token(from->cost.model, from->cost.kvdt) * r->input,
-			      rt->latency_ms * 1e-3};
+	l->x[l->n++] =
+	    (xfer){id, to, hx_kv_bytes_per_token(from->cost.model, from->cost.kvdt) * r->input,
+		   rt->latency_ms * 1e-3};
 	r->replica = to;
 	r->group = s->reps[to].group;
 	link_schedule(s, li);
@@ -561,8 +567,7 @@ static void iteration_done(sim *s, int ri)
 				if (r->first < 0) /* a one-token answer straight from prefill */
 					r->first = s->now;
 				finish(s, id);
-			}
-			else
+			} else
 				send_kv(s, rp, id);
 			continue;
 		}
@@ -582,7 +587,8 @@ static void xfer_done(sim *s, int li)
 		 * floating point left (late in a long run a clock step can
 		 * exceed them); others within a nanosecond end with it. */
 		if (l->x[i].req == l->due || l->x[i].left <= fmax(1, l->bw * 1e-9)) {
-			push(s, s->now + l->x[i].latency_s, EV_DELIVER, l->x[i].req, l->x[i].to, 0);
+			push(s, s->now + l->x[i].latency_s, EV_DELIVER, l->x[i].req, l->x[i].to,
+			     0);
 			l->x[i] = l->x[--l->n];
 			continue;
 		}
@@ -782,7 +788,9 @@ static void hop_send(sim *s, int ri, int id, int n)
 			if (s->hop_to[rp->hop_route[i]] != r->path[k + 1])
 				continue;
 			t += h->latency_ms * 1e-3 +
-			     n * hx_cost_act_bytes_per_token(rp->cost.model) / hx_gbps_bytes_s(h->bw_gbps > 0 ? h->bw_gbps : HX_DEFAULT_NIC_GBPS);
+			     n * hx_cost_act_bytes_per_token(rp->cost.model) /
+				 hx_gbps_bytes_s(h->bw_gbps > 0 ? h->bw_gbps
+								: HX_DEFAULT_NIC_GBPS);
 			break;
 		}
 		push(s, t, EV_HOP, id, r->path[k + 1], n);
@@ -858,7 +866,8 @@ static int setup(sim *s, hx_err *err)
 		const hx_plan_group *grp = &p->groups[g];
 		const hx_model *md = hx_plan_model(p, grp->model);
 		if (md && grp->nstages > 0 &&
-		    (grp->stage[0].first != 0 || grp->stage[grp->nstages - 1].last != md->a.layers))
+		    (grp->stage[0].first != 0 ||
+		     grp->stage[grp->nstages - 1].last != md->a.layers))
 			s->hops = 1;
 	}
 	for (int g = 0; g < p->ngroups; g++)
@@ -874,27 +883,32 @@ static int setup(sim *s, hx_err *err)
 			hx_memory m;
 			if (s->hops) {
 				const hx_model *md = hx_plan_model(p, grp->model);
-				if ((rc = hx_plan_fragment_cost(p, grp, &grp->replicas[r], &rp->cost,
-								&rp->frag_off, err)))
+				if ((rc = hx_plan_fragment_cost(p, grp, &grp->replicas[r],
+								&rp->cost, &rp->frag_off, err)))
 					return rc;
 				rp->frag_n = grp->nstages;
-				rp->exit = md && grp->stage[grp->nstages - 1].last == md->a.layers;
+				rp->exit =
+				    md && grp->stage[grp->nstages - 1].last == md->a.layers;
 				hx_cost_memory(&rp->cost, s->w->serving.mem_util, &m);
 				rp->kv_cap = INFINITY;
 				for (int k = rp->frag_off; k < rp->frag_off + rp->frag_n; k++) {
 					if (m.st[k].kv_b < 0)
 						return hx_errf(err, HX_EINPUT,
-							       "replica %s: its layers do not fit its GPUs",
+							       "replica %s: its layers do not "
+							       "fit its GPUs",
 							       grp->replicas[r].id);
 					rp->kv_cap = fmin(rp->kv_cap, m.st[k].kv_tokens);
 				}
 			} else {
-				if ((rc = hx_plan_replica_cost(p, grp, &grp->replicas[r], &rp->cost, err)))
+				if ((rc = hx_plan_replica_cost(p, grp, &grp->replicas[r],
+							       &rp->cost, err)))
 					return rc;
 				hx_cost_memory(&rp->cost, s->w->serving.mem_util, &m);
 				if (!m.fits)
-					return hx_errf(err, HX_EINPUT, "replica %s: the model does not fit its GPUs",
-						       grp->replicas[r].id);
+					return hx_errf(
+					    err, HX_EINPUT,
+					    "replica %s: the model does not fit its GPUs",
+					    grp->replicas[r].id);
 				rp->kv_cap = m.kv_tokens;
 			}
 			rp->group = g;
@@ -920,7 +934,8 @@ static int setup(sim *s, hx_err *err)
 			return hx_errf(err, HX_EINPUT, "hop %d: unknown replica \"%s\"", h,
 				       from < 0 ? p->hops[h].from : p->hops[h].to);
 		replica *rp = &s->reps[from];
-		rp->hop_route = hx_xrealloc(rp->hop_route, (size_t)(rp->nhop_route + 1) * sizeof(int));
+		rp->hop_route =
+		    hx_xrealloc(rp->hop_route, (size_t)(rp->nhop_route + 1) * sizeof(int));
 		rp->hop_route[rp->nhop_route++] = h;
 	}
 	/* KV routes and the links they share. */
@@ -930,20 +945,24 @@ static int setup(sim *s, hx_err *err)
 		const hx_route *rt = &p->kv[k];
 		int from = replica_index(s, rt->from), li = -1;
 		if (from < 0)
-			return hx_errf(err, HX_EINPUT, "kv route %d: unknown replica \"%s\"", k, rt->from);
+			return hx_errf(err, HX_EINPUT, "kv route %d: unknown replica \"%s\"", k,
+				       rt->from);
 		if (replica_index(s, rt->to) < 0)
-			return hx_errf(err, HX_EINPUT, "kv route %d: unknown replica \"%s\"", k, rt->to);
+			return hx_errf(err, HX_EINPUT, "kv route %d: unknown replica \"%s\"", k,
+				       rt->to);
 		for (int j = 0; rt->link[0] && j < s->nlinks; j++)
 			if (strcmp(s->links[j].name, rt->link) == 0)
 				li = j;
 		if (li < 0) {
 			li = s->nlinks++;
 			hx_strlcpy(s->links[li].name, rt->link, sizeof(s->links[li].name));
-			s->links[li].bw = hx_gbps_bytes_s(rt->bw_gbps > 0 ? rt->bw_gbps : HX_DEFAULT_NIC_GBPS);
+			s->links[li].bw = hx_gbps_bytes_s(
+			    rt->bw_gbps > 0 ? rt->bw_gbps : HX_DEFAULT_NIC_GBPS);
 		}
 		s->kv_link[k] = li;
 		replica *rp = &s->reps[from];
-		rp->kv_route = hx_xrealloc(rp->kv_route, (size_t)(rp->nkv_route + 1) * sizeof(int));
+		rp->kv_route =
+		    hx_xrealloc(rp->kv_route, (size_t)(rp->nkv_route + 1) * sizeof(int));
 		rp->kv_route[rp->nkv_route++] = k;
 	}
 	return 0;
@@ -1002,7 +1021,8 @@ static void report(sim *s, hx_sim_report *out, int keep)
 			out->dropped++;
 		} else {
 			double tt = (r->first - r->arrival) * 1e3;
-			double tp = r->output > 1 ? (r->finish - r->first) * 1e3 / (r->output - 1) : 0;
+			double tp =
+			    r->output > 1 ? (r->finish - r->first) * 1e3 / (r->output - 1) : 0;
 			out->finished++;
 			ttft[k] = tt;
 			e2e[k] = (r->finish - r->arrival) * 1e3;
@@ -1043,7 +1063,8 @@ static void report(sim *s, hx_sim_report *out, int keep)
 	out->goodput_rps = met / fmax(out->offered_s > 0 ? out->offered_s : end, 1e-9);
 	out->throughput_tps = end > 0 ? gen / end : 0;
 	out->usd_per_hour = s->p->predicted.usd_per_hour;
-	out->usd_per_m_tokens = tokens > 0 ? out->usd_per_hour * end / 3600 / (tokens / 1e6) : 0;
+	out->usd_per_m_tokens =
+	    tokens > 0 ? out->usd_per_hour * end / 3600 / (tokens / 1e6) : 0;
 	out->preemptions = s->preemptions;
 	out->iterations = s->iterations;
 	out->kv_overflows = s->kv_overflows;
@@ -1060,8 +1081,8 @@ static void report(sim *s, hx_sim_report *out, int keep)
 	free(e2e);
 }
 
-int hx_simulate(const hx_plan *p, const hx_workload *w, const hx_trace *t,
-		const hx_sim_opts *o, hx_sim_report *out, hx_err *err)
+int hx_simulate(const hx_plan *p, const hx_workload *w, const hx_trace *t, const hx_sim_opts *o,
+		hx_sim_report *out, hx_err *err)
 {
 	sim s;
 	int rc, next = 0;
@@ -1110,9 +1131,7 @@ int hx_simulate(const hx_plan *p, const hx_workload *w, const hx_trace *t,
 					iteration_done(&s, e.a);
 			}
 			break;
-		case EV_HOP:
-			hop_arrive(&s, e.b, e.a, (int)e.version);
-			break;
+		case EV_HOP: hop_arrive(&s, e.b, e.a, (int)e.version); break;
 		case EV_XFER:
 			if (e.version == s.links[e.a].version)
 				xfer_done(&s, e.a);
@@ -1161,7 +1180,8 @@ static int try_rate(const hx_plan *p, const hx_workload *w, int n, const hx_sim_
 int hx_sim_capacity(const hx_plan *p, const hx_workload *w, int n, const hx_sim_opts *o,
 		    double *rps, hx_sim_report *at, hx_err *err)
 {
-	double lo = 0, hi = p->predicted.capacity_rps > 0 ? p->predicted.capacity_rps * 1.25 : 1;
+	double lo = 0,
+	       hi = p->predicted.capacity_rps > 0 ? p->predicted.capacity_rps * 1.25 : 1;
 	hx_sim_report best = {0}, r;
 	int rc, ok, i;
 

@@ -34,8 +34,8 @@ typedef struct hx_sim_opts {
 typedef struct hx_sim_record {
 	double arrival_s, first_token_s, finish_s;
 	int input, output;
-	int group, replica;   /* where it finished (decode side): group index and
-			       * replica index within it; -1 when dropped */
+	int group, replica; /* where it finished (decode side): group index and
+			     * replica index within it; -1 when dropped */
 	int preemptions, escalations;
 	int dropped, met_slo;
 } hx_sim_record;
@@ -61,15 +61,15 @@ typedef struct hx_sim_report {
 
 /* Replay the requests of T (arrivals and lengths) against plan P, with the
  * SLOs and serving knobs of W. */
-int hx_simulate(const hx_plan *p, const hx_workload *w, const hx_trace *t,
-		const hx_sim_opts *o, hx_sim_report *out, hx_err *err);
+int hx_simulate(const hx_plan *p, const hx_workload *w, const hx_trace *t, const hx_sim_opts *o,
+		hx_sim_report *out, hx_err *err);
 void hx_sim_report_release(hx_sim_report *r);
 
 /* The highest arrival rate at which the SLO attainment stays at or above
  * the workload's target: bisection over simulations of N requests drawn
  * from W, or two minutes of arrivals when that is more (at most 100,000),
- * the same seed for every rate; 0 when even a trickle misses the SLO.  AT (may be NULL) gets the report at
- * that rate. */
+ * the same seed for every rate; 0 when even a trickle misses the SLO.  AT (may be NULL) gets
+ * the report at that rate. */
 int hx_sim_capacity(const hx_plan *p, const hx_workload *w, int n, const hx_sim_opts *o,
 		    double *rps, hx_sim_report *at, hx_err *err);
 

@@ -167,7 +167,7 @@ int hx_gen_workload(const hx_workload *w, double rate_rps, int n, double duratio
 	return generate(w->arrival, w->cv, rate_rps, n, duration_s, seed, &l, out, err);
 }
 
-/* A lognormal as load.c builds it from (mean, p50, max). */
+/* A lognormal as the workload loader (workload.c) builds it from (mean, p50, max). */
 static hx_dist lognormal(double mean, double p50, double max)
 {
 	hx_dist d;

@@ -9,7 +9,7 @@
  * that reaches each model, and each model's workload (rate and lengths of
  * the requests that reach it).  A routing split (no cascade) sends fraction
  * f_i of the requests to model i: Q = sum_i f_i * mean score of model i.
- * These functions do no I/O: the workload loader (load.c) parses the
+ * These functions do no I/O: the workload loader (workload.c) parses the
  * profile.
  */
 #ifndef HX_QUALITY_H

@@ -182,34 +182,33 @@ static int cmp_pick(const void *a, const void *b)
  * whose shapes still carry LAMBDA, then the capacity MILP over them into
  * RES. */
 static int latency_solve(const hx_problem *pb, const hx_plan_opts *o, double deadline,
-			 const hx_candset *s0, double lambda, hx_milp_result *res, hx_err *err)
+			 const hx_candset *s, double lambda, hx_milp_result *res, hx_err *err)
 {
-	const hx_candset s = *s0;
 	int rc = 0;
-	double *bounds = hx_xmalloc((size_t)s.n * sizeof(double));
-	char *use = hx_xcalloc((size_t)s.n, 1);
-	int lo = 0, hi = s.n - 1;
-	for (int c = 0; c < s.n; c++) {
+	double *bounds = hx_xmalloc((size_t)s->n * sizeof(double));
+	char *use = hx_xcalloc((size_t)s->n, 1);
+	int lo = 0, hi = s->n - 1;
+	double all = max_capacity(s);
+	for (int c = 0; c < s->n; c++) {
 		hx_replica r;
 		hx_capacity cap;
-		hx_cand_replica(pb, &s, &s.c[c], &r);
+		hx_cand_replica(pb, s, &s->c[c], &r);
 		/* at the share of the rate it would carry if the
 		 * whole cluster ran at the rate's utilization */
-		hx_cost_at_rate(
-		    &r, pb->workload,
-		    s.c[c].capacity_rps * fmin(1, lambda / fmax(max_capacity(&s), 1e-9)), &cap);
-		bounds[c] = isfinite(cap.ttft_ms) ? cap.ttft_ms : s.c[c].ttft_ms;
+		hx_cost_at_rate(&r, pb->workload,
+				s->c[c].capacity_rps * fmin(1, lambda / fmax(all, 1e-9)), &cap);
+		bounds[c] = isfinite(cap.ttft_ms) ? cap.ttft_ms : s->c[c].ttft_ms;
 	}
 	{
-		double *sorted = hx_xmalloc((size_t)s.n * sizeof(double));
-		memcpy(sorted, bounds, (size_t)s.n * sizeof(double));
-		hx_quantile(sorted, (size_t)s.n, 0.5); /* sorts */
+		double *sorted = hx_xmalloc((size_t)s->n * sizeof(double));
+		memcpy(sorted, bounds, (size_t)s->n * sizeof(double));
+		hx_quantile(sorted, (size_t)s->n, 0.5); /* sorts */
 		while (lo < hi && !hx_past(deadline)) {
 			int mid = (lo + hi) / 2;
 			hx_milp_result r2 = {0};
-			for (int c = 0; c < s.n; c++)
+			for (int c = 0; c < s->n; c++)
 				use[c] = bounds[c] <= sorted[mid];
-			rc = solve(pb, o, deadline, &s, use, HX_OBJ_CAPACITY, &r2, err);
+			rc = solve(pb, o, deadline, s, use, HX_OBJ_CAPACITY, &r2, err);
 			if (rc) {
 				free(r2.x);
 				break;
@@ -220,12 +219,12 @@ static int latency_solve(const hx_problem *pb, const hx_plan_opts *o, double dea
 				lo = mid + 1;
 			free(r2.x);
 		}
-		for (int c = 0; c < s.n; c++)
+		for (int c = 0; c < s->n; c++)
 			use[c] = bounds[c] <= sorted[lo];
 		free(sorted);
 	}
 	if (!rc)
-		rc = solve(pb, o, deadline, &s, use, HX_OBJ_CAPACITY, res, err);
+		rc = solve(pb, o, deadline, s, use, HX_OBJ_CAPACITY, res, err);
 	free(bounds);
 	free(use);
 	return rc;
@@ -273,7 +272,6 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, 
 		if ((rc = solve(pb, o, deadline, &s, NULL, HX_OBJ_CAPACITY, &res, err)))
 			goto out;
 	} else {
-		double all = max_capacity(&s);
 		/* Exact: the most the cluster carries at the SLO. */
 		if ((rc = solve(pb, o, deadline, &s, NULL, HX_OBJ_CAPACITY, &res, err)))
 			goto out;
@@ -285,7 +283,6 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, 
 				     lambda, res.bound);
 			goto out;
 		}
-		(void)all;
 		free(res.x);
 		memset(&res, 0, sizeof(res));
 		if (o->objective == HX_OBJ_COST) {

@@ -29,10 +29,11 @@ static void progress(double done, void *ctx)
 		fputc('\n', stderr);
 }
 
-static json_t *pct_json(const double v[4])
+static json_t *pct_json(double mean, const double v[4])
 {
 	static const char *const k[] = {"p50", "p90", "p95", "p99"};
 	json_t *o = json_object();
+	hx_jset_num(o, "mean", mean);
 	for (int i = 0; i < 4; i++)
 		hx_jset_num(o, k[i], v[i]);
 	return o;
@@ -61,9 +62,9 @@ static json_t *report_json(const hx_plan *p, const hx_workload *w, const hx_sim_
 	hx_jset_num(o, "slo_attainment", r->slo_attainment);
 	hx_jset_num(o, "goodput_rps", r->goodput_rps);
 	hx_jset_num(o, "throughput_tps", r->throughput_tps);
-	json_object_set_new(o, "ttft_ms", pct_json(r->ttft_ms));
-	json_object_set_new(o, "tpot_ms", pct_json(r->tpot_ms));
-	json_object_set_new(o, "e2e_ms", pct_json(r->e2e_ms));
+	json_object_set_new(o, "ttft_ms", pct_json(r->ttft_mean_ms, r->ttft_ms));
+	json_object_set_new(o, "tpot_ms", pct_json(r->tpot_mean_ms, r->tpot_ms));
+	json_object_set_new(o, "e2e_ms", pct_json(r->e2e_mean_ms, r->e2e_ms));
 	a = json_array();
 	for (int g = 0; g < r->ngroups; g++) {
 		json_t *go = json_object();
@@ -98,13 +99,14 @@ static char *report_table(const hx_plan *p, const hx_workload *w, const hx_sim_r
 		      r->goodput_rps);
 	hx_buf_printf(&t, "throughput   %.1f tokens/s over %.1f s\n", r->throughput_tps,
 		      r->makespan_s);
-	hx_buf_printf(&t, "%-12s %10s %10s %10s %10s\n", "ms", "p50", "p90", "p95", "p99");
-	hx_buf_printf(&t, "%-12s %10.1f %10.1f %10.1f %10.1f\n", "ttft", r->ttft_ms[0],
-		      r->ttft_ms[1], r->ttft_ms[2], r->ttft_ms[3]);
-	hx_buf_printf(&t, "%-12s %10.2f %10.2f %10.2f %10.2f\n", "tpot", r->tpot_ms[0],
-		      r->tpot_ms[1], r->tpot_ms[2], r->tpot_ms[3]);
-	hx_buf_printf(&t, "%-12s %10.1f %10.1f %10.1f %10.1f\n", "e2e", r->e2e_ms[0],
-		      r->e2e_ms[1], r->e2e_ms[2], r->e2e_ms[3]);
+	hx_buf_printf(&t, "%-12s %10s %10s %10s %10s %10s\n", "ms", "mean", "p50", "p90", "p95",
+		      "p99");
+	hx_buf_printf(&t, "%-12s %10.1f %10.1f %10.1f %10.1f %10.1f\n", "ttft", r->ttft_mean_ms,
+		      r->ttft_ms[0], r->ttft_ms[1], r->ttft_ms[2], r->ttft_ms[3]);
+	hx_buf_printf(&t, "%-12s %10.2f %10.2f %10.2f %10.2f %10.2f\n", "tpot", r->tpot_mean_ms,
+		      r->tpot_ms[0], r->tpot_ms[1], r->tpot_ms[2], r->tpot_ms[3]);
+	hx_buf_printf(&t, "%-12s %10.1f %10.1f %10.1f %10.1f %10.1f\n", "e2e", r->e2e_mean_ms,
+		      r->e2e_ms[0], r->e2e_ms[1], r->e2e_ms[2], r->e2e_ms[3]);
 	for (int g = 0; g < r->ngroups; g++)
 		hx_buf_printf(&t, "group %-6s utilization %.3f, %ld finished\n",
 			      p->groups[g].name, r->groups[g].utilization,
@@ -236,6 +238,11 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 					t.arrival_s[i] = t.arrival_s[0] +
 							 (t.arrival_s[i] - t.arrival_s[0]) * f;
 			}
+		} else if (w.nstages > 0 && rate <= 0 && nreq <= 0) {
+			/* The workload's stages, one after another. */
+			if ((rc = hx_gen_stages(&w, o.seed, &t, &err)))
+				goto out;
+			have_t = 1;
 		} else {
 			if ((rc = hx_gen_workload(&w, rate, nreq ? (int)nreq : 10000, 0, o.seed,
 						  &t, &err)))

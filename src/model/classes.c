@@ -120,5 +120,7 @@ hx_workload hx_len_class_workload(const hx_workload *w, const hx_len_class *c)
 	x.output = c->output;
 	x.classes = NULL;
 	x.nclasses = 0;
+	x.stages = NULL; /* a view: the rate is the class's own */
+	x.nstages = 0;
 	return x;
 }

@@ -167,6 +167,57 @@ int hx_gen_workload(const hx_workload *w, double rate_rps, int n, double duratio
 	return generate(w->arrival, w->cv, rate_rps, n, duration_s, seed, &l, out, err);
 }
 
+int hx_gen_stages(const hx_workload *w, uint64_t seed, hx_trace *out, hx_err *err)
+{
+	lengths l = {w, &w->prompt, &w->output, NULL};
+	int with_cls = w->nclasses > 0, cap = 16, n = 0;
+	double expect = 0, start = 0;
+	hx_rng r;
+
+	memset(out, 0, sizeof(*out));
+	if (w->nstages <= 0)
+		return hx_errf(err, HX_EINPUT, "the workload has no stages");
+	if (w->arrival == HX_ARRIVAL_GAMMA && (!(w->cv > 0) || !isfinite(w->cv)))
+		return hx_errf(err, HX_EINPUT,
+			       "a gamma arrival process needs a positive cv, not %g", w->cv);
+	for (int k = 0; k < w->nstages; k++)
+		expect += w->stages[k].rate_rps * w->stages[k].duration_s;
+	if (expect > HX_MAX_REQUESTS)
+		return hx_errf(err, HX_EINPUT,
+			       "the stages give about %.3g requests, more than the limit of %d",
+			       expect, HX_MAX_REQUESTS);
+	grow(out, cap, with_cls);
+	hx_rng_seed(&r, seed);
+	for (int k = 0; k < w->nstages; k++) {
+		const hx_load_stage *st = &w->stages[k];
+		double now = start, end = start + st->duration_s;
+		while (st->rate_rps > 0) {
+			now += next_gap(w->arrival, w->cv, st->rate_rps, &r);
+			if (now > end)
+				break;
+			if (n == cap) {
+				if (cap >= HX_MAX_REQUESTS) {
+					hx_trace_release(out);
+					return hx_errf(err, HX_EINPUT,
+						       "the stages give more than %d requests",
+						       HX_MAX_REQUESTS);
+				}
+				cap = cap > HX_MAX_REQUESTS / 2 ? HX_MAX_REQUESTS : cap * 2;
+				grow(out, cap, with_cls);
+			}
+			out->arrival_s[n] = now;
+			draw_lengths(&l, &r, out, n);
+			out->n = ++n;
+		}
+		start = end;
+	}
+	if (n == 0) {
+		hx_trace_release(out);
+		return hx_errf(err, HX_EINPUT, "no request arrives in the workload's stages");
+	}
+	return 0;
+}
+
 /* A lognormal as the workload loader (workload.c) builds it from (mean, p50, max). */
 static hx_dist lognormal(double mean, double p50, double max)
 {

@@ -24,6 +24,11 @@ enum { HX_SHAPE_CONVERSATION, HX_SHAPE_CODE };
 int hx_gen_workload(const hx_workload *w, double rate_rps, int n, double duration_s,
 		    uint64_t seed, hx_trace *out, hx_err *err);
 
+/* Requests through every stage of W, one after another (each at its own
+ * rate, the workload's arrival process), lengths as hx_gen_workload draws
+ * them.  HX_EINPUT with ERR when W has no stages or none brings a request. */
+int hx_gen_stages(const hx_workload *w, uint64_t seed, hx_trace *out, hx_err *err);
+
 /* Requests at RATE_RPS (Poisson) for DURATION_S with the lengths of a
  * built-in SHAPE, or (SAMPLE != NULL) (input, output) pairs resampled from
  * the trace SAMPLE. */

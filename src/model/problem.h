@@ -134,9 +134,25 @@ typedef struct hx_class {
 
 enum { HX_ARRIVAL_POISSON, HX_ARRIVAL_GAMMA };
 struct hx_quality; /* quality.h */
+
+/* One stage of a load that changes: RATE_RPS for DURATION_S seconds. */
+typedef struct hx_load_stage {
+	double rate_rps, duration_s;
+} hx_load_stage;
+
+/* A workload's stages hold at most this many entries. */
+#define HX_MAX_LOAD_STAGES 10000
+
 typedef struct hx_workload {
-	char model[512]; /* optional: model name or config.json path */
-	double rate_rps;
+	char model[512];       /* optional: model name or config.json path */
+	double rate_rps;       /* with stages: the highest stage's unless given */
+	hx_load_stage *stages; /* one after another, or NULL */
+	int nstages;
+	/* Shared system prompts: each request's first prefix_tokens prompt
+	 * tokens are one of prefix_groups prompts, which a prefix cache
+	 * reuses (0: none). */
+	double prefix_tokens;
+	int prefix_groups;
 	int arrival;
 	double cv;
 	hx_dist prompt, output; /* whole workload (mixture of classes if given) */

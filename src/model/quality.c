@@ -84,6 +84,8 @@ int hx_cascade_model_workload(const hx_quality *q, const hx_workload *w, const d
 	out->cv = w->cv;
 	out->slo = w->slo;
 	out->serving = w->serving;
+	out->prefix_tokens = w->prefix_tokens;
+	out->prefix_groups = w->prefix_groups;
 	hx_dist_from_pairs(&out->prompt, pp, n);
 	hx_dist_from_pairs(&out->output, po, n);
 	return 0;

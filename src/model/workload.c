@@ -299,12 +299,68 @@ static int parse_quality(const hx_jr *r, const json_t *v, hx_workload *w)
 	return 0;
 }
 
+/* "stages": [{"rate_rps": R, "duration_s": S}, ...]; the workload's rate
+ * defaults to the highest. */
+static int parse_stages(const hx_jr *r, const json_t *root, hx_workload *w)
+{
+	static const char *const keys[] = {"rate_rps", "duration_s", NULL};
+	const json_t *v = json_object_get(root, "stages"), *e;
+	size_t i;
+	int rc;
+
+	if (!v)
+		return 0;
+	if (!json_is_array(v) || json_array_size(v) == 0)
+		return hx_jr_fail(r, "/stages", "must be a non-empty array of stages");
+	if (json_array_size(v) > HX_MAX_LOAD_STAGES)
+		return hx_jr_fail(r, "/stages", "holds more than %d stages",
+				  HX_MAX_LOAD_STAGES);
+	w->stages = hx_xcalloc(json_array_size(v), sizeof(hx_load_stage));
+	json_array_foreach(v, i, e)
+	{
+		char p[64];
+		hx_ptr_index(p, sizeof(p), "/stages", i);
+		if ((rc = hx_jr_object(r, e, p, keys)) ||
+		    (rc = hx_jr_num(r, e, p, "rate_rps", 1, 0, 1e9, &w->stages[i].rate_rps)) ||
+		    (rc = hx_jr_num(r, e, p, "duration_s", 1, 1e-6, 1e9,
+				    &w->stages[i].duration_s)))
+			return rc;
+		w->nstages++;
+		if (w->stages[i].rate_rps > w->rate_rps)
+			w->rate_rps = w->stages[i].rate_rps;
+	}
+	if (!(w->rate_rps > 0))
+		return hx_jr_fail(r, "/stages", "no stage has a positive rate");
+	return 0;
+}
+
+/* "shared_prefix": {"tokens": N, "groups": G}. */
+static int parse_prefix(const hx_jr *r, const json_t *root, hx_workload *w)
+{
+	static const char *const keys[] = {"tokens", "groups", NULL};
+	const json_t *v = json_object_get(root, "shared_prefix");
+	double groups = 0;
+	int rc;
+
+	if (!v)
+		return 0;
+	if ((rc = hx_jr_object(r, v, "/shared_prefix", keys)) ||
+	    (rc = hx_jr_num(r, v, "/shared_prefix", "tokens", 1, 0, 1e7, &w->prefix_tokens)) ||
+	    (rc = hx_jr_num(r, v, "/shared_prefix", "groups", 1, 1, 1e6, &groups)))
+		return rc;
+	if (groups != floor(groups))
+		return hx_jr_fail(r, "/shared_prefix/groups", "must be a whole number, not %g",
+				  groups);
+	w->prefix_groups = (int)groups;
+	return 0;
+}
+
 int hx_workload_load(hx_workload *w, const char *path, hx_err *err)
 {
 	static const char *const top[] = {
-	    "version",       "model",         "rate_rps", "arrival",
-	    "prompt_tokens", "output_tokens", "slo",      "classes",
-	    "serving",       "quality",       NULL};
+	    "version",       "model",         "rate_rps", "arrival", "prompt_tokens",
+	    "output_tokens", "slo",           "classes",  "serving", "quality",
+	    "stages",        "shared_prefix", NULL};
 	static const char *const akeys[] = {"process", "cv", NULL};
 	static const char *const procs[] = {"poisson", "gamma", NULL};
 	static const char *const skeys[] = {"ttft_ms", "tpot_ms", "percentile", "attainment",
@@ -327,7 +383,9 @@ int hx_workload_load(hx_workload *w, const char *path, hx_err *err)
 	}
 	if ((rc = hx_jr_object(&r, root, "", top)) || (rc = hx_jr_version(&r, root)) ||
 	    (rc = hx_jr_str(&r, root, "", "model", 0, w->model, sizeof(w->model))) ||
-	    (rc = hx_jr_pos(&r, root, "", "rate_rps", 1, &w->rate_rps)))
+	    (rc = parse_stages(&r, root, w)) ||
+	    (rc = hx_jr_pos(&r, root, "", "rate_rps", w->nstages == 0, &w->rate_rps)) ||
+	    (rc = parse_prefix(&r, root, w)))
 		goto out;
 	if ((v = json_object_get(root, "arrival"))) {
 		if ((rc = hx_jr_object(&r, v, "/arrival", akeys)) ||
@@ -409,6 +467,7 @@ void hx_workload_release(hx_workload *w)
 		hx_quality_release(w->quality);
 		free(w->quality);
 	}
+	free(w->stages);
 	hx_dist_release(&w->prompt);
 	hx_dist_release(&w->output);
 	memset(w, 0, sizeof(*w));

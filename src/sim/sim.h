@@ -50,6 +50,7 @@ typedef struct hx_sim_report {
 	double makespan_s, offered_s;
 	double slo_attainment, goodput_rps, throughput_tps, offered_rps;
 	double ttft_ms[4], tpot_ms[4], e2e_ms[4]; /* p50, p90, p95, p99 */
+	double ttft_mean_ms, tpot_mean_ms, e2e_mean_ms;
 	double usd_per_hour, usd_per_m_tokens;
 	int ngroups;
 	hx_sim_group_stats *groups;

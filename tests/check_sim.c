@@ -64,8 +64,8 @@ static void one_request(hx_trace *t, double at, int in, int out)
 	t->output[0] = out;
 }
 
-/* A single request on an idle replica takes exactly the cost model's
- * prefill and decode iterations. */
+/* A single request on an idle replica takes exactly the request overhead
+ * and the cost model's prefill and decode iterations. */
 START_TEST(test_single_request_exact)
 {
 	hx_plan p;
@@ -86,7 +86,8 @@ START_TEST(test_single_request_exact)
 	{
 		hx_batch b = {0};
 		hx_batch_add_prefill(&b, 1, in, 0);
-		want_first = 2.5 + hx_cost_cycle(&rep, &b, &it);
+		want_first =
+		    2.5 + p.gpus[0].request_overhead_ms * 1e-3 + hx_cost_cycle(&rep, &b, &it);
 	}
 	want_end = want_first;
 	for (int k = 1; k < out; k++) {

@@ -17,6 +17,10 @@ const char *const hx_calib_keys[] = {"e_compute",
 				     "kernel_floor_us",
 				     "iter_overhead_ms",
 				     "allreduce_latency_us",
+				     "graph_floor_us",
+				     "seq_overhead_us",
+				     "e_moe",
+				     "request_overhead_ms",
 				     NULL};
 
 static int calib_key_index(const char *key)
@@ -30,7 +34,10 @@ static int calib_key_index(const char *key)
 /* Bounds: efficiencies in (0.01, 1], the others in [0, 1e4]. */
 static void key_bounds(const char *key, double *lo, double *hi)
 {
-	if (strncmp(key, "e_", 2) == 0) {
+	if (strcmp(key, "e_moe") == 0) {
+		*lo = 0;
+		*hi = 1;
+	} else if (strncmp(key, "e_", 2) == 0) {
 		*lo = 0.01;
 		*hi = 1;
 	} else {

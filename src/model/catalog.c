@@ -56,6 +56,10 @@ const char *const hx_gpu_num_keys[] = {"tflops_bf16",
 				       "allreduce_latency_us",
 				       "iter_overhead_ms",
 				       "runtime_reserve_gib",
+				       "graph_floor_us",
+				       "seq_overhead_us",
+				       "e_moe",
+				       "request_overhead_ms",
 				       NULL};
 
 double *hx_gpu_field(hx_gpu *g, const char *key)
@@ -74,7 +78,11 @@ double *hx_gpu_field(hx_gpu *g, const char *key)
 		       &g->kernel_floor_us,
 		       &g->allreduce_latency_us,
 		       &g->iter_overhead_ms,
-		       &g->runtime_reserve_gib};
+		       &g->runtime_reserve_gib,
+		       &g->graph_floor_us,
+		       &g->seq_overhead_us,
+		       &g->e_moe,
+		       &g->request_overhead_ms};
 
 	for (size_t i = 0; hx_gpu_num_keys[i]; i++)
 		if (strcmp(hx_gpu_num_keys[i], key) == 0)
@@ -87,7 +95,10 @@ static void gpu_range(const char *key, double *lo, double *hi)
 {
 	*lo = 0;
 	*hi = 1e7;
-	if (strncmp(key, "e_", 2) == 0) {
+	if (strcmp(key, "e_moe") == 0) { /* 0: off (dense efficiency) */
+		*lo = 0;
+		*hi = 1;
+	} else if (strncmp(key, "e_", 2) == 0) {
 		*lo = 0.01;
 		*hi = 1;
 	} else if (strcmp(key, "tflops_bf16") == 0 || strcmp(key, "mem_gib") == 0 ||

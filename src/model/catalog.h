@@ -40,6 +40,10 @@ typedef struct hx_gpu {
 	double allreduce_latency_us;
 	double iter_overhead_ms; /* scheduling + sampling per serving iteration */
 	double runtime_reserve_gib;
+	double graph_floor_us;  /* shortest kernel inside a CUDA graph; 0: kernel_floor_us */
+	double seq_overhead_us; /* host time per sequence of an iteration */
+	double e_moe;           /* grouped expert GEMMs' share of e_compute; 0: 1 */
+	double request_overhead_ms; /* per request: API server, tokenizer, first token out */
 } hx_gpu;
 
 typedef struct hx_arch {

@@ -109,8 +109,15 @@ static double peak_flops(const hx_gpu *g, hx_dtype wdt)
 	return g->tflops_bf16 * 1e12;
 }
 
-static double floor_s(const hx_gpu *g)
+/* The shortest kernel of an iteration of TOKENS tokens: inside a CUDA graph
+ * (an engine captures its steps of up to HX_GRAPH_MAX_TOKENS tokens) a kernel
+ * pays no launch, only its shortest run; outside, the launch floor that
+ * per-kernel timings measure.  MIXED: the step carries prompt tokens, whose
+ * attention runs outside the graph (piecewise capture). */
+static double floor_s(const hx_gpu *g, double tokens)
 {
+	if (g->graph_floor_us > 0 && tokens <= HX_GRAPH_MAX_TOKENS)
+		return g->graph_floor_us * 1e-6;
 	return g->kernel_floor_us * 1e-6;
 }
 
@@ -118,30 +125,47 @@ static double floor_s(const hx_gpu *g)
  * smoothed (the 2-norm of compute and memory time rather than their max):
  * measured GEMMs between 64 and 512 rows are slower than either bound, as
  * tiles are neither full nor bandwidth-bound there. */
-static double kernel_s(const hx_gpu *g, double flops, double peak, double e_c, double bytes)
+static double kernel_s(const hx_gpu *g, double flops, double peak, double e_c, double bytes,
+		       double fl)
 {
 	double c = flops / (peak * e_c), m = bytes / (g->mem_bw_gb_s * 1e9 * g->e_mem);
-	return fmax(sqrt(c * c + m * m), floor_s(g));
+	return fmax(sqrt(c * c + m * m), fl);
 }
 
-static double gemm_s(const hx_gpu *g, hx_dtype wdt, const gemm *x)
+/* A GEMM; the experts of a MoE layer (resident > 1) run as one grouped GEMM
+ * at e_moe of a dense GEMM's speed, whether compute- or memory-bound. */
+static double gemm_s(const hx_gpu *g, hx_dtype wdt, const gemm *x, double fl)
 {
 	double flops = 2 * x->m * x->k * x->n;
 	double bytes = x->read * x->k * x->n * hx_dtype_bytes(wdt) + x->m * (x->k + x->n) * 2;
+	double t;
 
 	if (x->m <= 0)
 		return 0;
-	return kernel_s(g, flops, peak_flops(g, wdt), g->e_compute, bytes);
+	t = kernel_s(g, flops, peak_flops(g, wdt), g->e_compute, bytes, fl);
+	if (x->resident > 1 && g->e_moe > 0)
+		t = fmax(t / g->e_moe, fl);
+	return t;
 }
 
 /* A memory-bound per-token kernel moving BYTES. */
-static double elementwise_s(const hx_gpu *g, double bytes)
+static double elementwise_s(const hx_gpu *g, double bytes, double fl)
 {
-	return fmax(bytes / (g->mem_bw_gb_s * 1e9 * g->e_mem), floor_s(g));
+	return fmax(bytes / (g->mem_bw_gb_s * 1e9 * g->e_mem), fl);
 }
+
+static double linear_s(const hx_model *m, const hx_gpu *g, int tp, hx_dtype wdt, int layer,
+		       double tokens, double fl);
 
 double hx_cost_linear(const hx_model *m, const hx_gpu *g, int tp, hx_dtype wdt, int layer,
 		      double tokens)
+{
+	/* What per-kernel timings measure: every kernel launched on its own. */
+	return linear_s(m, g, tp, wdt, layer, tokens, g->kernel_floor_us * 1e-6);
+}
+
+static double linear_s(const hx_model *m, const hx_gpu *g, int tp, hx_dtype wdt, int layer,
+		       double tokens, double fl)
 {
 	const hx_arch *a = &m->a;
 	gemm gs[16];
@@ -152,18 +176,18 @@ double hx_cost_linear(const hx_model *m, const hx_gpu *g, int tp, hx_dtype wdt, 
 	if (tokens <= 0)
 		return 0;
 	for (int i = 0; i < n; i++)
-		t += gemm_s(g, wdt, &gs[i]);
+		t += gemm_s(g, wdt, &gs[i], fl);
 	if (hx_layer_is_moe(a, layer))
 		inter =
 		    (double)a->moe_intermediate / tp * (a->experts_per_tok + a->shared_experts);
 	else
 		inter = (double)a->intermediate / tp;
-	t += 2 * elementwise_s(g, tokens * h * 2 * 2);                       /* norms */
-	t += elementwise_s(g, tokens * (heads + kvh) * a->head_dim * 2 * 2); /* rotary */
+	t += 2 * elementwise_s(g, tokens * h * 2 * 2, fl);                       /* norms */
+	t += elementwise_s(g, tokens * (heads + kvh) * a->head_dim * 2 * 2, fl); /* rotary */
 	if (a->qk_norm)
-		t += elementwise_s(g, tokens * (heads + kvh) * a->head_dim * 2 * 2);
-	t += elementwise_s(g, tokens * inter * up * 2); /* activation */
-	t += 2 * elementwise_s(g, tokens * h * 2 * 3);  /* residual adds */
+		t += elementwise_s(g, tokens * (heads + kvh) * a->head_dim * 2 * 2, fl);
+	t += elementwise_s(g, tokens * inter * up * 2, fl); /* activation */
+	t += 2 * elementwise_s(g, tokens * h * 2 * 3, fl);  /* residual adds */
 	return t;
 }
 
@@ -174,18 +198,20 @@ static double attention_s(const hx_replica *r, const hx_stage *s, const hx_batch
 	double heads = (double)a->heads / s->tp, t = 0;
 	double qk = a->kv_lora_rank > 0 ? a->kv_lora_rank + a->qk_rope_head_dim : a->head_dim;
 	double v = a->kv_lora_rank > 0 ? a->kv_lora_rank : a->head_dim;
-	double peak = g->tflops_bf16 * 1e12;
+	double peak = g->tflops_bf16 * 1e12, tokens = b->prefill_tokens + b->decode_seqs;
+	/* A step with prompt tokens runs attention outside the CUDA graph. */
+	double fl = b->prefill_tokens > 0 ? g->kernel_floor_us * 1e-6 : floor_s(g, tokens);
 
 	if (b->prefill_tokens > 0) {
 		/* QK^T and PV over the chunk and what it attends to. */
 		double flops = 2 * b->prefill_attn * heads * (qk + v);
 		t += kernel_s(g, flops, peak, g->e_attn,
-			      b->prefill_tokens * heads * (qk + v) * 2 * 2);
+			      b->prefill_tokens * heads * (qk + v) * 2 * 2, fl);
 	}
 	if (b->decode_seqs > 0) {
 		double bytes = b->decode_ctx * kv_token_layer_gpu(a, s->tp, r->kvdt);
 		double flops = 2 * b->decode_ctx * heads * (qk + v);
-		t += kernel_s(g, flops, peak, g->e_attn, bytes);
+		t += kernel_s(g, flops, peak, g->e_attn, bytes, fl);
 	}
 	return t;
 }
@@ -205,7 +231,8 @@ double hx_cost_layer(const hx_replica *r, const hx_stage *s, int layer, const hx
 		     hx_breakdown *bd)
 {
 	double tokens = b->prefill_tokens + b->decode_seqs;
-	double lin = hx_cost_linear(r->model, s->gpu, s->tp, r->wdt, layer, tokens);
+	double lin =
+	    linear_s(r->model, s->gpu, s->tp, r->wdt, layer, tokens, floor_s(s->gpu, tokens));
 	double att = attention_s(r, s, b);
 	double comm = 2 * allreduce_s(s, tokens * r->model->a.hidden * 2);
 
@@ -223,8 +250,10 @@ static double head_s(const hx_replica *r, const hx_stage *s, const hx_batch *b)
 {
 	const hx_arch *a = &r->model->a;
 	gemm x = {a->hidden, (double)a->vocab / s->tp, 1, 1, b->prefill_seqs + b->decode_seqs};
+	double fl = floor_s(s->gpu, b->prefill_tokens + b->decode_seqs);
 
-	return gemm_s(s->gpu, r->wdt, &x) + elementwise_s(s->gpu, x.m * a->hidden * 2 * 2);
+	return gemm_s(s->gpu, r->wdt, &x, fl) +
+	       elementwise_s(s->gpu, x.m * a->hidden * 2 * 2, fl);
 }
 
 void hx_cost_iter(const hx_replica *r, const hx_batch *b, hx_iter *out)
@@ -273,8 +302,15 @@ void hx_cost_iter(const hx_replica *r, const hx_batch *b, hx_iter *out)
 			out->transfer_s += s->next_latency_ms * 1e-3 +
 					   bytes / hx_gbps_bytes_s(s->next_bw_gbps);
 		}
-		if (s->gpu->iter_overhead_ms * 1e-3 > over)
-			over = s->gpu->iter_overhead_ms * 1e-3;
+		{
+			/* The host's share: the step's fixed cost and one per
+			 * sequence (inputs, sampling, outputs). */
+			double h =
+			    s->gpu->iter_overhead_ms * 1e-3 +
+			    s->gpu->seq_overhead_us * 1e-6 * (b->decode_seqs + b->prefill_seqs);
+			if (h > over)
+				over = h;
+		}
 	}
 	out->overhead_s = over;
 	out->sum.overhead_s = over;
@@ -498,17 +534,39 @@ static void dist_moments(const hx_dist *d, double m[4])
 	}
 }
 
-/* Iteration time at rate LAMBDA if iterations took T: T(B, p) above. */
-static double iter_at(const hx_replica *r, int phase, double lambda, double P, double O,
-		      double t)
+/* Tokens of a LEN-token prompt that a warm prefix cache holds: the
+ * workload's shared prefix in whole blocks (HX_PREFIX_BLOCK), never the
+ * prompt's last token; 0 without one. */
+double hx_prefix_cached(const hx_workload *w, double len)
+{
+	double n = fmin(w->prefix_tokens, len - 1);
+
+	if (w->prefix_groups <= 0 || n < HX_PREFIX_BLOCK)
+		return 0;
+	return floor(n / HX_PREFIX_BLOCK) * HX_PREFIX_BLOCK;
+}
+
+/* The replica's request overhead: the largest of its GPUs'. */
+static double request_overhead_s(const hx_replica *r)
+{
+	double o = 0;
+	for (int i = 0; i < r->nstages; i++)
+		o = fmax(o, r->stage[i].gpu->request_overhead_ms * 1e-3);
+	return o;
+}
+
+/* Iteration time at rate LAMBDA if iterations took T: T(B, p) above; P the
+ * prompt tokens computed, H those the prefix cache holds. */
+static double iter_at(const hx_replica *r, int phase, double lambda, double P, double H,
+		      double O, double t)
 {
 	hx_batch b = {0};
 	hx_iter it;
 
 	if (phase != HX_SERVE_PREFILL)
-		hx_batch_add_decode(&b, lambda * O * t, P + O / 2);
+		hx_batch_add_decode(&b, lambda * O * t, P + H + O / 2);
 	if (phase != HX_SERVE_DECODE)
-		hx_batch_add_prefill(&b, lambda * t, P, 0);
+		hx_batch_add_prefill(&b, lambda * t, P, H);
 	return hx_cost_cycle(r, &b, &it);
 }
 
@@ -538,30 +596,83 @@ static double compound_tail(double m, const double pm[4], double x)
 	return tail;
 }
 
+/* The fraction of requests whose TPOT misses TMAX through prefill
+ * interference on short outputs, at rate LAMBDA, iteration time T and decode
+ * batch B (P the mean prompt tokens computed, H those cached).  Each request
+ * that arrives while a tagged one decodes stalls its iterations by the time
+ * its prompt adds to them (a roofline is flat at small batches, so the stall
+ * of a whole prompt, not a mean token cost). */
+static double tpot_misses(const hx_replica *r, const hx_workload *w, double lambda, double t,
+			  double B, double P, double H, double tmax)
+{
+	double O = hx_dist_mean(&w->output), budget = w->serving.token_budget;
+	double c = fmax(budget - B, 1), sm[4] = {1, 0, 0, 0}, t0, miss = 0, burst = 1;
+	double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
+	hx_batch b = {0};
+	hx_iter it;
+
+	hx_batch_add_decode(&b, B, P + H + O / 2);
+	t0 = hx_cost_cycle(r, &b, &it);
+	for (int i = 0; i < CAP_QUANTILES; i++) {
+		double len = hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES);
+		double h = hx_prefix_cached(w, len), n = len - h;
+		double chunks = fmax(1, ceil_div(n, c)), stall;
+		hx_batch bc = {0};
+		hx_batch_add_decode(&bc, B, P + H + O / 2);
+		hx_batch_add_prefill(&bc, 1, fmin(n, c), h + n / 2);
+		stall = chunks * fmax(hx_cost_cycle(r, &bc, &it) - t0, 0);
+		sm[1] += stall / CAP_QUANTILES;
+		sm[2] += stall * stall / CAP_QUANTILES;
+	}
+	/* Bursty arrivals (gamma, cv > 1): counts over a window vary cv^2 times
+	 * more than Poisson ones; match that with Poisson bursts of cv^2
+	 * requests each. */
+	if (ca2 > 1) {
+		double var = sm[2] - sm[1] * sm[1];
+		sm[1] *= ca2;
+		sm[2] = ca2 * var + sm[1] * sm[1];
+		burst = ca2;
+	}
+	for (int i = 0; i < CAP_QUANTILES; i++) {
+		double o = floor(hx_dist_quantile(&w->output, (i + 0.5) / CAP_QUANTILES) + 0.5);
+		double n = o - 1;
+		if (n < 1)
+			continue;
+		if (t0 > tmax) {
+			miss += 1.0 / CAP_QUANTILES;
+			continue;
+		}
+		miss +=
+		    compound_tail(lambda * n * t / burst, sm, (tmax - t0) * n) / CAP_QUANTILES;
+	}
+	return miss;
+}
+
 static void cap_check(const hx_replica *r, const hx_workload *w, int phase, double kv_tokens,
 		      double lambda, cap_eval *ev)
 {
 	double P = hx_dist_mean(&w->prompt), O = hx_dist_mean(&w->output);
 	double q = w->slo.percentile / 100, Pq = hx_dist_quantile(&w->prompt, q);
-	double budget = w->serving.token_budget;
+	double budget = w->serving.token_budget, H = hx_prefix_cached(w, P);
+	double ovh = request_overhead_s(r);
 	/* A prefill-only replica has no TPOT to keep: its iterations may take
 	 * up to the TTFT SLO. */
 	double tmax = (phase == HX_SERVE_PREFILL ? w->slo.ttft_ms : w->slo.tpot_ms) * 1e-3;
-	double allow = 1 - w->slo.attainment, lo = 0, hi = tmax, B, p, t, t0;
-	double pm[4], om[4], miss_tpot = 0, miss_ttft = 0, burst = 1;
-	hx_batch b = {0};
+	double allow = 1 - w->slo.attainment, lo = 0, hi = tmax, B, p, t;
+	double pm[4], om[4], miss_tpot = 0, miss_ttft = 0;
 	hx_iter it;
 
 	ev->ok = 0;
 	ev->ttft = INFINITY;
 	ev->t = INFINITY;
-	if (iter_at(r, phase, lambda, P, O, tmax) > tmax) {
+	P -= H; /* from here on, P is the prompt tokens computed */
+	if (iter_at(r, phase, lambda, P, H, O, tmax) > tmax) {
 		ev->binding = phase == HX_SERVE_PREFILL ? "ttft" : "tpot";
 		return;
 	}
 	for (int i = 0; i < 60; i++) {
 		double mid = (lo + hi) / 2;
-		if (iter_at(r, phase, lambda, P, O, mid) > mid)
+		if (iter_at(r, phase, lambda, P, H, O, mid) > mid)
 			lo = mid;
 		else
 			hi = mid;
@@ -582,7 +693,7 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 	if (phase == HX_SERVE_DECODE) {
 		/* KV arrives whole; no prompt stalls the decode iterations, and
 		 * TTFT is the prefill side's. */
-		double mean = lambda * t * (P * om[1] + om[2] / 2);
+		double mean = lambda * t * ((P + H) * om[1] + om[2] / 2);
 		double second = lambda * t * (om[1] * pm[2] + om[2] * pm[1] + om[3] / 4);
 		ev->ttft = 0;
 		if (mean + 2 * sqrt(second) > kv_tokens) {
@@ -594,60 +705,15 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 	}
 	if (phase != HX_SERVE_PREFILL) {
 		/* Occupancy of the KV cache: mean and spread of an M/G/inf system. */
-		double mean = lambda * t * (P * om[1] + om[2] / 2);
+		double mean = lambda * t * ((P + H) * om[1] + om[2] / 2);
 		double second = lambda * t * (om[1] * pm[2] + om[2] * pm[1] + om[3] / 4);
 		if (mean + 2 * sqrt(second) > kv_tokens) {
 			ev->binding = "kv";
 			return;
 		}
 	}
-	if (phase == HX_SERVE_BOTH) {
-		/* TPOT misses: prefill interference on short outputs.  Each request
-		 * that arrives while a tagged one decodes stalls its iterations by the
-		 * time its prompt adds to them (a roofline is flat at small batches, so
-		 * the stall of a whole prompt, not a mean token cost). */
-		hx_batch_add_decode(&b, B, P + O / 2);
-		t0 = hx_cost_cycle(r, &b, &it);
-		{
-			double c = fmax(budget - B, 1), sm[4] = {1, 0, 0, 0};
-			double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
-			for (int i = 0; i < CAP_QUANTILES; i++) {
-				double len =
-				    hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES);
-				double chunks = fmax(1, ceil_div(len, c)), stall;
-				hx_batch bc = {0};
-				hx_batch_add_decode(&bc, B, P + O / 2);
-				hx_batch_add_prefill(&bc, 1, fmin(len, c), len / 2);
-				stall = chunks * fmax(hx_cost_cycle(r, &bc, &it) - t0, 0);
-				sm[1] += stall / CAP_QUANTILES;
-				sm[2] += stall * stall / CAP_QUANTILES;
-			}
-			/* Bursty arrivals (gamma, cv > 1): counts over a window vary cv^2
-			 * times more than Poisson ones; match that with Poisson bursts of
-			 * cv^2 requests each. */
-			if (ca2 > 1) {
-				double var = sm[2] - sm[1] * sm[1];
-				sm[1] *= ca2;
-				sm[2] = ca2 * var + sm[1] * sm[1];
-				burst = ca2;
-			}
-			for (int i = 0; i < CAP_QUANTILES; i++) {
-				double o = floor(
-				    hx_dist_quantile(&w->output, (i + 0.5) / CAP_QUANTILES) +
-				    0.5);
-				double n = o - 1;
-				if (n < 1)
-					continue;
-				if (t0 > tmax) {
-					miss_tpot += 1.0 / CAP_QUANTILES;
-					continue;
-				}
-				miss_tpot +=
-				    compound_tail(lambda * n * t / burst, sm, (tmax - t0) * n) /
-				    CAP_QUANTILES;
-			}
-		}
-	}
+	if (phase == HX_SERVE_BOTH)
+		miss_tpot = tpot_misses(r, w, lambda, t, B, P, H, tmax);
 	if (miss_tpot > allow) {
 		ev->binding = "tpot";
 		return;
@@ -668,15 +734,16 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 			    i < CAP_QUANTILES
 				? hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES)
 				: Pq;
-			double chunks = fmax(1, ceil_div(len, c)), t_chunk, left;
+			double h = hx_prefix_cached(w, len), n = len - h;
+			double chunks = fmax(1, ceil_div(n, c)), t_chunk, left;
 			hx_batch bc = {0};
-			hx_batch_add_decode(&bc, B, P + O / 2);
-			hx_batch_add_prefill(&bc, 1, fmin(len, c), len / 2);
+			hx_batch_add_decode(&bc, B, P + H + O / 2);
+			hx_batch_add_prefill(&bc, 1, fmin(n, c), h + n / 2);
 			t_chunk = fmax(t, hx_cost_cycle(r, &bc, &it));
-			left = w->slo.ttft_ms * 1e-3 - chunks * t_chunk;
+			left = w->slo.ttft_ms * 1e-3 - ovh - chunks * t_chunk;
 			if (i == CAP_QUANTILES) {
 				double wq = u > 1 - q ? scale * log(u / (1 - q)) : 0;
-				ev->ttft = wq + chunks * t_chunk;
+				ev->ttft = ovh + wq + chunks * t_chunk;
 				break;
 			}
 			miss_ttft += (left < 0 ? 1 : u * exp(-left / fmax(scale, 1e-12))) /

@@ -18,6 +18,20 @@
  * request); `check` holds every plan to at least this. */
 #define HX_KV_RESERVE_TOKENS 4096
 
+/* Iterations of at most this many tokens run as CUDA graphs (vLLM's
+ * largest capture size by default); their kernels pay the GPU profile's
+ * graph_floor_us rather than its launch floor. */
+#define HX_GRAPH_MAX_TOKENS 512
+
+/* The prefix cache's block, in tokens (vLLM's default KV block): a shared
+ * prompt is reused in whole blocks. */
+#define HX_PREFIX_BLOCK 16
+
+/* Tokens of a LEN-token prompt that a warm prefix cache holds under
+ * workload W's shared_prefix (whole blocks, never the last token); 0
+ * without one.  The simulator's cache uses the same rule. */
+double hx_prefix_cached(const hx_workload *w, double len);
+
 /* One pipeline stage: TP GPUs of one type holding layers [first, last). */
 typedef struct hx_stage {
 	const hx_gpu *gpu;

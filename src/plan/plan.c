@@ -798,9 +798,17 @@ static const struct {
 	const char *key;
 	double v1;
 } gpu_v1_defaults[] = {
-    {"tflops_fp8", 0},          {"intra_latency_us", 0},     {"tdp_w", 0},
-    {"kernel_floor_us", 0},     {"allreduce_latency_us", 0}, {"iter_overhead_ms", 0},
+    {"tflops_fp8", 0},
+    {"intra_latency_us", 0},
+    {"tdp_w", 0},
+    {"kernel_floor_us", 0},
+    {"allreduce_latency_us", 0},
+    {"iter_overhead_ms", 0},
     {"runtime_reserve_gib", 0},
+    {"graph_floor_us", 0},
+    {"seq_overhead_us", 0},
+    {"e_moe", 0},
+    {"request_overhead_ms", 0},
 };
 
 /* One embedded GPU profile: a copy of the object with each absent optional key set to its

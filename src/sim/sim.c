@@ -27,6 +27,7 @@ typedef struct req {
 	int group, replica;
 	char done, dropped;
 	int *path, plen; /* hops plans: the fragments it visits, in order */
+	int prefix;      /* shared-prefix group, or -1 */
 } req;
 
 typedef struct seq {
@@ -54,6 +55,7 @@ typedef struct replica {
 	double busy_s;
 	int *kv_route; /* indexes into the plan's kv routes from this replica */
 	int nkv_route;
+	unsigned char *cached; /* per shared-prefix group: its prompt is in the prefix cache */
 	/* hops plans: the fragment's stages in COST (padded to the whole
 	 * model), its exit (it ends at the last layer) and its hops out */
 	int frag_off, frag_n, exit;
@@ -95,6 +97,7 @@ typedef struct sim {
 	int hops;     /* the plan routes node to node (pipeline plans) */
 	int *hop_to;  /* per hop: its destination replica */
 	long admitted, done_count, preemptions, iterations, kv_overflows, time_reversals;
+	double req_overhead_s; /* API server and tokenizer before the engine sees a request */
 } sim;
 
 /* ---- event heap ------------------------------------------------------------ */
@@ -334,6 +337,16 @@ static void preempt(sim *s, replica *rp)
 	rp->run[v] = rp->run[--rp->nrun];
 }
 
+/* Tokens of request R's prompt that RP's prefix cache holds: its group's
+ * shared prompt in whole blocks, once a request of the group has been
+ * prefilled there (never the whole prompt: the last token is computed). */
+static int prefix_hit(const sim *s, const replica *rp, const req *r)
+{
+	if (r->prefix < 0 || !rp->cached || !rp->cached[r->prefix])
+		return 0;
+	return (int)hx_prefix_cached(s->w, r->input);
+}
+
 static void start_iteration(sim *s, int ri)
 {
 	replica *rp = &s->reps[ri];
@@ -396,16 +409,20 @@ static void start_iteration(sim *s, int ri)
 			kv_need += 1;
 			hx_batch_add_decode(&b, 1, q.kv);
 		} else {
-			int n;
-			/* A preempted request recomputes what it had. */
+			int n, hit = prefix_hit(s, rp, r);
+			/* A preempted request recomputes what it had, less what the
+			 * prefix cache holds. */
 			q.prompt = r->input + (r->generated > 0 ? r->generated - 1 : 0);
-			n = (int)fmin(q.prompt, left);
-			if (rp->kv_used + kv_need + n > rp->kv_cap)
+			n = (int)fmin(q.prompt - hit, left);
+			if (rp->kv_used + kv_need + hit + n > rp->kv_cap)
 				break;
+			q.prefilled = hit;
+			q.kv = hit;
+			rp->kv_used += hit;
 			q.chunk = n;
 			left -= n;
 			kv_need += n;
-			hx_batch_add_prefill(&b, 1, n, 0);
+			hx_batch_add_prefill(&b, 1, n, hit);
 		}
 		wq_pop(rp);
 		s->admitted++;
@@ -545,6 +562,8 @@ static void iteration_done(sim *s, int ri)
 			q->kv += q->chunk;
 			rp->kv_used += q->chunk;
 			if (q->prefilled >= q->prompt) {
+				if (rp->cached && r->prefix >= 0)
+					rp->cached[r->prefix] = 1;
 				/* A disaggregated request's first token reaches the
 				 * user from the decode side: TTFT includes the KV
 				 * transfer. */
@@ -972,6 +991,7 @@ static void teardown(sim *s)
 {
 	for (int i = 0; i < s->nreps; i++) {
 		free(s->reps[i].run);
+		free(s->reps[i].cached);
 		free(s->reps[i].wq);
 		free(s->reps[i].kv_route);
 		free(s->reps[i].hop_route);
@@ -990,9 +1010,14 @@ static void teardown(sim *s)
 	free(s->reqs);
 }
 
-static void percentiles(double *v, long n, double out[4])
+/* OUT: p50, p90, p95, p99 of V's N values; *MEAN their mean (NAN: none). */
+static void percentiles(double *v, long n, double out[4], double *mean)
 {
 	static const double q[] = {0.5, 0.9, 0.95, 0.99};
+	double sum = 0;
+	for (long i = 0; i < n; i++)
+		sum += v[i];
+	*mean = n > 0 ? sum / n : NAN;
 	for (int i = 0; i < 4; i++)
 		out[i] = n > 0 ? hx_quantile(v, (size_t)n, q[i]) : NAN;
 }
@@ -1051,9 +1076,9 @@ static void report(sim *s, hx_sim_report *out, int keep)
 			x->met_slo = ok;
 		}
 	}
-	percentiles(ttft, k, out->ttft_ms);
-	percentiles(tpot, ntpot, out->tpot_ms);
-	percentiles(e2e, k, out->e2e_ms);
+	percentiles(ttft, k, out->ttft_ms, &out->ttft_mean_ms);
+	percentiles(tpot, ntpot, out->tpot_ms, &out->tpot_mean_ms);
+	percentiles(e2e, k, out->e2e_ms, &out->e2e_mean_ms);
 	/* Everything is measured from the first arrival. */
 	end = fmax(end - first_arrival, 0);
 	out->makespan_s = end;
@@ -1081,6 +1106,27 @@ static void report(sim *s, hx_sim_report *out, int keep)
 	free(e2e);
 }
 
+/* The prefix cache and the request overhead: each request draws its
+ * shared-prefix group (its own stream of the seed, so routing draws stay as
+ * they were); the overhead is the largest of the plan's GPU profiles'. */
+static void setup_prefix(sim *s, uint64_t seed)
+{
+	const hx_workload *w = s->w;
+	hx_rng rng;
+
+	for (int g = 0; g < s->p->ngpus; g++)
+		s->req_overhead_s =
+		    fmax(s->req_overhead_s, s->p->gpus[g].request_overhead_ms * 1e-3);
+	if (w->prefix_groups <= 0 || w->prefix_tokens < HX_PREFIX_BLOCK || s->hops)
+		return;
+	hx_rng_seed(&rng, seed ^ 0x9e3779b97f4a7c15ULL);
+	for (int i = 0; i < s->t->n; i++)
+		s->reqs[i].prefix =
+		    (int)(hx_rng_uniform(&rng) * w->prefix_groups) % w->prefix_groups;
+	for (int i = 0; i < s->nreps; i++)
+		s->reps[i].cached = hx_xcalloc((size_t)w->prefix_groups, 1);
+}
+
 int hx_simulate(const hx_plan *p, const hx_workload *w, const hx_trace *t, const hx_sim_opts *o,
 		hx_sim_report *out, hx_err *err)
 {
@@ -1106,13 +1152,17 @@ int hx_simulate(const hx_plan *p, const hx_workload *w, const hx_trace *t, const
 		r->output = t->output[i];
 		r->cls = t->cls ? t->cls[i] : -1;
 		r->first = -1;
+		r->prefix = -1;
 	}
+	setup_prefix(&s, o ? o->seed : 1);
 	while (next < t->n || s.nheap > 0) {
-		/* Arrivals come in trace order; events from the heap. */
-		if (next < t->n && (s.nheap == 0 || s.reqs[next].arrival <= s.heap[0].t)) {
-			if (s.reqs[next].arrival < s.now)
+		/* Arrivals come in trace order, each reaching the engine a fixed
+		 * time after the client sent it; events from the heap. */
+		double at = next < t->n ? s.reqs[next].arrival + s.req_overhead_s : 0;
+		if (next < t->n && (s.nheap == 0 || at <= s.heap[0].t)) {
+			if (at < s.now)
 				s.time_reversals++;
-			s.now = fmax(s.now, s.reqs[next].arrival);
+			s.now = fmax(s.now, at);
 			route(&s, next++);
 			if (o && o->progress && next % step == 0)
 				o->progress((double)next / t->n, o->progress_ctx);

@@ -10,7 +10,7 @@
 #include "model/catalog.h"
 #include "model/problem.h"
 
-#define HX_CALIB_MAX_FIELDS 8
+#define HX_CALIB_MAX_FIELDS 16 /* at least the number of hx_calib_keys */
 
 typedef struct hx_calib_entry {
 	char gpu[48];

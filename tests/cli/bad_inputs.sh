@@ -110,6 +110,12 @@ v -w workload-shares-not-one.json ": /classes: shares must sum to 1, not 0\.9"
 v -w workload-both-lengths-and-classes.json ": /classes: give lengths per class or for the whole workload, not both"
 # A trace named by a workload resolves next to the workload; its own error
 # (file and line) follows the pointer.
+v -w workload-stages-not-array.json ": /stages: must be a non-empty array of stages"
+v -w workload-stage-no-duration.json ": /stages/1: missing required key \"duration_s\""
+v -w workload-stages-all-zero.json ": /stages: no stage has a positive rate"
+v -w workload-stage-unknown-key.json ": /stages/0/users: unknown key"
+v -w workload-prefix-fractional-groups.json ": /shared_prefix/groups: must be a whole number, not 2\.5"
+v -w workload-prefix-no-groups.json ": /shared_prefix: missing required key \"groups\""
 v -w workload-trace-missing-file.json ": /prompt_tokens/trace: $(re "$B/no-such-trace.csv"): No such file or directory"
 v -w workload-trace-bad-file.json ": /prompt_tokens/trace: $(re "$B/trace-negative-length.csv"):3: input_tokens must be a positive integer, not \"-5\""
 # The quality profile (cascade and route modes).

@@ -70,4 +70,46 @@ run simulate -p "$TMP/p.json" -w examples/workloads/chat.json -t tests/data/bad/
 expect_rc 1 "bad trace"
 expect_err_line '^hexplan: error: tests/data/bad/trace-negative-length\.csv:[0-9]+: ' "bad trace message"
 
+# Means beside the percentiles: the report's mean TTFT is the per-request one.
+python3 -c 'import json,sys
+rep=json.load(open(sys.argv[1]))
+rows=[l.split(",") for l in open(sys.argv[2]).read().splitlines()[1:]]
+t=[float(r[6]) for r in rows if r[12]=="0"]
+sys.exit(0 if abs(sum(t)/len(t)-rep["ttft_ms"]["mean"])<1e-3*max(1,rep["ttft_ms"]["mean"]) else 1)' "$TMP/first" "$TMP/r.csv" && ok || fail "mean TTFT is the per-request mean"
+
+# Stages: one continuous run through every stage, about rate x duration
+# requests in each (Poisson: within 4 standard deviations).
+python3 -c 'import json,sys
+w=json.load(open("examples/workloads/chat.json")); del w["rate_rps"]
+w["stages"]=[{"rate_rps":4,"duration_s":60},{"rate_rps":12,"duration_s":60}]
+json.dump(w,open(sys.argv[1],"w"))
+w["shared_prefix"]={"tokens":900,"groups":2}
+json.dump(w,open(sys.argv[2],"w"))
+w["shared_prefix"]={"tokens":900,"groups":1000000}
+json.dump(w,open(sys.argv[3],"w"))' "$TMP/st.json" "$TMP/sp.json" "$TMP/sp-many.json"
+run simulate -p "$TMP/p.json" -w "$TMP/st.json" --per-request "$TMP/st.csv"
+expect_rc 0 "simulate stages"
+python3 -c 'import sys
+rows=[l.split(",") for l in open(sys.argv[1]).read().splitlines()[1:]]
+a=[float(r[1]) for r in rows]
+n0=sum(1 for x in a if x<60); n1=sum(1 for x in a if 60<=x<120)
+ok=abs(n0-240)<=4*240**.5 and abs(n1-720)<=4*720**.5 and max(a)<=120 and len(a)==n0+n1
+sys.exit(0 if ok else 1)' "$TMP/st.csv" && ok || fail "stage arrivals"
+[ "$(jnum slo_attainment)" != "" ] && ok || fail "stages report"
+cp "$TMP/out" "$TMP/st.out"
+# --rate or --requests draw from the rate instead (the highest stage's).
+run simulate -p "$TMP/p.json" -w "$TMP/st.json" --requests 100
+[ "$(jnum requests.total)" = "100" ] && ok || fail "--requests with stages"
+
+# A shared prefix the prefix cache holds: prompts mostly cached, so TTFT
+# falls; as many groups as requests leaves nothing to reuse.
+run simulate -p "$TMP/p.json" -w "$TMP/sp.json"
+expect_rc 0 "simulate shared prefix"
+sp=$(jnum ttft_ms.mean)
+run simulate -p "$TMP/p.json" -w "$TMP/sp-many.json"
+many=$(jnum ttft_ms.mean)
+cp "$TMP/st.out" "$TMP/out"
+none=$(jnum ttft_ms.mean)
+python3 -c 'import sys; sp,many,none=map(float,sys.argv[1:]); sys.exit(0 if sp<0.8*none and abs(many-none)<=0.05*none else 1)' "$sp" "$many" "$none" && ok || fail "prefix cache: TTFT $sp (2 groups), $many (1e6 groups), $none (none)"
+
 finish

@@ -534,16 +534,25 @@ static void dist_moments(const hx_dist *d, double m[4])
 	}
 }
 
-/* Tokens of a LEN-token prompt that a warm prefix cache holds: the
- * workload's shared prefix in whole blocks (HX_PREFIX_BLOCK), never the
- * prompt's last token; 0 without one. */
+/* N tokens in whole prefix-cache blocks, never a prompt's last token. */
+static double whole_blocks(double n, double len)
+{
+	n = fmin(n, len - 1);
+	return n < HX_PREFIX_BLOCK ? 0 : floor(n / HX_PREFIX_BLOCK) * HX_PREFIX_BLOCK;
+}
+
+double hx_prefix_hit(const hx_workload *w, double len, int group_cached, int user_cached)
+{
+	if (w->prefix_groups <= 0)
+		return 0;
+	if (user_cached && w->prefix_users > 0)
+		return whole_blocks(len, len);
+	return group_cached ? whole_blocks(w->prefix_tokens, len) : 0;
+}
+
 double hx_prefix_cached(const hx_workload *w, double len)
 {
-	double n = fmin(w->prefix_tokens, len - 1);
-
-	if (w->prefix_groups <= 0 || n < HX_PREFIX_BLOCK)
-		return 0;
-	return floor(n / HX_PREFIX_BLOCK) * HX_PREFIX_BLOCK;
+	return hx_prefix_hit(w, len, 1, 1);
 }
 
 /* The replica's request overhead: the largest of its GPUs'. */

@@ -27,9 +27,14 @@
  * prompt is reused in whole blocks. */
 #define HX_PREFIX_BLOCK 16
 
-/* Tokens of a LEN-token prompt that a warm prefix cache holds under
- * workload W's shared_prefix (whole blocks, never the last token); 0
- * without one.  The simulator's cache uses the same rule. */
+/* Tokens of a LEN-token prompt that a prefix cache holds under workload
+ * W's shared_prefix, in whole blocks and never the prompt's last token: the
+ * whole prompt when its user's prompt is cached (users_per_group given),
+ * else the group's shared prompt when that is cached, else 0; 0 without a
+ * shared prefix.  The simulator asks per request. */
+double hx_prefix_hit(const hx_workload *w, double len, int group_cached, int user_cached);
+/* The same with every group and user cached: the steady state the
+ * capacity rule assumes. */
 double hx_prefix_cached(const hx_workload *w, double len);
 
 /* One pipeline stage: TP GPUs of one type holding layers [first, last). */

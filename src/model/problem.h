@@ -140,6 +140,9 @@ typedef struct hx_load_stage {
 	double rate_rps, duration_s;
 } hx_load_stage;
 
+/* A shared prefix's groups times their users, at most. */
+#define HX_MAX_PREFIX_USERS 10000000
+
 /* A workload's stages hold at most this many entries. */
 #define HX_MAX_LOAD_STAGES 10000
 
@@ -153,6 +156,10 @@ typedef struct hx_workload {
 	 * reuses (0: none). */
 	double prefix_tokens;
 	int prefix_groups;
+	/* Users of each group, each sending the same prompt every time (as
+	 * inference-perf's shared_prefix generator does), so a user's whole
+	 * prompt recurs (0: every prompt is new past the shared prefix). */
+	int prefix_users;
 	int arrival;
 	double cv;
 	hx_dist prompt, output; /* whole workload (mixture of classes if given) */

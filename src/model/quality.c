@@ -86,6 +86,7 @@ int hx_cascade_model_workload(const hx_quality *q, const hx_workload *w, const d
 	out->serving = w->serving;
 	out->prefix_tokens = w->prefix_tokens;
 	out->prefix_groups = w->prefix_groups;
+	out->prefix_users = w->prefix_users;
 	hx_dist_from_pairs(&out->prompt, pp, n);
 	hx_dist_from_pairs(&out->output, po, n);
 	return 0;

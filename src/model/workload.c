@@ -334,24 +334,33 @@ static int parse_stages(const hx_jr *r, const json_t *root, hx_workload *w)
 	return 0;
 }
 
-/* "shared_prefix": {"tokens": N, "groups": G}. */
+/* "shared_prefix": {"tokens": N, "groups": G, "users_per_group": U}. */
 static int parse_prefix(const hx_jr *r, const json_t *root, hx_workload *w)
 {
-	static const char *const keys[] = {"tokens", "groups", NULL};
+	static const char *const keys[] = {"tokens", "groups", "users_per_group", NULL};
 	const json_t *v = json_object_get(root, "shared_prefix");
-	double groups = 0;
+	double groups = 0, users = 0;
 	int rc;
 
 	if (!v)
 		return 0;
 	if ((rc = hx_jr_object(r, v, "/shared_prefix", keys)) ||
 	    (rc = hx_jr_num(r, v, "/shared_prefix", "tokens", 1, 0, 1e7, &w->prefix_tokens)) ||
-	    (rc = hx_jr_num(r, v, "/shared_prefix", "groups", 1, 1, 1e6, &groups)))
+	    (rc = hx_jr_num(r, v, "/shared_prefix", "groups", 1, 1, 1e6, &groups)) ||
+	    (rc = hx_jr_num(r, v, "/shared_prefix", "users_per_group", 0, 1, 1e6, &users)))
 		return rc;
 	if (groups != floor(groups))
 		return hx_jr_fail(r, "/shared_prefix/groups", "must be a whole number, not %g",
 				  groups);
+	if (users != floor(users))
+		return hx_jr_fail(r, "/shared_prefix/users_per_group",
+				  "must be a whole number, not %g", users);
+	if (groups * users > HX_MAX_PREFIX_USERS)
+		return hx_jr_fail(r, "/shared_prefix",
+				  "%g groups of %g users are more than %d users", groups, users,
+				  HX_MAX_PREFIX_USERS);
 	w->prefix_groups = (int)groups;
+	w->prefix_users = (int)users;
 	return 0;
 }
 

@@ -28,6 +28,7 @@ typedef struct req {
 	char done, dropped;
 	int *path, plen; /* hops plans: the fragments it visits, in order */
 	int prefix;      /* shared-prefix group, or -1 */
+	int user;        /* shared-prefix user (a recurring prompt), or -1 */
 } req;
 
 typedef struct seq {
@@ -56,6 +57,7 @@ typedef struct replica {
 	int *kv_route; /* indexes into the plan's kv routes from this replica */
 	int nkv_route;
 	unsigned char *cached; /* per shared-prefix group: its prompt is in the prefix cache */
+	unsigned char *user_cached; /* per shared-prefix user: its whole prompt is */
 	/* hops plans: the fragment's stages in COST (padded to the whole
 	 * model), its exit (it ends at the last layer) and its hops out */
 	int frag_off, frag_n, exit;
@@ -337,14 +339,16 @@ static void preempt(sim *s, replica *rp)
 	rp->run[v] = rp->run[--rp->nrun];
 }
 
-/* Tokens of request R's prompt that RP's prefix cache holds: its group's
- * shared prompt in whole blocks, once a request of the group has been
- * prefilled there (never the whole prompt: the last token is computed). */
+/* Tokens of request R's prompt that RP's prefix cache holds: its user's
+ * whole prompt once that user's was prefilled there, else its group's
+ * shared prompt once a request of the group was (whole blocks, never the
+ * last token). */
 static int prefix_hit(const sim *s, const replica *rp, const req *r)
 {
-	if (r->prefix < 0 || !rp->cached || !rp->cached[r->prefix])
+	if (r->prefix < 0 || !rp->cached)
 		return 0;
-	return (int)hx_prefix_cached(s->w, r->input);
+	return (int)hx_prefix_hit(s->w, r->input, rp->cached[r->prefix],
+				  r->user >= 0 && rp->user_cached[r->user]);
 }
 
 static void start_iteration(sim *s, int ri)
@@ -564,6 +568,8 @@ static void iteration_done(sim *s, int ri)
 			if (q->prefilled >= q->prompt) {
 				if (rp->cached && r->prefix >= 0)
 					rp->cached[r->prefix] = 1;
+				if (rp->user_cached && r->user >= 0)
+					rp->user_cached[r->user] = 1;
 				/* A disaggregated request's first token reaches the
 				 * user from the decode side: TTFT includes the KV
 				 * transfer. */
@@ -992,6 +998,7 @@ static void teardown(sim *s)
 	for (int i = 0; i < s->nreps; i++) {
 		free(s->reps[i].run);
 		free(s->reps[i].cached);
+		free(s->reps[i].user_cached);
 		free(s->reps[i].wq);
 		free(s->reps[i].kv_route);
 		free(s->reps[i].hop_route);
@@ -1117,14 +1124,27 @@ static void setup_prefix(sim *s, uint64_t seed)
 	for (int g = 0; g < s->p->ngpus; g++)
 		s->req_overhead_s =
 		    fmax(s->req_overhead_s, s->p->gpus[g].request_overhead_ms * 1e-3);
-	if (w->prefix_groups <= 0 || w->prefix_tokens < HX_PREFIX_BLOCK || s->hops)
+	if (w->prefix_groups <= 0 ||
+	    (w->prefix_tokens < HX_PREFIX_BLOCK && w->prefix_users <= 0) || s->hops)
 		return;
 	hx_rng_seed(&rng, seed ^ 0x9e3779b97f4a7c15ULL);
-	for (int i = 0; i < s->t->n; i++)
-		s->reqs[i].prefix =
-		    (int)(hx_rng_uniform(&rng) * w->prefix_groups) % w->prefix_groups;
-	for (int i = 0; i < s->nreps; i++)
+	for (int i = 0; i < s->t->n; i++) {
+		req *r = &s->reqs[i];
+		if (w->prefix_users > 0) {
+			long users = (long)w->prefix_groups * w->prefix_users;
+			r->user = (int)((long)(hx_rng_uniform(&rng) * users) % users);
+			r->prefix = r->user / w->prefix_users;
+		} else {
+			r->prefix =
+			    (int)(hx_rng_uniform(&rng) * w->prefix_groups) % w->prefix_groups;
+		}
+	}
+	for (int i = 0; i < s->nreps; i++) {
 		s->reps[i].cached = hx_xcalloc((size_t)w->prefix_groups, 1);
+		if (w->prefix_users > 0)
+			s->reps[i].user_cached =
+			    hx_xcalloc((size_t)w->prefix_groups * w->prefix_users, 1);
+	}
 }
 
 int hx_simulate(const hx_plan *p, const hx_workload *w, const hx_trace *t, const hx_sim_opts *o,
@@ -1153,6 +1173,7 @@ int hx_simulate(const hx_plan *p, const hx_workload *w, const hx_trace *t, const
 		r->cls = t->cls ? t->cls[i] : -1;
 		r->first = -1;
 		r->prefix = -1;
+		r->user = -1;
 	}
 	setup_prefix(&s, o ? o->seed : 1);
 	while (next < t->n || s.nheap > 0) {

@@ -116,6 +116,7 @@ v -w workload-stages-all-zero.json ": /stages: no stage has a positive rate"
 v -w workload-stage-unknown-key.json ": /stages/0/users: unknown key"
 v -w workload-prefix-fractional-groups.json ": /shared_prefix/groups: must be a whole number, not 2\.5"
 v -w workload-prefix-no-groups.json ": /shared_prefix: missing required key \"groups\""
+v -w workload-prefix-fractional-users.json ": /shared_prefix/users_per_group: must be between 1 and 1e\+06, not 0\.5"
 v -w workload-trace-missing-file.json ": /prompt_tokens/trace: $(re "$B/no-such-trace.csv"): No such file or directory"
 v -w workload-trace-bad-file.json ": /prompt_tokens/trace: $(re "$B/trace-negative-length.csv"):3: input_tokens must be a positive integer, not \"-5\""
 # The quality profile (cascade and route modes).

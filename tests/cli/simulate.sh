@@ -86,7 +86,9 @@ json.dump(w,open(sys.argv[1],"w"))
 w["shared_prefix"]={"tokens":900,"groups":2}
 json.dump(w,open(sys.argv[2],"w"))
 w["shared_prefix"]={"tokens":900,"groups":1000000}
-json.dump(w,open(sys.argv[3],"w"))' "$TMP/st.json" "$TMP/sp.json" "$TMP/sp-many.json"
+json.dump(w,open(sys.argv[3],"w"))
+w["shared_prefix"]={"tokens":16,"groups":2,"users_per_group":3}
+json.dump(w,open(sys.argv[4],"w"))' "$TMP/st.json" "$TMP/sp.json" "$TMP/sp-many.json" "$TMP/sp-users.json"
 run simulate -p "$TMP/p.json" -w "$TMP/st.json" --per-request "$TMP/st.csv"
 expect_rc 0 "simulate stages"
 python3 -c 'import sys
@@ -108,8 +110,12 @@ expect_rc 0 "simulate shared prefix"
 sp=$(jnum ttft_ms.mean)
 run simulate -p "$TMP/p.json" -w "$TMP/sp-many.json"
 many=$(jnum ttft_ms.mean)
+run simulate -p "$TMP/p.json" -w "$TMP/sp-users.json"
+users=$(jnum ttft_ms.mean)
 cp "$TMP/st.out" "$TMP/out"
 none=$(jnum ttft_ms.mean)
+# Six users whose prompts recur: nearly every prompt is cached whole.
+python3 -c 'import sys; u,sp=map(float,sys.argv[1:]); sys.exit(0 if u<sp else 1)' "$users" "$sp" && ok || fail "recurring prompts: TTFT $users, not below $sp"
 python3 -c 'import sys; sp,many,none=map(float,sys.argv[1:]); sys.exit(0 if sp<0.8*none and abs(many-none)<=0.05*none else 1)' "$sp" "$many" "$none" && ok || fail "prefix cache: TTFT $sp (2 groups), $many (1e6 groups), $none (none)"
 
 finish

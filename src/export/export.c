@@ -11,12 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define TARGET_ENTRY(name, fn, flags) {name, fn, flags},
+
 const hx_export_target hx_export_targets[] = {
-    {"launch", hx_export_launch, HX_EXPORT_ENGINE | HX_EXPORT_FORMAT | HX_EXPORT_LOSSY},
-    {"k8s", hx_export_k8s, HX_EXPORT_ENGINE | HX_EXPORT_LOSSY},
-    {"kserve", hx_export_kserve, HX_EXPORT_ENGINE | HX_EXPORT_LOSSY},
-    {"dot", hx_export_dot, HX_EXPORT_FRAGMENTS},
-    {NULL, NULL, 0}};
+    HX_EXPORT_TARGETS(TARGET_ENTRY, TARGET_ENTRY){NULL, NULL, 0}};
 
 const hx_export_target *hx_export_target_find(const char *name)
 {

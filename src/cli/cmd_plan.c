@@ -306,10 +306,10 @@ static int parse_args(hx_cli *cli, int argc, char **argv, plan_args *a)
 			else if (strcmp(optarg, "balanced") == 0)
 				bo->prefer = HX_PREFER_BALANCED;
 			else
-				return hx_cli_usage_error(CMD,
-							  "--prefer must be balanced, cost, "
-							  "latency or quality, not \"%s\"",
-							  optarg);
+				return hx_cli_usage_error(
+				    CMD,
+				    "--prefer must be balanced, cost, latency or quality, not \"%s\"",
+				    optarg);
 			a->bo_given = 1;
 			break;
 		case OPT_FRONT:

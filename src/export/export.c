@@ -58,9 +58,7 @@ int hx_export_check_fragments(const hx_plan *p, const hx_export_target *t,
 		    (gr->stage[0].first != 0 || gr->stage[gr->nstages - 1].last != m->a.layers))
 			return hx_errf(
 			    err, HX_EINPUT,
-			    "%s: group %s holds layers [%d, %d) of %s: a pipeline plan's "
-			    "fragments, joined by hops, cannot be exported to %s (--to dot "
-			    "draws it)",
+			    "%s: group %s holds layers [%d, %d) of %s: a pipeline plan's fragments, joined by hops, cannot be exported to %s (--to dot draws it)",
 			    hx_display_path(plan_path), gr->name, gr->stage[0].first,
 			    gr->stage[gr->nstages - 1].last, m->name, t->name);
 	}

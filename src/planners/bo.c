@@ -347,11 +347,10 @@ int hx_plan_bo(const hx_problem *pb, const hx_plan_opts *o, const hx_bo_opts *bo
 	{
 		cfg k;
 		if (hx_bo_random_cfg(&b, &k)) {
-			rc = hx_errf(err, HX_EINFEASIBLE,
-				     "no deployment fits the budget of $%g/h and the GPUs with "
-				     "quality >= %g "
-				     "(%d random tries)",
-				     b.budget, b.q->floor, 200);
+			rc = hx_errf(
+			    err, HX_EINFEASIBLE,
+			    "no deployment fits the budget of $%g/h and the GPUs with quality >= %g (%d random tries)",
+			    b.budget, b.q->floor, 200);
 			goto out;
 		}
 	}
@@ -418,9 +417,7 @@ int hx_plan_bo(const hx_problem *pb, const hx_plan_opts *o, const hx_bo_opts *bo
 		else
 			rc = hx_errf(
 			    err, HX_EINFEASIBLE,
-			    "none of the %d deployments evaluated meets the SLO (end to end "
-			    "%.6g ms: "
-			    "TTFT %g ms + %g more tokens at %g ms) within the budget of $%g/h",
+			    "none of the %d deployments evaluated meets the SLO (end to end %.6g ms: TTFT %g ms + %g more tokens at %g ms) within the budget of $%g/h",
 			    b.nev, b.slo_ms, pb->workload->slo.ttft_ms, b.outq,
 			    pb->workload->slo.tpot_ms, b.budget);
 		goto out;

@@ -458,10 +458,7 @@ static int search(ctx *x, eval *best, hx_err *err)
 					     x->pb->workload->slo.percentile / 100);
 		return hx_errf(
 		    err, HX_EINFEASIBLE,
-		    "the TTFT SLO of %g ms cannot cover a request escalated through the "
-		    "models the quality floor of %g needs: each earlier answer may take %.0f "
-		    "ms "
-		    "(%.0f tokens, the p%g output, at the TPOT SLO of %g ms)",
+		    "the TTFT SLO of %g ms cannot cover a request escalated through the models the quality floor of %g needs: each earlier answer may take %.0f ms (%.0f tokens, the p%g output, at the TPOT SLO of %g ms)",
 		    x->pb->workload->slo.ttft_ms, q->floor, x->out_ms, op,
 		    x->pb->workload->slo.percentile, x->pb->workload->slo.tpot_ms);
 	}
@@ -617,11 +614,10 @@ static int setup(ctx *x, const hx_problem *pb, const hx_plan_opts *o, int route,
 			if (hx_quality_mean(q, i) > hx_quality_mean(q, top))
 				top = i;
 		if (hx_quality_mean(q, top) < q->floor - 1e-9)
-			return hx_errf(err, HX_EINFEASIBLE,
-				       "the quality floor of %g is above what any split "
-				       "reaches (at most %.2f, "
-				       "everything to %s)",
-				       q->floor, hx_quality_mean(q, top), q->model[top]);
+			return hx_errf(
+			    err, HX_EINFEASIBLE,
+			    "the quality floor of %g is above what any split reaches (at most %.2f, everything to %s)",
+			    q->floor, hx_quality_mean(q, top), q->model[top]);
 	}
 	return 0;
 }
@@ -683,15 +679,11 @@ static int choose(ctx *x, const double *theta, chosen *d, hx_err *err)
 		if (o->objective == HX_OBJ_COST)
 			return hx_errf(
 			    err, HX_EINFEASIBLE,
-			    "the workload's rate of %g req/s is above what the cluster carries "
-			    "at the SLO with quality >= %g",
+			    "the workload's rate of %g req/s is above what the cluster carries at the SLO with quality >= %g",
 			    x->pb->workload->rate_rps, q->floor);
 		return hx_errf(
 		    err, HX_EINFEASIBLE,
-		    "no deployment carries any traffic at the SLO with quality >= %g "
-		    "(a model that must serve fits no GPU set, or its stage's TTFT "
-		    "budget is "
-		    "too short)",
+		    "no deployment carries any traffic at the SLO with quality >= %g (a model that must serve fits no GPU set, or its stage's TTFT budget is too short)",
 		    q->floor);
 	}
 	return 0;

@@ -414,9 +414,9 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	if (st)
 		memset(st, 0, sizeof(*st));
 	if (o->objective != HX_OBJ_CAPACITY)
-		return hx_errf(err, HX_EINPUT,
-			       "the pipeline mode maximizes throughput: it takes --objective "
-			       "capacity only");
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "the pipeline mode maximizes throughput: it takes --objective capacity only");
 	if (o->lp_path)
 		return hx_errf(err, HX_EINPUT,
 			       "the pipeline mode solves no MILP: it has no --lp to write");
@@ -452,16 +452,14 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	if (mem_layers < L) {
 		rc = hx_errf(
 		    err, HX_EINFEASIBLE,
-		    "memory: the nodes hold %d of the %d layers of %s in all (each with a KV "
-		    "reserve of %.0f tokens); no placement covers the model",
+		    "memory: the nodes hold %d of the %d layers of %s in all (each with a KV reserve of %.0f tokens); no placement covers the model",
 		    mem_layers, L, pb->model->name, hx_plan_kv_reserve(w));
 		goto out;
 	}
 	if (served_k < L) {
 		rc = hx_errf(
 		    err, HX_EINFEASIBLE,
-		    "tpot: at the TPOT SLO of %g ms the nodes that meet their share (%g ms "
-		    "per layer) hold %d of the %d layers of %s",
+		    "tpot: at the TPOT SLO of %g ms the nodes that meet their share (%g ms per layer) hold %d of the %d layers of %s",
 		    w->slo.tpot_ms, w->slo.tpot_ms / L, served_k, L, pb->model->name);
 		goto out;
 	}
@@ -502,8 +500,7 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	if (best <= 0) {
 		rc = hx_errf(
 		    err, HX_EINFEASIBLE,
-		    "links: no placement of %s carries traffic (no chain of nodes whose "
-		    "memory covers the %d layers could be formed)",
+		    "links: no placement of %s carries traffic (no chain of nodes whose memory covers the %d layers could be formed)",
 		    pb->model->name, L);
 		goto out;
 	}

@@ -311,8 +311,7 @@ static void solve_inner(solve_ctx *c)
 		if (res->status == HX_MILP_ERROR && rc == GLP_EFAIL)
 			c->ret = hx_errf(
 			    c->err, HX_EINPUT,
-			    "GLPK reports numerical trouble solving the model, also after "
-			    "a scaled restart without presolve");
+			    "GLPK reports numerical trouble solving the model, also after a scaled restart without presolve");
 		else if (res->status == HX_MILP_ERROR)
 			c->ret = hx_errf(c->err, HX_EINPUT,
 					 "GLPK failed to solve the model (code %d)", rc);

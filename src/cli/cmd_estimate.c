@@ -153,11 +153,11 @@ static char *estimate_table(const est_args *a, const est *e)
 	    e->mem->st[0].weights_b / HX_GIB, e->mem->st[0].kv_b / HX_GIB, e->mem->kv_tokens,
 	    floor(e->mem->kv_tokens / (a->input + a->output)));
 	if (e->w && e->cap->rps > 0)
-		hx_buf_printf(&t,
-			      "capacity  %.3f req/s at the SLO (batch %.1f, tpot %.2f ms, ttft "
-			      "p%g %.1f ms; bound by %s)\n",
-			      e->cap->rps, e->cap->batch, e->cap->tpot_ms, e->w->slo.percentile,
-			      e->cap->ttft_ms, e->cap->binding);
+		hx_buf_printf(
+		    &t,
+		    "capacity  %.3f req/s at the SLO (batch %.1f, tpot %.2f ms, ttft p%g %.1f ms; bound by %s)\n",
+		    e->cap->rps, e->cap->batch, e->cap->tpot_ms, e->w->slo.percentile,
+		    e->cap->ttft_ms, e->cap->binding);
 	else if (e->w)
 		hx_buf_printf(
 		    &t, "capacity  0 req/s: even one request misses the SLO (bound by %s)\n",
@@ -222,9 +222,7 @@ static int run(hx_cli *cli, const est_args *a)
 		const hx_mem_stage *s = &mem.st[mem.worst_stage];
 		rc = hx_errf(
 		    &err, HX_EINFEASIBLE,
-		    "%s does not fit on %ld x %s (tp %ld, pp %ld): each GPU needs %.1f GiB of "
-		    "weights and %.1f GiB of reserve but has %.1f GiB usable: short by %.1f "
-		    "GiB",
+		    "%s does not fit on %ld x %s (tp %ld, pp %ld): each GPU needs %.1f GiB of weights and %.1f GiB of reserve but has %.1f GiB usable: short by %.1f GiB",
 		    m.name, a->tp * a->pp, g->name, a->tp, a->pp, s->weights_b / HX_GIB,
 		    s->reserve_b / HX_GIB, s->capacity_b / HX_GIB, mem.short_b / HX_GIB);
 		goto out;
@@ -233,8 +231,7 @@ static int run(hx_cli *cli, const est_args *a)
 	if (mem.kv_tokens < need_tokens) {
 		rc = hx_errf(
 		    &err, HX_EINFEASIBLE,
-		    "the KV cache of %s on %ld x %s holds %.0f tokens but a batch of %ld "
-		    "requests of %ld + %ld tokens needs %.0f",
+		    "the KV cache of %s on %ld x %s holds %.0f tokens but a batch of %ld requests of %ld + %ld tokens needs %.0f",
 		    m.name, a->tp * a->pp, g->name, mem.kv_tokens, a->batch, a->input,
 		    a->output, need_tokens);
 		goto out;

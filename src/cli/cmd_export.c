@@ -13,11 +13,23 @@
 #define CMD "export"
 
 const char *const hx_export_usage[] = {
-    "hexplan export -p plan.json --to launch|k8s|kserve|dot [-c cluster.json] "
+    "hexplan export -p plan.json --to " HX_EXPORT_TARGET_NAMES " [-c cluster.json] "
     "[--engine vllm|sglang] [--format json|sh] [--lossy] [-o DIR|FILE|-]",
     NULL};
 
 enum { OPT_TO = 2400, OPT_ENGINE, OPT_LOSSY };
+
+/* A usage error when an option (WHAT) was GIVEN but target T's flags lack
+ * FLAG, naming the targets that take it ("a, b or c"); else 0. */
+static int target_refuses(const hx_export_target *t, int flag, int given, const char *what)
+{
+	char list[128];
+
+	if (!given || (t->flags & flag))
+		return 0;
+	hx_export_target_list(flag, list, sizeof(list));
+	return hx_cli_usage_error(CMD, "%s is for --to %s", what, list);
+}
 
 int cmd_export(hx_cli *cli, int argc, char **argv)
 {
@@ -37,7 +49,7 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 	hx_cluster cl;
 	hx_err err = {0};
 	const hx_export_target *t;
-	int c, rc = 0, have_p = 0, have_c = 0;
+	int c, rc = 0, have_p = 0, have_c = 0, have_engine = 0;
 
 	optind = 1;
 	opterr = 0;
@@ -50,6 +62,7 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 		case OPT_LOSSY: eo.lossy = 1; break;
 		case HX_OPT_FORMAT: format = optarg; break;
 		case OPT_ENGINE:
+			have_engine = 1;
 			if (strcmp(optarg, "vllm") == 0)
 				eo.engine = HX_ENGINE_VLLM;
 			else if (strcmp(optarg, "sglang") == 0)
@@ -72,12 +85,11 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 		hx_export_target_list(0, list, sizeof(list));
 		return hx_cli_usage_error(CMD, "--to must be %s, not \"%s\"", list, to);
 	}
+	if ((rc = target_refuses(t, HX_EXPORT_FORMAT, format != NULL, "--format json|sh")) ||
+	    (rc = target_refuses(t, HX_EXPORT_ENGINE, have_engine, "--engine")) ||
+	    (rc = target_refuses(t, HX_EXPORT_LOSSY, eo.lossy, "--lossy")))
+		return rc;
 	if (format) {
-		if (!(t->flags & HX_EXPORT_FORMAT)) {
-			char list[128];
-			hx_export_target_list(HX_EXPORT_FORMAT, list, sizeof(list));
-			return hx_cli_usage_error(CMD, "--format json|sh is for --to %s", list);
-		}
 		if (strcmp(format, "sh") == 0)
 			eo.format_sh = 1;
 		else if (strcmp(format, "json") != 0)

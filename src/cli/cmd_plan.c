@@ -178,18 +178,19 @@ static int plan_bo(const hx_problem *pb, const hx_plan_opts *po, const hx_bo_opt
 		n++;
 	}
 	if (n && (rc = hx_write_files_atomic(files, n, err)))
-		goto free_all;
+		goto done;
 	if (table || !out) {
 		char *t = table ? hx_plan_table(&p) : hx_plan_dump(&p);
 		rc = hx_cli_output("-", t);
 		free(t);
 	}
-free_all:
+done:
+	/* after a failure hx_plan_bo has left P and F empty: releasing them
+	 * again is harmless */
 	for (int i = 0; i < n; i++)
 		free(text[i]);
 	hx_plan_release(&p);
 	hx_bo_front_release(&f);
-done:
 	if (bo->progress)
 		fputc('\n', stderr);
 	return rc;
@@ -306,10 +307,10 @@ static int parse_args(hx_cli *cli, int argc, char **argv, plan_args *a)
 			else if (strcmp(optarg, "balanced") == 0)
 				bo->prefer = HX_PREFER_BALANCED;
 			else
-				return hx_cli_usage_error(CMD,
-							  "--prefer must be balanced, cost, "
-							  "latency or quality, not \"%s\"",
-							  optarg);
+				return hx_cli_usage_error(
+				    CMD,
+				    "--prefer must be balanced, cost, latency or quality, not \"%s\"",
+				    optarg);
 			a->bo_given = 1;
 			break;
 		case OPT_FRONT:

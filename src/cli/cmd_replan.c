@@ -142,9 +142,7 @@ int cmd_replan(hx_cli *cli, int argc, char **argv)
 	}
 	fprintf(
 	    stderr,
-	    "hexplan: replan: kept %d of %d replicas; stopped %d, started %d, roles flipped "
-	    "%d, "
-	    "weights changed %d; %.0f bytes of weights to load; capacity %.3f -> %.3f req/s\n",
+	    "hexplan: replan: kept %d of %d replicas; stopped %d, started %d, roles flipped %d, weights changed %d; %.0f bytes of weights to load; capacity %.3f -> %.3f req/s\n",
 	    mv.kept, mv.replicas_before, mv.stopped, mv.started, mv.roles_flipped,
 	    mv.weights_changed, mv.bytes_to_load, mv.capacity_before_rps,
 	    mv.capacity_after_rps);

@@ -88,15 +88,15 @@ static char *report_table(const hx_plan *p, const hx_workload *w, const hx_sim_r
 	if (capacity)
 		hx_buf_printf(&t, "capacity at the SLO: %.3f req/s (plan predicted %.3f)\n",
 			      cap_rps, p->predicted.capacity_rps);
-	hx_buf_printf(&t,
-		      "requests     %ld offered at %.3f req/s: %ld finished, %ld dropped, %ld "
-		      "preemptions\n",
-		      r->requests, r->offered_rps, r->finished, r->dropped, r->preemptions);
-	hx_buf_printf(&t,
-		      "slo          ttft %.0f ms, tpot %.0f ms: attainment %.4f (target %.4f), "
-		      "goodput %.3f req/s\n",
-		      w->slo.ttft_ms, w->slo.tpot_ms, r->slo_attainment, w->slo.attainment,
-		      r->goodput_rps);
+	hx_buf_printf(
+	    &t,
+	    "requests     %ld offered at %.3f req/s: %ld finished, %ld dropped, %ld preemptions\n",
+	    r->requests, r->offered_rps, r->finished, r->dropped, r->preemptions);
+	hx_buf_printf(
+	    &t,
+	    "slo          ttft %.0f ms, tpot %.0f ms: attainment %.4f (target %.4f), goodput %.3f req/s\n",
+	    w->slo.ttft_ms, w->slo.tpot_ms, r->slo_attainment, w->slo.attainment,
+	    r->goodput_rps);
 	hx_buf_printf(&t, "throughput   %.1f tokens/s over %.1f s\n", r->throughput_tps,
 		      r->makespan_s);
 	hx_buf_printf(&t, "%-12s %10s %10s %10s %10s %10s\n", "ms", "mean", "p50", "p90", "p95",
@@ -120,9 +120,9 @@ static char *records_csv(const hx_plan *p, const hx_sim_report *r)
 {
 	hx_buf t = {0};
 
-	hx_buf_printf(&t,
-		      "id,arrival_s,input_tokens,output_tokens,group,replica,ttft_ms,tpot_ms,"
-		      "e2e_ms,met_slo,preemptions,escalations,dropped\n");
+	hx_buf_printf(
+	    &t,
+	    "id,arrival_s,input_tokens,output_tokens,group,replica,ttft_ms,tpot_ms,e2e_ms,met_slo,preemptions,escalations,dropped\n");
 	for (int i = 0; i < r->nrecords; i++) {
 		const hx_sim_record *x = &r->records[i];
 		if (x->dropped) {

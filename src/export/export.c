@@ -11,12 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define TARGET_ENTRY(name, fn, flags) {name, fn, flags},
+
 const hx_export_target hx_export_targets[] = {
-    {"launch", hx_export_launch, HX_EXPORT_ENGINE | HX_EXPORT_FORMAT | HX_EXPORT_LOSSY},
-    {"k8s", hx_export_k8s, HX_EXPORT_ENGINE | HX_EXPORT_LOSSY},
-    {"kserve", hx_export_kserve, HX_EXPORT_ENGINE | HX_EXPORT_LOSSY},
-    {"dot", hx_export_dot, HX_EXPORT_FRAGMENTS},
-    {NULL, NULL, 0}};
+    HX_EXPORT_TARGETS(TARGET_ENTRY, TARGET_ENTRY){NULL, NULL, 0}};
 
 const hx_export_target *hx_export_target_find(const char *name)
 {
@@ -60,9 +58,7 @@ int hx_export_check_fragments(const hx_plan *p, const hx_export_target *t,
 		    (gr->stage[0].first != 0 || gr->stage[gr->nstages - 1].last != m->a.layers))
 			return hx_errf(
 			    err, HX_EINPUT,
-			    "%s: group %s holds layers [%d, %d) of %s: a pipeline plan's "
-			    "fragments, joined by hops, cannot be exported to %s (--to dot "
-			    "draws it)",
+			    "%s: group %s holds layers [%d, %d) of %s: a pipeline plan's fragments, joined by hops, cannot be exported to %s (--to dot draws it)",
 			    hx_display_path(plan_path), gr->name, gr->stage[0].first,
 			    gr->stage[gr->nstages - 1].last, m->name, t->name);
 	}

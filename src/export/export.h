@@ -42,13 +42,29 @@ int hx_export_kserve(const hx_plan *p, const hx_export_opts *o, hx_export_out *o
 		     hx_err *err);
 int hx_export_dot(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err);
 
-/* What a target reads from the options besides the plan and the cluster. */
+/* What a target reads from the options besides the plan and the cluster;
+ * the command refuses an option its target's flags lack (a usage error). */
 enum {
 	HX_EXPORT_ENGINE = 1,    /* --engine: the engine its commands or pods run */
 	HX_EXPORT_FORMAT = 2,    /* --format json|sh */
-	HX_EXPORT_LOSSY = 4,     /* --lossy: it may refuse what it cannot express */
+	HX_EXPORT_LOSSY = 4,     /* --lossy: the closest form instead of a refusal */
 	HX_EXPORT_FRAGMENTS = 8, /* it expresses a pipeline plan's layer fragments */
 };
+
+/* The targets, in the order usage and errors name them: the one list of
+ * them (name, function, flags).  FIRST names the first, NEXT each other, so
+ * that HX_EXPORT_TARGET_NAMES joins the names with '|' at compile time. */
+#define HX_EXPORT_TARGETS(FIRST, NEXT)                                                         \
+	FIRST("launch", hx_export_launch,                                                      \
+	      HX_EXPORT_ENGINE | HX_EXPORT_FORMAT | HX_EXPORT_LOSSY)                           \
+	NEXT("k8s", hx_export_k8s, HX_EXPORT_ENGINE | HX_EXPORT_LOSSY)                         \
+	NEXT("kserve", hx_export_kserve, HX_EXPORT_ENGINE | HX_EXPORT_LOSSY)                   \
+	NEXT("dot", hx_export_dot, HX_EXPORT_FRAGMENTS)
+
+#define HX_EXPORT_FIRST_NAME_(name, fn, flags) name
+#define HX_EXPORT_NEXT_NAME_(name, fn, flags)  "|" name
+/* "launch|k8s|kserve|dot": a string literal, for usage lines. */
+#define HX_EXPORT_TARGET_NAMES HX_EXPORT_TARGETS(HX_EXPORT_FIRST_NAME_, HX_EXPORT_NEXT_NAME_)
 
 typedef struct hx_export_target {
 	const char *name; /* what --to names */
@@ -56,7 +72,7 @@ typedef struct hx_export_target {
 	int flags; /* HX_EXPORT_* */
 } hx_export_target;
 
-/* The targets, in the order usage and errors name them; ends with a NULL name. */
+/* HX_EXPORT_TARGETS as a table; ends with a NULL name. */
 extern const hx_export_target hx_export_targets[];
 
 /* The target named NAME (borrowed, static), or NULL. */

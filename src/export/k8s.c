@@ -239,12 +239,10 @@ static int kgroup_pods(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, 
 			if (!same) {
 				char rid[64];
 				hx_yaml_printable(rid, sizeof(rid), g->replicas[r].id);
-				rc = hx_yaml_lose(o, out, err,
-						  "group \"%s\": replica \"%s\" is laid out "
-						  "over its nodes unlike the "
-						  "first, and one pod template serves them "
-						  "all: every replica follows the first",
-						  gn, rid);
+				rc = hx_yaml_lose(
+				    o, out, err,
+				    "group \"%s\": replica \"%s\" is laid out over its nodes unlike the first, and one pod template serves them all: every replica follows the first",
+				    gn, rid);
 				if (rc) {
 					free(other);
 					return rc;
@@ -268,11 +266,10 @@ static int kgroup_pins(hx_kgroup *k, const hx_export_opts *o, const char *gn,
 	/* one vendor per replica; every GPU type with a label to pin it */
 	for (int j = 1; j < k->npods; j++)
 		if (strcmp(k->pods[j].gpu->vendor, k->pods[0].gpu->vendor) != 0) {
-			if ((rc = hx_yaml_lose(o, out, err,
-					       "group \"%s\" mixes %s and %s GPUs in one "
-					       "replica, which vLLM cannot run",
-					       gn, k->pods[0].gpu->vendor,
-					       k->pods[j].gpu->vendor)))
+			if ((rc = hx_yaml_lose(
+				 o, out, err,
+				 "group \"%s\" mixes %s and %s GPUs in one replica, which vLLM cannot run",
+				 gn, k->pods[0].gpu->vendor, k->pods[j].gpu->vendor)))
 				return rc;
 			break;
 		}
@@ -281,11 +278,10 @@ static int kgroup_pins(hx_kgroup *k, const hx_export_opts *o, const char *gn,
 		for (int i = 0; i < j && !seen; i++)
 			seen = k->pods[i].gpu == k->pods[j].gpu;
 		if (!seen && !label_value_ok(k->pods[j].gpu->product) &&
-		    (rc = hx_yaml_lose(o, out, err,
-				       "GPU \"%s\" has no valid Kubernetes product label "
-				       "(\"%s\"): the pods of "
-				       "group \"%s\" are not pinned to it",
-				       k->pods[j].gpu->name, k->pods[j].gpu->product, gn)))
+		    (rc = hx_yaml_lose(
+			 o, out, err,
+			 "GPU \"%s\" has no valid Kubernetes product label (\"%s\"): the pods of group \"%s\" are not pinned to it",
+			 k->pods[j].gpu->name, k->pods[j].gpu->product, gn)))
 			return rc;
 	}
 
@@ -309,15 +305,11 @@ static int kgroup_pins(hx_kgroup *k, const hx_export_opts *o, const char *gn,
 				    k->pods[j].gpu->product;
 		}
 		if (differ) {
-			rc = hx_yaml_lose(o, out, err,
-					  "group \"%s\": its worker pods need %d x %s and %d x "
-					  "%s, and one worker "
-					  "template describes them all: workers may land on "
-					  "any of their GPU types "
-					  "and ask for %d GPUs",
-					  gn, k->pods[1].ngpus, k->pods[1].gpu->name,
-					  k->pods[differ].ngpus, k->pods[differ].gpu->name,
-					  k->worker_ngpus);
+			rc = hx_yaml_lose(
+			    o, out, err,
+			    "group \"%s\": its worker pods need %d x %s and %d x %s, and one worker template describes them all: workers may land on any of their GPU types and ask for %d GPUs",
+			    gn, k->pods[1].ngpus, k->pods[1].gpu->name, k->pods[differ].ngpus,
+			    k->pods[differ].gpu->name, k->worker_ngpus);
 			if (rc)
 				return rc;
 		} else {
@@ -363,19 +355,18 @@ int hx_kgroup_init(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, int 
 	k->pp = g->nstages;
 	for (int s = 1; s < g->nstages; s++)
 		if (g->stage[s].tp != k->tp) {
-			if ((rc = hx_yaml_lose(o, out, err,
-					       "group \"%s\": its stages run TP %d and %d, and "
-					       "vLLM runs one TP size: "
-					       "every stage gets %d",
-					       gn, k->tp, g->stage[s].tp, k->tp)))
+			if ((rc = hx_yaml_lose(
+				 o, out, err,
+				 "group \"%s\": its stages run TP %d and %d, and vLLM runs one TP size: every stage gets %d",
+				 gn, k->tp, g->stage[s].tp, k->tp)))
 				return rc;
 			break;
 		}
 	if (g->wdt == HX_DT_INT4 &&
-	    (rc = hx_yaml_lose(o, out, err,
-			       "group \"%s\": int4 weights need a pre-quantized checkpoint: "
-			       "vLLM serves \"%s\" as published",
-			       gn, k->repo)))
+	    (rc = hx_yaml_lose(
+		 o, out, err,
+		 "group \"%s\": int4 weights need a pre-quantized checkpoint: vLLM serves \"%s\" as published",
+		 gn, k->repo)))
 		return rc;
 
 	if ((rc = kgroup_pods(k, p, o, gn, out, err)) || (rc = kgroup_pins(k, o, gn, out, err)))
@@ -808,16 +799,17 @@ static int plan_limits(const hx_plan *p, const hx_export_opts *o, hx_export_out 
 {
 	int rc, disagg = 0;
 
-	if (p->ncascade > 0 && (rc = hx_yaml_lose(o, out, err,
-						  "the cascade (%d steps) is not expressible: "
-						  "requests are not escalated between models",
-						  p->ncascade)))
+	if (p->ncascade > 0 &&
+	    (rc = hx_yaml_lose(
+		 o, out, err,
+		 "the cascade (%d steps) is not expressible: requests are not escalated between models",
+		 p->ncascade)))
 		return rc;
 	if (p->nhops > 0 &&
-	    (rc = hx_yaml_lose(o, out, err,
-			       "the %d hops between replicas' stages are not expressible: each "
-			       "replica runs its stages itself",
-			       p->nhops)))
+	    (rc = hx_yaml_lose(
+		 o, out, err,
+		 "the %d hops between replicas' stages are not expressible: each replica runs its stages itself",
+		 p->nhops)))
 		return rc;
 	for (int g = 0; g < p->ngroups; g++)
 		disagg |= p->groups[g].role != HX_ROLE_AGGREGATED;
@@ -848,13 +840,10 @@ static int plan_limits(const hx_plan *p, const hx_export_opts *o, hx_export_out 
 			}
 			npairs++;
 		}
-		rc = hx_yaml_lose(o, out, err,
-				  "Kubernetes objects cannot carry the KV routes (%s): pairing "
-				  "prefill and decode "
-				  "pods is left to a prefill/decode-aware router such as "
-				  "llm-d's, and the HTTPRoute "
-				  "splits requests over the groups by the ingress weights",
-				  npairs ? pairs.s : "none");
+		rc = hx_yaml_lose(
+		    o, out, err,
+		    "Kubernetes objects cannot carry the KV routes (%s): pairing prefill and decode pods is left to a prefill/decode-aware router such as llm-d's, and the HTTPRoute splits requests over the groups by the ingress weights",
+		    npairs ? pairs.s : "none");
 		hx_buf_release(&pairs);
 		free(from);
 		free(to);
@@ -884,12 +873,10 @@ static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_k
 			char a[64], b[64];
 			hx_yaml_printable(a, sizeof(a), p->ingress[0].from);
 			hx_yaml_printable(b, sizeof(b), p->ingress[i].from);
-			if ((rc = hx_yaml_lose(o, out, err,
-					       "the plan routes classes \"%s\" and \"%s\" "
-					       "apart, and an HTTPRoute "
-					       "does not see a request's class: the weights "
-					       "are summed over the classes",
-					       a, b)))
+			if ((rc = hx_yaml_lose(
+				 o, out, err,
+				 "the plan routes classes \"%s\" and \"%s\" apart, and an HTTPRoute does not see a request's class: the weights are summed over the classes",
+				 a, b)))
 				goto done;
 			break;
 		}
@@ -902,11 +889,10 @@ static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_k
 			else if (strcmp(p->groups[g].model, p->groups[first].model) != 0)
 				models++;
 		}
-	if (models && (rc = hx_yaml_lose(
-			   o, out, err,
-			   "the ingress routes to groups of different models, and an HTTPRoute "
-			   "does not see "
-			   "a request's model: one rule splits all requests by the weights")))
+	if (models &&
+	    (rc = hx_yaml_lose(
+		 o, out, err,
+		 "the ingress routes to groups of different models, and an HTTPRoute does not see a request's model: one rule splits all requests by the weights")))
 		goto done;
 	if (!(total > 0)) {
 		rc = hx_yaml_lose(o, out, err,
@@ -916,11 +902,10 @@ static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_k
 	for (int g = 0; g < p->ngroups; g++)
 		keep[g] = weight[g] > 0;
 	if (nin > MAX_BACKENDS) {
-		if ((rc = hx_yaml_lose(o, out, err,
-				       "%d groups take requests, and an HTTPRoute rule holds "
-				       "%d backends: the "
-				       "%d with the largest weights take them all",
-				       nin, MAX_BACKENDS, MAX_BACKENDS)))
+		if ((rc = hx_yaml_lose(
+			 o, out, err,
+			 "%d groups take requests, and an HTTPRoute rule holds %d backends: the %d with the largest weights take them all",
+			 nin, MAX_BACKENDS, MAX_BACKENDS)))
 			goto done;
 		for (int n = nin; n > MAX_BACKENDS; n--) {
 			int least = -1;

@@ -83,10 +83,7 @@ static int stage_per_node(const hx_kgroup *k, const hx_export_opts *o, hx_export
 	hx_yaml_printable(gn, sizeof(gn), k->g->name);
 	return hx_yaml_lose(
 	    o, out, err,
-	    "group \"%s\": its replicas spread %d stages over %d nodes, and KServe runs one "
-	    "pod "
-	    "per pipeline stage: the template and worker pods follow the nodes, and KServe "
-	    "counts %d of them",
+	    "group \"%s\": its replicas spread %d stages over %d nodes, and KServe runs one pod per pipeline stage: the template and worker pods follow the nodes, and KServe counts %d of them",
 	    gn, k->pp, k->npods, k->pp);
 }
 
@@ -248,26 +245,24 @@ static int units(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
 					best = d;
 			}
 		if (best < 0) {
-			rc = hx_yaml_lose(o, out, err,
-					  "prefill group \"%s\" sends its KV caches to no "
-					  "decode group: it is left out",
-					  gn);
+			rc = hx_yaml_lose(
+			    o, out, err,
+			    "prefill group \"%s\" sends its KV caches to no decode group: it is left out",
+			    gn);
 			continue;
 		}
 		hx_yaml_printable(dn, sizeof(dn), p->groups[best].name);
 		if (targets > 1 &&
-		    (rc = hx_yaml_lose(o, out, err,
-				       "prefill group \"%s\" sends KV caches to %d decode "
-				       "groups, and a KServe prefill "
-				       "workload belongs to one: it joins \"%s\"",
-				       gn, targets, dn)))
+		    (rc = hx_yaml_lose(
+			 o, out, err,
+			 "prefill group \"%s\" sends KV caches to %d decode groups, and a KServe prefill workload belongs to one: it joins \"%s\"",
+			 gn, targets, dn)))
 			continue;
 		if (kg[g].m != kg[best].m) {
-			rc = hx_yaml_lose(o, out, err,
-					  "prefill group \"%s\" and decode group \"%s\" serve "
-					  "different models: the "
-					  "prefill group is left out",
-					  gn, dn);
+			rc = hx_yaml_lose(
+			    o, out, err,
+			    "prefill group \"%s\" and decode group \"%s\" serve different models: the prefill group is left out",
+			    gn, dn);
 			continue;
 		}
 		{
@@ -275,12 +270,10 @@ static int units(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
 			if (x->npre > 0 && !same_shape(&kg[x->pre[0]], &kg[g])) {
 				char fn[64];
 				hx_yaml_printable(fn, sizeof(fn), p->groups[x->pre[0]].name);
-				rc = hx_yaml_lose(o, out, err,
-						  "prefill groups \"%s\" and \"%s\" feed "
-						  "decode group \"%s\" with different "
-						  "shapes, and an LLMInferenceService has one "
-						  "prefill shape: \"%s\" is left out",
-						  fn, gn, dn, gn);
+				rc = hx_yaml_lose(
+				    o, out, err,
+				    "prefill groups \"%s\" and \"%s\" feed decode group \"%s\" with different shapes, and an LLMInferenceService has one prefill shape: \"%s\" is left out",
+				    fn, gn, dn, gn);
 				continue;
 			}
 			x->pre = hx_xrealloc(x->pre, (size_t)(x->npre + 1) * sizeof(*x->pre));
@@ -291,11 +284,10 @@ static int units(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
 	for (int i = 0; i < n && !rc; i++)
 		if (p->groups[u[i].top].role == HX_ROLE_DECODE && u[i].npre == 0) {
 			hx_yaml_printable(dn, sizeof(dn), p->groups[u[i].top].name);
-			rc = hx_yaml_lose(o, out, err,
-					  "decode group \"%s\" takes KV caches from no prefill "
-					  "group: it is written "
-					  "without a prefill workload",
-					  dn);
+			rc = hx_yaml_lose(
+			    o, out, err,
+			    "decode group \"%s\" takes KV caches from no prefill group: it is written without a prefill workload",
+			    dn);
 		}
 
 	/* ingress: a unit takes its groups' weights; units of one model share a
@@ -312,9 +304,7 @@ static int units(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
 			hx_yaml_printable(b, sizeof(b), p->ingress[i].from);
 			rc = hx_yaml_lose(
 			    o, out, err,
-			    "the plan routes classes \"%s\" and \"%s\" apart, and KServe does "
-			    "not see a "
-			    "request's class: the weights are summed over the classes",
+			    "the plan routes classes \"%s\" and \"%s\" apart, and KServe does not see a request's class: the weights are summed over the classes",
 			    a, b);
 			break;
 		}
@@ -330,9 +320,7 @@ static int units(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
 		if (models && !rc)
 			rc = hx_yaml_lose(
 			    o, out, err,
-			    "the ingress splits requests over models, and KServe routes a "
-			    "request to the "
-			    "model it names: the weights hold among the units of each model");
+			    "the ingress splits requests over models, and KServe routes a request to the model it names: the weights hold among the units of each model");
 	}
 	scale_units(u, n, kg);
 	free(unit_of);
@@ -363,16 +351,17 @@ int hx_export_kserve(const hx_plan *p, const hx_export_opts *o, hx_export_out *o
 			n++;
 			goto done;
 		}
-	if (p->ncascade > 0 && (rc = hx_yaml_lose(o, out, err,
-						  "the cascade (%d steps) is not expressible: "
-						  "requests are not escalated between models",
-						  p->ncascade)))
+	if (p->ncascade > 0 &&
+	    (rc = hx_yaml_lose(
+		 o, out, err,
+		 "the cascade (%d steps) is not expressible: requests are not escalated between models",
+		 p->ncascade)))
 		goto done;
 	if (p->nhops > 0 &&
-	    (rc = hx_yaml_lose(o, out, err,
-			       "the %d hops between replicas' stages are not expressible: each "
-			       "replica runs its stages itself",
-			       p->nhops)))
+	    (rc = hx_yaml_lose(
+		 o, out, err,
+		 "the %d hops between replicas' stages are not expressible: each replica runs its stages itself",
+		 p->nhops)))
 		goto done;
 	if ((rc = units(p, o, kg, u, &nu, out, err)))
 		goto done;

@@ -383,10 +383,10 @@ static int build_group(ctx *c, int gi)
 		char closest[96];
 		snprintf(closest, sizeof(closest),
 			 "run TP %d on the first %d GPUs of every stage", tp, tp);
-		if ((rc = cannot(c, closest,
-				 "group %s: %s needs the same TP size in every stage, this "
-				 "group has %s",
-				 shown(g->name), engine_name(c), tps)))
+		if ((rc = cannot(
+			 c, closest,
+			 "group %s: %s needs the same TP size in every stage, this group has %s",
+			 shown(g->name), engine_name(c), tps)))
 			return rc;
 	}
 	for (int ri = 0; ri < g->nreplicas; ri++)
@@ -394,17 +394,15 @@ static int build_group(ctx *c, int gi)
 					&first_vendor)))
 			return rc;
 	if (bad_layout &&
-	    (rc = cannot(c, "start one process per node with the plan's GPUs",
-			 "group %s: %d replica(s) (first %s) spread their ranks unevenly or "
-			 "out of order over "
-			 "their nodes; %s gives each node world/nnodes consecutive ranks",
-			 shown(g->name), bad_layout, shown(first_layout), engine_name(c))))
+	    (rc = cannot(
+		 c, "start one process per node with the plan's GPUs",
+		 "group %s: %d replica(s) (first %s) spread their ranks unevenly or out of order over their nodes; %s gives each node world/nnodes consecutive ranks",
+		 shown(g->name), bad_layout, shown(first_layout), engine_name(c))))
 		return rc;
 	if (bad_vendor &&
 	    (rc = cannot(
 		 c, "start the processes as planned",
-		 "group %s: %d replica(s) (first %s) mix NVIDIA and AMD GPUs, which one %s "
-		 "instance cannot run",
+		 "group %s: %d replica(s) (first %s) mix NVIDIA and AMD GPUs, which one %s instance cannot run",
 		 shown(g->name), bad_vendor, shown(first_vendor), engine_name(c))))
 		return rc;
 	return 0;
@@ -496,11 +494,10 @@ static void fill_procs(ctx *c)
 			}
 			if (pd) {
 				add(&x->argv, "--kv-transfer-config");
-				add(&x->argv, g->role == HX_ROLE_PREFILL
-						  ? "{\"kv_connector\":\"NixlConnector\",\"kv_"
-						    "role\":\"kv_producer\"}"
-						  : "{\"kv_connector\":\"NixlConnector\",\"kv_"
-						    "role\":\"kv_consumer\"}");
+				add(&x->argv,
+				    g->role == HX_ROLE_PREFILL
+					? "{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_producer\"}"
+					: "{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_consumer\"}");
 			}
 		} else {
 			if (part)
@@ -661,28 +658,26 @@ static int model_routers(ctx *c, const hx_model *m, int *list)
 		const char *rname = c->vllm ? "vllm-router" : "sglang_router";
 		router *x;
 		if (nagg &&
-		    (rc = cannot(c, "leave its aggregated groups out of the router",
-				 "model %s has aggregated and prefill/decode groups, which one "
-				 "%s cannot front together",
-				 shown(m->name), rname)))
+		    (rc = cannot(
+			 c, "leave its aggregated groups out of the router",
+			 "model %s has aggregated and prefill/decode groups, which one %s cannot front together",
+			 shown(m->name), rname)))
 			return rc;
 		if (!npre || !ndec)
 			return cannot(c, "start no router for it",
 				      "model %s has %s groups but no %s groups", shown(m->name),
 				      npre ? "prefill" : "decode", npre ? "decode" : "prefill");
 		if (!uniform(c, pre, npre, why, sizeof(why)) &&
-		    (rc = cannot(c, "send every prefill replica the same share (round_robin)",
-				 "model %s: %s has no routing weights and the plan gives "
-				 "prefill replicas "
-				 "different shares (%s each)",
-				 shown(m->name), rname, why)))
+		    (rc = cannot(
+			 c, "send every prefill replica the same share (round_robin)",
+			 "model %s: %s has no routing weights and the plan gives prefill replicas different shares (%s each)",
+			 shown(m->name), rname, why)))
 			return rc;
 		if (!kv_uniform(c, pre, npre, dec, ndec) &&
-		    (rc = cannot(c, "let the router pick decode replicas (round_robin)",
-				 "model %s: %s picks the decode replica itself and cannot "
-				 "follow the plan's "
-				 "KV routes from prefill to decode replicas",
-				 shown(m->name), rname)))
+		    (rc = cannot(
+			 c, "let the router pick decode replicas (round_robin)",
+			 "model %s: %s picks the decode replica itself and cannot follow the plan's KV routes from prefill to decode replicas",
+			 shown(m->name), rname)))
 			return rc;
 		x = new_router(c, rname, m->name);
 		x->port = PORT_ROUTER + c->nports++;
@@ -738,11 +733,10 @@ static int model_routers(ctx *c, const hx_model *m, int *list)
 	} else {
 		router *x;
 		if (!uniform(c, agg, nagg, why, sizeof(why)) &&
-		    (rc = cannot(c, "send every replica the same share (round_robin)",
-				 "model %s: sglang_router has no routing weights and the plan "
-				 "gives replicas "
-				 "different shares (%s each)",
-				 shown(m->name), why)))
+		    (rc = cannot(
+			 c, "send every replica the same share (round_robin)",
+			 "model %s: sglang_router has no routing weights and the plan gives replicas different shares (%s each)",
+			 shown(m->name), why)))
 			return rc;
 		x = new_router(c, "sglang_router", m->name);
 		x->port = PORT_ROUTER + c->nports++;
@@ -777,8 +771,7 @@ static int plan_routing(ctx *c)
 		if (strcmp(c->p->ingress[i].from, c->p->ingress[0].from)) {
 			if ((rc = cannot(
 				 c, "sum each group's weights over the classes",
-				 "the plan routes request classes differently, and the router "
-				 "sees no classes")))
+				 "the plan routes request classes differently, and the router sees no classes")))
 				return rc;
 			break;
 		}
@@ -798,22 +791,21 @@ static int plan_routing(ctx *c)
 	if (c->p->ncascade > 0) {
 		if ((rc = cannot(
 			 c, "route each model's requests to that model only",
-			 "the plan is a cascade of %d models, and the router does not escalate "
-			 "requests by judge score",
+			 "the plan is a cascade of %d models, and the router does not escalate requests by judge score",
 			 c->p->ncascade)))
 			return rc;
-	} else if (nmodels > 1 &&
-		   (rc = cannot(
-			c, "route each request to the model it names",
-			"the plan splits requests between models (%s), and clients choose "
-			"the model at the router",
-			split)))
+	} else if (
+	    nmodels > 1 &&
+	    (rc = cannot(
+		 c, "route each request to the model it names",
+		 "the plan splits requests between models (%s), and clients choose the model at the router",
+		 split)))
 		return rc;
 	if (c->p->nhops > 0 &&
-	    (rc = cannot(c, "run every replica's stages in its own pipeline",
-			 "the plan sends requests between the stages of different replicas (%d "
-			 "hops), which %s cannot",
-			 c->p->nhops, engine_name(c))))
+	    (rc = cannot(
+		 c, "run every replica's stages in its own pipeline",
+		 "the plan sends requests between the stages of different replicas (%d hops), which %s cannot",
+		 c->p->nhops, engine_name(c))))
 		return rc;
 	return 0;
 }
@@ -1086,10 +1078,10 @@ static int check_words(ctx *c)
 		const proc *x = &c->pr[i];
 		const hx_model *m = hx_plan_model(c->p, c->p->groups[x->g].model);
 		if (model_path(m)[0] == '-')
-			return hx_errf(c->err, HX_EINPUT,
-				       "model %s: a model path that starts with '-' would be "
-				       "read as an option",
-				       shown(model_path(m)));
+			return hx_errf(
+			    c->err, HX_EINPUT,
+			    "model %s: a model path that starts with '-' would be read as an option",
+			    shown(model_path(m)));
 		if (c->h[x->host].addr[0] == '-')
 			return hx_errf(
 			    c->err, HX_EINPUT,

@@ -168,9 +168,7 @@ static void check_memory(const hx_plan *p, const hx_cluster *c, int gi, int ri, 
 			snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/placement/%d", gi,
 				 ri, gs);
 			add(l, HX_V_MEMORY, ptr,
-			    "does not fit on the %s GPUs of node \"%s\": weights %.2f GiB + "
-			    "reserve %.2f GiB + KV of %d tokens %.2f GiB exceed %.2f GiB "
-			    "(%g%% of %g GiB); short by %.2f GiB",
+			    "does not fit on the %s GPUs of node \"%s\": weights %.2f GiB + reserve %.2f GiB + KV of %d tokens %.2f GiB exceed %.2f GiB (%g%% of %g GiB); short by %.2f GiB",
 			    nd->gpu.name, nd->name, need_w / HX_GIB, need_r / HX_GIB,
 			    HX_VERIFY_KV_TOKENS, need_kv / HX_GIB, have / HX_GIB,
 			    HX_VERIFY_MEM_UTIL * 100, nd->gpu.mem_gib, fmax(worst, 0) / HX_GIB);
@@ -229,13 +227,11 @@ static void check_placement(const hx_plan *p, const hx_cluster *c, int gi, int r
 		if (nnodes > 1 && !st->cross_node) {
 			if (nnodes == 2)
 				add(l, HX_V_CROSS_NODE, ptr,
-				    "the TP group spans nodes \"%s\" and \"%s\" but the stage "
-				    "is not cross_node",
+				    "the TP group spans nodes \"%s\" and \"%s\" but the stage is not cross_node",
 				    refs[0].node, other);
 			else
 				add(l, HX_V_CROSS_NODE, ptr,
-				    "the TP group spans %d nodes (\"%s\", \"%s\", ...) but the "
-				    "stage is not cross_node",
+				    "the TP group spans %d nodes (\"%s\", \"%s\", ...) but the stage is not cross_node",
 				    nnodes, refs[0].node, other);
 		}
 	}
@@ -445,8 +441,7 @@ static void check_cascade(const hx_plan *p, vlist *l)
 			if (strcmp(p->cascade[j].model, c->model) == 0) {
 				snprintf(ptr, sizeof(ptr), "/routing/cascade/%d/model", i);
 				add(l, HX_V_ROUTING, ptr,
-				    "model \"%s\" is step %d too: a cascade visits each model "
-				    "once",
+				    "model \"%s\" is step %d too: a cascade visits each model once",
 				    c->model, j);
 			}
 		if (serving_replicas(p, c->model) == 0) {
@@ -466,8 +461,7 @@ static void check_cascade(const hx_plan *p, vlist *l)
 		} else if (i == p->ncascade - 1 && c->escalate > 0) {
 			snprintf(ptr, sizeof(ptr), "/routing/cascade/%d/escalate", i);
 			add(l, HX_V_ROUTING, ptr,
-			    "the last model escalates %g of its requests, but no model follows "
-			    "it",
+			    "the last model escalates %g of its requests, but no model follows it",
 			    c->escalate);
 		}
 	}
@@ -477,8 +471,7 @@ static void check_cascade(const hx_plan *p, vlist *l)
 		    strcmp(p->groups[g].model, p->cascade[0].model) != 0) {
 			snprintf(ptr, sizeof(ptr), "/routing/ingress/%d/group", i);
 			add(l, HX_V_ROUTING, ptr,
-			    "group \"%s\" serves %s, but a cascade's requests enter at its "
-			    "first model (%s)",
+			    "group \"%s\" serves %s, but a cascade's requests enter at its first model (%s)",
 			    p->groups[g].name, p->groups[g].model, p->cascade[0].model);
 		}
 	}
@@ -489,8 +482,7 @@ static void check_cascade(const hx_plan *p, vlist *l)
 		if (!in) {
 			snprintf(ptr, sizeof(ptr), "/groups/%d/model", g);
 			add(l, HX_V_ROUTING, ptr,
-			    "model \"%s\" is not a step of the plan's cascade: no request "
-			    "reaches it",
+			    "model \"%s\" is not a step of the plan's cascade: no request reaches it",
 			    p->groups[g].model);
 		}
 	}
@@ -547,8 +539,7 @@ static void check_routing(const hx_plan *p, vlist *l)
 				    b->model);
 			else if (a->stage[fs].last != b->stage[ts].first)
 				add(l, HX_V_ROUTING, ptr,
-				    "goes from a stage ending at layer %d to one starting at "
-				    "layer %d",
+				    "goes from a stage ending at layer %d to one starting at layer %d",
 				    a->stage[fs].last, b->stage[ts].first);
 		}
 	}
@@ -628,8 +619,7 @@ static void check_paths(const hx_plan *p, vlist *l)
 		    grp->stage[grp->nstages - 1].last != m->a.layers) {
 			snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/id", g, r);
 			add(l, HX_V_ROUTING, ptr,
-			    "dead end: replica \"%s\" ends at layer %d of %d and no hop leaves "
-			    "it",
+			    "dead end: replica \"%s\" ends at layer %d of %d and no hop leaves it",
 			    grp->replicas[r].id, grp->stage[grp->nstages - 1].last,
 			    m->a.layers);
 		}
@@ -738,8 +728,7 @@ static void check_rent(const hx_plan *p, const hx_cluster *c, vlist *l)
 			    rt->gpus, o, c->offers[o].max_count);
 		if (rt->nodes != nodes[o] || rt->gpus != gpus[o])
 			add(l, HX_V_RENT, ptr,
-			    "rents %d nodes (%d GPUs) of offer %d, but the placements use %d "
-			    "(%d GPUs)",
+			    "rents %d nodes (%d GPUs) of offer %d, but the placements use %d (%d GPUs)",
 			    rt->nodes, rt->gpus, o, nodes[o], gpus[o]);
 		if (fabs(rt->usd_per_hour - rt->gpus * c->offers[o].usd_per_hour) >
 		    1e-5 * fmax(1, rt->usd_per_hour))
@@ -750,8 +739,7 @@ static void check_rent(const hx_plan *p, const hx_cluster *c, vlist *l)
 	for (int o = 0; o < c->noffers; o++)
 		if (nodes[o] > 0)
 			add(l, HX_V_RENT, "/rent",
-			    "the placements use %d nodes of offer %d (%s) that the "
-			    "plan does not rent",
+			    "the placements use %d nodes of offer %d (%s) that the plan does not rent",
 			    nodes[o], o, c->offers[o].gpu.name);
 	free(nodes);
 	free(gpus);

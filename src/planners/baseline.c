@@ -167,8 +167,7 @@ int hx_plan_baseline(const hx_problem *pb, hx_plan *p, hx_err *err)
 		hx_plan_release(p);
 		return hx_errf(
 		    err, HX_EINFEASIBLE,
-		    "%s fits on no node nor on any set of nodes of one GPU type: its weights "
-		    "alone are %.1f GiB, plus a KV reserve of %.0f tokens per replica",
+		    "%s fits on no node nor on any set of nodes of one GPU type: its weights alone are %.1f GiB, plus a KV reserve of %.0f tokens per replica",
 		    pb->model->name, need / HX_GIB, hx_plan_kv_reserve(pb->workload));
 	}
 	if ((rc = hx_plan_finish(pb, p, HX_FINISH_WEIGHTS, err)))

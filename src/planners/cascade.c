@@ -72,7 +72,7 @@ typedef struct ctx {
 	const hx_quality *q;
 	int route, even;   /* even: each serving model gets at most its equal share of GPUs */
 	double out_ms;     /* G: one earlier answer at the percentile output and TPOT SLO */
-	double fill_kappa; /* > 0: keep kappa >= this, spend the spare GPUs (see run) */
+	double fill_kappa; /* > 0: keep kappa >= this, spend the spare GPUs (see choose) */
 	int final;         /* the plan's own solves: the whole time limit each */
 	cset **cache;
 	int ncache;
@@ -458,10 +458,7 @@ static int search(ctx *x, eval *best, hx_err *err)
 					     x->pb->workload->slo.percentile / 100);
 		return hx_errf(
 		    err, HX_EINFEASIBLE,
-		    "the TTFT SLO of %g ms cannot cover a request escalated through the "
-		    "models the quality floor of %g needs: each earlier answer may take %.0f "
-		    "ms "
-		    "(%.0f tokens, the p%g output, at the TPOT SLO of %g ms)",
+		    "the TTFT SLO of %g ms cannot cover a request escalated through the models the quality floor of %g needs: each earlier answer may take %.0f ms (%.0f tokens, the p%g output, at the TPOT SLO of %g ms)",
 		    x->pb->workload->slo.ttft_ms, q->floor, x->out_ms, op,
 		    x->pb->workload->slo.percentile, x->pb->workload->slo.tpot_ms);
 	}
@@ -560,32 +557,36 @@ static void place(const hx_problem *pb, const hx_model *md, const hx_candset *s,
 	hx_cand_place(&pm, s, c, n, free_gpus, next, p);
 }
 
-static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const double *theta,
-	       int even, hx_plan *p, hx_err *err)
+/* What the final deployment chose: its thresholds, each model's candidates,
+ * the MILP's solution and the replicas to place (run frees res.x and
+ * picks; the sets belong to the ctx's cache). */
+typedef struct chosen {
+	eval best;
+	cset *sets[MAXM];
+	hx_milp_result res;
+	double val, kappa_opt;
+	hx_cascade_eval ev;         /* cascade: each model's reach at best.theta */
+	double served[MAXM], total; /* route: each model's traffic */
+	pick *picks;
+	int npicks, first;
+} chosen;
+
+/* Resolve the profile's models into X and refuse what the planner cannot
+ * plan (MODE names it in the errors).  X is zeroed but for its deadline. */
+static int setup(ctx *x, const hx_problem *pb, const hx_plan_opts *o, int route, int even,
+		 const char *mode, hx_err *err)
 {
 	const hx_quality *q = pb->workload->quality;
 	const hx_workload *w = pb->workload;
-	ctx x;
-	eval best;
-	cset *sets[MAXM] = {0};
-	hx_milp_result res = {0};
-	pick *picks = NULL;
-	int npicks = 0, rc, first = 0, *free_gpus = NULL, *next = NULL, nm;
-	double val = 0, served[MAXM] = {0}, total = 0;
-	hx_cascade_eval ev;
-	double kappa_opt = 0;
+	int nm;
 
-	hx_plan_init(p);
-	strcpy(p->mode, route ? "route" : "cascade");
-	memset(&x, 0, sizeof(x));
-	x.deadline = hx_deadline(o->time_limit_s);
 	if (!q)
 		return hx_errf(err, HX_EINPUT,
 			       "%s plans need the workload's quality profile (\"quality\")",
-			       p->mode);
+			       mode);
 	nm = q->nmodels;
 	for (int i = 0; i < nm; i++)
-		if (hx_model_resolve(pb->cat, q->model[i], &x.models[i], err)) {
+		if (hx_model_resolve(pb->cat, q->model[i], &x->models[i], err)) {
 			char msg[sizeof(err->msg)];
 			snprintf(msg, sizeof(msg), "%s: /quality/models/%d: %.900s",
 				 hx_display_path(pb->workload_path), i, err->msg);
@@ -595,17 +596,17 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 	if (o->objective == HX_OBJ_LATENCY)
 		return hx_errf(err, HX_EUSAGE,
 			       "%s plans maximize capacity or minimize cost, not latency",
-			       p->mode);
+			       mode);
 	if (pb->cluster->nnodes == 0)
 		return hx_errf(err, HX_EINFEASIBLE,
 			       "the cluster has offers but no nodes: %s plans fixed nodes",
-			       p->mode);
-	x.pb = pb;
-	x.o = o;
-	x.q = q;
-	x.route = route;
-	x.even = even;
-	x.out_ms =
+			       mode);
+	x->pb = pb;
+	x->o = o;
+	x->q = q;
+	x->route = route;
+	x->even = even;
+	x->out_ms =
 	    fmax(hx_dist_quantile(&w->output, w->slo.percentile / 100) - 1, 0) * w->slo.tpot_ms;
 	if (route) {
 		int top = 0;
@@ -613,265 +614,320 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 			if (hx_quality_mean(q, i) > hx_quality_mean(q, top))
 				top = i;
 		if (hx_quality_mean(q, top) < q->floor - 1e-9)
-			return hx_errf(err, HX_EINFEASIBLE,
-				       "the quality floor of %g is above what any split "
-				       "reaches (at most %.2f, "
-				       "everything to %s)",
-				       q->floor, hx_quality_mean(q, top), q->model[top]);
+			return hx_errf(
+			    err, HX_EINFEASIBLE,
+			    "the quality floor of %g is above what any split reaches (at most %.2f, everything to %s)",
+			    q->floor, hx_quality_mean(q, top), q->model[top]);
 	}
-	memset(&best, 0, sizeof(best));
+	return 0;
+}
+
+/* The thresholds (THETA when given, else the search's; none for route) and
+ * their deployment into D, the spare GPUs spent on headroom; an error when
+ * it carries no traffic. */
+static int choose(ctx *x, const double *theta, chosen *d, hx_err *err)
+{
+	const hx_quality *q = x->q;
+	const hx_plan_opts *o = x->o;
+	int route = x->route, rc, nm = q->nmodels;
+
 	if (theta) {
 		hx_cascade_eval e0;
-		memcpy(best.theta, theta, (size_t)(nm - 1) * sizeof(double));
-		hx_cascade_evaluate(q, best.theta, &e0);
-		if (e0.quality < q->floor - 1e-9) {
-			rc = hx_errf(
+		memcpy(d->best.theta, theta, (size_t)(nm - 1) * sizeof(double));
+		hx_cascade_evaluate(q, d->best.theta, &e0);
+		if (e0.quality < q->floor - 1e-9)
+			return hx_errf(
 			    err, HX_EINFEASIBLE,
 			    "these thresholds reach quality %.2f, below the floor of %g",
 			    e0.quality, q->floor);
-			goto out;
-		}
-	} else if (!route && (rc = search(&x, &best, err))) {
-		goto out;
+	} else if (!route && (rc = search(x, &d->best, err))) {
+		return rc;
 	}
 	/* Once the search has an incumbent, a time limit it hit does not take
 	 * the plan away: the incumbent's solves get the whole limit again. */
-	x.final = theta || route || best.val > 0;
-	if ((rc = deploy(&x, best.theta, o->lp_path, sets, &res, &val, err)))
-		goto out;
+	x->final = theta || route || d->best.val > 0;
+	if ((rc = deploy(x, d->best.theta, o->lp_path, d->sets, &d->res, &d->val, err)))
+		return rc;
 	/* The MILP's optimum is a bottleneck: only the model that binds kappa
 	 * needs all it has, and GPUs may be left over.  A second program keeps
 	 * kappa and spends what is left on the models' headroom (capacity over
 	 * what kappa asks of each, counted up to HX_FILL_CAP, summed), since the
 	 * cost model's errors differ between models. */
-	kappa_opt = val;
-	if (!route && o->objective != HX_OBJ_COST && res.status <= HX_MILP_TIME_LIMIT &&
-	    val > 0) {
+	d->kappa_opt = d->val;
+	if (!route && o->objective != HX_OBJ_COST && d->res.status <= HX_MILP_TIME_LIMIT &&
+	    d->val > 0) {
 		hx_milp_result r2;
 		double v2;
-		x.fill_kappa = val;
-		if ((rc = deploy(&x, best.theta, NULL, sets, &r2, &v2, err)))
-			goto out;
-		x.fill_kappa = 0;
+		x->fill_kappa = d->val;
+		if ((rc = deploy(x, d->best.theta, NULL, d->sets, &r2, &v2, err)))
+			return rc;
+		x->fill_kappa = 0;
 		if (r2.status <= HX_MILP_TIME_LIMIT) {
-			free(res.x);
-			res.x = r2.x;
-			if (r2.status > res.status)
-				res.status = r2.status;
+			free(d->res.x);
+			d->res.x = r2.x;
+			if (r2.status > d->res.status)
+				d->res.status = r2.status;
 		} else {
 			free(r2.x);
 		}
 	}
-	if (res.status > HX_MILP_TIME_LIMIT ||
-	    (o->objective == HX_OBJ_COST ? !isfinite(val) : val <= 0)) {
-		if (x.time_cut || res.status == HX_MILP_NO_SOLUTION)
-			rc = hx_errf(err, HX_ELIMIT,
-				     "the time limit was reached before any plan");
-		else if (o->objective == HX_OBJ_COST)
-			rc = hx_errf(
+	if (d->res.status > HX_MILP_TIME_LIMIT ||
+	    (o->objective == HX_OBJ_COST ? !isfinite(d->val) : d->val <= 0)) {
+		if (x->time_cut || d->res.status == HX_MILP_NO_SOLUTION)
+			return hx_errf(err, HX_ELIMIT,
+				       "the time limit was reached before any plan");
+		if (o->objective == HX_OBJ_COST)
+			return hx_errf(
 			    err, HX_EINFEASIBLE,
-			    "the workload's rate of %g req/s is above what the cluster carries "
-			    "at the SLO with quality >= %g",
-			    w->rate_rps, q->floor);
-		else
-			rc = hx_errf(
-			    err, HX_EINFEASIBLE,
-			    "no deployment carries any traffic at the SLO with quality >= %g "
-			    "(a model that must serve fits no GPU set, or its stage's TTFT "
-			    "budget is "
-			    "too short)",
-			    q->floor);
-		goto out;
+			    "the workload's rate of %g req/s is above what the cluster carries at the SLO with quality >= %g",
+			    x->pb->workload->rate_rps, q->floor);
+		return hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "no deployment carries any traffic at the SLO with quality >= %g (a model that must serve fits no GPU set, or its stage's TTFT budget is too short)",
+		    q->floor);
 	}
-	/* Traffic per model, and the replicas to place. */
+	return 0;
+}
+
+/* Traffic per model, and the replicas to place (D->picks, widest first). */
+static void pick_replicas(const ctx *x, chosen *d)
+{
+	cset **sets = d->sets;
+	int nm = x->q->nmodels, route = x->route;
+
 	{
 		int nv = 0, z0;
 		for (int i = 0; i < nm; i++)
 			nv += sets[i] && sets[i]->ok ? sets[i]->s.n : 0;
-		z0 = nv + (o->objective == HX_OBJ_COST ? 0 : 1);
+		z0 = nv + (x->o->objective == HX_OBJ_COST ? 0 : 1);
 		if (route) {
 			for (int i = 0; i < nm; i++)
-				total += served[i] = fmax(res.x[z0 + i], 0);
+				d->total += d->served[i] = fmax(d->res.x[z0 + i], 0);
 		} else {
-			hx_cascade_evaluate(q, best.theta, &ev);
+			hx_cascade_evaluate(x->q, d->best.theta, &d->ev);
 		}
 	}
 	{
 		size_t ncand = 1;
 		for (int i = 0; i < nm; i++)
 			ncand += sets[i] && sets[i]->ok ? (size_t)sets[i]->s.n : 0;
-		picks = hx_xcalloc(ncand, sizeof(pick));
+		d->picks = hx_xcalloc(ncand, sizeof(pick));
 	}
 	{
 		int base = 0;
 		for (int i = 0; i < nm; i++) {
 			if (!sets[i] || !sets[i]->ok)
 				continue;
-			if (!route || served[i] > 1e-9 * fmax(total, 1e-9))
+			if (!route || d->served[i] > 1e-9 * fmax(d->total, 1e-9))
 				for (int c = 0; c < sets[i]->s.n; c++) {
-					int n = (int)floor(res.x[base + c] + 0.5), wd = 0;
+					int n = (int)floor(d->res.x[base + c] + 0.5), wd = 0;
 					for (int k = 0; k < sets[i]->s.c[c].nstages; k++)
 						wd = sets[i]->s.c[c].st[k].tp > wd
 							 ? sets[i]->s.c[c].st[k].tp
 							 : wd;
 					if (n > 0)
-						picks[npicks++] = (pick){i, c, n, wd};
+						d->picks[d->npicks++] = (pick){i, c, n, wd};
 				}
 			base += sets[i]->s.n;
 		}
 	}
-	qsort(picks, (size_t)npicks, sizeof(pick), cmp_pick);
+	qsort(d->picks, (size_t)d->npicks, sizeof(pick), cmp_pick);
+}
+
+/* P's models, groups, ingress and (cascade) steps from D's replicas. */
+static void lay_out(ctx *x, chosen *d, hx_plan *p)
+{
+	const hx_problem *pb = x->pb;
+	const pick *picks = d->picks;
+	int nm = x->q->nmodels, route = x->route, npicks = d->npicks;
+	int *free_gpus, *next;
+
 	free_gpus = hx_xcalloc((size_t)pb->cluster->nnodes + 1, sizeof(int));
 	next = hx_xcalloc((size_t)pb->cluster->nnodes + 1, sizeof(int));
 	for (int i = 0; i < pb->cluster->nnodes; i++)
 		free_gpus[i] = pb->cluster->nodes[i].count;
 	for (int i = 0; i < nm; i++) /* models in cascade order */
 		for (int k = 0; k < npicks; k++)
-			if (picks[k].model == i && !hx_plan_model(p, x.models[i].name))
-				hx_plan_add_model(p, &x.models[i]);
+			if (picks[k].model == i && !hx_plan_model(p, x->models[i].name))
+				hx_plan_add_model(p, &x->models[i]);
 	for (int k = 0; k < npicks; k++) {
-		const cset *c = sets[picks[k].model];
-		place(pb, &x.models[picks[k].model], &c->s, &c->s.c[picks[k].cand], picks[k].n,
+		const cset *c = d->sets[picks[k].model];
+		place(pb, &x->models[picks[k].model], &c->s, &c->s.c[picks[k].cand], picks[k].n,
 		      free_gpus, next, p);
 	}
+	free(free_gpus);
+	free(next);
 	/* Ingress: the cascade enters at its first model; a split sends each
 	 * model its fraction, over its groups in proportion to capacity. */
 	for (int i = nm - 1; i >= 0 && !route; i--)
-		if (ev.reach[i] > 0)
-			first = i;
+		if (d->ev.reach[i] > 0)
+			d->first = i;
 	for (int k = 0; k < npicks; k++) {
-		const cset *c = sets[picks[k].model];
+		const cset *c = d->sets[picks[k].model];
 		int i = picks[k].model;
 		double cap = c->s.c[picks[k].cand].capacity_rps * picks[k].n, mcap = 0;
 		hx_route *rt;
-		if (!route && i != first)
+		if (!route && i != d->first)
 			continue;
 		for (int j = 0; j < npicks; j++)
 			if (picks[j].model == i)
-				mcap += sets[i]->s.c[picks[j].cand].capacity_rps * picks[j].n;
+				mcap +=
+				    d->sets[i]->s.c[picks[j].cand].capacity_rps * picks[j].n;
 		rt = hx_plan_add_route(&p->ingress, &p->ningress);
 		hx_strlcpy(rt->to, p->groups[k].name, sizeof(rt->to));
-		rt->weight = (route ? served[i] / total : 1) * cap / mcap;
+		rt->weight = (route ? d->served[i] / d->total : 1) * cap / mcap;
 	}
 	hx_routes_normalize(p->ingress, p->ningress);
 	if (!route) {
 		int last = 0;
 		for (int i = 0; i < nm; i++)
-			if (ev.reach[i] > 0)
+			if (d->ev.reach[i] > 0)
 				last = i;
 		for (int i = 0; i <= last; i++) {
 			hx_cascade_step *st;
-			if (ev.reach[i] <= 0)
+			if (d->ev.reach[i] <= 0)
 				continue; /* skipped */
 			p->cascade =
 			    hx_xrealloc(p->cascade, (size_t)(p->ncascade + 1) * sizeof(*st));
 			st = &p->cascade[p->ncascade++];
 			memset(st, 0, sizeof(*st));
-			hx_strlcpy(st->model, x.models[i].name, sizeof(st->model));
-			st->threshold = i < last ? best.theta[i] : 0;
-			st->escalate = i < last ? hx_round6(ev.escalate[i]) : 0;
+			hx_strlcpy(st->model, x->models[i].name, sizeof(st->model));
+			st->threshold = i < last ? d->best.theta[i] : 0;
+			st->escalate = i < last ? hx_round6(d->ev.escalate[i]) : 0;
 		}
 	}
+}
+
+/* A cascade's end-to-end latency into P->predicted: each stage at its share
+ * of the served rate (spread over its replicas by capacity, as the
+ * simulator routes), and a request escalated through every stage waits for
+ * each earlier stage's first token and whole answer (its percentile output
+ * at that stage's TPOT) before the last stage's first token. */
+static void predict_latency(const ctx *x, const chosen *d, hx_plan *p)
+{
+	const hx_workload *w = x->pb->workload;
+	cset *const *sets = d->sets;
+	const pick *picks = d->picks;
+	double served_rps = fmin(w->rate_rps, p->predicted.capacity_rps), e2e = 0, tpot = 0;
+	int last = -1, nm = x->q->nmodels, npicks = d->npicks;
+
+	for (int i = 0; i < nm; i++)
+		if (d->ev.reach[i] > 0)
+			last = i;
+	for (int i = 0; i < nm; i++) {
+		double cap = 0, t_ttft = 0, t_tpot = 0;
+		hx_problem pi = *x->pb;
+		if (d->ev.reach[i] <= 0)
+			continue;
+		pi.model = &x->models[i];
+		pi.workload = &sets[i]->w;
+		for (int j = 0; j < npicks; j++)
+			if (picks[j].model == i)
+				cap += sets[i]->s.c[picks[j].cand].capacity_rps * picks[j].n;
+		for (int j = 0; j < npicks && cap > 0; j++) {
+			const hx_candidate *cd = &sets[i]->s.c[picks[j].cand];
+			hx_replica rep;
+			hx_capacity at;
+			if (picks[j].model != i)
+				continue;
+			hx_cand_replica(&pi, &sets[i]->s, cd, &rep);
+			hx_cost_at_rate(&rep, &sets[i]->w,
+					served_rps * d->ev.reach[i] * cd->capacity_rps / cap,
+					&at);
+			if (isfinite(at.ttft_ms))
+				t_ttft = fmax(t_ttft, at.ttft_ms);
+			if (isfinite(at.tpot_ms))
+				t_tpot = fmax(t_tpot, at.tpot_ms);
+		}
+		tpot = fmax(tpot, t_tpot);
+		e2e += t_ttft;
+		if (i < last)
+			e2e +=
+			    fmax(hx_dist_quantile(&sets[i]->w.output, w->slo.percentile / 100) -
+				     1,
+				 0) *
+			    t_tpot;
+	}
+	p->predicted.ttft_ms_p99 = hx_round6(e2e);
+	p->predicted.tpot_ms_p99 = hx_round6(tpot);
+}
+
+/* P's predictions (capacity, latency, quality) and solver figures. */
+static void predict(const ctx *x, const chosen *d, const double *theta, hx_plan *p)
+{
+	int nm = x->q->nmodels, route = x->route;
+
+	if (x->o->objective != HX_OBJ_COST && route) {
+		p->predicted.capacity_rps = hx_round6(d->val);
+	} else if (x->o->objective != HX_OBJ_COST) {
+		/* What the placed replicas carry: the model with the least
+		 * capacity for its share binds (at least the MILP's kappa). */
+		double k = INFINITY;
+		for (int i = 0; i < nm; i++) {
+			double cap = 0;
+			if (d->ev.reach[i] <= 0)
+				continue;
+			for (int j = 0; j < d->npicks; j++)
+				if (d->picks[j].model == i)
+					cap += d->sets[i]->s.c[d->picks[j].cand].capacity_rps *
+					       d->picks[j].n;
+			k = fmin(k, cap / d->ev.reach[i]);
+		}
+		p->predicted.capacity_rps = hx_round6(fmax(k, d->kappa_opt));
+	}
+	if (!route)
+		predict_latency(x, d, p);
+	p->predicted.has_quality = 1;
+	if (route) {
+		double f[MAXM] = {0};
+		for (int i = 0; i < nm; i++)
+			f[i] = d->served[i] / d->total;
+		p->predicted.quality = hx_round6(hx_route_quality(x->q, f));
+	} else {
+		p->predicted.quality = hx_round6(d->ev.quality);
+	}
+	p->solver.objective = hx_round6(d->val);
+	p->solver.bound = hx_round6(route || theta ? d->res.bound : d->val);
+	p->solver.gap = hx_round6(route || theta ? d->res.gap : 0);
+	p->solver.nodes = x->nodes;
+	p->solver.iterations = x->iterations;
+}
+
+static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const double *theta,
+	       int even, hx_plan *p, hx_err *err)
+{
+	ctx x;
+	chosen d;
+	int rc;
+
+	hx_plan_init(p);
+	strcpy(p->mode, route ? "route" : "cascade");
+	memset(&x, 0, sizeof(x));
+	memset(&d, 0, sizeof(d));
+	x.deadline = hx_deadline(o->time_limit_s);
+	if ((rc = setup(&x, pb, o, route, even, p->mode, err)))
+		return rc;
+	if ((rc = choose(&x, theta, &d, err)))
+		goto out;
+	pick_replicas(&x, &d);
+	lay_out(&x, &d, p);
 	strcpy(p->solver.engine, "glpk");
 	if (route || theta)
-		strcpy(p->solver.status, hx_milp_plan_status(res.status));
+		strcpy(p->solver.status, hx_milp_plan_status(d.res.status));
 	else
 		strcpy(p->solver.status, x.time_cut   ? "time_limit"
 					 : x.work_cut ? "work_limit"
 						      : "heuristic");
 	{
 		hx_problem pb1 = *pb;
-		pb1.model = &x.models[first];
+		pb1.model = &x.models[d.first];
 		if ((rc = hx_plan_finish(&pb1, p, 0, err)))
 			goto out;
 	}
-	if (o->objective != HX_OBJ_COST && route) {
-		p->predicted.capacity_rps = hx_round6(val);
-	} else if (o->objective != HX_OBJ_COST) {
-		/* What the placed replicas carry: the model with the least
-		 * capacity for its share binds (at least the MILP's kappa). */
-		double k = INFINITY;
-		for (int i = 0; i < nm; i++) {
-			double cap = 0;
-			if (ev.reach[i] <= 0)
-				continue;
-			for (int j = 0; j < npicks; j++)
-				if (picks[j].model == i)
-					cap += sets[i]->s.c[picks[j].cand].capacity_rps *
-					       picks[j].n;
-			k = fmin(k, cap / ev.reach[i]);
-		}
-		p->predicted.capacity_rps = hx_round6(fmax(k, kappa_opt));
-	}
-	if (!route) {
-		/* End to end: each stage at its share of the served rate (spread
-		 * over its replicas by capacity, as the simulator routes), and a
-		 * request escalated through every stage waits for each earlier
-		 * stage's first token and whole answer (its percentile output at
-		 * that stage's TPOT) before the last stage's first token. */
-		double served_rps = fmin(w->rate_rps, p->predicted.capacity_rps), e2e = 0,
-		       tpot = 0;
-		int last = -1;
-		for (int i = 0; i < nm; i++)
-			if (ev.reach[i] > 0)
-				last = i;
-		for (int i = 0; i < nm; i++) {
-			double cap = 0, t_ttft = 0, t_tpot = 0;
-			hx_problem pi = *pb;
-			if (ev.reach[i] <= 0)
-				continue;
-			pi.model = &x.models[i];
-			pi.workload = &sets[i]->w;
-			for (int j = 0; j < npicks; j++)
-				if (picks[j].model == i)
-					cap += sets[i]->s.c[picks[j].cand].capacity_rps *
-					       picks[j].n;
-			for (int j = 0; j < npicks && cap > 0; j++) {
-				const hx_candidate *cd = &sets[i]->s.c[picks[j].cand];
-				hx_replica rep;
-				hx_capacity at;
-				if (picks[j].model != i)
-					continue;
-				hx_cand_replica(&pi, &sets[i]->s, cd, &rep);
-				hx_cost_at_rate(
-				    &rep, &sets[i]->w,
-				    served_rps * ev.reach[i] * cd->capacity_rps / cap, &at);
-				if (isfinite(at.ttft_ms))
-					t_ttft = fmax(t_ttft, at.ttft_ms);
-				if (isfinite(at.tpot_ms))
-					t_tpot = fmax(t_tpot, at.tpot_ms);
-			}
-			tpot = fmax(tpot, t_tpot);
-			e2e += t_ttft;
-			if (i < last)
-				e2e += fmax(hx_dist_quantile(&sets[i]->w.output,
-							     w->slo.percentile / 100) -
-						1,
-					    0) *
-				       t_tpot;
-		}
-		p->predicted.ttft_ms_p99 = hx_round6(e2e);
-		p->predicted.tpot_ms_p99 = hx_round6(tpot);
-	}
-	p->predicted.has_quality = 1;
-	if (route) {
-		double f[MAXM] = {0};
-		for (int i = 0; i < nm; i++)
-			f[i] = served[i] / total;
-		p->predicted.quality = hx_round6(hx_route_quality(q, f));
-	} else {
-		p->predicted.quality = hx_round6(ev.quality);
-	}
-	p->solver.objective = hx_round6(val);
-	p->solver.bound = hx_round6(route || theta ? res.bound : val);
-	p->solver.gap = hx_round6(route || theta ? res.gap : 0);
-	p->solver.nodes = x.nodes;
-	p->solver.iterations = x.iterations;
+	predict(&x, &d, theta, p);
 out:
-	free(picks);
-	free(free_gpus);
-	free(next);
-	free(res.x);
+	free(d.picks);
+	free(d.res.x);
 	cache_free(&x);
 	if (rc)
 		hx_plan_release(p);

@@ -244,9 +244,9 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, 
 	hx_plan_init(p);
 	strcpy(p->mode, "colocated");
 	if (pb->cluster->nnodes == 0)
-		return hx_errf(err, HX_EINFEASIBLE,
-			       "the cluster has offers but no nodes: colocated plans fixed "
-			       "nodes (see --mode compose)");
+		return hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "the cluster has offers but no nodes: colocated plans fixed nodes (see --mode compose)");
 	if ((rc = hx_candidates(pb, &co, &s, err)))
 		return rc;
 	if (s.n == 0 && s.cut) {
@@ -262,9 +262,7 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, 
 		hx_candset_release(&s);
 		return hx_errf(
 		    err, HX_EINFEASIBLE,
-		    "%s fits on no GPU set of this cluster at the SLO: its weights alone are "
-		    "%.1f GiB, plus a KV reserve of %.0f tokens per replica, and no replica "
-		    "shape meets TTFT %g ms and TPOT %g ms",
+		    "%s fits on no GPU set of this cluster at the SLO: its weights alone are %.1f GiB, plus a KV reserve of %.0f tokens per replica, and no replica shape meets TTFT %g ms and TPOT %g ms",
 		    pb->model->name, need / HX_GIB, hx_plan_kv_reserve(pb->workload),
 		    pb->workload->slo.ttft_ms, pb->workload->slo.tpot_ms);
 	}
@@ -276,11 +274,10 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, 
 		if ((rc = solve(pb, o, deadline, &s, NULL, HX_OBJ_CAPACITY, &res, err)))
 			goto out;
 		if (res.status <= HX_MILP_TIME_LIMIT && res.bound < lambda) {
-			rc = hx_errf(err, HX_EINFEASIBLE,
-				     "the workload's rate of %g req/s is above what all the "
-				     "GPUs carry at "
-				     "the SLO (at most %.3f req/s)",
-				     lambda, res.bound);
+			rc = hx_errf(
+			    err, HX_EINFEASIBLE,
+			    "the workload's rate of %g req/s is above what all the GPUs carry at the SLO (at most %.3f req/s)",
+			    lambda, res.bound);
 			goto out;
 		}
 		free(res.x);

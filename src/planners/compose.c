@@ -210,10 +210,10 @@ static int fleet_short(const hx_compose_in *in, const hx_milp_opts *mo, double u
 	mo2.lp_path = NULL;
 	in2.budget = usd_all + 1;
 	if (hx_compose_solve(&in2, &mo2, &all, NULL) == 0)
-		rc = hx_errf(err, HX_EINFEASIBLE,
-			     "the workload's rate of %g req/s is above what all the nodes and "
-			     "offers carry at the SLO at %g%% utilization (at most %.3f req/s)",
-			     rate_rps, util * 100, all.kappa * rate_rps);
+		rc = hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "the workload's rate of %g req/s is above what all the nodes and offers carry at the SLO at %g%% utilization (at most %.3f req/s)",
+		    rate_rps, util * 100, all.kappa * rate_rps);
 	hx_compose_out_release(&all);
 	return rc;
 }
@@ -236,10 +236,10 @@ static int budget_short(const hx_compose_in *in, const hx_milp_opts *mo, double 
 	in2.budget = 0;
 	in2.lambda = tiny;
 	if (hx_compose_solve(&in2, &mo2, &least, NULL) == 0)
-		rc = hx_errf(err, HX_EINFEASIBLE,
-			     "the budget of %g USD/h is too small: serving every class of the "
-			     "workload at the SLO takes at least %.2f USD/h of rent",
-			     budget, least.usd_per_hour);
+		rc = hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "the budget of %g USD/h is too small: serving every class of the workload at the SLO takes at least %.2f USD/h of rent",
+		    budget, least.usd_per_hour);
 	else
 		rc = hx_errf(err, HX_EINFEASIBLE,
 			     "the budget of %g USD/h rents nothing that serves every class",
@@ -318,20 +318,18 @@ static int class_demand(const hx_workload *w, const hx_len_class *cls, int ncls,
 		for (int c = 0; c < ncand && !any; c++)
 			any = h[c * ncls + k] > 0;
 		if (!any && lambda[k] > 0) {
-			rc = cls[k].prompt_hi
-				 ? hx_errf(err, HX_EINFEASIBLE,
-					   "no GPU set of the nodes and offers serves class %s "
-					   "(prompts of "
-					   "[%d, %d) tokens, outputs of [%d, %d)) within TTFT "
-					   "%g ms and TPOT %g ms",
-					   cls[k].name, cls[k].prompt_lo, cls[k].prompt_hi,
-					   cls[k].output_lo, cls[k].output_hi, w->slo.ttft_ms,
-					   w->slo.tpot_ms)
-				 : hx_errf(err, HX_EINFEASIBLE,
-					   "no GPU set of the nodes and offers serves class %s "
-					   "within TTFT "
-					   "%g ms and TPOT %g ms",
-					   cls[k].name, w->slo.ttft_ms, w->slo.tpot_ms);
+			rc =
+			    cls[k].prompt_hi
+				? hx_errf(
+				      err, HX_EINFEASIBLE,
+				      "no GPU set of the nodes and offers serves class %s (prompts of [%d, %d) tokens, outputs of [%d, %d)) within TTFT %g ms and TPOT %g ms",
+				      cls[k].name, cls[k].prompt_lo, cls[k].prompt_hi,
+				      cls[k].output_lo, cls[k].output_hi, w->slo.ttft_ms,
+				      w->slo.tpot_ms)
+				: hx_errf(
+				      err, HX_EINFEASIBLE,
+				      "no GPU set of the nodes and offers serves class %s within TTFT %g ms and TPOT %g ms",
+				      cls[k].name, w->slo.ttft_ms, w->slo.tpot_ms);
 			return rc;
 		}
 	}
@@ -377,9 +375,7 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 		    hx_model_params(&pb->model->a) * hx_dtype_bytes(pb->model->a.dtype);
 		rc = hx_errf(
 		    err, HX_EINFEASIBLE,
-		    "%s fits on no GPU set of the nodes and offers at the SLO: its weights "
-		    "alone are %.1f GiB, plus a KV reserve of %.0f tokens per replica, and no "
-		    "replica shape meets TTFT %g ms and TPOT %g ms",
+		    "%s fits on no GPU set of the nodes and offers at the SLO: its weights alone are %.1f GiB, plus a KV reserve of %.0f tokens per replica, and no replica shape meets TTFT %g ms and TPOT %g ms",
 		    pb->model->name, need / HX_GIB, hx_plan_kv_reserve(w), w->slo.ttft_ms,
 		    w->slo.tpot_ms);
 		goto out;

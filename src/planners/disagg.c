@@ -561,8 +561,7 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 	if (best_v <= 0) {
 		rc = hx_errf(
 		    err, HX_EINFEASIBLE,
-		    "no split of the nodes into prefill and decode carries any traffic at the "
-		    "SLO: %s needs a node that holds it for each role",
+		    "no split of the nodes into prefill and decode carries any traffic at the SLO: %s needs a node that holds it for each role",
 		    pb->model->name);
 		goto out;
 	}

@@ -25,6 +25,11 @@
  * re-home a node after another, copy another node's range, swap two nodes,
  * drop a node) bounded by a number of flow evaluations; --time-limit stops
  * it early (solver.status time_limit).  Bound: sum_i max_k k thr_i(k) / L.
+ *
+ * This file prices the nodes, computes a placement's flow and runs the
+ * planner; pipeline_search.c has the constructions and the local search,
+ * pipeline_emit.c turns the chosen placement into a plan (their context:
+ * pipeline_int.h).
  */
 #include "config.h"
 
@@ -32,10 +37,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "solver/flow.h"
-#include "planners/pipeline.h"
+#include "planners/pipeline_int.h"
 
 /* ---- max-flow of a placement ----------------------------------------------- */
 
@@ -179,46 +183,6 @@ static double table_layer_s(const hx_layer_cost *lc, int nlc, const char *gpu, i
 
 /* ---- node tables ------------------------------------------------------------ */
 
-/* A token reaching a node mid-iteration waits for it to end before its own:
- * half an iteration on average, so a node adds 1.5 iterations to a path. */
-#define HX_PIPE_WAIT 1.5
-
-/* What one node type (GPU profile, count, NIC) does with k layers. */
-typedef struct ntype {
-	const hx_node *proto;
-	int tp;
-	int kmax[4]; /* most layers it holds; index: (holds layer 0) | (holds the last) << 1 */
-	double *thr; /* [k], k = 0..L: capacity, tokens/s (0: cannot) */
-	double *iter_s; /* [k]: decode iteration time at its batch */
-	double *pre_s;  /* [k]: prefill of the percentile prompt alone */
-	double *batch;  /* [k] */
-	double speed;   /* max_k k thr(k): layer-tokens/s */
-} ntype;
-
-typedef struct pctx {
-	const hx_problem *pb;
-	int n, L;
-	int *type; /* per node */
-	ntype *ty;
-	int nty;
-	int *region; /* per node: rank of its region */
-	double tok_bytes;
-	hx_pipe_net net;
-	double *lat_s;                 /* n * n link latency */
-	double *hop_tok_s;             /* n * n: one token's activations over the link */
-	double prompt_q;               /* the percentile prompt, tokens */
-	double *path_tpot, *path_ttft; /* per node: scratch of worst_paths */
-	long flows;
-	double deadline; /* monotonic seconds; 0: none */
-	int timed_out;
-	double bound, gap; /* stop the search once (bound - flow) / flow <= gap (gap > 0) */
-	int gap_reached;
-	hx_err *err;
-	int failed;
-	const hx_layer_cost *lc; /* measured per-layer costs (may be NULL) */
-	int nlc;
-} pctx;
-
 /* A replica view of TP GPUs of G holding [f, f + k) (padded, see
  * hx_plan_fragment_cost); returns the index of that stage. */
 static int view(const pctx *c, const hx_gpu *g, int tp, int f, int k, hx_replica *r)
@@ -354,657 +318,6 @@ static void price_type(pctx *c, ntype *t)
 	}
 }
 
-/* ---- placements ---------------------------------------------------------------- */
-
-static int pos_of(const pctx *c, int f, int l)
-{
-	return (f == 0) | (l == c->L) << 1;
-}
-
-/* Can node I hold [F, L)? */
-static int holds(const pctx *c, int i, int f, int l)
-{
-	const ntype *t = &c->ty[c->type[i]];
-	return f >= 0 && f < l && l <= c->L && l - f <= t->kmax[pos_of(c, f, l)] &&
-	       t->thr[l - f] > 0;
-}
-
-static double node_thr(const pctx *c, int i, int k)
-{
-	return c->ty[c->type[i]].thr[k];
-}
-
-/* The slowest path of placement F/L through every hop it allows: *TPOT_S
- * (one decode step: iterations, link latencies and one token's transfer)
- * and *TTFT_S (the percentile prompt's prefill and transfers). */
-static void worst_paths(const pctx *c, const int *f, const int *l, double *tpot_s,
-			double *ttft_s)
-{
-	int n = c->n, L = c->L;
-	double *a = c->path_tpot, *b = c->path_ttft;
-
-	*tpot_s = *ttft_s = 0;
-	/* layers only grow along a path: relax the nodes by first layer */
-	for (int start = 0; start < L; start++)
-		for (int i = 0; i < n; i++) {
-			const ntype *t;
-			int k;
-			if (f[i] != start)
-				continue;
-			t = &c->ty[c->type[i]];
-			k = l[i] - f[i];
-			a[i] = start == 0 ? HX_PIPE_WAIT * t->iter_s[k] : -1;
-			b[i] = start == 0 ? t->pre_s[k] : -1;
-			for (int j = 0; j < n; j++) {
-				if (f[j] < 0 || l[j] != start || a[j] < 0)
-					continue;
-				a[i] = fmax(a[i], a[j] + HX_PIPE_WAIT * t->iter_s[k] +
-						      c->lat_s[j * n + i] +
-						      c->hop_tok_s[j * n + i]);
-				b[i] = fmax(b[i], b[j] + t->pre_s[k] + c->lat_s[j * n + i] +
-						      c->hop_tok_s[j * n + i] * c->prompt_q);
-			}
-			if (l[i] == L && a[i] >= 0) {
-				*tpot_s = fmax(*tpot_s, a[i]);
-				*ttft_s = fmax(*ttft_s, b[i]);
-			}
-		}
-}
-
-/* Flow of a placement (-1 on a failed max-flow: the search stops), less a
- * penalty when a path breaks the TPOT or TTFT SLO: flow * (slo / worst)^4,
- * so that the search is drawn back within the SLO. */
-static double score(pctx *c, const int *first, const int *last, hx_pipe_flow *keep)
-{
-	hx_pipe_flow f;
-	double v, tpot, ttft;
-	const hx_slo *slo = &c->pb->workload->slo;
-
-	for (int i = 0; i < c->n; i++)
-		c->net.node_tps[i] = first[i] >= 0 ? node_thr(c, i, last[i] - first[i]) : 0;
-	c->flows++;
-	if (hx_pipe_flow_eval(&c->net, first, last, &f, c->err)) {
-		c->failed = 1;
-		return -1;
-	}
-	v = f.value;
-	worst_paths(c, first, last, &tpot, &ttft);
-	if (tpot * 1e3 > slo->tpot_ms)
-		v *= pow(slo->tpot_ms / (tpot * 1e3), 4);
-	if (ttft * 1e3 > slo->ttft_ms)
-		v *= pow(slo->ttft_ms / (ttft * 1e3), 4);
-	if (keep)
-		*keep = f;
-	else
-		hx_pipe_flow_release(&f);
-	return v;
-}
-
-/* Water-fill L layers over the chain NODES[0..m) (in that order): the
- * largest T such that every node takes the most layers it can serve at
- * T or more and they cover L; the surplus comes off the slowest nodes.
- * Nodes left with no layers are skipped.  Writes FIRST/LAST; returns 0,
- * or -1 when the chain cannot hold the model. */
-static int chain_split(const pctx *c, const int *nodes, int m, int *first, int *last)
-{
-	int L = c->L, *k = hx_xcalloc((size_t)m + 1, sizeof(int)), sum, at = 0, ok = -1;
-	double lo = 0, hi = 0;
-
-	for (int j = 0; j < m; j++)
-		hi = fmax(hi, node_thr(c, nodes[j], 1));
-	for (int it = 0; it < 100; it++) {
-		double T = it == 0 ? 0 : (lo + hi) / 2;
-		sum = 0;
-		for (int j = 0; j < m; j++) {
-			const ntype *t = &c->ty[c->type[nodes[j]]];
-			int cap = t->kmax[(j == 0) | (j == m - 1) << 1], kk = 0;
-			for (int q = 1; q <= cap; q++)
-				if (t->thr[q] > 0 && t->thr[q] >= T)
-					kk = q;
-			sum += kk;
-		}
-		if (it == 0) {
-			if (sum < L)
-				goto out;
-			continue;
-		}
-		if (sum >= L)
-			lo = T;
-		else
-			hi = T;
-	}
-	sum = 0;
-	for (int j = 0; j < m; j++) {
-		const ntype *t = &c->ty[c->type[nodes[j]]];
-		int cap = t->kmax[(j == 0) | (j == m - 1) << 1];
-		k[j] = 0;
-		for (int q = 1; q <= cap; q++)
-			if (t->thr[q] > 0 && t->thr[q] >= lo)
-				k[j] = q;
-		sum += k[j];
-	}
-	while (sum > L) { /* take from the slowest node at its share */
-		int worst = -1;
-		for (int j = 0; j < m; j++)
-			if (k[j] > 1 && (worst < 0 || node_thr(c, nodes[j], k[j]) <
-							  node_thr(c, nodes[worst], k[worst])))
-				worst = j;
-		if (worst < 0)
-			break;
-		k[worst]--;
-		sum--;
-	}
-	if (sum != L)
-		goto out;
-	for (int j = 0; j < m; j++) {
-		if (k[j] == 0)
-			continue;
-		first[nodes[j]] = at;
-		last[nodes[j]] = at + k[j];
-		at += k[j];
-	}
-	/* the ends hold the embedding and the head: check the final ranges */
-	for (int j = 0; j < m; j++)
-		if (k[j] && !holds(c, nodes[j], first[nodes[j]], last[nodes[j]])) {
-			for (int q = 0; q < m; q++)
-				first[nodes[q]] = last[nodes[q]] = -1;
-			goto out;
-		}
-	ok = 0;
-out:
-	free(k);
-	return ok;
-}
-
-static void clear(const pctx *c, int *first, int *last)
-{
-	for (int i = 0; i < c->n; i++)
-		first[i] = last[i] = -1;
-}
-
-/* Order nodes (insertion sort: a few hundred at most).  BY_REGION: by the
- * rank of their region in the cluster, then by speed, so that each region's
- * nodes sit together in a pipeline and slow cross-region links are crossed
- * as few times as possible; else by speed alone, fastest first. */
-static int before(const pctx *c, int x, int y, int by_region)
-{
-	double sx = c->ty[c->type[x]].speed, sy = c->ty[c->type[y]].speed;
-	if (by_region && c->region[x] != c->region[y])
-		return c->region[x] < c->region[y];
-	if (sx != sy)
-		return sx > sy;
-	return x < y;
-}
-
-static void sort_nodes(const pctx *c, int *v, int m, int by_region)
-{
-	for (int a = 1; a < m; a++) {
-		int x = v[a], b = a;
-		while (b > 0 && before(c, x, v[b - 1], by_region)) {
-			v[b] = v[b - 1];
-			b--;
-		}
-		v[b] = x;
-	}
-}
-
-/* Nodes of the cluster that can serve some layers, fastest first. */
-static int usable(const pctx *c, int *v)
-{
-	int m = 0;
-	for (int i = 0; i < c->n; i++)
-		if (c->ty[c->type[i]].speed > 0)
-			v[m++] = i;
-	sort_nodes(c, v, m, 0);
-	return m;
-}
-
-/* (1) Separate pipelines per GPU type: each type's nodes, in the cluster's
- * order, cut into as many pipelines as hold the model. */
-static void build_per_type(pctx *c, int *first, int *last)
-{
-	int *v = hx_xmalloc((size_t)c->n * sizeof(int));
-
-	clear(c, first, last);
-	for (int t = 0; t < c->nty; t++) {
-		const ntype *ty = &c->ty[t];
-		int m = 0, need = 0, have = 0, np;
-		if (ty->speed <= 0)
-			continue;
-		for (int i = 0; i < c->n; i++)
-			if (c->type[i] == t)
-				v[m++] = i;
-		/* nodes one pipeline needs */
-		while (have < c->L && need < m) {
-			have += ty->kmax[0];
-			need++;
-		}
-		if (have < c->L || need == 0)
-			continue;
-		np = m / need;
-		for (int q = 0; q < np; q++) {
-			int a = q * m / np, b = (q + 1) * m / np;
-			chain_split(c, v + a, b - a, first, last);
-		}
-	}
-	free(v);
-}
-
-/* (2) Balanced pipelines, Parallax-style: for every pipeline count p, the
- * nodes (fastest first) go to the pipeline with the least speed so far;
- * each pipeline is ordered by region and water-filled.  The count whose
- * placement flows most wins. */
-static void build_balanced(pctx *c, int *first, int *last)
-{
-	int n = c->n, *v = hx_xmalloc((size_t)n * sizeof(int)), m = usable(c, v);
-	int *pf = hx_xmalloc((size_t)n * sizeof(int)),
-	    *pl = hx_xmalloc((size_t)n * sizeof(int));
-	int *pipe = hx_xmalloc((size_t)n * sizeof(int)),
-	    *mem = hx_xmalloc((size_t)n * sizeof(int));
-	double best = -1, total = 0, *load = hx_xcalloc((size_t)n + 1, sizeof(double));
-
-	clear(c, first, last);
-	for (int j = 0; j < m; j++)
-		total += c->ty[c->type[v[j]]].kmax[0];
-	for (int p = 1; p <= m && p * c->L <= total && !c->failed; p++) {
-		double s;
-		clear(c, pf, pl);
-		for (int q = 0; q < p; q++)
-			load[q] = 0;
-		for (int j = 0; j < m; j++) {
-			int q = 0;
-			for (int r = 1; r < p; r++)
-				if (load[r] < load[q])
-					q = r;
-			pipe[j] = q;
-			load[q] += c->ty[c->type[v[j]]].speed;
-		}
-		for (int q = 0; q < p; q++) {
-			int k = 0;
-			for (int j = 0; j < m; j++)
-				if (pipe[j] == q)
-					mem[k++] = v[j];
-			sort_nodes(c, mem, k, 1);
-			chain_split(c, mem, k, pf, pl);
-		}
-		s = score(c, pf, pl, NULL);
-		if (s > best * (1 + 1e-9)) {
-			best = s;
-			memcpy(first, pf, (size_t)n * sizeof(int));
-			memcpy(last, pl, (size_t)n * sizeof(int));
-		}
-	}
-	free(load);
-	free(mem);
-	free(pipe);
-	free(pl);
-	free(pf);
-	free(v);
-}
-
-/* (3) Greedy by speed: the fastest free nodes form a pipeline as soon as
- * they hold the model; repeat. */
-static void build_greedy(pctx *c, int *first, int *last)
-{
-	int n = c->n, *v = hx_xmalloc((size_t)n * sizeof(int)), m = usable(c, v), a = 0;
-	int *mem = hx_xmalloc((size_t)n * sizeof(int));
-
-	clear(c, first, last);
-	while (a < m) {
-		int k = 0, have = 0;
-		while (a < m && have < c->L) {
-			mem[k++] = v[a];
-			have += c->ty[c->type[v[a]]].kmax[0];
-			a++;
-		}
-		if (have < c->L)
-			break;
-		sort_nodes(c, mem, k, 1);
-		chain_split(c, mem, k, first, last);
-	}
-	free(mem);
-	free(v);
-}
-
-/* ---- local search -------------------------------------------------------------- */
-
-static int rnd(hx_rng *r, int n)
-{
-	return n <= 1 ? 0 : (int)(hx_rng_next(r) % (uint64_t)n);
-}
-
-/* One random move on F/Lt (copies of the current placement); returns 1
- * when it made a valid placement. */
-static int propose(const pctx *c, hx_rng *r, int *f, int *lt)
-{
-	int n = c->n, L = c->L, i = rnd(r, n), j = rnd(r, n), move = rnd(r, 6),
-	    d = rnd(r, 2) ? 1 : -1;
-
-	switch (move) {
-	case 0: { /* move the boundary after i (every node starting there follows) */
-		int b;
-		if (f[i] < 0 || lt[i] == L)
-			return 0;
-		b = lt[i];
-		for (int q = 0; q < n; q++) {
-			if (f[q] >= 0 && lt[q] == b)
-				lt[q] += d;
-			if (f[q] >= 0 && f[q] == b)
-				f[q] += d;
-		}
-		break;
-	}
-	case 1: /* resize one end of i */
-		if (f[i] < 0)
-			return 0;
-		if (rnd(r, 2))
-			lt[i] += d;
-		else
-			f[i] += d;
-		break;
-	case 2: { /* re-home i after j: start where j ends, as many layers as fit */
-		int k;
-		if (i == j || f[j] < 0 || lt[j] == L)
-			return 0;
-		f[i] = lt[j];
-		k = c->ty[c->type[i]].kmax[pos_of(c, f[i], L)];
-		if (f[i] + k >= L)
-			lt[i] = L;
-		else {
-			/* end on a boundary some node starts at, else at its capacity */
-			int best = -1;
-			for (int q = 0; q < n; q++)
-				if (f[q] > f[i] && f[q] <= f[i] + k && f[q] > best && q != i)
-					best = f[q];
-			lt[i] = best > 0 ? best : f[i] + k;
-		}
-		break;
-	}
-	case 3: /* copy j's range onto i */
-		if (i == j || f[j] < 0)
-			return 0;
-		f[i] = f[j];
-		lt[i] = lt[j];
-		break;
-	case 4: { /* swap */
-		int a = f[i], b = lt[i];
-		if (i == j)
-			return 0;
-		f[i] = f[j];
-		lt[i] = lt[j];
-		f[j] = a;
-		lt[j] = b;
-		break;
-	}
-	default: /* drop */
-		if (f[i] < 0)
-			return 0;
-		f[i] = lt[i] = -1;
-	}
-	for (int q = 0; q < n; q++)
-		if (f[q] >= 0 && !holds(c, q, f[q], lt[q]))
-			return 0;
-	return 1;
-}
-
-static long search(pctx *c, int *best_f, int *best_l, double *best_v, long work)
-{
-	int n = c->n;
-	int *cf = hx_xmalloc((size_t)n * sizeof(int)),
-	    *cl = hx_xmalloc((size_t)n * sizeof(int));
-	int *tf = hx_xmalloc((size_t)n * sizeof(int)),
-	    *tl = hx_xmalloc((size_t)n * sizeof(int));
-	double cur = *best_v;
-	long moves = 0, since = 0, patience = work / 20 > 1000 ? work / 20 : 1000;
-	hx_rng r;
-
-	hx_rng_seed(&r, c->pb->seed);
-	memcpy(cf, best_f, (size_t)n * sizeof(int));
-	memcpy(cl, best_l, (size_t)n * sizeof(int));
-	for (long it = 0, evals = 0; evals < work && it < 20 * work && !c->failed; it++) {
-		double v;
-		if (c->deadline > 0 && (it & 63) == 0 && hx_now() > c->deadline) {
-			c->timed_out = 1;
-			break;
-		}
-		if (c->gap > 0 && *best_v > 0 && (c->bound - *best_v) / *best_v <= c->gap) {
-			c->gap_reached = 1;
-			break;
-		}
-		if (since >= patience) {
-			/* stuck: restart from the best with a few random moves
-			 * (iterated local search) */
-			int kicks = 0;
-			memcpy(cf, best_f, (size_t)n * sizeof(int));
-			memcpy(cl, best_l, (size_t)n * sizeof(int));
-			for (int tries = 0; tries < 100 && kicks < 4; tries++) {
-				memcpy(tf, cf, (size_t)n * sizeof(int));
-				memcpy(tl, cl, (size_t)n * sizeof(int));
-				if (propose(c, &r, tf, tl)) {
-					memcpy(cf, tf, (size_t)n * sizeof(int));
-					memcpy(cl, tl, (size_t)n * sizeof(int));
-					kicks++;
-				}
-			}
-			cur = score(c, cf, cl, NULL);
-			since = 0;
-			continue;
-		}
-		memcpy(tf, cf, (size_t)n * sizeof(int));
-		memcpy(tl, cl, (size_t)n * sizeof(int));
-		if (!propose(c, &r, tf, tl))
-			continue;
-		moves++;
-		evals++;
-		v = score(c, tf, tl, NULL);
-		since++;
-		/* improvements, and sideways steps now and then (plateaus are wide:
-		 * most moves leave the min cut where it is) */
-		if (v > cur * (1 + 1e-9) || (v >= cur * (1 - 1e-12) && rnd(&r, 4) == 0)) {
-			cur = v;
-			memcpy(cf, tf, (size_t)n * sizeof(int));
-			memcpy(cl, tl, (size_t)n * sizeof(int));
-		}
-		if (cur > *best_v * (1 + 1e-9)) {
-			*best_v = cur;
-			memcpy(best_f, cf, (size_t)n * sizeof(int));
-			memcpy(best_l, cl, (size_t)n * sizeof(int));
-			since = 0;
-		}
-	}
-	free(tl);
-	free(tf);
-	free(cl);
-	free(cf);
-	return moves;
-}
-
-/* ---- the plan ------------------------------------------------------------------ */
-
-static double link_latency_s(const pctx *c, int i, int j)
-{
-	return c->lat_s[i * c->n + j];
-}
-
-/* Keep the nodes and hops that carry flow and lie on a source-to-sink path:
- * drop what carries (next to) nothing, then, until nothing changes, nodes
- * with no way in or out left. */
-static void prune(const pctx *c, const int *f, const int *l, const hx_pipe_flow *fl, int *kept,
-		  int *hop_kept)
-{
-	int n = c->n, changed = 1;
-	double eps = 1e-9 * fmax(fl->value, 1e-300);
-
-	for (int i = 0; i < n; i++)
-		kept[i] = f[i] >= 0 && fl->through[i] > eps;
-	for (int i = 0; i < n * n; i++)
-		hop_kept[i] = fl->hop[i] > eps;
-	while (changed) {
-		changed = 0;
-		for (int i = 0; i < n; i++) {
-			int in = f[i] == 0 && fl->src[i] > eps, out = l[i] == c->L;
-			if (!kept[i])
-				continue;
-			for (int j = 0; j < n; j++) {
-				in |= kept[j] && hop_kept[j * n + i];
-				out |= kept[j] && hop_kept[i * n + j];
-			}
-			if (!in || !out) {
-				kept[i] = 0;
-				changed = 1;
-			}
-		}
-	}
-	for (int i = 0; i < n; i++)
-		for (int j = 0; j < n; j++)
-			hop_kept[i * n + j] &= kept[i] && kept[j];
-}
-
-static int emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value, hx_err *err)
-{
-	const hx_cluster *cl = c->pb->cluster;
-	const hx_workload *w = c->pb->workload;
-	int n = c->n, rc, *kept = hx_xcalloc((size_t)n, sizeof(int)),
-	    *gi = hx_xcalloc((size_t)n, sizeof(int));
-	int *hop_kept = hx_xcalloc((size_t)n * n + 1, sizeof(int)),
-	    *order = hx_xmalloc((size_t)n * sizeof(int));
-	double O = hx_dist_mean(&w->output), P = hx_dist_mean(&w->prompt);
-	double Pq = hx_dist_quantile(&w->prompt, w->slo.percentile / 100);
-	double *tpot = hx_xcalloc((size_t)n, sizeof(double)),
-	       *ttft = hx_xcalloc((size_t)n, sizeof(double));
-	double usd = 0, worst_tpot = 0, worst_ttft = 0, served;
-	double bytes_tok = hx_cost_act_bytes_per_token(c->pb->model);
-	hx_pipe_flow fl;
-
-	for (int i = 0; i < n; i++)
-		c->net.node_tps[i] = f[i] >= 0 ? node_thr(c, i, l[i] - f[i]) : 0;
-	if ((rc = hx_pipe_flow_eval(&c->net, f, l, &fl, err)))
-		goto out;
-	*value = fl.value;
-	prune(c, f, l, &fl, kept, hop_kept);
-	/* groups in the order of their first layer, then of the cluster */
-	for (int i = 0, m = 0; i < n; i++)
-		order[m++] = i;
-	for (int a = 1; a < n; a++) {
-		int x = order[a], b = a;
-		while (b > 0 && f[order[b - 1]] > f[x]) {
-			order[b] = order[b - 1];
-			b--;
-		}
-		order[b] = x;
-	}
-	for (int q = 0; q < n; q++) {
-		int i = order[q], k = l[i] - f[i];
-		const ntype *t = &c->ty[c->type[i]];
-		hx_plan_group *g;
-		hx_plan_replica *r;
-		char name[64];
-		gi[i] = -1;
-		if (!kept[i])
-			continue;
-		g = hx_plan_add_group(p);
-		gi[i] = p->ngroups - 1;
-		snprintf(name, sizeof(name), "g%d", p->ngroups - 1);
-		hx_strlcpy(g->name, name, sizeof(g->name));
-		hx_strlcpy(g->model, c->pb->model->name, sizeof(g->model));
-		g->role = HX_ROLE_AGGREGATED;
-		g->wdt = c->pb->model->a.dtype;
-		g->kvdt = HX_DT_FP16;
-		g->nstages = 1;
-		hx_strlcpy(g->stage[0].gpu, cl->nodes[i].gpu.name, sizeof(g->stage[0].gpu));
-		g->stage[0].tp = t->tp;
-		g->stage[0].first = f[i];
-		g->stage[0].last = l[i];
-		g->capacity_rps = hx_round6(t->thr[k] / O);
-		g->max_batch = t->batch[k];
-		r = hx_plan_add_replica(g);
-		snprintf(name, sizeof(name), "%sr0", g->name);
-		hx_strlcpy(r->id, name, sizeof(r->id));
-		r->ngpus[0] = t->tp;
-		r->gpus[0] = hx_xcalloc((size_t)t->tp, sizeof(hx_gpu_ref));
-		for (int x = 0; x < t->tp; x++) {
-			hx_strlcpy(r->gpus[0][x].node, cl->nodes[i].name,
-				   sizeof(r->gpus[0][x].node));
-			r->gpus[0][x].index = x;
-		}
-		usd += cl->nodes[i].usd_per_hour * t->tp;
-		if (!hx_plan_gpu(p, cl->nodes[i].gpu.name))
-			hx_plan_add_gpu(p, &cl->nodes[i].gpu);
-		/* path latencies: the slowest way here (groups come in layer order) */
-		tpot[i] = HX_PIPE_WAIT * t->iter_s[k];
-		ttft[i] = t->pre_s[k];
-		for (int j = 0; j < n; j++) {
-			double bw;
-			if (!hop_kept[j * n + i])
-				continue;
-			bw = hx_gbps_bytes_s(hx_cluster_link(cl, j, i).bw_gbps);
-			tpot[i] = fmax(tpot[i], HX_PIPE_WAIT * t->iter_s[k] + tpot[j] +
-						    link_latency_s(c, j, i) + bytes_tok / bw);
-			ttft[i] =
-			    fmax(ttft[i], t->pre_s[k] + ttft[j] + link_latency_s(c, j, i) +
-					      Pq * bytes_tok / bw);
-		}
-		if (l[i] == c->L) {
-			worst_tpot = fmax(worst_tpot, tpot[i]);
-			worst_ttft = fmax(worst_ttft, ttft[i]);
-		}
-	}
-	for (int q = 0; q < n; q++) {
-		int i = order[q];
-		if (!kept[i])
-			continue;
-		if (f[i] == 0) {
-			hx_route *rt = hx_plan_add_route(&p->ingress, &p->ningress);
-			hx_strlcpy(rt->to, p->groups[gi[i]].name, sizeof(rt->to));
-			rt->weight = fl.src[i];
-		}
-		if (l[i] < c->L) {
-			int at = p->nhops;
-			for (int q2 = 0; q2 < n; q2++) {
-				int j = order[q2];
-				hx_route *rt;
-				if (!hop_kept[i * n + j])
-					continue;
-				rt = hx_plan_add_route(&p->hops, &p->nhops);
-				snprintf(rt->from, sizeof(rt->from), "%s/s0",
-					 p->groups[gi[i]].replicas[0].id);
-				snprintf(rt->to, sizeof(rt->to), "%s/s0",
-					 p->groups[gi[j]].replicas[0].id);
-				rt->weight = fl.hop[i * n + j];
-				{
-					hx_linkspec ls = hx_cluster_link(cl, i, j);
-					char link[160];
-					snprintf(link, sizeof(link), "%s-%s", cl->nodes[i].name,
-						 cl->nodes[j].name);
-					hx_strlcpy(rt->link, link, sizeof(rt->link));
-					rt->bw_gbps =
-					    fmin(ls.bw_gbps, fmin(cl->nodes[i].nic_gbps,
-								  cl->nodes[j].nic_gbps));
-					rt->latency_ms = ls.latency_ms;
-				}
-			}
-			hx_routes_normalize(p->hops + at, p->nhops - at);
-		}
-	}
-	hx_routes_normalize(p->ingress, p->ningress);
-	served = fmin(w->rate_rps, fl.value / O);
-	p->predicted.capacity_rps = hx_round6(fl.value / O);
-	p->predicted.throughput_tps = hx_round6(served * O);
-	p->predicted.ttft_ms_p99 = hx_round6(worst_ttft * 1e3);
-	p->predicted.tpot_ms_p99 = hx_round6(worst_tpot * 1e3);
-	p->predicted.usd_per_hour = hx_round6(usd);
-	p->predicted.usd_per_m_tokens = hx_round6(hx_usd_per_mtok(usd, served, P + O));
-	hx_pipe_flow_release(&fl);
-out:
-	free(tpot);
-	free(ttft);
-	free(order);
-	free(hop_kept);
-	free(gi);
-	free(kept);
-	return rc;
-}
-
 static int same_type(const hx_node *a, const hx_node *b)
 {
 	return a->count == b->count && a->nic_gbps == b->nic_gbps &&
@@ -1029,14 +342,6 @@ static void ctx_release(pctx *c)
 	free(c->path_tpot);
 	free(c->path_ttft);
 	free((void *)c->lc);
-}
-
-static const char *const construction_names[HX_PIPE_NCONSTRUCTIONS] = {"per-type", "balanced",
-								       "greedy"};
-
-const char *hx_pipe_construction_name(int k)
-{
-	return k >= 0 && k < HX_PIPE_NCONSTRUCTIONS ? construction_names[k] : "?";
 }
 
 /* Sort C's nodes into types (pricing each type once) and regions; add up
@@ -1109,9 +414,9 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	if (st)
 		memset(st, 0, sizeof(*st));
 	if (o->objective != HX_OBJ_CAPACITY)
-		return hx_errf(err, HX_EINPUT,
-			       "the pipeline mode maximizes throughput: it takes --objective "
-			       "capacity only");
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "the pipeline mode maximizes throughput: it takes --objective capacity only");
 	if (o->lp_path)
 		return hx_errf(err, HX_EINPUT,
 			       "the pipeline mode solves no MILP: it has no --lp to write");
@@ -1147,16 +452,14 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	if (mem_layers < L) {
 		rc = hx_errf(
 		    err, HX_EINFEASIBLE,
-		    "memory: the nodes hold %d of the %d layers of %s in all (each with a KV "
-		    "reserve of %.0f tokens); no placement covers the model",
+		    "memory: the nodes hold %d of the %d layers of %s in all (each with a KV reserve of %.0f tokens); no placement covers the model",
 		    mem_layers, L, pb->model->name, hx_plan_kv_reserve(w));
 		goto out;
 	}
 	if (served_k < L) {
 		rc = hx_errf(
 		    err, HX_EINFEASIBLE,
-		    "tpot: at the TPOT SLO of %g ms the nodes that meet their share (%g ms "
-		    "per layer) hold %d of the %d layers of %s",
+		    "tpot: at the TPOT SLO of %g ms the nodes that meet their share (%g ms per layer) hold %d of the %d layers of %s",
 		    w->slo.tpot_ms, w->slo.tpot_ms / L, served_k, L, pb->model->name);
 		goto out;
 	}
@@ -1168,16 +471,11 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	bl = hx_xmalloc((size_t)n * sizeof(int));
 	tf = hx_xmalloc((size_t)n * sizeof(int));
 	tl = hx_xmalloc((size_t)n * sizeof(int));
-	clear(&c, bf, bl);
+	hx_pipe_clear(&c, bf, bl);
 	for (int k = 0; k < HX_PIPE_NCONSTRUCTIONS; k++) {
 		double v;
-		if (k == 0)
-			build_per_type(&c, tf, tl);
-		else if (k == 1)
-			build_balanced(&c, tf, tl);
-		else
-			build_greedy(&c, tf, tl);
-		v = score(&c, tf, tl, NULL);
+		hx_pipe_construct(&c, k, tf, tl);
+		v = hx_pipe_score(&c, tf, tl, NULL);
 		if (c.failed) {
 			rc = HX_EINPUT;
 			goto out;
@@ -1194,7 +492,7 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	if (work > 150000 && !(po && po->work > 0))
 		work = 150000;
 	if (!(po && po->no_search) && best > 0)
-		moves = search(&c, bf, bl, &best, work);
+		moves = hx_pipe_search(&c, bf, bl, &best, work);
 	if (c.failed) {
 		rc = HX_EINPUT;
 		goto out;
@@ -1202,12 +500,11 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	if (best <= 0) {
 		rc = hx_errf(
 		    err, HX_EINFEASIBLE,
-		    "links: no placement of %s carries traffic (no chain of nodes whose "
-		    "memory covers the %d layers could be formed)",
+		    "links: no placement of %s carries traffic (no chain of nodes whose memory covers the %d layers could be formed)",
 		    pb->model->name, L);
 		goto out;
 	}
-	if ((rc = emit(&c, bf, bl, p, &value, err)))
+	if ((rc = hx_pipe_emit(&c, bf, bl, p, &value, err)))
 		goto out;
 	if ((rc = hx_plan_finish(pb, p, HX_FINISH_INPUTS, err)))
 		goto out;

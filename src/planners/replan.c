@@ -473,9 +473,7 @@ static int place_new(hx_plan *p, const hx_cluster *cl, const hx_problem *pb0,
 	if (s.n == 0 || most < need) {
 		rc = hx_errf(
 		    err, HX_EINFEASIBLE,
-		    "the kept replicas carry %.3f req/s at the SLO and the free GPUs at most "
-		    "%.3f more, short of the %.3f req/s the rate of %g req/s needs at %g%% "
-		    "utilization",
+		    "the kept replicas carry %.3f req/s at the SLO and the free GPUs at most %.3f more, short of the %.3f req/s the rate of %g req/s needs at %g%% utilization",
 		    total_capacity(p), fmin(most, need), w->rate_rps / HX_REPLAN_UTIL,
 		    w->rate_rps, HX_REPLAN_UTIL * 100);
 		goto out;
@@ -639,9 +637,9 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 	before = hx_xcalloc((size_t)p->ngroups + 1, sizeof(int));
 	disagg = keep_survivors(p, &cl, mv, before);
 	if (p->ngroups == 0 && !w) {
-		rc = hx_errf(err, HX_EINFEASIBLE,
-			     "no replica survives and there is no workload (-w) "
-			     "to place new ones for");
+		rc = hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "no replica survives and there is no workload (-w) to place new ones for");
 		goto out;
 	}
 	/* Routes first (by the kept shares), then the capacities at the (new)
@@ -661,13 +659,10 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 	}
 	if (w && total_capacity(p) < w->rate_rps / HX_REPLAN_UTIL) {
 		if (disagg) {
-			rc = hx_errf(err, HX_EINFEASIBLE,
-				     "the kept replicas carry %.3f req/s at the SLO, short of "
-				     "the rate of "
-				     "%g req/s, after flipping the roles that help, and replan "
-				     "places new "
-				     "replicas in aggregated plans only",
-				     total_capacity(p), w->rate_rps);
+			rc = hx_errf(
+			    err, HX_EINFEASIBLE,
+			    "the kept replicas carry %.3f req/s at the SLO, short of the rate of %g req/s, after flipping the roles that help, and replan places new replicas in aggregated plans only",
+			    total_capacity(p), w->rate_rps);
 			goto out;
 		}
 		if ((rc = place_new(p, &cl, &pb, w, o,

@@ -142,4 +142,20 @@ expect_rc 1 "-o into a missing directory"
 expect_err_line '^hexplan: error: .*missing/plan\.dot' "-o into a missing directory: message"
 [ -e "$TMP/missing" ] && fail "-o into a missing directory: something was made" || ok
 
+# Options dot does not take (its flags in the export table lack them): a
+# usage error naming the targets that do, exit 2, nothing written.
+for o in --lossy --engine --format; do
+	case $o in
+	--lossy) args=--lossy what=--lossy list="launch, k8s or kserve" ;;
+	--engine) args="--engine vllm" what=--engine list="launch, k8s or kserve" ;;
+	--format) args="--format json" what="--format json|sh" list=launch ;;
+	esac
+	# shellcheck disable=SC2086
+	run export -p $D/baseline.json --to dot $args -o "$TMP/refused.dot"
+	expect_rc 2 "--to dot $args"
+	[ "$(head -1 "$TMP/err")" = "hexplan: error: $what is for --to $list" ] && ok ||
+		fail "--to dot $args: message"
+	[ -e "$TMP/refused.dot" ] && fail "--to dot $args: something was written" || ok
+done
+
 finish

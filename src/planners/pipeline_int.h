@@ -1,0 +1,76 @@
+/* The pipeline planner's private header: the context its three files
+ * share (pipeline.c: node tables, the flow of a placement and the entry;
+ * pipeline_search.c: the constructions and the local search;
+ * pipeline_emit.c: the plan of a placement).  Only they include it. */
+#ifndef HX_PLANNERS_PIPELINE_INT_H
+#define HX_PLANNERS_PIPELINE_INT_H
+
+#include "planners/pipeline.h"
+
+/* A token reaching a node mid-iteration waits for it to end before its own:
+ * half an iteration on average, so a node adds 1.5 iterations to a path. */
+#define HX_PIPE_WAIT 1.5
+
+/* What one node type (GPU profile, count, NIC) does with k layers. */
+typedef struct ntype {
+	const hx_node *proto;
+	int tp;
+	int kmax[4]; /* most layers it holds; index: (holds layer 0) | (holds the last) << 1 */
+	double *thr; /* [k], k = 0..L: capacity, tokens/s (0: cannot) */
+	double *iter_s; /* [k]: decode iteration time at its batch */
+	double *pre_s;  /* [k]: prefill of the percentile prompt alone */
+	double *batch;  /* [k] */
+	double speed;   /* max_k k thr(k): layer-tokens/s */
+} ntype;
+
+typedef struct pctx {
+	const hx_problem *pb;
+	int n, L;
+	int *type; /* per node */
+	ntype *ty;
+	int nty;
+	int *region; /* per node: rank of its region */
+	double tok_bytes;
+	hx_pipe_net net;
+	double *lat_s;                 /* n * n link latency */
+	double *hop_tok_s;             /* n * n: one token's activations over the link */
+	double prompt_q;               /* the percentile prompt, tokens */
+	double *path_tpot, *path_ttft; /* per node: scratch of worst_paths */
+	long flows;
+	double deadline; /* monotonic seconds; 0: none */
+	int timed_out;
+	double bound, gap; /* stop the search once (bound - flow) / flow <= gap (gap > 0) */
+	int gap_reached;
+	hx_err *err;
+	int failed;
+	const hx_layer_cost *lc; /* measured per-layer costs (may be NULL) */
+	int nlc;
+} pctx;
+
+/* Capacity (tokens/s) of node I holding K layers. */
+static inline double node_thr(const pctx *c, int i, int k)
+{
+	return c->ty[c->type[i]].thr[k];
+}
+
+/* pipeline_search.c */
+
+/* Flow of a placement (-1 on a failed max-flow: the search stops), less a
+ * penalty when a path breaks the TPOT or TTFT SLO (see there); KEEP (may
+ * be NULL) gets the flow, the caller releases it. */
+double hx_pipe_score(pctx *c, const int *first, const int *last, hx_pipe_flow *keep);
+/* No node holds anything. */
+void hx_pipe_clear(const pctx *c, int *first, int *last);
+/* Construction K (0 .. HX_PIPE_NCONSTRUCTIONS - 1) into FIRST/LAST. */
+void hx_pipe_construct(pctx *c, int k, int *first, int *last);
+/* The seeded local search from BEST_F/BEST_L (flow *BEST_V), at most WORK
+ * flow evaluations; improves them in place and returns the moves made. */
+long hx_pipe_search(pctx *c, int *best_f, int *best_l, double *best_v, long work);
+
+/* pipeline_emit.c */
+
+/* The plan of placement F/L into P (groups, hops, ingress, predictions;
+ * not finished: see hx_plan_finish), *VALUE its flow; 0 or an error. */
+int hx_pipe_emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value, hx_err *err);
+
+#endif

@@ -51,6 +51,26 @@ static void baseline(const char *cluster, const char *workload, const char *mode
 	hx_cluster_release(&c);
 }
 
+/* Shares rounded to 6 decimals never go negative: six shares of 1/6 round
+ * up to 0.166667, past 1 together, and left a last share of 0 at -2e-6. */
+START_TEST(test_routes_normalize)
+{
+	hx_route r[7];
+	double sum = 0;
+
+	memset(r, 0, sizeof(r));
+	for (int i = 0; i < 6; i++)
+		r[i].weight = 1;
+	r[6].weight = 0;
+	hx_routes_normalize(r, 7);
+	for (int i = 0; i < 7; i++) {
+		ck_assert_msg(r[i].weight >= 0, "route %d weight %g", i, r[i].weight);
+		sum += r[i].weight;
+	}
+	ck_assert_msg(fabs(sum - 1) < 1e-9, "sum %.12f", sum);
+}
+END_TEST
+
 START_TEST(test_sha256)
 {
 	char d[72];
@@ -257,6 +277,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_baseline_pipeline);
 	tcase_add_test(tc, test_reader_rejects);
 	tcase_add_test(tc, test_gpu_v1_defaults);
+	tcase_add_test(tc, test_routes_normalize);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -107,6 +107,16 @@ void hx_routes_normalize(hx_route *r, int n)
 	}
 	if (n > 0)
 		r[n - 1].weight = hx_round6(1 - acc);
+	if (n > 1 && r[n - 1].weight < 0) {
+		/* The others rounded up past 1 (many small shares, the last 0):
+		 * the last takes 0 and the largest gives up the excess. */
+		int big = 0;
+		for (int i = 1; i + 1 < n; i++)
+			if (r[i].weight > r[big].weight)
+				big = i;
+		r[big].weight = hx_round6(r[big].weight + r[n - 1].weight);
+		r[n - 1].weight = 0;
+	}
 }
 
 const hx_model *hx_plan_model(const hx_plan *p, const char *name)

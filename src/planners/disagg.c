@@ -304,7 +304,7 @@ static int emit(dctx *d, const int *role, hx_plan *p, double *value, hx_err *err
 		if (group_of[i] < 0 || role[i] != 0)
 			continue;
 		for (int k = 0; k < x.nrep[i]; k++)
-			f += res.flow[x.rep_edge[x.rep0[i] + k]];
+			f += fmax(0, res.flow[x.rep_edge[x.rep0[i] + k]]);
 		rt = hx_plan_add_route(&p->ingress, &p->ningress);
 		hx_strlcpy(rt->to, p->groups[group_of[i]].name, sizeof(rt->to));
 		rt->weight = res.value > 0 ? f / res.value : 0;
@@ -323,8 +323,10 @@ static int emit(dctx *d, const int *role, hx_plan *p, double *value, hx_err *err
 		for (int a = 0; a < n; a++)
 			for (int b = 0; b < n; b++) {
 				int lv = x.pair[a * n + b];
+				/* The solver's flows carry rounding: a flow a hair
+				 * below 0 is none (a negative weight breaks the plan). */
 				if (lv >= 0)
-					pair_flow[a * n + b] = res.flow[link_edge[lv]];
+					pair_flow[a * n + b] = fmax(0, res.flow[link_edge[lv]]);
 			}
 		free(link_edge);
 	}

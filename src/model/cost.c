@@ -749,10 +749,13 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 			hx_batch_add_decode(&bc, B, P + H + O / 2);
 			hx_batch_add_prefill(&bc, 1, fmin(n, c), h + n / 2);
 			t_chunk = fmax(t, hx_cost_cycle(r, &bc, &it));
-			left = w->slo.ttft_ms * 1e-3 - ovh - chunks * t_chunk;
+			/* The first token reaches the client an iteration after
+			 * the step that computes it (the engine streams it out
+			 * while it runs the next). */
+			left = w->slo.ttft_ms * 1e-3 - ovh - t - chunks * t_chunk;
 			if (i == CAP_QUANTILES) {
 				double wq = u > 1 - q ? scale * log(u / (1 - q)) : 0;
-				ev->ttft = ovh + wq + chunks * t_chunk;
+				ev->ttft = ovh + t + wq + chunks * t_chunk;
 				break;
 			}
 			miss_ttft += (left < 0 ? 1 : u * exp(-left / fmax(scale, 1e-12))) /

@@ -26,9 +26,10 @@ typedef struct req {
 	int preempt, esc;
 	int group, replica;
 	char done, dropped;
-	int *path, plen; /* hops plans: the fragments it visits, in order */
-	int prefix;      /* shared-prefix group, or -1 */
-	int user;        /* shared-prefix user (a recurring prompt), or -1 */
+	int *path, plen;              /* hops plans: the fragments it visits, in order */
+	int prefix;                   /* shared-prefix group, or -1 */
+	int user;                     /* shared-prefix user (a recurring prompt), or -1 */
+	char pend_first, pend_finish; /* a token time waits for the next iteration */
 } req;
 
 typedef struct seq {
@@ -54,7 +55,9 @@ typedef struct replica {
 	int busy;
 	long version;
 	double busy_s;
-	int *kv_route; /* indexes into the plan's kv routes from this replica */
+	double last_dt; /* the running (or last) iteration's time: a token it
+			 * computes reaches the client one iteration later */
+	int *kv_route;  /* indexes into the plan's kv routes from this replica */
 	int nkv_route;
 	unsigned char *cached; /* per shared-prefix group: its prompt is in the prefix cache */
 	unsigned char *user_cached; /* per shared-prefix user: its whole prompt is */
@@ -100,6 +103,8 @@ typedef struct sim {
 	int *hop_to;  /* per hop: its destination replica */
 	long admitted, done_count, preemptions, iterations, kv_overflows, time_reversals;
 	double req_overhead_s; /* API server and tokenizer before the engine sees a request */
+	int *pend;             /* requests whose token times wait for the next iteration */
+	int npend, cappend;
 } sim;
 
 /* ---- event heap ------------------------------------------------------------ */
@@ -443,11 +448,13 @@ static void start_iteration(sim *s, int ri)
 	{
 		double dt = hx_cost_cycle(&rp->cost, &b, &it);
 		rp->busy_s += dt;
+		rp->last_dt = dt;
 		push(s, s->now + dt, EV_ITER, ri, 0, rp->version);
 	}
 	s->iterations++;
 }
 
+/* Request ID has its last token (the client's time: see pend()). */
 static void finish(sim *s, int id)
 {
 	req *r = &s->reqs[id];
@@ -465,6 +472,41 @@ static void finish(sim *s, int id)
 	r->finish = s->now;
 	r->done = 1;
 	s->done_count++;
+}
+
+/* The engine streams a token out while it runs the next iteration: the
+ * client sees the tokens an iteration computed when the replica's next one
+ * ends (at once when none starts).  ID's first token (FIRST) or last
+ * (FIN) was computed now; deliver() sets its times once the next iteration
+ * is known. */
+static void pend(sim *s, int id, int first, int fin)
+{
+	req *r = &s->reqs[id];
+
+	if (!r->pend_first && !r->pend_finish) {
+		if (s->npend == s->cappend) {
+			s->cappend = s->cappend ? 2 * s->cappend : 64;
+			s->pend = hx_xrealloc(s->pend, (size_t)s->cappend * sizeof(int));
+		}
+		s->pend[s->npend++] = id;
+	}
+	r->pend_first |= (char)first;
+	r->pend_finish |= (char)fin;
+}
+
+static void deliver(sim *s, const replica *rp)
+{
+	double at = s->now + (rp->busy ? rp->last_dt : 0);
+
+	for (int i = 0; i < s->npend; i++) {
+		req *r = &s->reqs[s->pend[i]];
+		if (r->pend_first)
+			r->first = at;
+		if (r->pend_finish)
+			r->finish = at;
+		r->pend_first = r->pend_finish = 0;
+	}
+	s->npend = 0;
 }
 
 static int pick_kv_route(sim *s, const replica *rp)
@@ -574,7 +616,7 @@ static void iteration_done(sim *s, int ri)
 				 * user from the decode side: TTFT includes the KV
 				 * transfer. */
 				if (r->generated == 0 && rp->role != HX_ROLE_PREFILL)
-					r->first = s->now;
+					pend(s, q->req, 1, 0);
 				r->generated++;
 				emitted = 1;
 			}
@@ -589,9 +631,11 @@ static void iteration_done(sim *s, int ri)
 			rp->kv_used -= q->kv;
 			rp->run[i] = rp->run[--rp->nrun];
 			if (r->generated >= r->output) {
-				if (r->first < 0) /* a one-token answer straight from prefill */
-					r->first = s->now;
+				if (r->first < 0 && !r->pend_first) /* a one-token answer */
+					pend(s, id, 1, 0);          /* straight from prefill */
 				finish(s, id);
+				if (r->done)
+					pend(s, id, 0, 1);
 			} else
 				send_kv(s, rp, id);
 			continue;
@@ -599,6 +643,7 @@ static void iteration_done(sim *s, int ri)
 		i++;
 	}
 	start_iteration(s, ri);
+	deliver(s, rp);
 }
 
 static void xfer_done(sim *s, int li)
@@ -770,6 +815,7 @@ static void hop_start_iteration(sim *s, int ri)
 	rp->busy = 1;
 	rp->version++;
 	rp->busy_s += dt;
+	rp->last_dt = dt;
 	push(s, s->now + dt, EV_ITER, ri, 0, rp->version);
 	s->iterations++;
 }
@@ -865,10 +911,11 @@ static void hop_iteration_done(sim *s, int ri)
 			hop_send(s, ri, id, n);
 		} else if (emit) {
 			if (r->generated == 0)
-				r->first = s->now;
+				pend(s, id, 1, 0);
 			r->generated++;
 			if (r->generated >= r->output) {
 				hop_finish(s, id); /* moves run[]: look at i again */
+				pend(s, id, 0, 1);
 				continue;
 			}
 			hop_send(s, ri, id, 1);
@@ -876,6 +923,7 @@ static void hop_iteration_done(sim *s, int ri)
 		i++;
 	}
 	hop_start_iteration(s, ri);
+	deliver(s, rp);
 }
 
 /* ---- set-up and report ------------------------------------------------------ */
@@ -995,6 +1043,7 @@ static int setup(sim *s, hx_err *err)
 
 static void teardown(sim *s)
 {
+	free(s->pend);
 	for (int i = 0; i < s->nreps; i++) {
 		free(s->reps[i].run);
 		free(s->reps[i].cached);

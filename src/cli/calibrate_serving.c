@@ -179,7 +179,7 @@ static json_t *calibration_doc(const report *rp, const hx_serv_runs *rs,
 		json_object_set_new(gpus, f->fitted.name, fields);
 		hx_jset_int(st, "runs", f->runs);
 		hx_jset_int(st, "steady_stages", f->stages);
-		hx_jset_int(st, "simulations", f->evals + 1);
+		hx_jset_int(st, "evaluations", f->evals + 1);
 		hx_jset_num(st, "objective_before", hx_round6(f->objective_before));
 		hx_jset_num(st, "objective_after", hx_round6(f->objective_after));
 		json_object_set_new(per_gpu, f->fitted.name, st);
@@ -223,7 +223,7 @@ static char *table(const report *rp, int with_holdout)
 
 	for (int i = 0; i < rp->nfit; i++) {
 		const hx_servfit *f = &rp->fit[i];
-		hx_buf_printf(&t, "%s: %d runs, %d steady stages, %d simulations; fitted",
+		hx_buf_printf(&t, "%s: %d runs, %d steady stages, %d evaluations; fitted",
 			      f->fitted.name, f->runs, f->stages, f->evals + 1);
 		for (int k = 0; k < f->nkeys; k++)
 			hx_buf_printf(&t, " %s=%.4g", f->keys[k],

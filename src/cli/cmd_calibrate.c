@@ -11,9 +11,13 @@
 
 #define CMD "calibrate"
 
+enum { OPT_RUNS = 2000, OPT_HOLDOUT };
+
 const char *const hx_calibrate_usage[] = {
     "hexplan calibrate -m MODEL -g GPU [-o calibration.json] [--format json|table] "
     "measurements.csv",
+    "hexplan calibrate --runs runs.json [--holdout runs.json] [-o calibration.json] "
+    "[--format json|table]",
     NULL};
 
 static const char *const phase_names[] = {"prefill", "decode", "linear"};
@@ -140,9 +144,11 @@ int cmd_calibrate(hx_cli *cli, int argc, char **argv)
 					     {"gpu", required_argument, NULL, 'g'},
 					     {"output", required_argument, NULL, 'o'},
 					     {"format", required_argument, NULL, HX_OPT_FORMAT},
+					     {"runs", required_argument, NULL, OPT_RUNS},
+					     {"holdout", required_argument, NULL, OPT_HOLDOUT},
 					     HX_GLOBAL_LONGOPTS,
 					     {NULL, 0, NULL, 0}};
-	const char *model = NULL, *gpu = NULL, *out = NULL;
+	const char *model = NULL, *gpu = NULL, *out = NULL, *runs = NULL, *holdout = NULL;
 	int c, rc, table = 0;
 
 	optind = 1;
@@ -152,11 +158,21 @@ int cmd_calibrate(hx_cli *cli, int argc, char **argv)
 		case 'm': model = optarg; break;
 		case 'g': gpu = optarg; break;
 		case 'o': out = optarg; break;
+		case OPT_RUNS: runs = optarg; break;
+		case OPT_HOLDOUT: holdout = optarg; break;
 		default:
 			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
 				return rc;
 		}
 	}
+	if (runs) {
+		if (model || gpu || argc - optind != 0)
+			return hx_cli_usage_error(CMD, "--runs takes no -m, -g or measurements "
+						       "file (runs name their own)");
+		return hx_calibrate_serving(cli, runs, holdout, out, table);
+	}
+	if (holdout)
+		return hx_cli_usage_error(CMD, "--holdout needs --runs");
 	if (!model || !gpu)
 		return hx_cli_usage_error(CMD, "-m MODEL and -g GPU are required");
 	if (argc - optind != 1)

@@ -160,8 +160,7 @@ typedef struct fit_ctx {
 	const char *keys[HX_CALIB_MAX_FIELDS];
 } fit_ctx;
 
-/* Unconstrained coordinate u to a field value within its bounds. */
-static double to_value(const char *key, double u)
+double hx_calib_to_value(const char *key, double u)
 {
 	double lo, hi;
 	key_bounds(key, &lo, &hi);
@@ -170,7 +169,7 @@ static double to_value(const char *key, double u)
 	return fmin(exp(u), hi);
 }
 
-static double to_coord(const char *key, double v)
+double hx_calib_to_coord(const char *key, double v)
 {
 	double lo, hi;
 	key_bounds(key, &lo, &hi);
@@ -185,7 +184,7 @@ static double to_coord(const char *key, double v)
 static void set_coords(fit_ctx *c, const double *u)
 {
 	for (int k = 0; k < c->nkeys; k++)
-		*hx_gpu_field(&c->g, c->keys[k]) = to_value(c->keys[k], u[k]);
+		*hx_gpu_field(&c->g, c->keys[k]) = hx_calib_to_value(c->keys[k], u[k]);
 }
 
 static double objective(const double *u, void *vctx)
@@ -200,6 +199,40 @@ static double objective(const double *u, void *vctx)
 		sse += isfinite(e) ? e * e : 1e6;
 	}
 	return sse;
+}
+
+typedef struct min_ctx {
+	hx_gpu *g;
+	const char *const *keys;
+	int nkeys;
+	hx_calib_objective f;
+	void *ctx;
+} min_ctx;
+
+static double min_objective(const double *u, void *vctx)
+{
+	min_ctx *c = vctx;
+	for (int k = 0; k < c->nkeys; k++)
+		*hx_gpu_field(c->g, c->keys[k]) = hx_calib_to_value(c->keys[k], u[k]);
+	return c->f(c->g, c->ctx);
+}
+
+double hx_calib_minimize(hx_gpu *g, const char *const *keys, int nkeys, double start_off,
+			 hx_calib_objective f, void *ctx, int max_evals, int *evals)
+{
+	min_ctx c = {g, keys, nkeys, f, ctx};
+	double u[HX_CALIB_MAX_FIELDS], best;
+
+	for (int k = 0; k < nkeys; k++) {
+		double v = *hx_gpu_field(g, keys[k]);
+		if (v <= 0 && strncmp(keys[k], "e_", 2) != 0)
+			v = start_off;
+		u[k] = hx_calib_to_coord(keys[k], v);
+	}
+	best = hx_nm_minimize(min_objective, &c, u, nkeys, 0.3, max_evals, 1e-6, evals);
+	for (int k = 0; k < nkeys; k++)
+		*hx_gpu_field(g, keys[k]) = hx_calib_to_value(keys[k], u[k]);
+	return best;
 }
 
 static void ape_stats(const hx_meas *x, const double *pred, int n, double *med, double *p90)
@@ -244,7 +277,7 @@ int hx_calib_fit(const hx_model *m, const hx_gpu *g, const hx_meas *x, int n, hx
 		if (calib_key_index(c.keys[k]) < 0)
 			return hx_errf(err, HX_EINPUT, "internal: %s is not fittable",
 				       c.keys[k]);
-		u[k] = to_coord(c.keys[k], *hx_gpu_field(&c.g, c.keys[k]));
+		u[k] = hx_calib_to_coord(c.keys[k], *hx_gpu_field(&c.g, c.keys[k]));
 	}
 	out->before_ms = hx_xmalloc((size_t)n * sizeof(double));
 	out->after_ms = hx_xmalloc((size_t)n * sizeof(double));

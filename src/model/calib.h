@@ -33,6 +33,20 @@ void hx_calib_apply(const hx_calib *c, hx_catalog *cat);
 /* The fields a fit may change, with their bounds. */
 extern const char *const hx_calib_keys[];
 
+/* A fittable field's value from an unconstrained coordinate U (within the
+ * field's bounds), and back: the coordinates Nelder-Mead searches. */
+double hx_calib_to_value(const char *key, double u);
+double hx_calib_to_coord(const char *key, double v);
+
+/* Minimize F(G) over the NKEYS fittable fields KEYS of G by Nelder-Mead in
+ * their unconstrained coordinates, from G's values (a field at 0 outside
+ * the efficiencies starts at START_OFF, so that the simplex moves it), in
+ * at most MAX_EVALS evaluations.  G gets the best point; returns F there.
+ * *EVALS (may be NULL) gets the evaluations used. */
+typedef double (*hx_calib_objective)(const hx_gpu *g, void *ctx);
+double hx_calib_minimize(hx_gpu *g, const char *const *keys, int nkeys, double start_off,
+			 hx_calib_objective f, void *ctx, int max_evals, int *evals);
+
 /* Prediction of one measurement by the cost model with GPU G. */
 double hx_calib_predict(const hx_model *m, const hx_gpu *g, const hx_meas *x);
 

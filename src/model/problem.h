@@ -15,6 +15,7 @@
 #define HX_PROBLEM_H
 
 #include "model/catalog.h"
+#include "base/jsonio.h"
 #include "base/util.h"
 
 /* A node's NIC when the cluster names none, and a link's bandwidth where a
@@ -171,6 +172,20 @@ typedef struct hx_workload {
 } hx_workload;
 
 int hx_workload_load(hx_workload *w, const char *path, hx_err *err);
+/* W empty with a workload file's defaults (Poisson arrivals, vLLM's
+ * serving knobs). */
+void hx_workload_defaults(hx_workload *w);
+/* The load keys of a workload object OBJ at pointer PTR, as a workload file
+ * gives them and other inputs embed them (the serving runs of `hexplan
+ * calibrate`): "stages", "rate_rps" (required when NEED_RATE and there are
+ * no stages), "shared_prefix", "arrival" and "serving", into W. */
+int hx_workload_parse_load(const hx_jr *r, const json_t *obj, const char *ptr, int need_rate,
+			   hx_workload *w);
+/* A length distribution object V at PTR ("dist", "buckets" or "trace"; a
+ * trace's path resolves against BASE_DIR, COLUMN 0 its prompts, 1 its
+ * outputs). */
+int hx_dist_parse(const hx_jr *r, const json_t *v, const char *ptr, const char *base_dir,
+		  int column, hx_dist *d);
 void hx_workload_release(hx_workload *w);
 
 /* A request trace, read or generated, holds at most this many requests. */

@@ -13,8 +13,8 @@
 
 /* ---- workload ----------------------------------------------------------- */
 
-static int parse_dist(const hx_jr *r, const json_t *v, const char *ptr, const char *base_dir,
-		      int column, hx_dist *d)
+int hx_dist_parse(const hx_jr *r, const json_t *v, const char *ptr, const char *base_dir,
+		  int column, hx_dist *d)
 {
 	static const char *const keys[] = {"dist",    "mean",  "p50", "max",
 					   "buckets", "trace", NULL};
@@ -207,7 +207,7 @@ static int parse_classes(const hx_jr *r, const json_t *list, const char *dir, hx
 			if (!d)
 				return hx_jr_fail(r, p, "missing required key \"%s\"", key);
 			hx_ptr_key(pd, sizeof(pd), p, key);
-			if ((rc = parse_dist(r, d, pd, dir, k, k ? &c->output : &c->prompt)))
+			if ((rc = hx_dist_parse(r, d, pd, dir, k, k ? &c->output : &c->prompt)))
 				return rc;
 		}
 		sum += c->share;
@@ -299,27 +299,28 @@ static int parse_quality(const hx_jr *r, const json_t *v, hx_workload *w)
 	return 0;
 }
 
-/* "stages": [{"rate_rps": R, "duration_s": S}, ...]; the workload's rate
- * defaults to the highest. */
-static int parse_stages(const hx_jr *r, const json_t *root, hx_workload *w)
+/* "stages": [{"rate_rps": R, "duration_s": S}, ...] of ROOT at PTR; the
+ * workload's rate defaults to the highest. */
+static int parse_stages(const hx_jr *r, const json_t *root, const char *ptr, hx_workload *w)
 {
 	static const char *const keys[] = {"rate_rps", "duration_s", NULL};
 	const json_t *v = json_object_get(root, "stages"), *e;
+	char sp[512];
 	size_t i;
 	int rc;
 
 	if (!v)
 		return 0;
+	hx_ptr_key(sp, sizeof(sp), ptr, "stages");
 	if (!json_is_array(v) || json_array_size(v) == 0)
-		return hx_jr_fail(r, "/stages", "must be a non-empty array of stages");
+		return hx_jr_fail(r, sp, "must be a non-empty array of stages");
 	if (json_array_size(v) > HX_MAX_LOAD_STAGES)
-		return hx_jr_fail(r, "/stages", "holds more than %d stages",
-				  HX_MAX_LOAD_STAGES);
+		return hx_jr_fail(r, sp, "holds more than %d stages", HX_MAX_LOAD_STAGES);
 	w->stages = hx_xcalloc(json_array_size(v), sizeof(hx_load_stage));
 	json_array_foreach(v, i, e)
 	{
-		char p[64];
-		hx_ptr_index(p, sizeof(p), "/stages", i);
+		char p[540];
+		hx_ptr_index(p, sizeof(p), sp, i);
 		if ((rc = hx_jr_object(r, e, p, keys)) ||
 		    (rc = hx_jr_num(r, e, p, "rate_rps", 1, 0, 1e9, &w->stages[i].rate_rps)) ||
 		    (rc = hx_jr_num(r, e, p, "duration_s", 1, 1e-6, 1e9,
@@ -330,37 +331,103 @@ static int parse_stages(const hx_jr *r, const json_t *root, hx_workload *w)
 			w->rate_rps = w->stages[i].rate_rps;
 	}
 	if (!(w->rate_rps > 0))
-		return hx_jr_fail(r, "/stages", "no stage has a positive rate");
+		return hx_jr_fail(r, sp, "no stage has a positive rate");
 	return 0;
 }
 
-/* "shared_prefix": {"tokens": N, "groups": G, "users_per_group": U}. */
-static int parse_prefix(const hx_jr *r, const json_t *root, hx_workload *w)
+/* "shared_prefix": {"tokens": N, "groups": G, "users_per_group": U} of ROOT at PTR. */
+static int parse_prefix(const hx_jr *r, const json_t *root, const char *ptr, hx_workload *w)
 {
 	static const char *const keys[] = {"tokens", "groups", "users_per_group", NULL};
 	const json_t *v = json_object_get(root, "shared_prefix");
 	double groups = 0, users = 0;
+	char p[512], pg[540], pu[540];
 	int rc;
 
 	if (!v)
 		return 0;
-	if ((rc = hx_jr_object(r, v, "/shared_prefix", keys)) ||
-	    (rc = hx_jr_num(r, v, "/shared_prefix", "tokens", 1, 0, 1e7, &w->prefix_tokens)) ||
-	    (rc = hx_jr_num(r, v, "/shared_prefix", "groups", 1, 1, 1e6, &groups)) ||
-	    (rc = hx_jr_num(r, v, "/shared_prefix", "users_per_group", 0, 1, 1e6, &users)))
+	hx_ptr_key(p, sizeof(p), ptr, "shared_prefix");
+	if ((rc = hx_jr_object(r, v, p, keys)) ||
+	    (rc = hx_jr_num(r, v, p, "tokens", 1, 0, 1e7, &w->prefix_tokens)) ||
+	    (rc = hx_jr_num(r, v, p, "groups", 1, 1, 1e6, &groups)) ||
+	    (rc = hx_jr_num(r, v, p, "users_per_group", 0, 1, 1e6, &users)))
 		return rc;
+	hx_ptr_key(pg, sizeof(pg), p, "groups");
+	hx_ptr_key(pu, sizeof(pu), p, "users_per_group");
 	if (groups != floor(groups))
-		return hx_jr_fail(r, "/shared_prefix/groups", "must be a whole number, not %g",
-				  groups);
+		return hx_jr_fail(r, pg, "must be a whole number, not %g", groups);
 	if (users != floor(users))
-		return hx_jr_fail(r, "/shared_prefix/users_per_group",
-				  "must be a whole number, not %g", users);
+		return hx_jr_fail(r, pu, "must be a whole number, not %g", users);
 	if (groups * users > HX_MAX_PREFIX_USERS)
-		return hx_jr_fail(r, "/shared_prefix",
-				  "%g groups of %g users are more than %d users", groups, users,
-				  HX_MAX_PREFIX_USERS);
+		return hx_jr_fail(r, p, "%g groups of %g users are more than %d users", groups,
+				  users, HX_MAX_PREFIX_USERS);
 	w->prefix_groups = (int)groups;
 	w->prefix_users = (int)users;
+	return 0;
+}
+
+/* "arrival": {"process": ..., "cv": ...} of ROOT at PTR. */
+static int parse_arrival(const hx_jr *r, const json_t *root, const char *ptr, hx_workload *w)
+{
+	static const char *const akeys[] = {"process", "cv", NULL};
+	static const char *const procs[] = {"poisson", "gamma", NULL};
+	const json_t *v = json_object_get(root, "arrival");
+	char p[512], pc[540];
+	int rc;
+
+	if (!v)
+		return 0;
+	hx_ptr_key(p, sizeof(p), ptr, "arrival");
+	if ((rc = hx_jr_object(r, v, p, akeys)) ||
+	    (rc = hx_jr_enum(r, v, p, "process", 1, procs, &w->arrival)) ||
+	    (rc = hx_jr_pos(r, v, p, "cv", 0, &w->cv)))
+		return rc;
+	hx_ptr_key(pc, sizeof(pc), p, "cv");
+	if (w->arrival == HX_ARRIVAL_POISSON && fabs(w->cv - 1) > 1e-12)
+		return hx_jr_fail(r, pc, "a poisson process has cv 1 (use \"gamma\")");
+	return 0;
+}
+
+/* "serving": {...} of ROOT at PTR. */
+static int parse_serving(const hx_jr *r, const json_t *root, const char *ptr, hx_workload *w)
+{
+	static const char *const vkeys[] = {"token_budget", "max_seqs",
+					    "gpu_memory_utilization", NULL};
+	const json_t *v = json_object_get(root, "serving");
+	char p[512];
+	int rc;
+
+	if (!v)
+		return 0;
+	hx_ptr_key(p, sizeof(p), ptr, "serving");
+	if ((rc = hx_jr_object(r, v, p, vkeys)) ||
+	    (rc = hx_jr_num(r, v, p, "token_budget", 0, 16, 1e7, &w->serving.token_budget)) ||
+	    (rc = hx_jr_num(r, v, p, "max_seqs", 0, 1, 1e6, &w->serving.max_seqs)) ||
+	    (rc = hx_jr_num(r, v, p, "gpu_memory_utilization", 0, 0.05, 1,
+			    &w->serving.mem_util)))
+		return rc;
+	return 0;
+}
+
+void hx_workload_defaults(hx_workload *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->cv = 1;
+	w->slo = (hx_slo){0, 0, 99, 0.99};
+	hx_serving_defaults(&w->serving);
+}
+
+int hx_workload_parse_load(const hx_jr *r, const json_t *obj, const char *ptr, int need_rate,
+			   hx_workload *w)
+{
+	int rc;
+
+	if ((rc = parse_stages(r, obj, ptr, w)) ||
+	    (rc = hx_jr_pos(r, obj, ptr, "rate_rps", need_rate && w->nstages == 0,
+			    &w->rate_rps)) ||
+	    (rc = parse_prefix(r, obj, ptr, w)) || (rc = parse_arrival(r, obj, ptr, w)) ||
+	    (rc = parse_serving(r, obj, ptr, w)))
+		return rc;
 	return 0;
 }
 
@@ -370,21 +437,14 @@ int hx_workload_load(hx_workload *w, const char *path, hx_err *err)
 	    "version",       "model",         "rate_rps", "arrival", "prompt_tokens",
 	    "output_tokens", "slo",           "classes",  "serving", "quality",
 	    "stages",        "shared_prefix", NULL};
-	static const char *const akeys[] = {"process", "cv", NULL};
-	static const char *const procs[] = {"poisson", "gamma", NULL};
 	static const char *const skeys[] = {"ttft_ms", "tpot_ms", "percentile", "attainment",
 					    NULL};
-	static const char *const vkeys[] = {"token_budget", "max_seqs",
-					    "gpu_memory_utilization", NULL};
 	hx_jr r = {hx_display_path(path), err};
 	json_t *root, *v;
 	char *dir = hx_dirname(path);
 	int rc;
 
-	memset(w, 0, sizeof(*w));
-	w->cv = 1;
-	w->slo = (hx_slo){0, 0, 99, 0.99};
-	hx_serving_defaults(&w->serving);
+	hx_workload_defaults(w);
 	root = hx_json_load_file(path, err);
 	if (!root) {
 		free(dir);
@@ -392,21 +452,8 @@ int hx_workload_load(hx_workload *w, const char *path, hx_err *err)
 	}
 	if ((rc = hx_jr_object(&r, root, "", top)) || (rc = hx_jr_version(&r, root)) ||
 	    (rc = hx_jr_str(&r, root, "", "model", 0, w->model, sizeof(w->model))) ||
-	    (rc = parse_stages(&r, root, w)) ||
-	    (rc = hx_jr_pos(&r, root, "", "rate_rps", w->nstages == 0, &w->rate_rps)) ||
-	    (rc = parse_prefix(&r, root, w)))
+	    (rc = hx_workload_parse_load(&r, root, "", 1, w)))
 		goto out;
-	if ((v = json_object_get(root, "arrival"))) {
-		if ((rc = hx_jr_object(&r, v, "/arrival", akeys)) ||
-		    (rc = hx_jr_enum(&r, v, "/arrival", "process", 1, procs, &w->arrival)) ||
-		    (rc = hx_jr_pos(&r, v, "/arrival", "cv", 0, &w->cv)))
-			goto out;
-		if (w->arrival == HX_ARRIVAL_POISSON && fabs(w->cv - 1) > 1e-12) {
-			rc = hx_jr_fail(&r, "/arrival/cv",
-					"a poisson process has cv 1 (use \"gamma\")");
-			goto out;
-		}
-	}
 	v = json_object_get(root, "slo");
 	if (!v) {
 		rc = hx_jr_fail(&r, "", "missing required key \"slo\"");
@@ -418,16 +465,6 @@ int hx_workload_load(hx_workload *w, const char *path, hx_err *err)
 	    (rc = hx_jr_num(&r, v, "/slo", "percentile", 0, 1, 99.99, &w->slo.percentile)) ||
 	    (rc = hx_jr_num(&r, v, "/slo", "attainment", 0, 0.01, 1, &w->slo.attainment)))
 		goto out;
-	if ((v = json_object_get(root, "serving"))) {
-		if ((rc = hx_jr_object(&r, v, "/serving", vkeys)) ||
-		    (rc = hx_jr_num(&r, v, "/serving", "token_budget", 0, 16, 1e7,
-				    &w->serving.token_budget)) ||
-		    (rc = hx_jr_num(&r, v, "/serving", "max_seqs", 0, 1, 1e6,
-				    &w->serving.max_seqs)) ||
-		    (rc = hx_jr_num(&r, v, "/serving", "gpu_memory_utilization", 0, 0.05, 1,
-				    &w->serving.mem_util)))
-			goto out;
-	}
 	if ((v = json_object_get(root, "classes"))) {
 		if (json_object_get(root, "prompt_tokens") ||
 		    json_object_get(root, "output_tokens")) {
@@ -450,7 +487,7 @@ int hx_workload_load(hx_workload *w, const char *path, hx_err *err)
 				goto out;
 			}
 			snprintf(p, sizeof(p), "/%s", key);
-			if ((rc = parse_dist(&r, v, p, dir, k, k ? &w->output : &w->prompt)))
+			if ((rc = hx_dist_parse(&r, v, p, dir, k, k ? &w->output : &w->prompt)))
 				goto out;
 		}
 	}

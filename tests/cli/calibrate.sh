@@ -60,4 +60,103 @@ run calibrate -m llama-3.1-8b -g l40s -o "$TMP/cal.json" "$TMP/missing.csv"
 expect_rc 1 "missing file"
 [ -f "$TMP/cal.json" ] && ok || fail "a failed run removed the old output"
 
+# --- calibrate --runs: end-to-end serving results ---------------------------
+# tests/data/serving holds a vLLM bench serve result with per-request lengths
+# (vllm-4rps), one with totals only (vllm-8rps, held out) and an
+# inference-perf folder of two stages at TP 2, all "measured" as the
+# catalog's H100 simulated a little slower (E2E x1.15, TTFT x1.3).
+S=tests/data/serving
+run calibrate --runs "$S/runs.json" -o "$TMP/scal.json"
+expect_rc 0 "calibrate --runs"
+grep -q 'steady stages fitted, mean error E2E' "$TMP/err" && ok || fail "--runs -o summary line"
+python3 - "$TMP/scal.json" <<'PY' && ok || fail "serving calibration contents"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["schema"] == "hexplan.calibration"
+f = d["gpus"]["h100-sxm"]
+# tp 2 (all-reduce) and un-cached prompts (e_compute) make those keys fittable
+assert set(f) == {"e_mem", "iter_overhead_ms", "graph_floor_us", "request_overhead_ms",
+                  "allreduce_latency_us", "e_compute"}, f
+fit = d["fit"]
+assert fit["source"] == "serving"
+r = fit["fitted_runs"]
+assert r["steady_stages"] == 3, r
+assert r["e2e_error_pct"] < r["catalog_e2e_error_pct"], r
+assert r["ttft_error_pct"] < r["catalog_ttft_error_pct"] and r["ttft_error_pct"] < 10, r
+assert [x["run"] for x in fit["per_run"]] == ["vllm-4rps", "iperf-tp2"]
+assert [(x["run"], x["stage"]) for x in fit["per_stage"]] == [
+    ("vllm-4rps", 0), ("iperf-tp2", 0), ("iperf-tp2", 1)]
+assert "holdout_runs" not in fit
+PY
+run --calibration "$TMP/scal.json" estimate -m llama-3.1-8b -g h100-sxm
+expect_rc 0 "the serving calibration loads"
+
+# deterministic: the same runs give the same file
+run calibrate --runs "$S/runs.json"
+expect_rc 0 "calibrate --runs to stdout"
+python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); sys.exit(a != b)' \
+	"$TMP/scal.json" "$TMP/out" && ok || fail "two fits differ"
+
+run calibrate --runs "$S/runs.json" --holdout "$S/holdout.json" --format table
+expect_rc 0 "calibrate --holdout table"
+expect_out '^vllm-8rps +0 holdout ' "holdout stage row"
+expect_out '^holdout +1 ' "holdout summary row"
+expect_out '^fit +3 ' "fit summary row"
+run calibrate --runs "$S/runs.json" --holdout "$S/holdout.json"
+expect_rc 0 "calibrate --holdout json"
+[ "$(jnum fit.holdout_runs.steady_stages)" = 1 ] && ok || fail "holdout stage count"
+python3 -c 'import sys; sys.exit(not float(sys.argv[1]) < 10)' "$(jnum fit.holdout_runs.e2e_error_pct)" &&
+	ok || fail "holdout E2E error $(jnum fit.holdout_runs.e2e_error_pct)"
+
+# strict reading: the runs file and the results name the file and the place
+cp -r "$S" "$TMP/s"
+python3 - "$TMP/s" <<'PY'
+import copy, json, os, shutil, sys
+t = sys.argv[1]
+d = json.load(open(os.path.join(t, "runs.json")))
+def w(name, f):
+    x = copy.deepcopy(d)
+    f(x["runs"])
+    json.dump(x, open(os.path.join(t, name), "w"))
+w("missing.json", lambda r: r[0].pop("tp"))
+w("type.json", lambda r: r[1].__setitem__("tp", "two"))
+w("format.json", lambda r: r[0].__setitem__("format", "genai-perf"))
+w("unknown.json", lambda r: r[0].__setitem__("rate", 4))
+w("noresult.json", lambda r: r[0].__setitem__("result", "nope.json"))
+w("badvllm.json", lambda r: r[0].__setitem__("result", "bad-vllm.json"))
+w("badiperf.json", lambda r: r[1].__setitem__("result", "bad-iperf"))
+w("stages.json", lambda r: r[1].__setitem__("stages", [{"rate_rps": 3, "duration_s": 20}]))
+w("norate.json", lambda r: r[0].__setitem__("result", "inf.json"))
+v = json.load(open(os.path.join(t, "vllm-8rps.json")))
+del v["mean_ttft_ms"]
+json.dump(v, open(os.path.join(t, "bad-vllm.json"), "w"))
+v = json.load(open(os.path.join(t, "vllm-8rps.json")))
+v["request_rate"] = "inf"
+json.dump(v, open(os.path.join(t, "inf.json"), "w"))
+shutil.copytree(os.path.join(t, "iperf-tp2"), os.path.join(t, "bad-iperf"))
+p = os.path.join(t, "bad-iperf", "stage_1_lifecycle_metrics.json")
+s = json.load(open(p))
+s["successes"]["latency"]["time_to_first_token"]["mean"] = "fast"
+json.dump(s, open(p, "w"))
+PY
+bad_runs() { # FILE PATTERN DESCRIPTION
+	run calibrate --runs "$TMP/s/$1"
+	expect_rc 1 "$3"
+	expect_err_line "$2" "$3 message"
+}
+bad_runs missing.json "^hexplan: error: $TMP/s/missing.json: /runs/0: missing required key \"tp\"$" "missing key"
+bad_runs type.json "^hexplan: error: $TMP/s/type.json: /runs/1/tp: must be an integer" "wrong type"
+bad_runs format.json "^hexplan: error: $TMP/s/format.json: /runs/0/format: must be one of vllm-bench, inference-perf" "unknown format"
+bad_runs unknown.json "^hexplan: error: $TMP/s/unknown.json: /runs/0/rate: unknown key$" "unknown key"
+bad_runs noresult.json "^hexplan: error: $TMP/s/noresult.json: /runs/0/result: no result file $TMP/s/nope.json$" "missing result file"
+bad_runs badvllm.json "^hexplan: error: $TMP/s/bad-vllm.json: missing required key \"mean_ttft_ms\"$" "vllm result missing key"
+bad_runs badiperf.json "^hexplan: error: $TMP/s/bad-iperf/stage_1_lifecycle_metrics.json: /successes/latency/time_to_first_token/mean: must be a non-negative number$" "inference-perf wrong type"
+bad_runs stages.json "^hexplan: error: $TMP/s/stages.json: /runs/1/stages: gives 1 stages, the result has 2$" "stage count"
+bad_runs norate.json "^hexplan: error: $TMP/s/norate.json: /runs/0: missing required key \"rate_rps\"" "no finite rate"
+
+run calibrate --holdout "$S/holdout.json"
+expect_rc 2 "--holdout without --runs"
+run calibrate --runs "$S/runs.json" -m llama-3.1-8b
+expect_rc 2 "--runs with -m"
+
 finish

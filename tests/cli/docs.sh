@@ -136,7 +136,7 @@ fi
 # 'const char *const NAME[] = {...}' list (allowed keys and enumerated
 # values), the keys added to an allowed list one by one, and the Hugging
 # Face keys read through HF("...") or json_object_get().
-LOADERS="src/model/cluster.c src/model/workload.c src/model/tables.c src/model/catalog.c src/model/calib.c"
+LOADERS="src/model/cluster.c src/model/workload.c src/model/tables.c src/model/catalog.c src/model/calib.c src/sim/servfit.c"
 {
 	# shellcheck disable=SC2086
 	awk '/const char \*const [A-Za-z_]*\[\] = \{/ { on = 1 }

@@ -368,9 +368,15 @@ static void find_types(pctx *c, int *mem_layers, int *served_k, double *bound)
 				c->region[i] = c->region[j];
 				break;
 			}
-		*mem_layers += c->ty[t].kmax[0];
+		/* the most layers the node holds in any position: a middle
+		 * fragment has at most L - 2, a node that is first and last
+		 * may hold all L */
+		int k = 0;
+		for (int pos = 0; pos < 4; pos++)
+			k = c->ty[t].kmax[pos] > k ? c->ty[t].kmax[pos] : k;
+		*mem_layers += k;
 		if (c->ty[t].speed > 0)
-			*served_k += c->ty[t].kmax[0];
+			*served_k += k;
 		*bound += c->ty[t].speed / L;
 	}
 }

@@ -208,6 +208,26 @@ static int usable(const pctx *c, int *v)
 	return m;
 }
 
+/* Layers a chain of the M nodes NODES holds, each at its position (first,
+ * middle, last; a single node is first and last). */
+static int chain_cap(const pctx *c, const int *nodes, int m)
+{
+	int have = 0;
+	for (int j = 0; j < m; j++)
+		have += c->ty[c->type[nodes[j]]].kmax[(j == 0) | (j == m - 1) << 1];
+	return have;
+}
+
+/* The most layers node I holds in any position. */
+static int node_cap(const pctx *c, int i)
+{
+	const ntype *t = &c->ty[c->type[i]];
+	int k = 0;
+	for (int pos = 0; pos < 4; pos++)
+		k = t->kmax[pos] > k ? t->kmax[pos] : k;
+	return k;
+}
+
 /* (1) Separate pipelines per GPU type: each type's nodes, in the cluster's
  * order, cut into as many pipelines as hold the model. */
 static void build_per_type(pctx *c, int *first, int *last)
@@ -225,8 +245,8 @@ static void build_per_type(pctx *c, int *first, int *last)
 				v[m++] = i;
 		/* nodes one pipeline needs */
 		while (have < c->L && need < m) {
-			have += ty->kmax[0];
 			need++;
+			have = chain_cap(c, v, need);
 		}
 		if (have < c->L || need == 0)
 			continue;
@@ -254,7 +274,7 @@ static void build_balanced(pctx *c, int *first, int *last)
 
 	hx_pipe_clear(c, first, last);
 	for (int j = 0; j < m; j++)
-		total += c->ty[c->type[v[j]]].kmax[0];
+		total += node_cap(c, v[j]);
 	for (int p = 1; p <= m && p * c->L <= total && !c->failed; p++) {
 		double s;
 		hx_pipe_clear(c, pf, pl);
@@ -303,7 +323,7 @@ static void build_greedy(pctx *c, int *first, int *last)
 		int k = 0, have = 0;
 		while (a < m && have < c->L) {
 			mem[k++] = v[a];
-			have += c->ty[c->type[v[a]]].kmax[0];
+			have = chain_cap(c, mem, k);
 			a++;
 		}
 		if (have < c->L)

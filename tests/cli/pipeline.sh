@@ -137,4 +137,21 @@ run plan -c examples/clusters/helix-24.json -w $W --mode colocated --layer-costs
 expect_rc 2 "--layer-costs outside pipeline"
 grep -q '^hexplan: error: --layer-costs is for --mode pipeline$' "$TMP/err" && ok || fail "--layer-costs usage message"
 
+# One node that holds the model many times over: a single-node pipeline
+# (first and last at once), not a refusal for the two end layers a middle
+# fragment cannot hold.
+cat >"$TMP/h200.json" <<'EOF2'
+{"version": 1, "nodes": [{"name": "n0", "gpu": "h200", "count": 8}]}
+EOF2
+run plan -c "$TMP/h200.json" -m llama-3.1-8b -w examples/workloads/chat.json --mode pipeline -o "$TMP/h200-plan.json"
+expect_rc 0 "pipeline plan of one node holding the whole model"
+run check -p "$TMP/h200-plan.json" -c "$TMP/h200.json"
+expect_rc 0 "check accepts the one-node pipeline plan"
+python3 - "$TMP/h200-plan.json" <<'PY' && ok || fail "one-node pipeline covers [0, L)"
+import json, sys
+p = json.load(open(sys.argv[1]))
+(g,) = p["groups"]
+assert g["stages"][0]["layers"] == [0, p["models"][0]["arch"]["layers"]], g["stages"]
+PY
+
 finish

@@ -269,6 +269,7 @@ static void price_type(pctx *c, ntype *t)
 	t->iter_s = hx_xcalloc((size_t)L + 1, sizeof(double));
 	t->pre_s = hx_xcalloc((size_t)L + 1, sizeof(double));
 	t->batch = hx_xcalloc((size_t)L + 1, sizeof(double));
+	t->kvseq = hx_xcalloc((size_t)L + 1, sizeof(double));
 	for (int pos = 0; pos < 4; pos++) {
 		t->kmax[pos] = 0;
 		for (int k = 1; k <= L; k++) {
@@ -291,8 +292,14 @@ static void price_type(pctx *c, ntype *t)
 			break;
 		si = view(c, &t->proto->gpu, t->tp, f, k, &r);
 		kv = fmax(kv_tokens(c, t, f, k), 0);
-		/* the largest batch within KV, max_seqs and the TPOT share */
-		hi = (int)fmin(floor(kv / (P + O)), w->serving.max_seqs);
+		t->kvseq[k] = floor(kv / (P + O));
+		/* the largest batch within KV, max_seqs and the TPOT share.
+		 * Little's law: a sequence holds its KV here for the whole
+		 * path round trip but is in this node's batch for k / L of it
+		 * (HX_PIPE_WAIT iterations per visit, paths of like nodes), so
+		 * KV for N sequences carries a batch of N k / (L WAIT). */
+		hi = (int)fmin(floor(floor(kv / (P + O)) * k / (L * HX_PIPE_WAIT)),
+			       w->serving.max_seqs);
 		lo = 0;
 		while (lo < hi) {
 			int mid = (lo + hi + 1) / 2;
@@ -308,11 +315,7 @@ static void price_type(pctx *c, ntype *t)
 			t->iter_s[k] =
 			    k * layer_time(c, t, &r, si, f, lo, P + O / 2, lo / O, P) + over;
 			t->batch[k] = lo;
-			/* Little's law: a sequence holds KV here for its whole
-			 * life, one token per path round trip (at most the TPOT
-			 * SLO), so the node carries at most KV seqs / TPOT. */
-			t->thr[k] = fmin(fmin(lo / t->iter_s[k], nic),
-					 floor(kv / (P + O)) / (w->slo.tpot_ms * 1e-3));
+			t->thr[k] = fmin(lo / t->iter_s[k], nic);
 		}
 		t->speed = fmax(t->speed, k * t->thr[k]);
 	}
@@ -331,6 +334,7 @@ static void ctx_release(pctx *c)
 		free(c->ty[t].iter_s);
 		free(c->ty[t].pre_s);
 		free(c->ty[t].batch);
+		free(c->ty[t].kvseq);
 	}
 	free(c->ty);
 	free(c->type);

@@ -64,8 +64,8 @@ int hx_pipe_emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value,
 	double bytes_tok = hx_cost_act_bytes_per_token(c->pb->model);
 	hx_pipe_flow fl;
 
-	for (int i = 0; i < n; i++)
-		c->net.node_tps[i] = f[i] >= 0 ? node_thr(c, i, l[i] - f[i]) : 0;
+	hx_pipe_node_caps(c, f, l, &worst_tpot, &worst_ttft);
+	worst_tpot = worst_ttft = 0;
 	if ((rc = hx_pipe_flow_eval(&c->net, f, l, &fl, err)))
 		goto out;
 	*value = fl.value;
@@ -103,7 +103,7 @@ int hx_pipe_emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value,
 		g->stage[0].tp = t->tp;
 		g->stage[0].first = f[i];
 		g->stage[0].last = l[i];
-		g->capacity_rps = hx_round6(t->thr[k] / O);
+		g->capacity_rps = hx_round6(c->net.node_tps[i] / O);
 		g->max_batch = t->batch[k];
 		r = hx_plan_add_replica(g);
 		snprintf(name, sizeof(name), "%sr0", g->name);

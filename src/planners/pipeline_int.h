@@ -20,6 +20,7 @@ typedef struct ntype {
 	double *iter_s; /* [k]: decode iteration time at its batch */
 	double *pre_s;  /* [k]: prefill of the percentile prompt alone */
 	double *batch;  /* [k] */
+	double *kvseq;  /* [k]: sequences of mean length its KV holds */
 	double speed;   /* max_k k thr(k): layer-tokens/s */
 } ntype;
 
@@ -54,6 +55,13 @@ static inline double node_thr(const pctx *c, int i, int k)
 }
 
 /* pipeline_search.c */
+
+/* Each node's capacity (tokens/s) under placement FIRST/LAST into
+ * c->net.node_tps: its batch's rate, at most the sequences its KV holds
+ * per round trip of the slowest path; *TPOT_S and *TTFT_S get that path's
+ * decode round trip and percentile prefill. */
+void hx_pipe_node_caps(pctx *c, const int *first, const int *last, double *tpot_s,
+		       double *ttft_s);
 
 /* Flow of a placement (-1 on a failed max-flow: the search stops), less a
  * penalty when a path breaks the TPOT or TTFT SLO (see there); KEEP (may

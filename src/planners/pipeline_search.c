@@ -63,21 +63,41 @@ static void worst_paths(const pctx *c, const int *f, const int *l, double *tpot_
 /* Flow of a placement (-1 on a failed max-flow: the search stops), less a
  * penalty when a path breaks the TPOT or TTFT SLO: flow * (slo / worst)^4,
  * so that the search is drawn back within the SLO. */
+void hx_pipe_node_caps(pctx *c, const int *first, const int *last, double *tpot_s,
+		       double *ttft_s)
+{
+	worst_paths(c, first, last, tpot_s, ttft_s);
+	/* Little's law: a sequence holds its KV on every node of its path for
+	 * the whole round trip (at most the slowest path's), one token per
+	 * trip, so a node whose KV holds N sequences passes at most N / trip
+	 * tokens/s whatever its batch */
+	for (int i = 0; i < c->n; i++) {
+		int k = last[i] - first[i];
+		double cap;
+		if (first[i] < 0) {
+			c->net.node_tps[i] = 0;
+			continue;
+		}
+		cap = node_thr(c, i, k);
+		if (*tpot_s > 0)
+			cap = fmin(cap, c->ty[c->type[i]].kvseq[k] / *tpot_s);
+		c->net.node_tps[i] = cap;
+	}
+}
+
 double hx_pipe_score(pctx *c, const int *first, const int *last, hx_pipe_flow *keep)
 {
 	hx_pipe_flow f;
 	double v, tpot, ttft;
 	const hx_slo *slo = &c->pb->workload->slo;
 
-	for (int i = 0; i < c->n; i++)
-		c->net.node_tps[i] = first[i] >= 0 ? node_thr(c, i, last[i] - first[i]) : 0;
+	hx_pipe_node_caps(c, first, last, &tpot, &ttft);
 	c->flows++;
 	if (hx_pipe_flow_eval(&c->net, first, last, &f, c->err)) {
 		c->failed = 1;
 		return -1;
 	}
 	v = f.value;
-	worst_paths(c, first, last, &tpot, &ttft);
 	if (tpot * 1e3 > slo->tpot_ms)
 		v *= pow(slo->tpot_ms / (tpot * 1e3), 4);
 	if (ttft * 1e3 > slo->ttft_ms)

@@ -66,11 +66,20 @@ int hx_simulate(const hx_plan *p, const hx_workload *w, const hx_trace *t, const
 		hx_sim_report *out, hx_err *err);
 void hx_sim_report_release(hx_sim_report *r);
 
-/* The highest arrival rate at which the SLO attainment stays at or above
- * the workload's target: bisection over simulations of N requests drawn
- * from W, or two minutes of arrivals when that is more (at most 100,000),
- * the same seed for every rate; 0 when even a trickle misses the SLO.  AT (may be NULL) gets
- * the report at that rate. */
+/* Capacity runs: at least HX_CAP_LIVES request lives of arrivals (a life:
+ * the plan's predicted p99 TTFT plus the mean output at its p99 TPOT, each
+ * at most the SLO's), the SLO judged on the requests that arrive after
+ * the first HX_CAP_WARMUP_LIVES lives (at most a quarter of the run). */
+#define HX_CAP_LIVES        50
+#define HX_CAP_WARMUP_LIVES 2
+#define HX_CAP_MAX_REQUESTS 100000
+
+/* The highest arrival rate at which the SLO attainment after the warm-up
+ * stays at or above the workload's target: bisection over simulations of
+ * N requests drawn from W, or two minutes or HX_CAP_LIVES lives of
+ * arrivals when that is more (at most HX_CAP_MAX_REQUESTS), the same seed
+ * for every rate; 0 when even a trickle misses the SLO.  AT (may be NULL)
+ * gets the report at that rate. */
 int hx_sim_capacity(const hx_plan *p, const hx_workload *w, int n, const hx_sim_opts *o,
 		    double *rps, hx_sim_report *at, hx_err *err);
 

@@ -320,7 +320,12 @@ static void route(sim *s, int id)
 		drop(s, id);
 		return;
 	}
-	ri = s->group_first[g] + s->group_rr[g]++ % s->p->groups[g].nreplicas;
+	/* a replica drawn at random within the group: with the group drawn by
+	 * its weight, each replica by the group's weight over its replicas, as
+	 * the exported LiteLLM router draws them (simple-shuffle), however
+	 * the plan groups identical replicas */
+	ri = s->group_first[g] + (int)(hx_rng_uniform(&s->rng) * s->p->groups[g].nreplicas) %
+				     s->p->groups[g].nreplicas;
 	r->group = g;
 	r->replica = ri;
 	enqueue(s, ri, id);

@@ -40,6 +40,26 @@ int hx_calibrate_serving(hx_cli *cli, const char *runs, const char *holdout,
 int cmd_profiles(hx_cli *cli, int argc, char **argv);
 int cmd_validate(hx_cli *cli, int argc, char **argv);
 int cmd_plan(hx_cli *cli, int argc, char **argv);
+
+/* plan --mode auto (plan_auto.c): one candidate per mode tried. */
+typedef struct hx_auto_candidate {
+	char mode[16];
+	int ok, chosen;
+	double predicted_rps, simulated_rps, usd_per_hour, time_s;
+	char why[256]; /* why it has no plan */
+} hx_auto_candidate;
+#define HX_AUTO_MAX 8
+struct hx_problem;
+struct hx_plan_opts;
+struct hx_plan;
+/* Run baseline, colocated, disagg and pipeline (pipeline for --objective
+ * capacity only) on PB, judge each plan by simulate --capacity with PB's
+ * seed, and keep in OUT the one with the most simulated capacity (for
+ * cost: the cheapest whose simulated capacity carries the workload's rate,
+ * else the most capacity).  Searching modes share three quarters of O's
+ * time limit.  CAND (HX_AUTO_MAX) gets every mode's figures. */
+int hx_plan_auto(const struct hx_problem *pb, const struct hx_plan_opts *o, struct hx_plan *out,
+		 hx_auto_candidate *cand, int *ncand, hx_err *err);
 int cmd_simulate(hx_cli *cli, int argc, char **argv);
 int cmd_check(hx_cli *cli, int argc, char **argv);
 int cmd_trace(hx_cli *cli, int argc, char **argv);

@@ -39,6 +39,36 @@ static int plan_baseline(const hx_problem *pb, const hx_plan_opts *o, hx_plan *o
 	return hx_plan_baseline(pb, out, err);
 }
 
+/* --mode auto: hx_plan_auto, with the candidates' table on standard error. */
+static int plan_auto(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err)
+{
+	hx_auto_candidate cand[HX_AUTO_MAX];
+	int n = 0, rc;
+
+	if (o->objective == HX_OBJ_LATENCY)
+		return hx_errf(err, HX_EINPUT,
+			       "--mode auto judges plans by capacity or cost, not latency");
+	if (o->lp_path)
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "--mode auto solves several MILPs or none: it has no --lp to write");
+	rc = hx_plan_auto(pb, o, out, cand, &n, err);
+	fprintf(stderr, "hexplan: plan: auto: %-9s %10s %10s %9s %8s\n", "mode", "predicted",
+		"simulated", "usd/h", "time_s");
+	for (int i = 0; i < n; i++) {
+		const hx_auto_candidate *c = &cand[i];
+		if (c->ok)
+			fprintf(stderr,
+				"hexplan: plan: auto: %-9s %10.3f %10.3f %9.2f %8.1f%s\n",
+				c->mode, c->predicted_rps, c->simulated_rps, c->usd_per_hour,
+				c->time_s, c->chosen ? "  chosen" : "");
+		else
+			fprintf(stderr, "hexplan: plan: auto: %-9s no plan: %.200s\n", c->mode,
+				c->why);
+	}
+	return rc;
+}
+
 /* What a mode takes besides -c, -w, -m and --seed. */
 enum {
 	TAKES_TIME = 1,    /* --time-limit: it searches */
@@ -60,7 +90,8 @@ enum {
 	NEXT("compose", hx_plan_compose, TAKES_TIME | TAKES_MILP | TAKES_BUDGET)               \
 	NEXT("cascade", hx_plan_cascade, TAKES_TIME | TAKES_MILP | TAKES_QUALITY)              \
 	NEXT("route", hx_plan_route, TAKES_TIME | TAKES_MILP | TAKES_QUALITY)                  \
-	NEXT("bo", NULL, TAKES_TIME | TAKES_QUALITY | TAKES_BO | TAKES_BUDGET)
+	NEXT("bo", NULL, TAKES_TIME | TAKES_QUALITY | TAKES_BO | TAKES_BUDGET)                 \
+	NEXT("auto", plan_auto, TAKES_TIME | TAKES_MILP)
 
 #define MODE_ENTRY(name, fn, takes)      {name, fn, takes},
 #define MODE_FIRST_NAME(name, fn, takes) name

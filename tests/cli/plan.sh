@@ -62,4 +62,35 @@ expect_rc 2 "-p with -c"
 run plan -p tests/data/bad/cluster-truncated.json
 expect_rc 1 "plan -p on a bad file"
 
+# --mode auto: every fixed-GPU mode planned and judged in the simulator;
+# the written plan is the one that simulates best, and says so.
+cat >"$TMP/two-l40s.json" <<'EOF2'
+{"version": 1, "nodes": [{"name": "a", "gpu": "l40s", "count": 2}, {"name": "b", "gpu": "l40s", "count": 2}]}
+EOF2
+run plan --mode auto -c "$TMP/two-l40s.json" -m llama-3.1-8b -w examples/workloads/chat.json -o "$TMP/auto.json"
+expect_rc 0 "plan --mode auto"
+cp "$TMP/err" "$TMP/auto.err"
+python3 - "$TMP/auto.err" "$TMP/auto.json" <<'PY' && ok || fail "auto: candidates table and the chosen plan"
+import json, sys
+lines = [l.split() for l in open(sys.argv[1]) if l.startswith("hexplan: plan: auto: ")]
+rows = {l[3]: l for l in lines[1:]}
+assert set(rows) == {"baseline", "colocated", "disagg", "pipeline"}, rows
+sim = {m: float(l[5]) for m, l in rows.items() if l[4] != "no"}
+chosen = [m for m, l in rows.items() if l[-1] == "chosen"]
+assert len(chosen) == 1, chosen
+assert all(sim[chosen[0]] >= v for v in sim.values()), (chosen, sim)
+p = json.load(open(sys.argv[2]))
+assert p["mode"] == chosen[0], (p["mode"], chosen)
+print(sim[chosen[0]], file=open(sys.argv[1] + ".sim", "w"))
+PY
+run check -p "$TMP/auto.json" -c "$TMP/two-l40s.json"
+expect_rc 0 "check accepts the auto plan"
+run simulate -p "$TMP/auto.json" -w examples/workloads/chat.json --capacity --seed 1
+approx "$(jnum capacity_rps)" "$(cat "$TMP/auto.err.sim")" 0.001 && ok || fail "auto's simulated capacity is simulate --capacity's"
+run plan --mode auto -c "$TMP/two-l40s.json" -m llama-3.1-8b -w examples/workloads/chat.json -o "$TMP/auto2.json"
+cmp -s "$TMP/auto.json" "$TMP/auto2.json" && ok || fail "plan --mode auto is not deterministic"
+run plan --mode auto -c "$TMP/two-l40s.json" -m llama-3.1-8b -w examples/workloads/chat.json --objective latency
+expect_rc 1 "auto with --objective latency"
+expect_err_line '^hexplan: error: --mode auto judges plans by capacity or cost, not latency$' "auto latency message"
+
 finish

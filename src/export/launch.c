@@ -389,6 +389,12 @@ static int build_group(ctx *c, int gi)
 			 shown(g->name), engine_name(c), tps)))
 			return rc;
 	}
+	{
+		char msg[400];
+		if (hx_export_int4_unmapped(c->p, c->o, g, shown(g->name), msg, sizeof(msg)) &&
+		    (rc = cannot(c, "serve the published checkpoint", "%s", msg)))
+			return rc;
+	}
 	for (int ri = 0; ri < g->nreplicas; ri++)
 		if ((rc = build_replica(c, gi, ri, tp, &bad_layout, &bad_vendor, &first_layout,
 					&first_vendor)))
@@ -429,9 +435,10 @@ static char *layer_partition(const hx_plan_group *g)
 	return b.s;
 }
 
-static const char *model_path(const hx_model *m)
+/* What group G's engines serve (--checkpoint for int4 weights). */
+static const char *model_path(const ctx *c, const hx_plan_group *g)
 {
-	return m->hf_repo[0] ? m->hf_repo : m->name;
+	return hx_export_repo(c->p, c->o, hx_plan_model(c->p, g->model), g->wdt);
 }
 
 /* Environment and argv of every process. */
@@ -466,7 +473,7 @@ static void fill_procs(ctx *c)
 			}
 			add(&x->argv, "vllm");
 			add(&x->argv, "serve");
-			add_input(&x->argv, model_path(m));
+			add_input(&x->argv, model_path(c, g));
 			add_int(&x->argv, "--tensor-parallel-size", tp);
 			add_int(&x->argv, "--pipeline-parallel-size", g->nstages);
 			if (m->a.max_context > 0)
@@ -506,7 +513,7 @@ static void fill_procs(ctx *c)
 			add(&x->argv, "-m");
 			add(&x->argv, "sglang.launch_server");
 			add(&x->argv, "--model-path");
-			add_input(&x->argv, model_path(m));
+			add_input(&x->argv, model_path(c, g));
 			add_int(&x->argv, "--tp-size", tp);
 			add_int(&x->argv, "--pp-size", g->nstages);
 			if (m->a.max_context > 0)
@@ -713,7 +720,7 @@ static int model_routers(ctx *c, const hx_model *m, int *list)
 						     (size_t)(c->ndep + 1) * sizeof(*c->dep));
 				d = &c->dep[c->ndep++];
 				d->model_name = m->name;
-				d->model = model_path(m);
+				d->model = model_path(c, g);
 				d->api_base = xprintf("%s/v1", serving(c, agg[i], r)->url);
 				d->has_weight = total > 0;
 				d->weight =
@@ -1076,12 +1083,12 @@ static int check_words(ctx *c)
 	/* A word that starts with '-' would be read as an option. */
 	for (int i = 0; i < c->npr; i++) {
 		const proc *x = &c->pr[i];
-		const hx_model *m = hx_plan_model(c->p, c->p->groups[x->g].model);
-		if (model_path(m)[0] == '-')
+		const char *path = model_path(c, &c->p->groups[x->g]);
+		if (path[0] == '-')
 			return hx_errf(
 			    c->err, HX_EINPUT,
 			    "model %s: a model path that starts with '-' would be read as an option",
-			    shown(model_path(m)));
+			    shown(path));
 		if (c->h[x->host].addr[0] == '-')
 			return hx_errf(
 			    c->err, HX_EINPUT,

@@ -208,6 +208,42 @@ run export -p "$TMP/mixed.json" --to launch
 expect_rc 1 "mixed vendors refused"
 expect_err_line '^hexplan: error: group g0: 1 replica\(s\) \(first g0r0\) mix NVIDIA and AMD GPUs' "mixed vendors message"
 
+# int4 weights: the published checkpoint is BF16, so every target refuses
+# with one message (the memory the plan sized would not hold it) unless
+# --checkpoint names a pre-quantized repository, which the engines serve.
+python3 - $D/baseline.json "$TMP/int4.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+for g in p["groups"]:
+    g["weights"] = "int4"
+json.dump(p, open(sys.argv[2], "w"), indent=2)
+PY
+int4='hexplan: error: group "g0": int4 weights need a pre-quantized checkpoint (--checkpoint REPO, an AWQ or GPTQ repository of llama-3.1-70b): the engine would serve "meta-llama/Llama-3.1-70B-Instruct" as published'
+for t in launch k8s kserve; do
+	run export -p "$TMP/int4.json" --to $t
+	expect_rc 1 "int4 --to $t refused"
+	case $(cat "$TMP/err") in
+	"$int4 ("*) ok ;;
+	*) fail "int4 --to $t: message: $(cat "$TMP/err")" ;;
+	esac
+	[ -s "$TMP/out" ] && fail "int4 --to $t: a refusal writes nothing" || ok
+	run export -p "$TMP/int4.json" --to $t --checkpoint hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4
+	expect_rc 0 "int4 --to $t --checkpoint"
+	grep -q 'hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4' "$TMP/out" &&
+		! grep -q '"meta-llama/Llama-3.1-70B-Instruct"' "$TMP/out" && ok ||
+		fail "int4 --to $t --checkpoint: serves the quantized repository"
+done
+run export -p "$TMP/int4.json" --to launch --lossy
+expect_rc 0 "int4 --to launch --lossy"
+grep -q '^hexplan: lossy: group "g2": int4 weights need a pre-quantized checkpoint .*; the launch commands serve the published checkpoint instead$' "$TMP/err" &&
+	ok || fail "int4 --lossy note"
+run export -p "$TMP/int4.json" --to launch --checkpoint -x
+expect_rc 2 "--checkpoint starting with '-'"
+run export -p "$TMP/int4.json" --to dot --checkpoint a/b
+expect_rc 2 "--checkpoint --to dot"
+grep -q '^hexplan: error: --checkpoint is for --to launch, k8s or kserve$' "$TMP/err" &&
+	ok || fail "--checkpoint --to dot message"
+
 # Several files need a directory; output is written atomically into it.
 run export -p $D/baseline.json --to launch --format sh
 expect_rc 2 "several files to stdout"

@@ -31,10 +31,12 @@
  * stage 0, every worker the same shape), NVIDIA and AMD GPUs in one replica,
  * int4 weights (a pre-quantized checkpoint is needed), a model without a
  * Hugging Face repository, a GPU without a valid product label, per-class
- * or per-model ingress routing (an HTTPRoute sees neither the class nor the
- * model of a request), more than 16 ingress groups (one rule holds 16
- * backends), cascades, cross-replica hops, and disaggregation's KV routes
- * (pairing prefill and decode pods is a P/D-aware router's job).
+ * ingress routing (an HTTPRoute does not see a request's class), a split
+ * of requests between models (each pod serves its own model: the lossy
+ * form has one rule per model on the header the gateway's body-based
+ * router sets from the request's model), more than 16 ingress groups of a
+ * model (one rule holds 16 backends), cascades, cross-replica hops, and disaggregation's KV
+ * routes (pairing prefill and decode pods is a P/D-aware router's job).
  */
 #include "config.h"
 
@@ -1015,15 +1017,16 @@ static int plan_limits(const hx_plan *p, const hx_export_opts *o, hx_export_out 
 	return 0;
 }
 
-/* The HTTPRoute: the Services of the groups that take ingress, weighted. */
-static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
-		 hx_export_out *out, hx_err *err)
+/* The header the gateway's body-based router sets from a request's "model"
+ * (Gateway API Inference Extension): what per-model rules match on. */
+#define MODEL_HEADER "X-Gateway-Model-Name"
+
+/* Ingress weights per group (summed over classes) into WEIGHT; refuses or
+ * notes what an HTTPRoute cannot see.  Returns 0 or the export's error. */
+static int route_weights(const hx_plan *p, const hx_export_opts *o, double *weight,
+			 hx_export_out *out, hx_err *err)
 {
-	double *weight = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*weight));
-	long *scaled = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*scaled));
-	int *keep = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*keep));
-	int rc = 0, nin = 0, models = 0, first = -1;
-	double total = 0;
+	int models = 0, first = -1;
 
 	for (int i = 0; i < p->ningress; i++) {
 		int g = hx_plan_group_index(p, p->ingress[i].to);
@@ -1033,54 +1036,141 @@ static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_k
 	for (int i = 1; i < p->ningress; i++)
 		if (strcmp(p->ingress[i].from, p->ingress[0].from) != 0) {
 			char a[64], b[64];
+			int rc;
 			hx_yaml_printable(a, sizeof(a), p->ingress[0].from);
 			hx_yaml_printable(b, sizeof(b), p->ingress[i].from);
 			if ((rc = hx_yaml_lose(
 				 o, out, err,
 				 "the plan routes classes \"%s\" and \"%s\" apart, and an HTTPRoute does not see a request's class: the weights are summed over the classes",
 				 a, b)))
-				goto done;
+				return rc;
 			break;
 		}
 	for (int g = 0; g < p->ngroups; g++)
 		if (weight[g] > 0) {
-			nin++;
-			total += weight[g];
 			if (first < 0)
 				first = g;
 			else if (strcmp(p->groups[g].model, p->groups[first].model) != 0)
 				models++;
 		}
-	if (models &&
-	    (rc = hx_yaml_lose(
+	/* each engine serves only its own model: a request sent to another
+	 * model's pods would get 404 */
+	if (models)
+		return hx_yaml_lose(
+		    o, out, err,
+		    "the ingress splits requests over models, and a request names its model: one HTTPRoute rule per model, matching the " MODEL_HEADER
+		    " header that the gateway's body-based router sets, splits that model's requests over its groups by their weights");
+	return 0;
+}
+
+/* One rule of the HTTPRoute: the groups in KEEP of model M (all of them when
+ * HEADER is NULL), WEIGHT scaled among them. */
+static void route_rule(hx_yw *w, const hx_plan *p, const hx_kgroup *kg, const double *weight,
+		       const int *keep, const hx_model *m, const char *header)
+{
+	double *sub = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*sub));
+	long *scaled = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*scaled));
+
+	for (int g = 0; g < p->ngroups; g++)
+		if (keep[g] && (!header || kg[g].m == m))
+			sub[g] = weight[g];
+	hx_k8s_scale(sub, p->ngroups, scaled);
+	hx_yw_item(w);
+	hx_yw_map(w, "matches");
+	hx_yw_item(w);
+	hx_yw_map(w, "path");
+	hx_yw_str(w, "type", "PathPrefix");
+	hx_yw_str(w, "value", "/");
+	hx_yw_end(w);
+	if (header) {
+		hx_yw_map(w, "headers");
+		hx_yw_item(w);
+		hx_yw_str(w, "type", "Exact");
+		hx_yw_str(w, "name", MODEL_HEADER);
+		hx_yw_str(w, "value", header);
+		hx_yw_end(w);
+		hx_yw_end(w);
+	}
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_map(w, "backendRefs");
+	for (int g = 0; g < p->ngroups; g++) {
+		if (!(sub[g] > 0))
+			continue;
+		hx_yw_item(w);
+		hx_yw_str(w, "name", kg[g].name);
+		hx_yw_int(w, "port", HX_K8S_PORT);
+		hx_yw_int(w, "weight", scaled[g]);
+		hx_yw_end(w);
+	}
+	hx_yw_end(w);
+	hx_yw_end(w);
+	free(sub);
+	free(scaled);
+}
+
+/* Keep the MAX_BACKENDS groups of model M (any model when M is NULL) with
+ * the largest weights in KEEP; notes or refuses when more take ingress. */
+static int route_limit(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
+		       const double *weight, int *keep, const hx_model *m, hx_export_out *out,
+		       hx_err *err)
+{
+	int nin = 0, rc;
+
+	for (int g = 0; g < p->ngroups; g++) {
+		keep[g] = weight[g] > 0 && (!m || kg[g].m == m);
+		nin += keep[g];
+	}
+	if (nin <= MAX_BACKENDS)
+		return 0;
+	if ((rc = hx_yaml_lose(
 		 o, out, err,
-		 "the ingress routes to groups of different models, and an HTTPRoute does not see a request's model: one rule splits all requests by the weights")))
+		 "%d groups take requests, and an HTTPRoute rule holds %d backends: the %d with the largest weights take them all",
+		 nin, MAX_BACKENDS, MAX_BACKENDS)))
+		return rc;
+	for (int n = nin; n > MAX_BACKENDS; n--) {
+		int least = -1;
+		for (int g = 0; g < p->ngroups; g++)
+			if (keep[g] && (least < 0 || weight[g] <= weight[least]))
+				least = g;
+		keep[least] = 0;
+	}
+	return 0;
+}
+
+/* The HTTPRoute: the Services of the groups that take ingress, weighted;
+ * one rule per model when several take it. */
+static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
+		 hx_export_out *out, hx_err *err)
+{
+	double *weight = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*weight));
+	int *keep = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*keep));
+	const hx_model **models = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*models));
+	int rc = 0, nmodels = 0;
+	double total = 0;
+
+	if ((rc = route_weights(p, o, weight, out, err)))
 		goto done;
+	for (int g = 0; g < p->ngroups; g++)
+		if (weight[g] > 0) {
+			int seen = 0;
+			total += weight[g];
+			for (int i = 0; i < nmodels && !seen; i++)
+				seen = models[i] == kg[g].m;
+			if (!seen)
+				models[nmodels++] = kg[g].m;
+		}
 	if (!(total > 0)) {
 		rc = hx_yaml_lose(o, out, err,
 				  "the plan routes no requests: no HTTPRoute is written");
 		goto done;
 	}
-	for (int g = 0; g < p->ngroups; g++)
-		keep[g] = weight[g] > 0;
-	if (nin > MAX_BACKENDS) {
-		if ((rc = hx_yaml_lose(
-			 o, out, err,
-			 "%d groups take requests, and an HTTPRoute rule holds %d backends: the %d with the largest weights take them all",
-			 nin, MAX_BACKENDS, MAX_BACKENDS)))
-			goto done;
-		for (int n = nin; n > MAX_BACKENDS; n--) {
-			int least = -1;
-			for (int g = 0; g < p->ngroups; g++)
-				if (keep[g] && (least < 0 || weight[g] <= weight[least]))
-					least = g;
-			keep[least] = 0;
-		}
-		for (int g = 0; g < p->ngroups; g++)
-			if (!keep[g])
-				weight[g] = 0;
-	}
-	hx_k8s_scale(weight, p->ngroups, scaled);
+	if (nmodels > MAX_BACKENDS &&
+	    (rc = hx_yaml_lose(
+		 o, out, err,
+		 "%d models take requests, and an HTTPRoute holds %d rules: the first %d models are routed",
+		 nmodels, MAX_BACKENDS, MAX_BACKENDS)))
+		goto done;
 
 	hx_yw_doc(w);
 	hx_yw_str(w, "apiVersion", "gateway.networking.k8s.io/v1");
@@ -1098,33 +1188,21 @@ static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_k
 	hx_yw_end(w);
 	hx_yw_end(w);
 	hx_yw_map(w, "rules");
-	hx_yw_item(w);
-	hx_yw_map(w, "matches");
-	hx_yw_item(w);
-	hx_yw_map(w, "path");
-	hx_yw_str(w, "type", "PathPrefix");
-	hx_yw_str(w, "value", "/");
-	hx_yw_end(w);
-	hx_yw_end(w);
-	hx_yw_end(w);
-	hx_yw_map(w, "backendRefs");
-	for (int g = 0; g < p->ngroups; g++) {
-		if (!keep[g])
-			continue;
-		hx_yw_item(w);
-		hx_yw_str(w, "name", kg[g].name);
-		hx_yw_int(w, "port", HX_K8S_PORT);
-		hx_yw_int(w, "weight", scaled[g]);
-		hx_yw_end(w);
+	for (int i = 0; i < nmodels && i < MAX_BACKENDS; i++) {
+		const hx_model *m = nmodels > 1 ? models[i] : NULL;
+		int g0 = 0;
+		if ((rc = route_limit(p, o, kg, weight, keep, m, out, err)))
+			goto done;
+		while (m && kg[g0].m != m)
+			g0++;
+		route_rule(w, p, kg, weight, keep, models[i], m ? kg[g0].repo : NULL);
 	}
-	hx_yw_end(w);
-	hx_yw_end(w);
 	hx_yw_end(w);
 	hx_yw_end(w);
 done:
 	free(weight);
-	free(scaled);
 	free(keep);
+	free(models);
 	return rc;
 }
 

@@ -329,6 +329,14 @@ def save(x, n):
 p, b = load("pipeline.json"), load("baseline.json")
 h100 = [g for g in b["gpus"] if g["name"] == "h100-sxm"][0]
 
+# two models: g2 serves another one (a route plan's split)
+q = copy.deepcopy(b)
+m = copy.deepcopy(q["models"][0])
+m["name"], m["hf_repo"] = "other", "org/other-70b"
+q["models"].append(m)
+q["groups"][2]["model"] = "other"
+save(q, "two.json")
+
 # three stages on three GPU types: two kinds of workers
 q = copy.deepcopy(p)
 q["gpus"].append(h100)
@@ -414,6 +422,42 @@ for t in k8s kserve; do
 	expect_rc 1 "--engine sglang --to $t"
 	expect_err_line "^hexplan: error: the $t export writes vLLM pods: --engine sglang is not expressed" "--engine sglang --to $t message"
 done
+
+# Requests split over models reach only the model they name (each vLLM
+# serves its own): one rule per model on the model header, weighted among
+# that model's groups; KServe: one route group per model.
+for t in k8s kserve; do
+	run export -p "$TMP/two.json" --to $t
+	expect_rc 1 "two models --to $t"
+	run export -p "$TMP/two.json" --to $t --lossy
+	expect_rc 0 "two models --to $t --lossy"
+	cp "$TMP/out" "$TMP/two.$t.yaml"
+	valid "$TMP/two.$t.yaml" "two models --to $t"
+done
+expect_err_line '^hexplan: lossy: the ingress splits requests over models, and KServe routes a request to the model it names' "two models --to kserve note"
+if [ "$have_yaml" = 1 ]; then
+	python3 - "$TMP" <<'PY' && ok || fail "two models: each model's requests go to its groups only"
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(f"{sys.argv[1]}/two.k8s.yaml")) if d]
+[r] = [d for d in docs if d["kind"] == "HTTPRoute"]
+model = {d["metadata"]["name"]: d["spec"]["template"]["spec"]["containers"][0]["command"][2]
+         for d in docs if d["kind"] == "Deployment"}
+rules = r["spec"]["rules"]
+assert len(rules) == 2, rules
+for rule in rules:
+    [m] = rule["matches"]
+    [h] = m["headers"]
+    assert h["type"] == "Exact" and h["name"] == "X-Gateway-Model-Name", h
+    assert {model[b["name"]] for b in rule["backendRefs"]} == {h["value"]}, (h, rule["backendRefs"])
+    assert sum(b["weight"] for b in rule["backendRefs"]) == 1000000
+assert [b["name"] for b in rules[1]["backendRefs"]] == ["hexplan-g2"]
+w = [b["weight"] for b in rules[0]["backendRefs"]]
+assert abs(w[0] / 1e6 - 0.518039 / (0.518039 + 0.439551)) < 1e-6, w
+units = [d for d in yaml.safe_load_all(open(f"{sys.argv[1]}/two.kserve.yaml")) if d]
+groups = {u["spec"]["model"]["name"]: u["spec"]["router"].get("route") for u in units}
+assert groups["org/other-70b"] == {}, groups
+PY
+fi
 
 # A stage over two nodes: a LeaderWorkerSet of three pods; KServe counts one
 # pod per stage and refuses.

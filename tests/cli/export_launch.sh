@@ -244,6 +244,35 @@ expect_rc 2 "--checkpoint --to dot"
 grep -q '^hexplan: error: --checkpoint is for --to launch, k8s or kserve$' "$TMP/err" &&
 	ok || fail "--checkpoint --to dot message"
 
+# A split between models: with --lossy each LiteLLM deployment serves the
+# model it is named for, so a request reaches only that model's servers.
+python3 - $D/baseline.json "$TMP/two.json" <<'PY'
+import copy, json, sys
+p = json.load(open(sys.argv[1]))
+m = copy.deepcopy(p["models"][0])
+m["name"], m["hf_repo"] = "other", "org/other-70b"
+p["models"].append(m)
+p["groups"][2]["model"] = "other"
+json.dump(p, open(sys.argv[2], "w"), indent=2)
+PY
+run export -p "$TMP/two.json" --to launch
+expect_rc 1 "two models --to launch"
+run export -p "$TMP/two.json" --to launch --lossy
+expect_rc 0 "two models --to launch --lossy"
+python3 - "$TMP/out" <<'PY' && ok || fail "two models: each deployment serves its own model"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+serves = {o["url"] + "/v1": o["argv"][2] for o in lines if "router" not in o and o["url"]}
+repo = {"llama-3.1-70b": "meta-llama/Llama-3.1-70B-Instruct", "other": "org/other-70b"}
+[r] = [o["router"] for o in lines if "router" in o]
+names = set()
+for d in r["config"]["model_list"]:
+    lp = d["litellm_params"]
+    assert serves[lp["api_base"]] == repo[d["model_name"]] and lp["model"] == "hosted_vllm/" + repo[d["model_name"]], d
+    names.add(d["model_name"])
+assert names == set(repo), names
+PY
+
 # Several files need a directory; output is written atomically into it.
 run export -p $D/baseline.json --to launch --format sh
 expect_rc 2 "several files to stdout"

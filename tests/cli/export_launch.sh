@@ -102,14 +102,21 @@ PY
 	stderr_golden "$name.err" "$name sh stderr"
 	bad=
 	for f in "$TMP"/sh/*.sh; do
-		head -2 "$f" | tr '\n' ' ' | grep -q '^#!/bin/sh ' || bad="$bad $f(shebang)"
+		head -2 "$f" | tr '\n' ' ' | grep -q '^#!/bin/bash ' || bad="$bad $f(shebang)"
 		grep -qx 'set -eu' "$f" || bad="$bad $f(set -eu)"
 		[ -x "$f" ] || bad="$bad $f(not executable)"
-		sh -n "$f" || bad="$bad $f(sh -n)"
+		bash -n "$f" || bad="$bad $f(bash -n)"
+		grep -qx 'wait -n || status=$?' "$f" || bad="$bad $f(wait -n)"
 		if command -v shellcheck >/dev/null 2>&1; then
-			shellcheck -s sh "$f" >&2 || bad="$bad $f(shellcheck)"
+			shellcheck -s bash "$f" >&2 || bad="$bad $f(shellcheck)"
 		fi
 	done
+	# servers pass the token; the routers start once every server is healthy
+	for f in "$TMP"/sh/launch-*.sh; do
+		grep -qx '	export HF_TOKEN' "$f" || bad="$bad $f(HF_TOKEN)"
+	done
+	awk '/curl -fsS -o \/dev\/null "\$url\/health"/ { h = NR } / &$/ && !r { r = NR }
+		END { exit !(h && r > h) }' "$TMP/sh/router.sh" || bad="$bad router.sh(health first)"
 	[ -z "$bad" ] && ok || fail "$name sh scripts:$bad"
 done
 [ -n "$REGEN" ] && echo "golden files rewritten in $G" >&2
@@ -341,6 +348,10 @@ f=$(mktemp "$HX_STUB_LOG/call.XXXXXX")
 EOF
 	chmod +x "$STUB/$s"
 done
+# the servers answer at once; kill (run by xargs) leaves the stubs to log
+printf '#!/bin/sh\nexit 0\n' >"$STUB/curl"
+printf '#!/bin/sh\nexit 0\n' >"$STUB/kill"
+chmod +x "$STUB/curl" "$STUB/kill"
 
 for e in vllm sglang; do
 	rm -rf "$TMP/evil-$e" "$TMP/log-$e" "$TMP/work-$e"
@@ -351,12 +362,16 @@ for e in vllm sglang; do
 	n=0
 	for f in "$TMP/evil-$e"/*.sh; do
 		n=$((n + 1))
-		sh -n "$f" || bad="$bad $f(sh -n)"
+		bash -n "$f" || bad="$bad $f(bash -n)"
+		grep -qx 'wait -n || status=$?' "$f" || bad="$bad $f(wait -n)"
 		if command -v shellcheck >/dev/null 2>&1; then
-			shellcheck -s sh "$f" >&2 || bad="$bad $f(shellcheck)"
+			shellcheck -s bash "$f" >&2 || bad="$bad $f(shellcheck)"
 		fi
-		(cd "$TMP/work-$e" && HX_STUB_LOG="$TMP/log-$e" PATH="$STUB:/usr/bin:/bin" sh "$f") ||
-			bad="$bad $f(run)"
+		# a process that exits (the stubs do at once) fails the script
+		(cd "$TMP/work-$e" && HX_STUB_LOG="$TMP/log-$e" PATH="$STUB:/usr/bin:/bin" bash "$f") 2>"$TMP/run-err"
+		rc=$?
+		[ "$rc" -eq 1 ] && grep -q ': a process exited (status 0): stopping the others$' "$TMP/run-err" ||
+			bad="$bad $f(run: exit $rc)"
 	done
 	[ "$n" -eq 3 ] && [ -z "$bad" ] && ok || fail "hostile $e scripts ($n):$bad"
 	if [ -z "$(ls -A "$TMP/work-$e")" ] && [ -z "$(find "$TMP" . -name pwned 2>/dev/null)" ]; then

@@ -14,10 +14,11 @@
 
 const char *const hx_export_usage[] = {
     "hexplan export -p plan.json --to " HX_EXPORT_TARGET_NAMES " [-c cluster.json] "
-    "[--engine vllm|sglang] [--format json|sh] [--lossy] [-o DIR|FILE|-]",
+    "[--engine vllm|sglang] [--format json|sh] [--lossy] [--image IMAGE] "
+    "[--model-cache PVC] [--checkpoint REPO] [-o DIR|FILE|-]",
     NULL};
 
-enum { OPT_TO = 2400, OPT_ENGINE, OPT_LOSSY };
+enum { OPT_TO = 2400, OPT_ENGINE, OPT_LOSSY, OPT_IMAGE, OPT_CACHE, OPT_CHECKPOINT };
 
 /* A usage error when an option (WHAT) was GIVEN but target T's flags lack
  * FLAG, naming the targets that take it ("a, b or c"); else 0. */
@@ -31,19 +32,48 @@ static int target_refuses(const hx_export_target *t, int flag, int given, const 
 	return hx_cli_usage_error(CMD, "%s is for --to %s", what, list);
 }
 
+/* The words of --image, --model-cache and --checkpoint: a usage error when
+ * one cannot be what it names. */
+static int check_words(const hx_export_opts *eo)
+{
+	char label[64];
+
+	if (eo->image && (!*eo->image || strpbrk(eo->image, " \t\n\"'$`\\")))
+		return hx_cli_usage_error(CMD, "--image must be an image reference, not \"%s\"",
+					  eo->image);
+	if (eo->model_cache) {
+		hx_dns_label(label, sizeof(label), eo->model_cache);
+		if (strcmp(label, eo->model_cache) != 0)
+			return hx_cli_usage_error(
+			    CMD,
+			    "--model-cache must name a PersistentVolumeClaim (a DNS-1123 label), not \"%s\"",
+			    eo->model_cache);
+	}
+	if (eo->checkpoint && (!*eo->checkpoint || eo->checkpoint[0] == '-' ||
+			       strpbrk(eo->checkpoint, " \t\n\"'$`\\")))
+		return hx_cli_usage_error(
+		    CMD, "--checkpoint must be a Hugging Face repository or a path, not \"%s\"",
+		    eo->checkpoint);
+	return 0;
+}
+
 int cmd_export(hx_cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {{"plan", required_argument, NULL, 'p'},
-					     {"cluster", required_argument, NULL, 'c'},
-					     {"output", required_argument, NULL, 'o'},
-					     {"to", required_argument, NULL, OPT_TO},
-					     {"engine", required_argument, NULL, OPT_ENGINE},
-					     {"lossy", no_argument, NULL, OPT_LOSSY},
-					     {"format", required_argument, NULL, HX_OPT_FORMAT},
-					     HX_GLOBAL_LONGOPTS,
-					     {NULL, 0, NULL, 0}};
+	static const struct option opts[] = {
+	    {"plan", required_argument, NULL, 'p'},
+	    {"cluster", required_argument, NULL, 'c'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"to", required_argument, NULL, OPT_TO},
+	    {"engine", required_argument, NULL, OPT_ENGINE},
+	    {"lossy", no_argument, NULL, OPT_LOSSY},
+	    {"image", required_argument, NULL, OPT_IMAGE},
+	    {"model-cache", required_argument, NULL, OPT_CACHE},
+	    {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
+	    {"format", required_argument, NULL, HX_OPT_FORMAT},
+	    HX_GLOBAL_LONGOPTS,
+	    {NULL, 0, NULL, 0}};
 	const char *ppath = NULL, *cpath = NULL, *out = NULL, *to = NULL, *format = NULL;
-	hx_export_opts eo = {HX_ENGINE_VLLM, 0, 0, NULL};
+	hx_export_opts eo = {HX_ENGINE_VLLM, 0, 0, NULL, NULL, NULL, NULL};
 	hx_export_out xo = {0};
 	hx_plan p;
 	hx_cluster cl;
@@ -60,6 +90,9 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 		case 'o': out = optarg; break;
 		case OPT_TO: to = optarg; break;
 		case OPT_LOSSY: eo.lossy = 1; break;
+		case OPT_IMAGE: eo.image = optarg; break;
+		case OPT_CACHE: eo.model_cache = optarg; break;
+		case OPT_CHECKPOINT: eo.checkpoint = optarg; break;
 		case HX_OPT_FORMAT: format = optarg; break;
 		case OPT_ENGINE:
 			have_engine = 1;
@@ -87,7 +120,14 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 	}
 	if ((rc = target_refuses(t, HX_EXPORT_FORMAT, format != NULL, "--format json|sh")) ||
 	    (rc = target_refuses(t, HX_EXPORT_ENGINE, have_engine, "--engine")) ||
-	    (rc = target_refuses(t, HX_EXPORT_LOSSY, eo.lossy, "--lossy")))
+	    (rc = target_refuses(t, HX_EXPORT_LOSSY, eo.lossy, "--lossy")) ||
+	    (rc = target_refuses(t, HX_EXPORT_IMAGE, eo.image != NULL, "--image")) ||
+	    (rc =
+		 target_refuses(t, HX_EXPORT_CACHE, eo.model_cache != NULL, "--model-cache")) ||
+	    (rc = target_refuses(t, HX_EXPORT_CHECKPOINT, eo.checkpoint != NULL,
+				 "--checkpoint")))
+		return rc;
+	if ((rc = check_words(&eo)))
 		return rc;
 	if (format) {
 		if (strcmp(format, "sh") == 0)

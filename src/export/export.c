@@ -195,3 +195,31 @@ const hx_gpu *hx_export_gpu(const hx_plan *p, const hx_export_opts *o, const cha
 				return &o->cluster->nodes[i].gpu;
 	return hx_plan_gpu(p, gpu);
 }
+
+const char *hx_export_repo(const hx_plan *p, const hx_export_opts *o, const hx_model *m,
+			   hx_dtype wdt)
+{
+	(void)p;
+	if (wdt == HX_DT_INT4 && o && o->checkpoint)
+		return o->checkpoint;
+	return m->hf_repo[0] ? m->hf_repo : m->name;
+}
+
+int hx_export_int4_unmapped(const hx_plan *p, const hx_export_opts *o, const hx_plan_group *g,
+			    const char *gn, char *msg, size_t n)
+{
+	const hx_model *m = hx_plan_model(p, g->model);
+
+	if (g->wdt != HX_DT_INT4 || !m || (o && o->checkpoint))
+		return 0;
+	/* the published checkpoint is BF16: served as it is, it would not fit
+	 * the memory the plan sized for int4 weights */
+	snprintf(
+	    msg, n,
+	    "group \"%s\": int4 weights need a pre-quantized checkpoint (--checkpoint REPO, an AWQ or GPTQ repository of %s): the engine would serve \"%s\" as published",
+	    gn, m->name, m->hf_repo[0] ? m->hf_repo : m->name);
+	for (char *c = msg; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	return 1;
+}

@@ -20,7 +20,16 @@ typedef struct hx_export_opts {
 	int format_sh;             /* launch: shell scripts (else JSON, one object per line) */
 	int lossy;                 /* write the closest form instead of refusing */
 	const hx_cluster *cluster; /* optional: node hosts and GPU details */
+	const char *image;         /* k8s, kserve: the container image, or NULL (default) */
+	const char *model_cache; /* k8s: a PersistentVolumeClaim for the model cache, or NULL */
+	const char *checkpoint;  /* a pre-quantized repository for int4 weights, or NULL */
 } hx_export_opts;
+
+/* The images the k8s export runs unless --image names one: pinned to the
+ * release whose flags the exports were checked against. */
+#define HX_EXPORT_VLLM_VERSION "0.11"
+#define HX_EXPORT_IMAGE_NVIDIA "vllm/vllm-openai:v0.11.0"
+#define HX_EXPORT_IMAGE_AMD    "rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909"
 
 typedef struct hx_export_file {
 	char *name; /* a plain file name, no directory */
@@ -45,10 +54,13 @@ int hx_export_dot(const hx_plan *p, const hx_export_opts *o, hx_export_out *out,
 /* What a target reads from the options besides the plan and the cluster;
  * the command refuses an option its target's flags lack (a usage error). */
 enum {
-	HX_EXPORT_ENGINE = 1,    /* --engine: the engine its commands or pods run */
-	HX_EXPORT_FORMAT = 2,    /* --format json|sh */
-	HX_EXPORT_LOSSY = 4,     /* --lossy: the closest form instead of a refusal */
-	HX_EXPORT_FRAGMENTS = 8, /* it expresses a pipeline plan's layer fragments */
+	HX_EXPORT_ENGINE = 1,     /* --engine: the engine its commands or pods run */
+	HX_EXPORT_FORMAT = 2,     /* --format json|sh */
+	HX_EXPORT_LOSSY = 4,      /* --lossy: the closest form instead of a refusal */
+	HX_EXPORT_FRAGMENTS = 8,  /* it expresses a pipeline plan's layer fragments */
+	HX_EXPORT_IMAGE = 16,     /* --image: the containers' image */
+	HX_EXPORT_CACHE = 32,     /* --model-cache PVC */
+	HX_EXPORT_CHECKPOINT = 64 /* --checkpoint REPO: int4 weights' repository */
 };
 
 /* The targets, in the order usage and errors name them: the one list of
@@ -56,9 +68,12 @@ enum {
  * that HX_EXPORT_TARGET_NAMES joins the names with '|' at compile time. */
 #define HX_EXPORT_TARGETS(FIRST, NEXT)                                                         \
 	FIRST("launch", hx_export_launch,                                                      \
-	      HX_EXPORT_ENGINE | HX_EXPORT_FORMAT | HX_EXPORT_LOSSY)                           \
-	NEXT("k8s", hx_export_k8s, HX_EXPORT_ENGINE | HX_EXPORT_LOSSY)                         \
-	NEXT("kserve", hx_export_kserve, HX_EXPORT_ENGINE | HX_EXPORT_LOSSY)                   \
+	      HX_EXPORT_ENGINE | HX_EXPORT_FORMAT | HX_EXPORT_LOSSY | HX_EXPORT_CHECKPOINT)    \
+	NEXT("k8s", hx_export_k8s,                                                             \
+	     HX_EXPORT_ENGINE | HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CACHE |          \
+		 HX_EXPORT_CHECKPOINT)                                                         \
+	NEXT("kserve", hx_export_kserve,                                                       \
+	     HX_EXPORT_ENGINE | HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CHECKPOINT)      \
 	NEXT("dot", hx_export_dot, HX_EXPORT_FRAGMENTS)
 
 #define HX_EXPORT_FIRST_NAME_(name, fn, flags) name
@@ -112,6 +127,17 @@ const hx_gpu *hx_export_gpu(const hx_plan *p, const hx_export_opts *o, const cha
  * four static strings into ARGS; returns how many.  int4 checkpoints carry
  * their own quantization config: no flag. */
 int hx_export_precision_args(int engine, hx_dtype wdt, hx_dtype kvdt, const char *args[4]);
+
+/* What the engines serve for model M: --checkpoint when the plan runs M
+ * with int4 weights and one is given, else M's Hugging Face repository, else
+ * its name (borrowed). */
+const char *hx_export_repo(const hx_plan *p, const hx_export_opts *o, const hx_model *m,
+			   hx_dtype wdt);
+/* Group G runs int4 weights and no --checkpoint names a pre-quantized
+ * repository: the message every target gives (its refusal, or its lossy
+ * note) into MSG[N], and 1; else 0.  GN is the group's name as shown. */
+int hx_export_int4_unmapped(const hx_plan *p, const hx_export_opts *o, const hx_plan_group *g,
+			    const char *gn, char *msg, size_t n);
 
 /* The context length an engine should allow a replica of group G: the
  * model's, or what the replica's KV cache holds when that is less (an

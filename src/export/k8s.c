@@ -9,9 +9,14 @@
  * pods that serve.  Pods are pinned to their GPU type with a nodeSelector on
  * nvidia.com/gpu.product (amd.com/gpu.product-name for AMD GPUs) and ask
  * for nvidia.com/gpu (amd.com/gpu, with HIP_VISIBLE_DEVICES) limits; they
- * mount a memory-backed /dev/shm, read HF_TOKEN from the Secret hf-token
- * when there is one, and are ready when GET /health answers; Deployments
- * recreate their pods on updates (the plan leaves no GPUs to surge into).
+ * mount a memory-backed /dev/shm and a model cache (HF_HOME; the claim
+ * --model-cache names, else scratch), read HF_TOKEN from the Secret
+ * hf-token when there is one, request CPU and memory for loading their
+ * share of the weights, run a pinned image (--image replaces it), and probe
+ * GET /health: started within a budget that grows with the checkpoint's
+ * size, then alive and ready.  Deployments recreate their pods on updates
+ * (the plan leaves no GPUs to surge into); a PodDisruptionBudget per group
+ * lets drains take one pod of it at a time.
  * Disaggregated groups carry llm-d's role label (llm-d.ai/role) and a NIXL
  * --kv-transfer-config.  One Gateway API HTTPRoute, attached to the Gateway
  * "hexplan-gateway", splits requests over the Services of the groups that
@@ -26,10 +31,12 @@
  * stage 0, every worker the same shape), NVIDIA and AMD GPUs in one replica,
  * int4 weights (a pre-quantized checkpoint is needed), a model without a
  * Hugging Face repository, a GPU without a valid product label, per-class
- * or per-model ingress routing (an HTTPRoute sees neither the class nor the
- * model of a request), more than 16 ingress groups (one rule holds 16
- * backends), cascades, cross-replica hops, and disaggregation's KV routes
- * (pairing prefill and decode pods is a P/D-aware router's job).
+ * ingress routing (an HTTPRoute does not see a request's class), a split
+ * of requests between models (each pod serves its own model: the lossy
+ * form has one rule per model on the header the gateway's body-based
+ * router sets from the request's model), more than 16 ingress groups of a
+ * model (one rule holds 16 backends), cascades, cross-replica hops, and disaggregation's KV
+ * routes (pairing prefill and decode pods is a P/D-aware router's job).
  */
 #include "config.h"
 
@@ -40,10 +47,9 @@
 
 #include "export/export.h"
 #include "export/yaml.h"
+#include "model/cost.h"
 
 #define GATEWAY      "hexplan-gateway"
-#define IMAGE_NVIDIA "vllm/vllm-openai:latest"
-#define IMAGE_AMD    "rocm/vllm:latest"
 #define MAX_BACKENDS 16 /* backendRefs per HTTPRoute rule */
 
 /* ---- names ---- */
@@ -328,6 +334,7 @@ int hx_kgroup_init(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, int 
 
 	memset(k, 0, sizeof(*k));
 	k->plan = p;
+	k->o = o;
 	k->g = g;
 	hx_yaml_printable(gn, sizeof(gn), g->name);
 	snprintf(k->key, sizeof(k->key), "%.52s", key);
@@ -341,7 +348,7 @@ int hx_kgroup_init(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, int 
 		return hx_errf(err, HX_EINPUT, "group \"%s\": the plan has no model \"%s\"", gn,
 			       mn);
 	}
-	k->repo = k->m->hf_repo[0] ? k->m->hf_repo : k->m->name;
+	k->repo = hx_export_repo(p, o, k->m, g->wdt);
 	if (!k->m->hf_repo[0] &&
 	    (rc = hx_yaml_lose(
 		 o, out, err,
@@ -362,12 +369,12 @@ int hx_kgroup_init(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, int 
 				return rc;
 			break;
 		}
-	if (g->wdt == HX_DT_INT4 &&
-	    (rc = hx_yaml_lose(
-		 o, out, err,
-		 "group \"%s\": int4 weights need a pre-quantized checkpoint: vLLM serves \"%s\" as published",
-		 gn, k->repo)))
-		return rc;
+	{
+		char msg[400];
+		if (hx_export_int4_unmapped(p, o, g, gn, msg, sizeof(msg)) &&
+		    (rc = hx_yaml_lose(o, out, err, "%s", msg)))
+			return rc;
+	}
 
 	if ((rc = kgroup_pods(k, p, o, gn, out, err)) || (rc = kgroup_pins(k, o, gn, out, err)))
 		return rc;
@@ -420,22 +427,20 @@ static void argv_free(argv_t *a)
 	memset(a, 0, sizeof(*a));
 }
 
-/* `vllm serve` and its options for K (the port unless PORT is 0). */
-static void vllm_serve(argv_t *a, const hx_kgroup *k, int port, int ray)
+/* The options of `vllm serve` for K after the model (TP unless NOTP: KServe's
+ * presets add it from the parallelism). */
+static void vllm_flags(argv_t *a, const hx_kgroup *k, int notp)
 {
 	const hx_plan_group *g = k->g;
 
-	arg(a, "vllm");
-	arg(a, "serve");
-	arg(a, k->repo);
-	if (port) {
-		arg(a, "--port");
-		argi(a, port);
+	if (!notp) {
+		arg(a, "--tensor-parallel-size");
+		argi(a, k->tp);
 	}
-	arg(a, "--tensor-parallel-size");
-	argi(a, k->tp);
-	arg(a, "--pipeline-parallel-size");
-	argi(a, k->pp);
+	if (!notp || k->pp > 1) {
+		arg(a, "--pipeline-parallel-size");
+		argi(a, k->pp);
+	}
 	if (k->m->a.max_context > 0) {
 		arg(a, "--max-model-len");
 		argi(a, hx_export_max_model_len(k->plan, k->g));
@@ -447,9 +452,27 @@ static void vllm_serve(argv_t *a, const hx_kgroup *k, int port, int ray)
 			arg(a, prec[i]);
 	}
 	if (g->role != HX_ROLE_AGGREGATED) {
+		/* the roles NIXL's connector names, as the launch commands give
+		 * them (vLLM is retiring kv_both for it) */
 		arg(a, "--kv-transfer-config");
-		arg(a, "{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}");
+		arg(a,
+		    g->role == HX_ROLE_PREFILL
+			? "{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_producer\"}"
+			: "{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_consumer\"}");
 	}
+}
+
+/* `vllm serve` and its options for K (the port unless PORT is 0). */
+static void vllm_serve(argv_t *a, const hx_kgroup *k, int port, int ray)
+{
+	arg(a, "vllm");
+	arg(a, "serve");
+	arg(a, k->repo);
+	if (port) {
+		arg(a, "--port");
+		argi(a, port);
+	}
+	vllm_flags(a, k, 0);
 	if (ray) {
 		arg(a, "--distributed-executor-backend");
 		arg(a, "ray");
@@ -467,15 +490,26 @@ static int shell_plain(const char *s)
 	return 1;
 }
 
-/* What the container of pod KIND runs; MANAGED: the serving port comes
- * from the arguments KServe appends. */
-static void command(argv_t *a, const hx_kgroup *k, int kind, int managed)
+/* S as one word of a shell command line, appended to B. */
+static void shell_word(hx_buf *b, const char *s)
+{
+	if (shell_plain(s)) {
+		hx_buf_printf(b, "%s", s);
+	} else {
+		char *q = hx_shell_quote(s);
+		hx_buf_printf(b, "%s", q);
+		free(q);
+	}
+}
+
+/* What the container of pod KIND runs. */
+static void command(argv_t *a, const hx_kgroup *k, int kind)
 {
 	hx_buf sh = {0};
 	argv_t serve = {0};
 
 	if (kind == HX_KPOD_SINGLE) {
-		vllm_serve(a, k, managed ? 0 : HX_K8S_PORT, 0);
+		vllm_serve(a, k, HX_K8S_PORT, 0);
 		return;
 	}
 	if (kind == HX_KPOD_WORKER) {
@@ -492,13 +526,8 @@ static void command(argv_t *a, const hx_kgroup *k, int kind, int managed)
 			      "sleep 5; done && exec",
 			      k->npods);
 		for (int i = 0; i < serve.n; i++) {
-			if (shell_plain(serve.v[i])) {
-				hx_buf_printf(&sh, " %s", serve.v[i]);
-			} else {
-				char *q = hx_shell_quote(serve.v[i]);
-				hx_buf_printf(&sh, " %s", q);
-				free(q);
-			}
+			hx_buf_printf(&sh, " ");
+			shell_word(&sh, serve.v[i]);
 		}
 		argv_free(&serve);
 	}
@@ -506,6 +535,23 @@ static void command(argv_t *a, const hx_kgroup *k, int kind, int managed)
 	arg(a, "-c");
 	arg(a, sh.s);
 	hx_buf_release(&sh);
+}
+
+/* The arguments KServe's preset command takes for K's single pod: it runs
+ * `vllm serve /mnt/models` with its port, served name, TLS and TP and
+ * appends these through `eval "... $@"`, so each is a shell word. */
+static void preset_args(argv_t *a, const hx_kgroup *k)
+{
+	argv_t flags = {0};
+
+	vllm_flags(&flags, k, 1);
+	for (int i = 0; i < flags.n; i++) {
+		hx_buf b = {0};
+		shell_word(&b, flags.v[i]);
+		arg(a, b.s);
+		hx_buf_release(&b);
+	}
+	argv_free(&flags);
 }
 
 /* S with '$' doubled: Kubernetes expands $(VAR) in command and env values,
@@ -536,12 +582,29 @@ static void env(hx_yw *w, const char *name, const char *value)
 	hx_yw_end(w);
 }
 
-void hx_k8s_pod_spec(hx_yw *w, const hx_kgroup *k, int kind, const char *container, int managed)
+/* An env entry NAME from a field or Secret: KIND is "fieldRef" or
+ * "secretKeyRef". */
+static void env_from(hx_yw *w, const char *name, const char *kind, const char *a, const char *b)
 {
-	const hx_kpod *pod = &k->pods[kind == HX_KPOD_WORKER && k->npods > 1 ? 1 : 0];
-	int ngpus = kind == HX_KPOD_WORKER ? k->worker_ngpus : pod->ngpus;
-	int amd = is_amd(pod->gpu);
-	argv_t cmd = {0};
+	hx_yw_item(w);
+	hx_yw_str(w, "name", name);
+	hx_yw_map(w, "valueFrom");
+	hx_yw_map(w, kind);
+	if (b) {
+		hx_yw_str(w, "name", a);
+		hx_yw_str(w, "key", b);
+		hx_yw_raw(w, "optional", "true");
+	} else {
+		hx_yw_str(w, "fieldPath", a);
+	}
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+}
+
+/* The nodeSelector or node affinity that pins K's pod KIND to its GPUs. */
+static void pod_pin(hx_yw *w, const hx_kgroup *k, int kind, const hx_kpod *pod)
+{
 	int pinnable = 0;
 
 	for (int i = 0; kind == HX_KPOD_WORKER && i < k->worker_nproducts; i++)
@@ -561,31 +624,19 @@ void hx_k8s_pod_spec(hx_yw *w, const hx_kgroup *k, int kind, const char *contain
 		for (int i = 0; i < k->worker_nproducts; i++)
 			if (label_value_ok(k->worker_products[i]))
 				hx_yw_item_str(w, k->worker_products[i]);
-		hx_yw_end(w);
-		hx_yw_end(w);
-		hx_yw_end(w);
-		hx_yw_end(w);
-		hx_yw_end(w);
-		hx_yw_end(w);
-		hx_yw_end(w);
-		hx_yw_end(w);
+		for (int i = 0; i < 8; i++)
+			hx_yw_end(w);
 	} else if ((kind != HX_KPOD_WORKER || k->worker_nproducts <= 1) &&
 		   label_value_ok(pod->gpu->product)) {
 		hx_yw_map(w, "nodeSelector");
 		hx_yw_str(w, product_key(pod->gpu), pod->gpu->product);
 		hx_yw_end(w);
 	}
-	hx_yw_map(w, "containers");
-	hx_yw_item(w);
-	hx_yw_str(w, "name", container);
-	hx_yw_str(w, "image", amd ? IMAGE_AMD : IMAGE_NVIDIA);
-	command(&cmd, k, kind, managed);
-	hx_yw_map(w, "command");
-	for (int i = 0; i < cmd.n; i++)
-		str_nodollar(w, NULL, cmd.v[i]);
-	hx_yw_end(w);
-	argv_free(&cmd);
+}
 
+/* The environment of K's container in pod KIND with NGPUS. */
+static void pod_env(hx_yw *w, const hx_kgroup *k, int ngpus, int amd, int managed)
+{
 	hx_yw_map(w, "env");
 	if (k->pp > 1) {
 		hx_buf part = {0};
@@ -602,59 +653,95 @@ void hx_k8s_pod_spec(hx_yw *w, const hx_kgroup *k, int kind, const char *contain
 		env(w, "HIP_VISIBLE_DEVICES", dev.s ? dev.s : "");
 		hx_buf_release(&dev);
 	}
-	if (k->g->role != HX_ROLE_AGGREGATED) {
-		hx_yw_item(w);
-		hx_yw_str(w, "name", "VLLM_NIXL_SIDE_CHANNEL_HOST");
-		hx_yw_map(w, "valueFrom");
-		hx_yw_map(w, "fieldRef");
-		hx_yw_str(w, "fieldPath", "status.podIP");
-		hx_yw_end(w);
-		hx_yw_end(w);
-		hx_yw_end(w);
-	}
+	if (k->g->role != HX_ROLE_AGGREGATED)
+		env_from(w, "VLLM_NIXL_SIDE_CHANNEL_HOST", "fieldRef", "status.podIP", NULL);
+	/* the model cache (KServe's presets keep their own under /models) */
+	if (!managed)
+		env(w, "HF_HOME", HX_K8S_CACHE "/huggingface");
 	/* gated models read the token from the Secret hf-token, when there is one */
-	hx_yw_item(w);
-	hx_yw_str(w, "name", "HF_TOKEN");
-	hx_yw_map(w, "valueFrom");
-	hx_yw_map(w, "secretKeyRef");
-	hx_yw_str(w, "name", "hf-token");
-	hx_yw_str(w, "key", "token");
-	hx_yw_raw(w, "optional", "true");
+	env_from(w, "HF_TOKEN", "secretKeyRef", "hf-token", "token");
 	hx_yw_end(w);
-	hx_yw_end(w);
-	hx_yw_end(w);
-	hx_yw_end(w);
+}
 
-	if (kind != HX_KPOD_WORKER && !managed) {
-		hx_yw_map(w, "ports");
-		hx_yw_item(w);
-		hx_yw_str(w, "name", "http");
-		hx_yw_int(w, "containerPort", HX_K8S_PORT);
-		hx_yw_str(w, "protocol", "TCP");
-		hx_yw_end(w);
-		hx_yw_end(w);
-		hx_yw_map(w, "readinessProbe");
-		hx_yw_map(w, "httpGet");
-		hx_yw_str(w, "path", "/health");
-		hx_yw_int(w, "port", HX_K8S_PORT);
-		hx_yw_end(w);
-		hx_yw_int(w, "periodSeconds", 10);
-		hx_yw_end(w);
-	}
+/* The seconds a pod of K may take to start: downloading and loading its
+ * weights (the checkpoint's bytes at 100 MB/s, a slow registry or volume)
+ * after five minutes for the engine itself (CUDA graphs, Ray). */
+static int startup_s(const hx_kgroup *k)
+{
+	hx_dtype dt = k->g->wdt == HX_DT_INT4 ? HX_DT_INT4 : HX_DT_BF16;
+	double bytes = hx_model_weight_bytes(k->m, dt);
+
+	return 300 + (int)ceil(bytes / 100e6);
+}
+
+static void probe(hx_yw *w, const char *key, int period, int failures, int timeout)
+{
+	hx_yw_map(w, key);
+	hx_yw_map(w, "httpGet");
+	hx_yw_str(w, "path", "/health");
+	hx_yw_int(w, "port", HX_K8S_PORT);
+	hx_yw_end(w);
+	hx_yw_int(w, "periodSeconds", period);
+	if (timeout)
+		hx_yw_int(w, "timeoutSeconds", timeout);
+	if (failures)
+		hx_yw_int(w, "failureThreshold", failures);
+	hx_yw_end(w);
+}
+
+/* The serving port and the probes of vLLM's /health: ready, started within
+ * startup_s, alive after that. */
+static void pod_probes(hx_yw *w, const hx_kgroup *k)
+{
+	hx_yw_map(w, "ports");
+	hx_yw_item(w);
+	hx_yw_str(w, "name", "http");
+	hx_yw_int(w, "containerPort", HX_K8S_PORT);
+	hx_yw_str(w, "protocol", "TCP");
+	hx_yw_end(w);
+	hx_yw_end(w);
+	probe(w, "readinessProbe", 10, 0, 0);
+	probe(w, "startupProbe", 10, (startup_s(k) + 9) / 10, 0);
+	probe(w, "livenessProbe", 10, 3, 5);
+}
+
+/* Requests and limits of a pod of K with NGPUS: the GPUs, and CPU and memory
+ * for the engine's processes and its share of the weights on the way in. */
+static void pod_resources(hx_yw *w, const hx_kgroup *k, int ngpus, int amd)
+{
+	int total = 0;
+	double gib;
+	char mem[32], cpu[16];
+
+	for (int s = 0; s < k->g->nstages; s++)
+		total += k->g->stage[s].tp;
+	gib = hx_model_weight_bytes(k->m, k->g->wdt) / (1024.0 * 1024 * 1024) * ngpus /
+	      (total > 0 ? total : 1);
+	snprintf(mem, sizeof(mem), "%dGi", 16 + (int)ceil(gib));
+	snprintf(cpu, sizeof(cpu), "%d", 4 * (ngpus > 0 ? ngpus : 1));
 	hx_yw_map(w, "resources");
+	hx_yw_map(w, "requests");
+	hx_yw_str(w, "cpu", cpu);
+	hx_yw_str(w, "memory", mem);
+	hx_yw_end(w);
 	hx_yw_map(w, "limits");
 	hx_yw_int(w, amd ? "amd.com/gpu" : "nvidia.com/gpu", ngpus);
 	hx_yw_end(w);
 	hx_yw_end(w);
-	hx_yw_map(w, "volumeMounts");
-	hx_yw_item(w);
-	hx_yw_str(w, "name", "dshm");
-	hx_yw_str(w, "mountPath", "/dev/shm");
-	hx_yw_end(w);
-	hx_yw_end(w);
-	hx_yw_end(w); /* the container */
-	hx_yw_end(w); /* containers */
+}
 
+static void volume_mount(hx_yw *w, const char *name, const char *path)
+{
+	hx_yw_item(w);
+	hx_yw_str(w, "name", name);
+	hx_yw_str(w, "mountPath", path);
+	hx_yw_end(w);
+}
+
+/* The pod's volumes: a memory-backed /dev/shm and (but for KServe's, whose
+ * presets have one) the model cache, --model-cache's claim or scratch. */
+static void pod_volumes(hx_yw *w, const hx_kgroup *k, int managed)
+{
 	hx_yw_map(w, "volumes");
 	hx_yw_item(w);
 	hx_yw_str(w, "name", "dshm");
@@ -662,7 +749,60 @@ void hx_k8s_pod_spec(hx_yw *w, const hx_kgroup *k, int kind, const char *contain
 	hx_yw_str(w, "medium", "Memory");
 	hx_yw_end(w);
 	hx_yw_end(w);
+	if (!managed) {
+		hx_yw_item(w);
+		hx_yw_str(w, "name", "model-cache");
+		if (k->o && k->o->model_cache) {
+			hx_yw_map(w, "persistentVolumeClaim");
+			hx_yw_str(w, "claimName", k->o->model_cache);
+			hx_yw_end(w);
+		} else {
+			hx_yw_raw(w, "emptyDir", "{}");
+		}
+		hx_yw_end(w);
+	}
 	hx_yw_end(w);
+}
+
+void hx_k8s_pod_spec(hx_yw *w, const hx_kgroup *k, int kind, const char *container, int managed)
+{
+	const hx_kpod *pod = &k->pods[kind == HX_KPOD_WORKER && k->npods > 1 ? 1 : 0];
+	int ngpus = kind == HX_KPOD_WORKER ? k->worker_ngpus : pod->ngpus;
+	int amd = is_amd(pod->gpu);
+	/* KServe's preset runs a single pod's vLLM: only its arguments here */
+	int preset = managed && kind == HX_KPOD_SINGLE;
+	const char *image = k->o && k->o->image ? k->o->image
+			    : amd               ? HX_EXPORT_IMAGE_AMD
+						: HX_EXPORT_IMAGE_NVIDIA;
+	argv_t cmd = {0};
+
+	pod_pin(w, k, kind, pod);
+	hx_yw_map(w, "containers");
+	hx_yw_item(w);
+	hx_yw_str(w, "name", container);
+	if (!preset || (k->o && k->o->image))
+		hx_yw_str(w, "image", image);
+	if (preset)
+		preset_args(&cmd, k);
+	else
+		command(&cmd, k, kind);
+	hx_yw_map(w, preset ? "args" : "command");
+	for (int i = 0; i < cmd.n; i++)
+		str_nodollar(w, NULL, cmd.v[i]);
+	hx_yw_end(w);
+	argv_free(&cmd);
+	pod_env(w, k, ngpus, amd, managed);
+	if (kind != HX_KPOD_WORKER && !managed)
+		pod_probes(w, k);
+	pod_resources(w, k, ngpus, amd);
+	hx_yw_map(w, "volumeMounts");
+	volume_mount(w, "dshm", "/dev/shm");
+	if (!managed)
+		volume_mount(w, "model-cache", HX_K8S_CACHE);
+	hx_yw_end(w);
+	hx_yw_end(w); /* the container */
+	hx_yw_end(w); /* containers */
+	pod_volumes(w, k, managed);
 }
 
 void hx_k8s_scale(const double *weight, int n, long *out)
@@ -793,6 +933,30 @@ static void service(hx_yw *w, const hx_kgroup *k)
 	hx_yw_end(w);
 }
 
+/* At most one pod of K's down at a time for voluntary disruptions (node
+ * drains): a drain then waits for the group to be whole again. */
+static void disruption_budget(hx_yw *w, const hx_kgroup *k)
+{
+	hx_yw_doc(w);
+	hx_yw_str(w, "apiVersion", "policy/v1");
+	hx_yw_str(w, "kind", "PodDisruptionBudget");
+	hx_yw_map(w, "metadata");
+	hx_yw_str(w, "name", k->name);
+	hx_yw_map(w, "labels");
+	hx_k8s_labels(w, k);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_map(w, "spec");
+	hx_yw_int(w, "maxUnavailable", 1);
+	hx_yw_map(w, "selector");
+	hx_yw_map(w, "matchLabels");
+	hx_yw_str(w, "app.kubernetes.io/part-of", "hexplan");
+	hx_yw_str(w, "hexplan.dev/group", k->key);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+}
+
 /* What a Kubernetes route cannot tell apart or carry, refused or noted. */
 static int plan_limits(const hx_plan *p, const hx_export_opts *o, hx_export_out *out,
 		       hx_err *err)
@@ -853,15 +1017,16 @@ static int plan_limits(const hx_plan *p, const hx_export_opts *o, hx_export_out 
 	return 0;
 }
 
-/* The HTTPRoute: the Services of the groups that take ingress, weighted. */
-static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
-		 hx_export_out *out, hx_err *err)
+/* The header the gateway's body-based router sets from a request's "model"
+ * (Gateway API Inference Extension): what per-model rules match on. */
+#define MODEL_HEADER "X-Gateway-Model-Name"
+
+/* Ingress weights per group (summed over classes) into WEIGHT; refuses or
+ * notes what an HTTPRoute cannot see.  Returns 0 or the export's error. */
+static int route_weights(const hx_plan *p, const hx_export_opts *o, double *weight,
+			 hx_export_out *out, hx_err *err)
 {
-	double *weight = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*weight));
-	long *scaled = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*scaled));
-	int *keep = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*keep));
-	int rc = 0, nin = 0, models = 0, first = -1;
-	double total = 0;
+	int models = 0, first = -1;
 
 	for (int i = 0; i < p->ningress; i++) {
 		int g = hx_plan_group_index(p, p->ingress[i].to);
@@ -871,54 +1036,141 @@ static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_k
 	for (int i = 1; i < p->ningress; i++)
 		if (strcmp(p->ingress[i].from, p->ingress[0].from) != 0) {
 			char a[64], b[64];
+			int rc;
 			hx_yaml_printable(a, sizeof(a), p->ingress[0].from);
 			hx_yaml_printable(b, sizeof(b), p->ingress[i].from);
 			if ((rc = hx_yaml_lose(
 				 o, out, err,
 				 "the plan routes classes \"%s\" and \"%s\" apart, and an HTTPRoute does not see a request's class: the weights are summed over the classes",
 				 a, b)))
-				goto done;
+				return rc;
 			break;
 		}
 	for (int g = 0; g < p->ngroups; g++)
 		if (weight[g] > 0) {
-			nin++;
-			total += weight[g];
 			if (first < 0)
 				first = g;
 			else if (strcmp(p->groups[g].model, p->groups[first].model) != 0)
 				models++;
 		}
-	if (models &&
-	    (rc = hx_yaml_lose(
+	/* each engine serves only its own model: a request sent to another
+	 * model's pods would get 404 */
+	if (models)
+		return hx_yaml_lose(
+		    o, out, err,
+		    "the ingress splits requests over models, and a request names its model: one HTTPRoute rule per model, matching the " MODEL_HEADER
+		    " header that the gateway's body-based router sets, splits that model's requests over its groups by their weights");
+	return 0;
+}
+
+/* One rule of the HTTPRoute: the groups in KEEP of model M (all of them when
+ * HEADER is NULL), WEIGHT scaled among them. */
+static void route_rule(hx_yw *w, const hx_plan *p, const hx_kgroup *kg, const double *weight,
+		       const int *keep, const hx_model *m, const char *header)
+{
+	double *sub = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*sub));
+	long *scaled = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*scaled));
+
+	for (int g = 0; g < p->ngroups; g++)
+		if (keep[g] && (!header || kg[g].m == m))
+			sub[g] = weight[g];
+	hx_k8s_scale(sub, p->ngroups, scaled);
+	hx_yw_item(w);
+	hx_yw_map(w, "matches");
+	hx_yw_item(w);
+	hx_yw_map(w, "path");
+	hx_yw_str(w, "type", "PathPrefix");
+	hx_yw_str(w, "value", "/");
+	hx_yw_end(w);
+	if (header) {
+		hx_yw_map(w, "headers");
+		hx_yw_item(w);
+		hx_yw_str(w, "type", "Exact");
+		hx_yw_str(w, "name", MODEL_HEADER);
+		hx_yw_str(w, "value", header);
+		hx_yw_end(w);
+		hx_yw_end(w);
+	}
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_map(w, "backendRefs");
+	for (int g = 0; g < p->ngroups; g++) {
+		if (!(sub[g] > 0))
+			continue;
+		hx_yw_item(w);
+		hx_yw_str(w, "name", kg[g].name);
+		hx_yw_int(w, "port", HX_K8S_PORT);
+		hx_yw_int(w, "weight", scaled[g]);
+		hx_yw_end(w);
+	}
+	hx_yw_end(w);
+	hx_yw_end(w);
+	free(sub);
+	free(scaled);
+}
+
+/* Keep the MAX_BACKENDS groups of model M (any model when M is NULL) with
+ * the largest weights in KEEP; notes or refuses when more take ingress. */
+static int route_limit(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
+		       const double *weight, int *keep, const hx_model *m, hx_export_out *out,
+		       hx_err *err)
+{
+	int nin = 0, rc;
+
+	for (int g = 0; g < p->ngroups; g++) {
+		keep[g] = weight[g] > 0 && (!m || kg[g].m == m);
+		nin += keep[g];
+	}
+	if (nin <= MAX_BACKENDS)
+		return 0;
+	if ((rc = hx_yaml_lose(
 		 o, out, err,
-		 "the ingress routes to groups of different models, and an HTTPRoute does not see a request's model: one rule splits all requests by the weights")))
+		 "%d groups take requests, and an HTTPRoute rule holds %d backends: the %d with the largest weights take them all",
+		 nin, MAX_BACKENDS, MAX_BACKENDS)))
+		return rc;
+	for (int n = nin; n > MAX_BACKENDS; n--) {
+		int least = -1;
+		for (int g = 0; g < p->ngroups; g++)
+			if (keep[g] && (least < 0 || weight[g] <= weight[least]))
+				least = g;
+		keep[least] = 0;
+	}
+	return 0;
+}
+
+/* The HTTPRoute: the Services of the groups that take ingress, weighted;
+ * one rule per model when several take it. */
+static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
+		 hx_export_out *out, hx_err *err)
+{
+	double *weight = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*weight));
+	int *keep = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*keep));
+	const hx_model **models = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*models));
+	int rc = 0, nmodels = 0;
+	double total = 0;
+
+	if ((rc = route_weights(p, o, weight, out, err)))
 		goto done;
+	for (int g = 0; g < p->ngroups; g++)
+		if (weight[g] > 0) {
+			int seen = 0;
+			total += weight[g];
+			for (int i = 0; i < nmodels && !seen; i++)
+				seen = models[i] == kg[g].m;
+			if (!seen)
+				models[nmodels++] = kg[g].m;
+		}
 	if (!(total > 0)) {
 		rc = hx_yaml_lose(o, out, err,
 				  "the plan routes no requests: no HTTPRoute is written");
 		goto done;
 	}
-	for (int g = 0; g < p->ngroups; g++)
-		keep[g] = weight[g] > 0;
-	if (nin > MAX_BACKENDS) {
-		if ((rc = hx_yaml_lose(
-			 o, out, err,
-			 "%d groups take requests, and an HTTPRoute rule holds %d backends: the %d with the largest weights take them all",
-			 nin, MAX_BACKENDS, MAX_BACKENDS)))
-			goto done;
-		for (int n = nin; n > MAX_BACKENDS; n--) {
-			int least = -1;
-			for (int g = 0; g < p->ngroups; g++)
-				if (keep[g] && (least < 0 || weight[g] <= weight[least]))
-					least = g;
-			keep[least] = 0;
-		}
-		for (int g = 0; g < p->ngroups; g++)
-			if (!keep[g])
-				weight[g] = 0;
-	}
-	hx_k8s_scale(weight, p->ngroups, scaled);
+	if (nmodels > MAX_BACKENDS &&
+	    (rc = hx_yaml_lose(
+		 o, out, err,
+		 "%d models take requests, and an HTTPRoute holds %d rules: the first %d models are routed",
+		 nmodels, MAX_BACKENDS, MAX_BACKENDS)))
+		goto done;
 
 	hx_yw_doc(w);
 	hx_yw_str(w, "apiVersion", "gateway.networking.k8s.io/v1");
@@ -936,33 +1188,21 @@ static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_k
 	hx_yw_end(w);
 	hx_yw_end(w);
 	hx_yw_map(w, "rules");
-	hx_yw_item(w);
-	hx_yw_map(w, "matches");
-	hx_yw_item(w);
-	hx_yw_map(w, "path");
-	hx_yw_str(w, "type", "PathPrefix");
-	hx_yw_str(w, "value", "/");
-	hx_yw_end(w);
-	hx_yw_end(w);
-	hx_yw_end(w);
-	hx_yw_map(w, "backendRefs");
-	for (int g = 0; g < p->ngroups; g++) {
-		if (!keep[g])
-			continue;
-		hx_yw_item(w);
-		hx_yw_str(w, "name", kg[g].name);
-		hx_yw_int(w, "port", HX_K8S_PORT);
-		hx_yw_int(w, "weight", scaled[g]);
-		hx_yw_end(w);
+	for (int i = 0; i < nmodels && i < MAX_BACKENDS; i++) {
+		const hx_model *m = nmodels > 1 ? models[i] : NULL;
+		int g0 = 0;
+		if ((rc = route_limit(p, o, kg, weight, keep, m, out, err)))
+			goto done;
+		while (m && kg[g0].m != m)
+			g0++;
+		route_rule(w, p, kg, weight, keep, models[i], m ? kg[g0].repo : NULL);
 	}
-	hx_yw_end(w);
-	hx_yw_end(w);
 	hx_yw_end(w);
 	hx_yw_end(w);
 done:
 	free(weight);
-	free(scaled);
 	free(keep);
+	free(models);
 	return rc;
 }
 
@@ -986,9 +1226,20 @@ int hx_export_k8s(const hx_plan *p, const hx_export_opts *o, hx_export_out *out,
 		}
 	if ((rc = plan_limits(p, o, out, err)))
 		goto done;
+	if (o->image)
+		hx_buf_printf(&w.b,
+			      "# Written by hexplan export --to k8s: image %s (--image).\n",
+			      o->image);
+	else
+		hx_buf_printf(
+		    &w.b,
+		    "# Written by hexplan export --to k8s for vLLM %s: images %s and,\n"
+		    "# on AMD GPUs, %s (the defaults; --image replaces them).\n",
+		    HX_EXPORT_VLLM_VERSION, HX_EXPORT_IMAGE_NVIDIA, HX_EXPORT_IMAGE_AMD);
 	for (int g = 0; g < p->ngroups; g++) {
 		workload(&w, &kg[g]);
 		service(&w, &kg[g]);
+		disruption_budget(&w, &kg[g]);
 	}
 	if ((rc = route(&w, p, o, kg, out, err)))
 		goto done;

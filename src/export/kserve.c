@@ -1,6 +1,7 @@
 /*
  * export_kserve: the plan as KServe LLMInferenceService objects
- * (serving.kserve.io/v1alpha1; DESIGN §9), one YAML stream, hexplan.yaml.
+ * (serving.kserve.io/v1alpha2, KServe's storage version; DESIGN §9), one
+ * YAML stream, hexplan.yaml.
  *
  * One LLMInferenceService per serving unit: an aggregated group, or a
  * decode group with the prefill group(s) whose KV caches it takes (the
@@ -8,7 +9,11 @@
  * by the repository so every unit of a model answers to one name), its
  * replicas, its parallelism (tensor, pipeline) and the pod spec the k8s
  * export writes (export_k8s.c: nodeSelector on the GPU product, GPU limits,
- * /dev/shm, the vLLM command): `template` for a replica on one node, or
+ * /dev/shm, the vLLM flags): `template` for a replica on one node — its
+ * container gives `args` only, which KServe's preset command appends to
+ * `vllm serve /mnt/models` with the preset's port (8001 behind the routing
+ * sidecar on decode pods), probes, TLS and served name, where a `command`
+ * would replace all of them — or
  * `template` for the stage-0 pod and `worker` for the others when a replica
  * spans nodes — KServe sizes that LeaderWorkerSet by the pipeline stages,
  * so each stage must sit on a node of its own.  The router uses the default
@@ -136,7 +141,7 @@ static void service(hx_yw *w, const hx_kgroup *kg, const unit *u)
 	for (int i = 0; i < u->npre; i++)
 		npre += kg[u->pre[i]].g->nreplicas;
 	hx_yw_doc(w);
-	hx_yw_str(w, "apiVersion", "serving.kserve.io/v1alpha1");
+	hx_yw_str(w, "apiVersion", "serving.kserve.io/v1alpha2");
 	hx_yw_str(w, "kind", "LLMInferenceService");
 	hx_yw_map(w, "metadata");
 	hx_yw_str(w, "name", top->name);

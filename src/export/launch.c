@@ -35,8 +35,11 @@
  *
  * JSON: one object per process per line, then one {"router": ...} line per
  * router.  Shell: launch-<host>.sh per host and router.sh (+ router.yaml
- * for LiteLLM); every string that comes from the inputs is quoted with
- * hx_shell_quote, and comments carry only printable ASCII.
+ * for LiteLLM), bash scripts that pass the Hugging Face token on, start
+ * the routers once every server answers /health, and fail when any of
+ * their processes exits (`wait -n`); every string that comes from the
+ * inputs is quoted with hx_shell_quote, and comments carry only printable
+ * ASCII.
  */
 #include "config.h"
 
@@ -389,6 +392,12 @@ static int build_group(ctx *c, int gi)
 			 shown(g->name), engine_name(c), tps)))
 			return rc;
 	}
+	{
+		char msg[400];
+		if (hx_export_int4_unmapped(c->p, c->o, g, shown(g->name), msg, sizeof(msg)) &&
+		    (rc = cannot(c, "serve the published checkpoint", "%s", msg)))
+			return rc;
+	}
 	for (int ri = 0; ri < g->nreplicas; ri++)
 		if ((rc = build_replica(c, gi, ri, tp, &bad_layout, &bad_vendor, &first_layout,
 					&first_vendor)))
@@ -429,9 +438,10 @@ static char *layer_partition(const hx_plan_group *g)
 	return b.s;
 }
 
-static const char *model_path(const hx_model *m)
+/* What group G's engines serve (--checkpoint for int4 weights). */
+static const char *model_path(const ctx *c, const hx_plan_group *g)
 {
-	return m->hf_repo[0] ? m->hf_repo : m->name;
+	return hx_export_repo(c->p, c->o, hx_plan_model(c->p, g->model), g->wdt);
 }
 
 /* Environment and argv of every process. */
@@ -466,7 +476,7 @@ static void fill_procs(ctx *c)
 			}
 			add(&x->argv, "vllm");
 			add(&x->argv, "serve");
-			add_input(&x->argv, model_path(m));
+			add_input(&x->argv, model_path(c, g));
 			add_int(&x->argv, "--tensor-parallel-size", tp);
 			add_int(&x->argv, "--pipeline-parallel-size", g->nstages);
 			if (m->a.max_context > 0)
@@ -506,7 +516,7 @@ static void fill_procs(ctx *c)
 			add(&x->argv, "-m");
 			add(&x->argv, "sglang.launch_server");
 			add(&x->argv, "--model-path");
-			add_input(&x->argv, model_path(m));
+			add_input(&x->argv, model_path(c, g));
 			add_int(&x->argv, "--tp-size", tp);
 			add_int(&x->argv, "--pp-size", g->nstages);
 			if (m->a.max_context > 0)
@@ -713,7 +723,7 @@ static int model_routers(ctx *c, const hx_model *m, int *list)
 						     (size_t)(c->ndep + 1) * sizeof(*c->dep));
 				d = &c->dep[c->ndep++];
 				d->model_name = m->name;
-				d->model = model_path(m);
+				d->model = model_path(c, g);
 				d->api_base = xprintf("%s/v1", serving(c, agg[i], r)->url);
 				d->has_weight = total > 0;
 				d->weight =
@@ -917,9 +927,9 @@ static char *sh_script(const ctx *c, const char *what, char *body, int dollar)
 {
 	hx_buf b = {0};
 
-	hx_buf_printf(&b,
-		      "#!/bin/sh\n# %s\n# Written by hexplan export --to launch --engine %s.\n",
-		      what, c->vllm ? "vllm" : "sglang");
+	hx_buf_printf(
+	    &b, "#!/bin/bash\n# %s\n# Written by hexplan export --to launch --engine %s.\n",
+	    what, c->vllm ? "vllm" : "sglang");
 	if (dollar)
 		hx_buf_printf(
 		    &b, "# Names from the inputs are quoted: their '$' and '`' stay literal.\n"
@@ -927,6 +937,38 @@ static char *sh_script(const ctx *c, const char *what, char *body, int dollar)
 	hx_buf_printf(&b, "set -eu\n%s", body ? body : "");
 	free(body);
 	return b.s;
+}
+
+/* The end of a script that started processes in the background: bash's
+ * `wait -n` returns when the first of them exits, and since servers and
+ * routers run until stopped, that is a failure: the others are stopped and
+ * the script fails (a plain `wait` would wait on the rest and exit 0). */
+static void sh_wait_any(hx_buf *b, const char *what)
+{
+	hx_buf_printf(
+	    b,
+	    "\n# %s run until stopped: the first to exit fails the script\n"
+	    "status=0\n"
+	    "wait -n || status=$?\n"
+	    "echo \"$0: a process exited (status $status): stopping the others\" >&2\n"
+	    "jobs -p | xargs -r kill 2>/dev/null || true\n"
+	    "wait || true\n"
+	    "exit $((status == 0 ? 1 : status))\n",
+	    what);
+}
+
+/* The Hugging Face token for gated models: HF_TOKEN from the environment,
+ * else the file `hf auth login` writes, passed to the servers. */
+static void sh_hf_token(hx_buf *b)
+{
+	hx_buf_printf(b, "\n# gated models: HF_TOKEN, else the token `hf auth login` saved\n"
+			 "token_file=${HF_HOME:-$HOME/.cache/huggingface}/token\n"
+			 "if [ -z \"${HF_TOKEN:-}\" ] && [ -r \"$token_file\" ]; then\n"
+			 "\tHF_TOKEN=$(cat \"$token_file\")\n"
+			 "fi\n"
+			 "if [ -n \"${HF_TOKEN:-}\" ]; then\n"
+			 "\texport HF_TOKEN\n"
+			 "fi\n");
 }
 
 /* ARGV as one background command line: "word word ... &". */
@@ -949,6 +991,7 @@ static char *host_script(const ctx *c, int hi)
 	snprintf(what, sizeof(what),
 		 "The serving processes of host %s (its k-th serves HTTP on port %d + k).",
 		 shown(c->h[hi].addr), PORT_HTTP);
+	sh_hf_token(&b);
 	for (int i = 0; i < c->npr; i++) {
 		const proc *x = &c->pr[i];
 		const hx_plan_group *g = &c->p->groups[x->g];
@@ -969,7 +1012,7 @@ static char *host_script(const ctx *c, int hi)
 		}
 		sh_background(&b, &x->argv, &dollar);
 	}
-	hx_buf_printf(&b, "\nwait\n");
+	sh_wait_any(&b, "servers");
 	return sh_script(c, what, b.s, dollar);
 }
 
@@ -1014,8 +1057,25 @@ static char *router_script(const ctx *c)
 
 	if (c->litellm)
 		hx_buf_printf(&b, "here=$(cd \"$(dirname \"$0\")\" && pwd)\n");
-	if (c->nrt == 0)
+	if (c->nrt == 0) {
 		hx_buf_printf(&b, "\n# no router: the plan has nothing to route\n");
+		return sh_script(c, "The router(s) in front of the serving processes.", b.s,
+				 dollar);
+	}
+	/* a router started before its servers marks them down or fails */
+	hx_buf_printf(&b, "\n# start when every server answers GET /health\nservers=(");
+	for (int i = 0; i < c->npr; i++)
+		if (c->pr[i].url) {
+			hx_buf_printf(&b, "\n\t");
+			sh_word(&b, c->pr[i].url, 1, &dollar);
+		}
+	hx_buf_printf(&b, "\n)\n"
+			  "for url in \"${servers[@]}\"; do\n"
+			  "\tuntil curl -fsS -o /dev/null \"$url/health\"; do\n"
+			  "\t\techo \"$0: waiting for $url\" >&2\n"
+			  "\t\tsleep 10\n"
+			  "\tdone\n"
+			  "done\n");
 	for (int i = 0; i < c->nrt; i++) {
 		const router *x = &c->rt[i];
 		hx_buf_printf(&b, "\n# %s", x->engine);
@@ -1030,7 +1090,7 @@ static char *router_script(const ctx *c)
 		}
 		sh_background(&b, &x->argv, &dollar);
 	}
-	hx_buf_printf(&b, "\nwait\n");
+	sh_wait_any(&b, "routers");
 	return sh_script(c, "The router(s) in front of the serving processes.", b.s, dollar);
 }
 
@@ -1076,12 +1136,12 @@ static int check_words(ctx *c)
 	/* A word that starts with '-' would be read as an option. */
 	for (int i = 0; i < c->npr; i++) {
 		const proc *x = &c->pr[i];
-		const hx_model *m = hx_plan_model(c->p, c->p->groups[x->g].model);
-		if (model_path(m)[0] == '-')
+		const char *path = model_path(c, &c->p->groups[x->g]);
+		if (path[0] == '-')
 			return hx_errf(
 			    c->err, HX_EINPUT,
 			    "model %s: a model path that starts with '-' would be read as an option",
-			    shown(model_path(m)));
+			    shown(path));
 		if (c->h[x->host].addr[0] == '-')
 			return hx_errf(
 			    c->err, HX_EINPUT,

@@ -193,7 +193,8 @@ static inline int hx_yaml_lose(const hx_export_opts *o, hx_export_out *out, hx_e
 
 enum { HX_KPOD_SINGLE, HX_KPOD_LEADER, HX_KPOD_WORKER };
 
-#define HX_K8S_PORT 8000
+#define HX_K8S_PORT  8000
+#define HX_K8S_CACHE "/models" /* the model cache volume's mount */
 
 /* One pod of a replica: the GPUs it holds on one node. */
 typedef struct hx_kpod {
@@ -205,6 +206,7 @@ typedef struct hx_kpod {
 /* A replica group as Kubernetes sees it. */
 typedef struct hx_kgroup {
 	const hx_plan *plan;
+	const hx_export_opts *o;
 	const hx_plan_group *g;
 	const hx_model *m;
 	char key[56];     /* unique DNS-1123 label of the group: hexplan.dev/group */

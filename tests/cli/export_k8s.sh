@@ -175,8 +175,19 @@ for d, product, tp in zip(deps, ["NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB
     pod = d["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"nvidia.com/gpu.product": product}
     c = main(pod)
-    assert c["image"] == "vllm/vllm-openai:latest"
+    assert c["image"] == "vllm/vllm-openai:v0.11.0"  # pinned: the flags are version-gated
     assert c["resources"]["limits"] == {"nvidia.com/gpu": tp}
+    assert c["resources"]["requests"]["cpu"] == str(4 * tp)
+    mem = c["resources"]["requests"]["memory"]  # 16 GiB and the pod's share of the weights
+    assert mem.endswith("Gi") and int(mem[:-2]) >= 16 + 131 * tp // 8, mem
+    # large models load for minutes: the start-up budget grows with the
+    # weights (70B BF16: 141 GB at 100 MB/s and 300 s), then liveness
+    assert c["startupProbe"]["httpGet"] == c["livenessProbe"]["httpGet"] == {"path": "/health", "port": 8000}
+    assert c["startupProbe"]["periodSeconds"] * c["startupProbe"]["failureThreshold"] >= 1700
+    assert c["livenessProbe"]["failureThreshold"] == 3
+    assert {"name": "HF_HOME", "value": "/models/huggingface"} in c["env"]
+    assert {"name": "model-cache", "mountPath": "/models"} in c["volumeMounts"]
+    assert {"name": "model-cache", "emptyDir": {}} in pod["volumes"]
     assert c["command"][:3] == ["vllm", "serve", "meta-llama/Llama-3.1-70B-Instruct"]
     assert flag(c["command"], "--tensor-parallel-size") == str(tp)
     assert flag(c["command"], "--pipeline-parallel-size") == "1"
@@ -188,6 +199,12 @@ for d, product, tp in zip(deps, ["NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB
     assert labels["hexplan.dev/group"] == d["metadata"]["name"][len("hexplan-"):]
     assert labels["app.kubernetes.io/name"] == "vllm"
     assert d["spec"]["selector"]["matchLabels"].items() <= labels.items()
+# a PodDisruptionBudget per group: one pod down at a time
+pdbs = kinds(b, "PodDisruptionBudget")
+assert [x["metadata"]["name"] for x in pdbs] == ["hexplan-g0", "hexplan-g1", "hexplan-g2"]
+for x, d in zip(pdbs, deps):
+    assert x["spec"]["maxUnavailable"] == 1
+    assert x["spec"]["selector"]["matchLabels"] == d["spec"]["selector"]["matchLabels"]
 
 # pipeline: a LeaderWorkerSet, stage 0 on the leader's GPU type, stage 1 on
 # the workers'
@@ -215,7 +232,8 @@ for x in kinds(d, "Deployment"):
     role = x["spec"]["template"]["metadata"]["labels"]["llm-d.ai/role"]
     assert role == ("prefill" if x["metadata"]["name"].startswith("hexplan-p") else "decode")
     cmd = main(x["spec"]["template"]["spec"])["command"]
-    assert '"kv_connector":"NixlConnector"' in flag(cmd, "--kv-transfer-config")
+    kv = {"prefill": "kv_producer", "decode": "kv_consumer"}[role]
+    assert flag(cmd, "--kv-transfer-config") == '{"kv_connector":"NixlConnector","kv_role":"%s"}' % kv
 [r] = kinds(d, "HTTPRoute")
 assert [x["name"] for x in r["spec"]["rules"][0]["backendRefs"]] == ["hexplan-p0", "hexplan-p1", "hexplan-p2", "hexplan-p4", "hexplan-p5"]
 
@@ -224,10 +242,15 @@ assert [x["name"] for x in r["spec"]["rules"][0]["backendRefs"]] == ["hexplan-p0
 ks = load("baseline.kserve.yaml")
 assert [x["metadata"]["name"] for x in ks] == ["hexplan-g0", "hexplan-g1", "hexplan-g2"]
 for x in ks:
-    assert x["apiVersion"] == "serving.kserve.io/v1alpha1"
+    assert x["apiVersion"] == "serving.kserve.io/v1alpha2"
     assert x["spec"]["model"] == {"uri": "hf://meta-llama/Llama-3.1-70B-Instruct", "name": "meta-llama/Llama-3.1-70B-Instruct"}
     assert x["spec"]["router"]["scheduler"] == {} and x["spec"]["router"]["gateway"] == {}
-    assert main(x["spec"]["template"])["name"] == "main" and "--port" not in main(x["spec"]["template"])["command"]
+    c = main(x["spec"]["template"])
+    # KServe's preset runs vLLM (its port, probes, TLS, /mnt/models): the
+    # template adds arguments only, and keeps the preset's image
+    assert c["name"] == "main" and "command" not in c and "image" not in c, c.keys()
+    assert "--port" not in c["args"] and "--tensor-parallel-size" not in c["args"]
+    assert not {"ports", "readinessProbe", "livenessProbe", "startupProbe"} & c.keys()
 assert [x["spec"]["replicas"] for x in ks] == [8, 16, 4]
 assert [x["spec"]["parallelism"] for x in ks] == [{"tensor": 2}, {"tensor": 2}, {"tensor": 4}]
 [kp] = load("pipeline.kserve.yaml")
@@ -237,12 +260,63 @@ assert kp["spec"]["worker"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDI
 kd = load("disagg.kserve.yaml")
 pairs = {x["metadata"]["name"]: x["metadata"]["annotations"]["hexplan.dev/prefill-groups"] for x in kd}
 assert pairs == {"hexplan-d3": "p5", "hexplan-d6": "p4", "hexplan-d7": "p2", "hexplan-d8": "p1", "hexplan-d9": "p0"}, pairs
+import shlex
 for x in kd:
     assert x["spec"]["labels"]["llm-d.ai/role"] == "decode"
     assert x["spec"]["prefill"]["labels"]["llm-d.ai/role"] == "prefill"
     assert x["spec"]["prefill"]["replicas"] == 8
+    for unit, kv in ((x["spec"], "kv_consumer"), (x["spec"]["prefill"], "kv_producer")):
+        c = main(unit["template"])
+        assert "command" not in c and not {"ports", "readinessProbe", "startupProbe"} & c.keys()
+        # the preset appends them through eval "... $@": shell words
+        argv = shlex.split(" ".join(c["args"]))
+        assert flag(argv, "--kv-transfer-config") == '{"kv_connector":"NixlConnector","kv_role":"%s"}' % kv, argv
 PY
 fi
+
+# KServe's decode preset, merged under the decode unit's template (strategic
+# merge: the container by name, scalars replaced, args appended to the
+# preset's command by "$@"), still serves on 8001 and probes it there.
+PRESET=../shared/schemas/kserve/llmisvcconfigs-resources.yaml
+if [ "$have_yaml" = 1 ] && [ -f "$PRESET" ]; then
+	python3 - "$PRESET" "$TMP/disagg.kserve.yaml" <<'PY' && ok || fail "kserve decode unit keeps the preset's port and probes"
+import sys, yaml
+presets = {d["metadata"]["name"]: d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
+[base] = presets["kserve-config-llm-decode-template"]["spec"]["template"]["containers"]
+unit = [d for d in yaml.safe_load_all(open(sys.argv[2])) if d][0]
+[mine] = unit["spec"]["template"]["containers"]
+merged = dict(base)
+merged.update({k: v for k, v in mine.items() if k not in ("env", "volumeMounts")})
+assert "--port 8001" in merged["command"][2] and '$@"' in merged["command"][2]
+for p in ("readinessProbe", "livenessProbe", "startupProbe"):
+    assert merged[p]["httpGet"]["port"] == 8001, p
+assert merged["ports"] == [{"containerPort": 8001, "protocol": "TCP"}]
+assert merged["image"] == base["image"] and "/mnt/models" in merged["command"][2]
+assert "--kv-transfer-config" in merged["args"]
+PY
+else
+	echo "SKIP: $PRESET or python3-yaml is missing: no merge with KServe's preset"
+fi
+
+# --image and --model-cache: every pod runs the image and mounts the claim;
+# the header records the image; bad values are usage errors.
+run export -p $D/disagg.json --to k8s --lossy --image registry.local/vllm:v0.11.0 --model-cache llm-cache
+expect_rc 0 "--image --model-cache"
+cp "$TMP/out" "$TMP/opts.yaml"
+valid "$TMP/opts.yaml" "--image --model-cache"
+head -1 "$TMP/opts.yaml" | grep -qx '# Written by hexplan export --to k8s: image registry.local/vllm:v0.11.0 (--image).' &&
+	ok || fail "--image: the header records it"
+[ "$(grep -c 'image: "registry.local/vllm:v0.11.0"' "$TMP/opts.yaml")" = 10 ] &&
+	[ "$(grep -c 'claimName: "llm-cache"' "$TMP/opts.yaml")" = 10 ] && ok ||
+	fail "--image --model-cache: every pod"
+run export -p $D/disagg.json --to k8s --lossy --model-cache Bad_Claim
+expect_rc 2 "--model-cache not a DNS label"
+grep -q '^hexplan: error: --model-cache must name a PersistentVolumeClaim (a DNS-1123 label), not "Bad_Claim"$' "$TMP/err" &&
+	ok || fail "--model-cache message"
+run export -p $D/disagg.json --to kserve --model-cache llm-cache
+expect_rc 2 "--model-cache --to kserve"
+run export -p $D/baseline.json --to k8s --image 'x $(id)'
+expect_rc 2 "--image with a blank and a substitution"
 
 # Variants of the fixtures, made here.
 python3 - "$D" "$TMP" <<'PY' || fail "making the variant plans"
@@ -254,6 +328,14 @@ def save(x, n):
     json.dump(x, open(f"{tmp}/{n}", "w"), indent=1)
 p, b = load("pipeline.json"), load("baseline.json")
 h100 = [g for g in b["gpus"] if g["name"] == "h100-sxm"][0]
+
+# two models: g2 serves another one (a route plan's split)
+q = copy.deepcopy(b)
+m = copy.deepcopy(q["models"][0])
+m["name"], m["hf_repo"] = "other", "org/other-70b"
+q["models"].append(m)
+q["groups"][2]["model"] = "other"
+save(q, "two.json")
 
 # three stages on three GPU types: two kinds of workers
 q = copy.deepcopy(p)
@@ -341,6 +423,42 @@ for t in k8s kserve; do
 	expect_err_line "^hexplan: error: the $t export writes vLLM pods: --engine sglang is not expressed" "--engine sglang --to $t message"
 done
 
+# Requests split over models reach only the model they name (each vLLM
+# serves its own): one rule per model on the model header, weighted among
+# that model's groups; KServe: one route group per model.
+for t in k8s kserve; do
+	run export -p "$TMP/two.json" --to $t
+	expect_rc 1 "two models --to $t"
+	run export -p "$TMP/two.json" --to $t --lossy
+	expect_rc 0 "two models --to $t --lossy"
+	cp "$TMP/out" "$TMP/two.$t.yaml"
+	valid "$TMP/two.$t.yaml" "two models --to $t"
+done
+expect_err_line '^hexplan: lossy: the ingress splits requests over models, and KServe routes a request to the model it names' "two models --to kserve note"
+if [ "$have_yaml" = 1 ]; then
+	python3 - "$TMP" <<'PY' && ok || fail "two models: each model's requests go to its groups only"
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(f"{sys.argv[1]}/two.k8s.yaml")) if d]
+[r] = [d for d in docs if d["kind"] == "HTTPRoute"]
+model = {d["metadata"]["name"]: d["spec"]["template"]["spec"]["containers"][0]["command"][2]
+         for d in docs if d["kind"] == "Deployment"}
+rules = r["spec"]["rules"]
+assert len(rules) == 2, rules
+for rule in rules:
+    [m] = rule["matches"]
+    [h] = m["headers"]
+    assert h["type"] == "Exact" and h["name"] == "X-Gateway-Model-Name", h
+    assert {model[b["name"]] for b in rule["backendRefs"]} == {h["value"]}, (h, rule["backendRefs"])
+    assert sum(b["weight"] for b in rule["backendRefs"]) == 1000000
+assert [b["name"] for b in rules[1]["backendRefs"]] == ["hexplan-g2"]
+w = [b["weight"] for b in rules[0]["backendRefs"]]
+assert abs(w[0] / 1e6 - 0.518039 / (0.518039 + 0.439551)) < 1e-6, w
+units = [d for d in yaml.safe_load_all(open(f"{sys.argv[1]}/two.kserve.yaml")) if d]
+groups = {u["spec"]["model"]["name"]: u["spec"]["router"].get("route") for u in units}
+assert groups["org/other-70b"] == {}, groups
+PY
+fi
+
 # A stage over two nodes: a LeaderWorkerSet of three pods; KServe counts one
 # pod per stage and refuses.
 run export -p "$TMP/cross.json" --to k8s
@@ -375,7 +493,7 @@ find([d for d in yaml.safe_load_all(open(sys.argv[1])) if d is not None])
 amd = [p for p in pods if "amd.com/gpu" in p["containers"][0]["resources"]["limits"]]
 assert len(amd) == 1 and len(pods) == 3
 c = amd[0]["containers"][0]
-assert c["resources"]["limits"] == {"amd.com/gpu": 4} and c["image"] == "rocm/vllm:latest"
+assert c["resources"]["limits"] == {"amd.com/gpu": 4} and c.get("image", "rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909") == "rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909"
 assert {"name": "HIP_VISIBLE_DEVICES", "value": "0,1,2,3"} in c["env"]
 assert amd[0]["nodeSelector"] == {"amd.com/gpu.product-name": "AMD_Instinct_MI300X_OAM"}
 PY
@@ -426,8 +544,8 @@ import json, shlex, sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d is not None]
 names = json.load(open(sys.argv[2]))
 evil, repo = names["evil"], names["repo"]
-assert len(docs) == (3 if sys.argv[3] == "k8s" else 1), [d["kind"] for d in docs]
-assert all(d["kind"] in ("LeaderWorkerSet", "Service", "HTTPRoute", "LLMInferenceService") for d in docs)
+assert len(docs) == (4 if sys.argv[3] == "k8s" else 1), [d["kind"] for d in docs]
+assert all(d["kind"] in ("LeaderWorkerSet", "Service", "PodDisruptionBudget", "HTTPRoute", "LLMInferenceService") for d in docs)
 top = docs[0]
 place = top["metadata"]["annotations"]["hexplan.dev/placement"]
 assert place == f"r\"0\n: {evil['a']}:0 {evil['a']}:1 | {evil['b']}:0 {evil['b']}:1", place

@@ -102,14 +102,21 @@ PY
 	stderr_golden "$name.err" "$name sh stderr"
 	bad=
 	for f in "$TMP"/sh/*.sh; do
-		head -2 "$f" | tr '\n' ' ' | grep -q '^#!/bin/sh ' || bad="$bad $f(shebang)"
+		head -2 "$f" | tr '\n' ' ' | grep -q '^#!/bin/bash ' || bad="$bad $f(shebang)"
 		grep -qx 'set -eu' "$f" || bad="$bad $f(set -eu)"
 		[ -x "$f" ] || bad="$bad $f(not executable)"
-		sh -n "$f" || bad="$bad $f(sh -n)"
+		bash -n "$f" || bad="$bad $f(bash -n)"
+		grep -qx 'wait -n || status=$?' "$f" || bad="$bad $f(wait -n)"
 		if command -v shellcheck >/dev/null 2>&1; then
-			shellcheck -s sh "$f" >&2 || bad="$bad $f(shellcheck)"
+			shellcheck -s bash "$f" >&2 || bad="$bad $f(shellcheck)"
 		fi
 	done
+	# servers pass the token; the routers start once every server is healthy
+	for f in "$TMP"/sh/launch-*.sh; do
+		grep -qx '	export HF_TOKEN' "$f" || bad="$bad $f(HF_TOKEN)"
+	done
+	awk '/curl -fsS -o \/dev\/null "\$url\/health"/ { h = NR } / &$/ && !r { r = NR }
+		END { exit !(h && r > h) }' "$TMP/sh/router.sh" || bad="$bad router.sh(health first)"
 	[ -z "$bad" ] && ok || fail "$name sh scripts:$bad"
 done
 [ -n "$REGEN" ] && echo "golden files rewritten in $G" >&2
@@ -208,6 +215,71 @@ run export -p "$TMP/mixed.json" --to launch
 expect_rc 1 "mixed vendors refused"
 expect_err_line '^hexplan: error: group g0: 1 replica\(s\) \(first g0r0\) mix NVIDIA and AMD GPUs' "mixed vendors message"
 
+# int4 weights: the published checkpoint is BF16, so every target refuses
+# with one message (the memory the plan sized would not hold it) unless
+# --checkpoint names a pre-quantized repository, which the engines serve.
+python3 - $D/baseline.json "$TMP/int4.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+for g in p["groups"]:
+    g["weights"] = "int4"
+json.dump(p, open(sys.argv[2], "w"), indent=2)
+PY
+int4='hexplan: error: group "g0": int4 weights need a pre-quantized checkpoint (--checkpoint REPO, an AWQ or GPTQ repository of llama-3.1-70b): the engine would serve "meta-llama/Llama-3.1-70B-Instruct" as published'
+for t in launch k8s kserve; do
+	run export -p "$TMP/int4.json" --to $t
+	expect_rc 1 "int4 --to $t refused"
+	case $(cat "$TMP/err") in
+	"$int4 ("*) ok ;;
+	*) fail "int4 --to $t: message: $(cat "$TMP/err")" ;;
+	esac
+	[ -s "$TMP/out" ] && fail "int4 --to $t: a refusal writes nothing" || ok
+	run export -p "$TMP/int4.json" --to $t --checkpoint hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4
+	expect_rc 0 "int4 --to $t --checkpoint"
+	grep -q 'hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4' "$TMP/out" &&
+		! grep -q '"meta-llama/Llama-3.1-70B-Instruct"' "$TMP/out" && ok ||
+		fail "int4 --to $t --checkpoint: serves the quantized repository"
+done
+run export -p "$TMP/int4.json" --to launch --lossy
+expect_rc 0 "int4 --to launch --lossy"
+grep -q '^hexplan: lossy: group "g2": int4 weights need a pre-quantized checkpoint .*; the launch commands serve the published checkpoint instead$' "$TMP/err" &&
+	ok || fail "int4 --lossy note"
+run export -p "$TMP/int4.json" --to launch --checkpoint -x
+expect_rc 2 "--checkpoint starting with '-'"
+run export -p "$TMP/int4.json" --to dot --checkpoint a/b
+expect_rc 2 "--checkpoint --to dot"
+grep -q '^hexplan: error: --checkpoint is for --to launch, k8s or kserve$' "$TMP/err" &&
+	ok || fail "--checkpoint --to dot message"
+
+# A split between models: with --lossy each LiteLLM deployment serves the
+# model it is named for, so a request reaches only that model's servers.
+python3 - $D/baseline.json "$TMP/two.json" <<'PY'
+import copy, json, sys
+p = json.load(open(sys.argv[1]))
+m = copy.deepcopy(p["models"][0])
+m["name"], m["hf_repo"] = "other", "org/other-70b"
+p["models"].append(m)
+p["groups"][2]["model"] = "other"
+json.dump(p, open(sys.argv[2], "w"), indent=2)
+PY
+run export -p "$TMP/two.json" --to launch
+expect_rc 1 "two models --to launch"
+run export -p "$TMP/two.json" --to launch --lossy
+expect_rc 0 "two models --to launch --lossy"
+python3 - "$TMP/out" <<'PY' && ok || fail "two models: each deployment serves its own model"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+serves = {o["url"] + "/v1": o["argv"][2] for o in lines if "router" not in o and o["url"]}
+repo = {"llama-3.1-70b": "meta-llama/Llama-3.1-70B-Instruct", "other": "org/other-70b"}
+[r] = [o["router"] for o in lines if "router" in o]
+names = set()
+for d in r["config"]["model_list"]:
+    lp = d["litellm_params"]
+    assert serves[lp["api_base"]] == repo[d["model_name"]] and lp["model"] == "hosted_vllm/" + repo[d["model_name"]], d
+    names.add(d["model_name"])
+assert names == set(repo), names
+PY
+
 # Several files need a directory; output is written atomically into it.
 run export -p $D/baseline.json --to launch --format sh
 expect_rc 2 "several files to stdout"
@@ -276,6 +348,10 @@ f=$(mktemp "$HX_STUB_LOG/call.XXXXXX")
 EOF
 	chmod +x "$STUB/$s"
 done
+# the servers answer at once; kill (run by xargs) leaves the stubs to log
+printf '#!/bin/sh\nexit 0\n' >"$STUB/curl"
+printf '#!/bin/sh\nexit 0\n' >"$STUB/kill"
+chmod +x "$STUB/curl" "$STUB/kill"
 
 for e in vllm sglang; do
 	rm -rf "$TMP/evil-$e" "$TMP/log-$e" "$TMP/work-$e"
@@ -286,12 +362,16 @@ for e in vllm sglang; do
 	n=0
 	for f in "$TMP/evil-$e"/*.sh; do
 		n=$((n + 1))
-		sh -n "$f" || bad="$bad $f(sh -n)"
+		bash -n "$f" || bad="$bad $f(bash -n)"
+		grep -qx 'wait -n || status=$?' "$f" || bad="$bad $f(wait -n)"
 		if command -v shellcheck >/dev/null 2>&1; then
-			shellcheck -s sh "$f" >&2 || bad="$bad $f(shellcheck)"
+			shellcheck -s bash "$f" >&2 || bad="$bad $f(shellcheck)"
 		fi
-		(cd "$TMP/work-$e" && HX_STUB_LOG="$TMP/log-$e" PATH="$STUB:/usr/bin:/bin" sh "$f") ||
-			bad="$bad $f(run)"
+		# a process that exits (the stubs do at once) fails the script
+		(cd "$TMP/work-$e" && HX_STUB_LOG="$TMP/log-$e" PATH="$STUB:/usr/bin:/bin" bash "$f") 2>"$TMP/run-err"
+		rc=$?
+		[ "$rc" -eq 1 ] && grep -q ': a process exited (status 0): stopping the others$' "$TMP/run-err" ||
+			bad="$bad $f(run: exit $rc)"
 	done
 	[ "$n" -eq 3 ] && [ -z "$bad" ] && ok || fail "hostile $e scripts ($n):$bad"
 	if [ -z "$(ls -A "$TMP/work-$e")" ] && [ -z "$(find "$TMP" . -name pwned 2>/dev/null)" ]; then

@@ -727,12 +727,29 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 		ev->binding = "tpot";
 		return;
 	}
-	/* TTFT misses: waiting for prefill room, then the prompt's chunks. */
+	/* TTFT misses: waiting for prefill room, then the prompt's chunks.
+	 * A prompt arrives whole and the engine computes its tokens in as few
+	 * chunks as the token budget allows, so the prompts queue as an
+	 * M/G/1 server whose service is a prompt's own compute: its tokens at
+	 * the marginal time a prompt token adds to an iteration of the decode
+	 * batch (not its share of a mean iteration, which spreads each prompt
+	 * thinly over many steps and hides the queue). */
 	{
-		double c = budget - B, u = p / c;
+		double c = budget - B, m, u, service;
 		double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
-		double cs2 = hx_dist_cv2(&w->prompt), service = P / c * t;
-		double scale = (ca2 + cs2) / 2 * service / fmax(1 - u, 1e-9);
+		double cs2 = hx_dist_cv2(&w->prompt), scale;
+		{
+			double k = fmax(1, fmin(P, c)), t0;
+			hx_batch bd = {0}, bp = {0};
+			hx_batch_add_decode(&bd, B, P + H + O / 2);
+			t0 = B > 0 ? hx_cost_cycle(r, &bd, &it) : 0;
+			hx_batch_add_decode(&bp, B, P + H + O / 2);
+			hx_batch_add_prefill(&bp, 1, k, H + k / 2);
+			m = fmax(hx_cost_cycle(r, &bp, &it) - t0, 0) / k;
+		}
+		service = P * m;
+		u = lambda * service;
+		scale = (ca2 + cs2) / 2 * service / fmax(1 - u, 1e-9);
 		if (u >= 1) {
 			ev->binding = "ttft";
 			return;

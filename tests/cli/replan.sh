@@ -109,8 +109,8 @@ c = json.load(open(sys.argv[1]))
 c["nodes"] = [n for n in c["nodes"] if n["name"] not in ("h100-0", "h100-1")]
 json.dump(c, open(sys.argv[2], "w"))
 PY
-sed 's/"rate_rps": 10/"rate_rps": 150/' examples/workloads/code.json >"$TMP/code150.json"
-run replan -p "$TMP/dg.json" -c "$TMP/noh100.json" -w "$TMP/code150.json" -o "$TMP/dg2.json" --moves "$TMP/dgm.json"
+sed 's/"rate_rps": 10/"rate_rps": 120/' examples/workloads/code.json >"$TMP/code120.json"
+run replan -p "$TMP/dg.json" -c "$TMP/noh100.json" -w "$TMP/code120.json" -o "$TMP/dg2.json" --moves "$TMP/dgm.json"
 expect_rc 0 "replan a disaggregated plan"
 run check -p "$TMP/dg2.json" -c "$TMP/noh100.json"
 expect_rc 0 "check accepts the re-roled plan"
@@ -126,9 +126,9 @@ for g in new["groups"]:
     if any(x["group"] == g["name"] for x in flips):
         assert roles[g["name"]] == "decode" and g["role"] == "prefill", g["name"]
 p = new["predicted"]
-assert p["capacity_rps"] >= 150 / 0.9, p
+assert p["capacity_rps"] >= 120 / 0.9, p
 PY
-run simulate -p "$TMP/dg2.json" -w "$TMP/code150.json" --requests 3000
+run simulate -p "$TMP/dg2.json" -w "$TMP/code120.json" --requests 3000
 expect_rc 0 "simulate the re-roled plan"
 
 # Short of capacity with no free GPU: exit 3, saying by how much.

@@ -239,7 +239,7 @@ static void replan_case(const hx_catalog *cat, const char *model, int objective,
 	for (int i = 0; i < 3; i++) {
 		double t0 = bench_now();
 		hx_problem pb2 = {cat, &c2, &w, &p.models[0], 1, cpath2, wpath, NULL};
-		if (hx_replan(&p, &c2, &w, &pb2, &o, &q, &mv, &err)) {
+		if (hx_replan(&p, &c2, &w, &pb2, &o, 0, &q, &mv, &err)) {
 			fprintf(stderr, "compose: replan: %s\n", err.msg);
 			exit(1);
 		}

@@ -400,12 +400,114 @@ static void adopt_new(hx_plan *p, hx_plan *tmp, const hx_cluster *cl, int *const
 	}
 }
 
+/* The replicas of each candidate of S to start, into RES: the fewest (each
+ * loads the weights once: fewest replicas is fewest bytes moved; then fewest
+ * GPUs, then least cost) that add NEED req/s at the SLO; or, with
+ * BEST_EFFORT when no choice adds that much, those that add the most (the
+ * fewest of them again breaking ties).  Returns 0 (RES->status says whether
+ * the solve found counts), HX_EINFEASIBLE when the free GPUs fall short and
+ * not BEST_EFFORT, or an error. */
+static int choose_counts(const hx_candset *s, const hx_plan *p, const hx_workload *w,
+			 const hx_plan_opts *o, double need, int best_effort,
+			 hx_milp_result *res, hx_err *err)
+{
+	hx_milp *m = NULL;
+	hx_milp_opts mo = hx_plan_milp_opts(o, 0);
+	int rc = 0, *idx = hx_xcalloc((size_t)s->n + 1, sizeof(int)), most_mode = 0;
+	double *val = hx_xcalloc((size_t)s->n + 1, sizeof(double)), most = 0;
+	double *ub = hx_xcalloc((size_t)s->n + 1, sizeof(double));
+
+	for (int c = 0; c < s->n; c++) {
+		ub[c] = INFINITY;
+		for (int k = 0; k < s->ncls; k++) {
+			int u = hx_cand_use(&s->c[c], k);
+			if (u > 0)
+				ub[c] = fmin(ub[c], floor((double)s->cls[k].nnodes *
+							  s->cls[k].gpus_per_node / u));
+		}
+		most += ub[c] * s->c[c].capacity_rps;
+	}
+	if (s->n == 0 || most < need) {
+		if (!best_effort) {
+			rc = hx_errf(
+			    err, HX_EINFEASIBLE,
+			    "the kept replicas carry %.3f req/s at the SLO and the free GPUs at most %.3f more, short of the %.3f req/s the rate of %g req/s needs at %g%% utilization",
+			    total_capacity(p), fmin(most, need), w->rate_rps / HX_REPLAN_UTIL,
+			    w->rate_rps, HX_REPLAN_UTIL * 100);
+			goto out;
+		}
+		most_mode = 1;
+	}
+	if (s->n == 0) {
+		res->status = HX_MILP_INFEASIBLE;
+		goto out;
+	}
+again:
+	if (m)
+		hx_milp_free(m);
+	m = hx_milp_new(most_mode);
+	for (int c = 0; c < s->n; c++) {
+		char name[64];
+		double fewest = 1 + 1e-3 * s->c[c].gpus + 1e-6 * s->c[c].usd_per_hour;
+		snprintf(name, sizeof(name), "n_%d", c);
+		hx_milp_add_var(m, name, HX_MILP_INT, 0, ub[c],
+				most_mode ? s->c[c].capacity_rps - 1e-6 * fewest : fewest);
+	}
+	for (int k = 0; k < s->ncls; k++) {
+		int n = 0;
+		char name[64];
+		for (int c = 0; c < s->n; c++) {
+			int u = hx_cand_use(&s->c[c], k);
+			if (u > 0) {
+				idx[n] = c;
+				val[n++] = u;
+			}
+		}
+		snprintf(name, sizeof(name), "gpus_%d", k);
+		if (n > 0)
+			hx_milp_add_row(m, name, n, idx, val, -INFINITY,
+					(double)s->cls[k].nnodes * s->cls[k].gpus_per_node);
+	}
+	if (!most_mode) {
+		for (int c = 0; c < s->n; c++) {
+			idx[c] = c;
+			val[c] = s->c[c].capacity_rps;
+		}
+		hx_milp_add_row(m, "capacity", s->n, idx, val, need, INFINITY);
+	}
+	free(res->x);
+	res->x = NULL;
+	if ((rc = hx_milp_solve(m, &mo, res, err)))
+		goto out;
+	if (res->status == HX_MILP_INFEASIBLE && !most_mode) {
+		if (best_effort) {
+			most_mode = 1;
+			goto again;
+		}
+		rc = hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "the free GPUs cannot add the %.3f req/s at the SLO the rate needs", need);
+		goto out;
+	}
+	if (res->status > HX_MILP_TIME_LIMIT)
+		rc = hx_errf(err, HX_ELIMIT,
+			     "the placement MILP reached its limit before any plan");
+out:
+	free(idx);
+	free(val);
+	free(ub);
+	if (m)
+		hx_milp_free(m);
+	return rc;
+}
+
 /* Place the fewest new replicas on the GPUs P leaves free in CL so that the
- * plan's capacity reaches NEED req/s more.  Returns 0, HX_EINFEASIBLE when
- * the free GPUs cannot, or an error. */
+ * plan's capacity reaches NEED req/s more (with BEST_EFFORT, when they
+ * cannot, those that add the most).  Returns 0, HX_EINFEASIBLE when the
+ * free GPUs cannot and not BEST_EFFORT, or an error. */
 static int place_new(hx_plan *p, const hx_cluster *cl, const hx_problem *pb0,
-		     const hx_workload *w, const hx_plan_opts *o, double need, hx_moves *mv,
-		     int *cut, hx_err *err)
+		     const hx_workload *w, const hx_plan_opts *o, double need, int best_effort,
+		     hx_moves *mv, int *cut, hx_err *err)
 {
 	hx_cluster fc = *cl;
 	int **freeidx = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int *));
@@ -415,12 +517,9 @@ static int place_new(hx_plan *p, const hx_cluster *cl, const hx_problem *pb0,
 	hx_problem pb = *pb0;
 	hx_candset s = {0};
 	hx_cand_opts co = {2};
-	hx_milp *m = NULL;
 	hx_milp_result res = {0};
-	hx_milp_opts mo = hx_plan_milp_opts(o, 0);
 	hx_plan tmp;
-	int rc = 0, *idx = NULL;
-	double *val = NULL, most = 0;
+	int rc = 0;
 
 	hx_plan_init(&tmp);
 	/* The free GPUs of each node, in index order. */
@@ -432,66 +531,9 @@ static int place_new(hx_plan *p, const hx_cluster *cl, const hx_problem *pb0,
 	pb.workload = w;
 	if ((rc = hx_candidates(&pb, &co, &s, err)))
 		goto out;
-	m = hx_milp_new(0);
-	idx = hx_xcalloc((size_t)s.n + 1, sizeof(int));
-	val = hx_xcalloc((size_t)s.n + 1, sizeof(double));
-	for (int c = 0; c < s.n; c++) {
-		double ub = INFINITY;
-		char name[64];
-		for (int k = 0; k < s.ncls; k++) {
-			int u = hx_cand_use(&s.c[c], k);
-			if (u > 0)
-				ub = fmin(ub, floor((double)s.cls[k].nnodes *
-						    s.cls[k].gpus_per_node / u));
-		}
-		most += ub * s.c[c].capacity_rps;
-		snprintf(name, sizeof(name), "n_%d", c);
-		/* Fewest replicas (bytes of weights to load), then fewest GPUs, then
-		 * least cost. */
-		hx_milp_add_var(m, name, HX_MILP_INT, 0, ub,
-				1 + 1e-3 * s.c[c].gpus + 1e-6 * s.c[c].usd_per_hour);
-	}
-	for (int k = 0; k < s.ncls; k++) {
-		int n = 0;
-		char name[64];
-		for (int c = 0; c < s.n; c++) {
-			int u = hx_cand_use(&s.c[c], k);
-			if (u > 0) {
-				idx[n] = c;
-				val[n++] = u;
-			}
-		}
-		snprintf(name, sizeof(name), "gpus_%d", k);
-		if (n > 0)
-			hx_milp_add_row(m, name, n, idx, val, -INFINITY,
-					(double)s.cls[k].nnodes * s.cls[k].gpus_per_node);
-	}
-	for (int c = 0; c < s.n; c++) {
-		idx[c] = c;
-		val[c] = s.c[c].capacity_rps;
-	}
-	if (s.n == 0 || most < need) {
-		rc = hx_errf(
-		    err, HX_EINFEASIBLE,
-		    "the kept replicas carry %.3f req/s at the SLO and the free GPUs at most %.3f more, short of the %.3f req/s the rate of %g req/s needs at %g%% utilization",
-		    total_capacity(p), fmin(most, need), w->rate_rps / HX_REPLAN_UTIL,
-		    w->rate_rps, HX_REPLAN_UTIL * 100);
+	if ((rc = choose_counts(&s, p, w, o, need, best_effort, &res, err)) || !res.x ||
+	    res.status > HX_MILP_TIME_LIMIT)
 		goto out;
-	}
-	hx_milp_add_row(m, "capacity", s.n, idx, val, need, INFINITY);
-	if ((rc = hx_milp_solve(m, &mo, &res, err)))
-		goto out;
-	if (res.status == HX_MILP_INFEASIBLE) {
-		rc = hx_errf(
-		    err, HX_EINFEASIBLE,
-		    "the free GPUs cannot add the %.3f req/s at the SLO the rate needs", need);
-		goto out;
-	}
-	if (res.status > HX_MILP_TIME_LIMIT) {
-		rc = hx_errf(err, HX_ELIMIT,
-			     "the placement MILP reached its limit before any plan");
-		goto out;
-	}
 	*cut = res.status == HX_MILP_TIME_LIMIT;
 	/* Place widest first, into a scratch plan, then adopt the groups under
 	 * fresh names with the real GPU indexes. */
@@ -512,11 +554,7 @@ out:
 	free(free_gpus);
 	free(next);
 	free(fc.nodes);
-	free(idx);
-	free(val);
 	free(res.x);
-	if (m)
-		hx_milp_free(m);
 	hx_plan_release(&tmp);
 	hx_candset_release(&s);
 	return rc;
@@ -606,9 +644,85 @@ static int keep_survivors(hx_plan *p, const hx_cluster *cl, hx_moves *mv, int *b
 	return disagg;
 }
 
+/* The predictions of P without a workload: the capacities the old plan
+ * recorded, the price of the GPUs on CL. */
+static void recorded_predictions(hx_plan *p, const hx_cluster *cl)
+{
+	double usd = 0;
+	for (int g = 0; g < p->ngroups; g++)
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			for (int s = 0; s < p->groups[g].nstages; s++)
+				for (int k = 0; k < p->groups[g].replicas[r].ngpus[s]; k++) {
+					int ni = node_index(
+					    cl, p->groups[g].replicas[r].gpus[s][k].node);
+					usd += ni >= 0 ? cl->nodes[ni].usd_per_hour : 0;
+				}
+	p->predicted.capacity_rps = hx_round6(total_capacity(p));
+	p->predicted.usd_per_hour = hx_round6(usd);
+}
+
+/* A composed plan's rent recounted on CL, its price the rent's. */
+static void recount_rent(hx_plan *p, const hx_cluster *cl, int compose)
+{
+	double usd = 0;
+
+	hx_plan_fill_rent(p, cl);
+	if (!compose)
+		return;
+	for (int i = 0; i < p->nrent; i++)
+		usd += p->rent[i].usd_per_hour;
+	if (p->predicted.usd_per_hour > 0 && p->predicted.usd_per_m_tokens > 0)
+		p->predicted.usd_per_m_tokens =
+		    hx_round6(p->predicted.usd_per_m_tokens * usd / p->predicted.usd_per_hour);
+	p->predicted.usd_per_hour = hx_round6(usd);
+}
+
+/* Mark P short of W's rate when its predicted capacity falls below rate /
+ * HX_REPLAN_UTIL. */
+static void mark_short(hx_plan *p, const hx_workload *w)
+{
+	double cap = p->predicted.capacity_rps, need = w->rate_rps / HX_REPLAN_UTIL;
+
+	memset(&p->shortage, 0, sizeof(p->shortage));
+	if (cap >= need * (1 - 1e-9))
+		return;
+	p->shortage.on = 1;
+	p->shortage.rate_rps = w->rate_rps;
+	p->shortage.utilization = HX_REPLAN_UTIL;
+	p->shortage.shortfall_rps = hx_round6(need - cap);
+	p->shortage.served_share = hx_round6(w->rate_rps > 0 ? fmin(1, cap / w->rate_rps) : 1);
+}
+
+/* Make up P's shortfall against W's rate: flip disaggregated roles, then
+ * start new replicas on the free GPUs (aggregated plans; with STRICT only
+ * when they make up the whole shortfall). */
+static int make_up(hx_plan *p, const hx_cluster *cl, const hx_problem *pb, const hx_workload *w,
+		   const hx_plan_opts *o, int disagg, int strict, hx_moves *mv, int *cut,
+		   hx_err *err)
+{
+	double need = w->rate_rps / HX_REPLAN_UTIL;
+	int rc;
+
+	if (total_capacity(p) >= need)
+		return 0;
+	if (disagg && (rc = flip_roles(p, cl, pb, need, mv, err)))
+		return rc;
+	if (total_capacity(p) >= need)
+		return 0;
+	if (disagg) {
+		if (!strict)
+			return 0;
+		return hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "the kept replicas carry %.3f req/s at the SLO, short of the rate of %g req/s, after flipping the roles that help, and replan places new replicas in aggregated plans only",
+		    total_capacity(p), w->rate_rps);
+	}
+	return place_new(p, cl, pb, w, o, need - total_capacity(p), !strict, mv, cut, err);
+}
+
 int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
-	      const hx_problem *pb0, const hx_plan_opts *o, hx_plan *p, hx_moves *mv,
-	      hx_err *err)
+	      const hx_problem *pb0, const hx_plan_opts *o, int strict, hx_plan *p,
+	      hx_moves *mv, hx_err *err)
 {
 	hx_cluster cl;
 	hx_problem pb = *pb0;
@@ -621,6 +735,7 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 	free(text);
 	if (rc)
 		return rc;
+	memset(&p->shortage, 0, sizeof(p->shortage));
 	if (p->nmodels != 1 || p->ncascade > 0 || p->nhops > 0) {
 		hx_plan_release(p);
 		return hx_errf(
@@ -648,27 +763,16 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 	reroute(p, before);
 	reroute_kv(p, &cl);
 	if (w) {
-		if ((rc = hx_plan_finish(&pb, p, 0, err)))
+		if ((rc = hx_plan_finish(&pb, p, 0, err)) ||
+		    (rc = make_up(p, &cl, &pb, w, o, disagg, strict, mv, &cut, err)))
 			goto out;
 		mv->rate_rps = w->rate_rps;
 	}
-	if (w && total_capacity(p) < w->rate_rps / HX_REPLAN_UTIL) {
-		if (disagg &&
-		    (rc = flip_roles(p, &cl, &pb, w->rate_rps / HX_REPLAN_UTIL, mv, err)))
-			goto out;
-	}
-	if (w && total_capacity(p) < w->rate_rps / HX_REPLAN_UTIL) {
-		if (disagg) {
-			rc = hx_errf(
-			    err, HX_EINFEASIBLE,
-			    "the kept replicas carry %.3f req/s at the SLO, short of the rate of %g req/s, after flipping the roles that help, and replan places new replicas in aggregated plans only",
-			    total_capacity(p), w->rate_rps);
-			goto out;
-		}
-		if ((rc = place_new(p, &cl, &pb, w, o,
-				    w->rate_rps / HX_REPLAN_UTIL - total_capacity(p), mv, &cut,
-				    err)))
-			goto out;
+	if (p->ngroups == 0) {
+		rc = hx_errf(err, HX_EINFEASIBLE,
+			     "no replica survives and the free GPUs hold no replica of %s",
+			     p->models[0].name);
+		goto out;
 	}
 	if (mv->started > 0) {
 		/* New groups: every class (or all traffic) by capacity. */
@@ -677,39 +781,16 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 		p->nclasses = 0;
 		if ((rc = hx_plan_finish(&pb, p, HX_FINISH_WEIGHTS, err)))
 			goto out;
-	} else if (!w) {
-		/* No workload: the capacities the old plan recorded. */
-		double usd = 0;
-		for (int g = 0; g < p->ngroups; g++)
-			for (int r = 0; r < p->groups[g].nreplicas; r++)
-				for (int s = 0; s < p->groups[g].nstages; s++)
-					for (int k = 0; k < p->groups[g].replicas[r].ngpus[s];
-					     k++) {
-						int ni = node_index(
-						    &cl,
-						    p->groups[g].replicas[r].gpus[s][k].node);
-						usd += ni >= 0 ? cl.nodes[ni].usd_per_hour : 0;
-					}
-		p->predicted.capacity_rps = hx_round6(total_capacity(p));
-		p->predicted.usd_per_hour = hx_round6(usd);
-	}
-	if (compose || p->nrent > 0) {
-		hx_plan_fill_rent(p, &cl);
-		if (compose) {
-			double usd = 0;
-			for (int i = 0; i < p->nrent; i++)
-				usd += p->rent[i].usd_per_hour;
-			if (p->predicted.usd_per_hour > 0 && p->predicted.usd_per_m_tokens > 0)
-				p->predicted.usd_per_m_tokens =
-				    hx_round6(p->predicted.usd_per_m_tokens * usd /
-					      p->predicted.usd_per_hour);
-			p->predicted.usd_per_hour = hx_round6(usd);
-		}
-	}
+	} else if (!w)
+		recorded_predictions(p, &cl);
+	if (compose || p->nrent > 0)
+		recount_rent(p, &cl, compose);
 	/* A disaggregated plan carries what its weaker role does (the KV
 	 * links' limits left out). */
 	if (disagg)
 		p->predicted.capacity_rps = hx_round6(total_capacity(p));
+	if (w)
+		mark_short(p, w);
 	/* Kept replicas and new ones are not one optimization's result. */
 	strcpy(p->solver.status, cut ? "time_limit" : "heuristic");
 	mv->routing_only = mv->started == 0;

@@ -48,11 +48,14 @@ void hx_moves_release(hx_moves *mv);
  * W (NULL: keep and re-route only, with the capacities OLD records).  PB
  * gives the catalog, digests' paths, seed and model (PB->model: the plan's
  * model; PB->workload and PB->cluster are ignored).  OUT gets the new plan,
- * MV the moves (release both).  Returns 0, HX_EINFEASIBLE when the GPUs
- * left cannot carry the rate (the message says how far short), HX_EINPUT
- * for a plan replan cannot adapt. */
+ * MV the moves (release both).  When the GPUs left cannot carry W's rate,
+ * OUT is the plan with the most capacity they allow, marked short
+ * (OUT->shortage), or, with STRICT, there is none.  Returns 0,
+ * HX_EINFEASIBLE when STRICT and the GPUs left cannot carry the rate, or
+ * when no replica survives or fits (the message says how far short),
+ * HX_EINPUT for a plan replan cannot adapt. */
 int hx_replan(const hx_plan *old, const hx_cluster *cl, const hx_workload *w,
-	      const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_moves *mv,
-	      hx_err *err);
+	      const hx_problem *pb, const hx_plan_opts *o, int strict, hx_plan *out,
+	      hx_moves *mv, hx_err *err);
 
 #endif

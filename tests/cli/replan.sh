@@ -131,18 +131,65 @@ PY
 run simulate -p "$TMP/dg2.json" -w "$TMP/code150.json" --requests 3000
 expect_rc 0 "simulate the re-roled plan"
 
-# Short of capacity with no free GPU: exit 3, saying by how much.
+# Short of capacity with no free GPU: the kept replicas as they are, marked
+# short, exit 5; --strict refuses (exit 3), saying by how much, and writes
+# nothing.
 sed 's/"rate_rps": 20/"rate_rps": 600/' $W >"$TMP/w600.json"
-python3 - $C "$TMP/minus-h100.json" h100-0 <<'PY'
+drop_node() {
+	python3 - "$1" "$2" "$3" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
 c["nodes"] = [n for n in c["nodes"] if n["name"] != sys.argv[3]]
 json.dump(c, open(sys.argv[2], "w"))
 PY
-run replan -p "$TMP/old.json" -c "$TMP/minus-h100.json" -w "$TMP/w600.json" -o "$TMP/none.json"
-expect_rc 3 "not enough GPUs left"
+}
+drop_node $C "$TMP/minus-h100.json" h100-0
+run replan -p "$TMP/old.json" -c "$TMP/minus-h100.json" -w "$TMP/w600.json" -o "$TMP/short600.json"
+expect_rc 5 "not enough GPUs left: a short plan"
+grep -Eq '^hexplan: replan: short: the plan carries [0-9.]+ req/s at the SLO, [0-9.]+ short of the 666.667 req/s the rate of 600 req/s needs at 90% utilization; it serves [0-9.]+% of the offered traffic at the SLO$' "$TMP/err" && ok || fail "short line"
+run check -p "$TMP/short600.json" -c "$TMP/minus-h100.json"
+expect_rc 0 "check accepts the short plan"
+run replan -p "$TMP/old.json" -c "$TMP/minus-h100.json" -w "$TMP/w600.json" -o "$TMP/none.json" --strict
+expect_rc 3 "--strict: not enough GPUs left"
 expect_err_line '^hexplan: error: the kept replicas carry [0-9.]+ req/s at the SLO and the free GPUs at most [0-9.]+ more, short of the [0-9.]+ req/s the rate of 600 req/s needs at 90% utilization$' "short message"
 [ -e "$TMP/none.json" ] && fail "left a file" || ok
+
+# bo-48 loses node a100-80g-0: the replica that used it stops, the other
+# three stay, and the free A100 and A6000 GPUs take the best replica they
+# can hold; still short of 20 req/s / 0.9, so the plan says so (exit 5),
+# passes check, and its figures follow from its capacity.
+B=examples/clusters/bo-48.json
+hx plan --mode colocated -c $B -m llama-3.1-70b -w $W -o "$TMP/bo.json" || fail "bo-48 plan"
+drop_node $B "$TMP/bo-minus.json" a100-80g-0
+run replan -p "$TMP/bo.json" -c "$TMP/bo-minus.json" -w $W -o "$TMP/bo2.json" --moves "$TMP/bom.json"
+expect_rc 5 "bo-48 without a100-80g-0: plan written, short"
+grep -q '^hexplan: replan: short: ' "$TMP/err" && ok || fail "bo-48 says short"
+run check -p "$TMP/bo2.json" -c "$TMP/bo-minus.json"
+expect_rc 0 "check accepts the short bo-48 plan"
+compare "$TMP/bo.json" "$TMP/bo2.json" a100-80g-0 && ok || fail "short replan moved a kept replica"
+python3 - "$TMP/bo2.json" "$TMP/bom.json" <<'PY' && ok || fail "short plan figures"
+import json, sys
+p, m = (json.load(open(f)) for f in sys.argv[1:3])
+s, cap = p["shortfall"], p["predicted"]["capacity_rps"]
+assert p["status"] == "short" and s["rate_rps"] == 20 and s["utilization"] == 0.9, p
+assert abs(s["shortfall_rps"] - (20 / 0.9 - cap)) < 1e-5 and s["shortfall_rps"] > 0, s
+assert abs(s["served_share"] - min(1, cap / 20)) < 1e-5, s
+assert m["kept"] == 3 and m["stopped"] == 1 and m["started"] >= 1, m
+PY
+run replan -p "$TMP/bo.json" -c "$TMP/bo-minus.json" -w $W -o "$TMP/bo3.json" --strict
+expect_rc 3 "bo-48 --strict refuses"
+expect_err_line '^hexplan: error: the free GPUs cannot add the [0-9.]+ req/s at the SLO the rate needs$' "bo-48 --strict message"
+[ -e "$TMP/bo3.json" ] && fail "--strict left a file" || ok
+# A short plan whose figures do not follow from its capacity fails check.
+python3 - "$TMP/bo2.json" "$TMP/bad-short.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["shortfall"]["served_share"] = 0.5
+json.dump(p, open(sys.argv[2], "w"))
+PY
+run check -p "$TMP/bad-short.json" -c "$TMP/bo-minus.json"
+expect_rc 1 "check rejects a wrong share"
+expect_err_line '/shortfall/served_share: 0.5, but the plan carries [0-9.]+ of the rate of 20 req/s: 1$' "wrong share message"
 
 # Bad inputs.
 run replan -p "$TMP/old.json"

@@ -400,113 +400,173 @@ static void adopt_new(hx_plan *p, hx_plan *tmp, const hx_cluster *cl, int *const
 	}
 }
 
-/* The replicas of each candidate of S to start, into RES: the fewest (each
- * loads the weights once: fewest replicas is fewest bytes moved; then fewest
- * GPUs, then least cost) that add NEED req/s at the SLO; or, with
- * BEST_EFFORT when no choice adds that much, those that add the most (the
- * fewest of them again breaking ties).  Returns 0 (RES->status says whether
- * the solve found counts), HX_EINFEASIBLE when the free GPUs fall short and
- * not BEST_EFFORT, or an error. */
-static int choose_counts(const hx_candset *s, const hx_plan *p, const hx_workload *w,
-			 const hx_plan_opts *o, double need, int best_effort,
-			 hx_milp_result *res, hx_err *err)
-{
-	hx_milp *m = NULL;
-	hx_milp_opts mo = hx_plan_milp_opts(o, 0);
-	int rc = 0, *idx = hx_xcalloc((size_t)s->n + 1, sizeof(int)), most_mode = 0;
-	double *val = hx_xcalloc((size_t)s->n + 1, sizeof(double)), most = 0;
-	double *ub = hx_xcalloc((size_t)s->n + 1, sizeof(double));
+/* What new replicas must add, per role: one role (aggregated: CAP[0] the
+ * candidates' capacities) or two (disaggregated: CAP[0] prefill, CAP[1]
+ * decode); HAVE[k] what the plan's replicas carry in role k, NEED[k] what
+ * it must reach. */
+typedef struct roles {
+	int n;
+	double *cap[2];
+	double have[2], need[2];
+} roles;
 
-	for (int c = 0; c < s->n; c++) {
-		ub[c] = INFINITY;
-		for (int k = 0; k < s->ncls; k++) {
-			int u = hx_cand_use(&s->c[c], k);
-			if (u > 0)
-				ub[c] = fmin(ub[c], floor((double)s->cls[k].nnodes *
-							  s->cls[k].gpus_per_node / u));
-		}
-		most += ub[c] * s->c[c].capacity_rps;
-	}
-	if (s->n == 0 || most < need) {
-		if (!best_effort) {
-			rc = hx_errf(
-			    err, HX_EINFEASIBLE,
-			    "the kept replicas carry %.3f req/s at the SLO and the free GPUs at most %.3f more, short of the %.3f req/s the rate of %g req/s needs at %g%% utilization",
-			    total_capacity(p), fmin(most, need), w->rate_rps / HX_REPLAN_UTIL,
-			    w->rate_rps, HX_REPLAN_UTIL * 100);
-			goto out;
-		}
-		most_mode = 1;
-	}
-	if (s->n == 0) {
-		res->status = HX_MILP_INFEASIBLE;
-		goto out;
-	}
-again:
-	if (m)
-		hx_milp_free(m);
-	m = hx_milp_new(most_mode);
-	for (int c = 0; c < s->n; c++) {
-		char name[64];
-		double fewest = 1 + 1e-3 * s->c[c].gpus + 1e-6 * s->c[c].usd_per_hour;
-		snprintf(name, sizeof(name), "n_%d", c);
-		hx_milp_add_var(m, name, HX_MILP_INT, 0, ub[c],
-				most_mode ? s->c[c].capacity_rps - 1e-6 * fewest : fewest);
-	}
+/* The count of candidate C of S that fits the free GPUs alone. */
+static double count_bound(const hx_candset *s, int c)
+{
+	double ub = INFINITY;
 	for (int k = 0; k < s->ncls; k++) {
+		int u = hx_cand_use(&s->c[c], k);
+		if (u > 0)
+			ub = fmin(
+			    ub, floor((double)s->cls[k].nnodes * s->cls[k].gpus_per_node / u));
+	}
+	return ub;
+}
+
+/* The MILP over the replicas of each candidate of S in each role of R (var
+ * k * S->n + c), each GPU class at most once: with MOST, the most capacity
+ * in the weakest role (var t = R->n * S->n), else the fewest replicas that
+ * bring every role to its need.  The fewest replicas (each loads the
+ * weights once: fewest is fewest bytes moved), then GPUs, then cost break
+ * ties.  New model: hx_milp_free. */
+static hx_milp *counts_milp(const hx_candset *s, const roles *R, int most)
+{
+	hx_milp *m = hx_milp_new(most);
+	int nv = R->n * s->n;
+	int *idx = hx_xcalloc((size_t)nv + 2, sizeof(int));
+	double *val = hx_xcalloc((size_t)nv + 2, sizeof(double));
+
+	for (int k = 0; k < R->n; k++)
+		for (int c = 0; c < s->n; c++) {
+			char name[64];
+			double fewest = 1 + 1e-3 * s->c[c].gpus + 1e-6 * s->c[c].usd_per_hour;
+			snprintf(name, sizeof(name), "n_%d_%d", k, c);
+			hx_milp_add_var(m, name, HX_MILP_INT, 0, count_bound(s, c),
+					most ? -1e-6 * fewest : fewest);
+		}
+	if (most)
+		hx_milp_add_var(m, "t", HX_MILP_CONT, 0, INFINITY, 1);
+	for (int g = 0; g < s->ncls; g++) {
 		int n = 0;
 		char name[64];
-		for (int c = 0; c < s->n; c++) {
-			int u = hx_cand_use(&s->c[c], k);
-			if (u > 0) {
-				idx[n] = c;
-				val[n++] = u;
+		for (int k = 0; k < R->n; k++)
+			for (int c = 0; c < s->n; c++) {
+				int u = hx_cand_use(&s->c[c], g);
+				if (u > 0) {
+					idx[n] = k * s->n + c;
+					val[n++] = u;
+				}
 			}
-		}
-		snprintf(name, sizeof(name), "gpus_%d", k);
+		snprintf(name, sizeof(name), "gpus_%d", g);
 		if (n > 0)
 			hx_milp_add_row(m, name, n, idx, val, -INFINITY,
-					(double)s->cls[k].nnodes * s->cls[k].gpus_per_node);
+					(double)s->cls[g].nnodes * s->cls[g].gpus_per_node);
 	}
-	if (!most_mode) {
+	for (int k = 0; k < R->n; k++) {
+		char name[64];
 		for (int c = 0; c < s->n; c++) {
-			idx[c] = c;
-			val[c] = s->c[c].capacity_rps;
+			idx[c] = k * s->n + c;
+			val[c] = most ? -R->cap[k][c] : R->cap[k][c];
 		}
-		hx_milp_add_row(m, "capacity", s->n, idx, val, need, INFINITY);
+		snprintf(name, sizeof(name), "capacity_%d", k);
+		if (most) {
+			idx[s->n] = nv;
+			val[s->n] = 1;
+			hx_milp_add_row(m, name, s->n + 1, idx, val, -INFINITY, R->have[k]);
+		} else
+			hx_milp_add_row(m, name, s->n, idx, val, R->need[k] - R->have[k],
+					INFINITY);
 	}
-	free(res->x);
-	res->x = NULL;
-	if ((rc = hx_milp_solve(m, &mo, res, err)))
-		goto out;
-	if (res->status == HX_MILP_INFEASIBLE && !most_mode) {
-		if (best_effort) {
-			most_mode = 1;
-			goto again;
-		}
-		rc = hx_errf(
-		    err, HX_EINFEASIBLE,
-		    "the free GPUs cannot add the %.3f req/s at the SLO the rate needs", need);
-		goto out;
-	}
-	if (res->status > HX_MILP_TIME_LIMIT)
-		rc = hx_errf(err, HX_ELIMIT,
-			     "the placement MILP reached its limit before any plan");
-out:
 	free(idx);
 	free(val);
-	free(ub);
-	if (m)
+	return m;
+}
+
+/* The replicas of each candidate of S to start in each role of R, into
+ * RES: the fewest that bring every role to its need; or, with BEST_EFFORT
+ * when no choice does, those that give the weakest role the most capacity.
+ * Returns 0 (RES->x NULL when there is nothing to start), HX_EINFEASIBLE
+ * when the free GPUs fall short and not BEST_EFFORT (P's total capacity
+ * and W's rate in the message), or an error. */
+static int choose_counts(const hx_candset *s, const roles *R, const hx_plan *p,
+			 const hx_workload *w, const hx_plan_opts *o, int best_effort,
+			 hx_milp_result *res, hx_err *err)
+{
+	hx_milp_opts mo = hx_plan_milp_opts(o, 0);
+	hx_milp *m = NULL;
+	int rc = 0, most = s->n == 0;
+	double more[2] = {0, 0};
+
+	for (int k = 0; k < R->n; k++) {
+		for (int c = 0; c < s->n; c++)
+			more[k] += count_bound(s, c) * R->cap[k][c];
+		most |= R->have[k] + more[k] < R->need[k];
+	}
+	if (most && !best_effort) {
+		if (R->n == 1)
+			return hx_errf(
+			    err, HX_EINFEASIBLE,
+			    "the kept replicas carry %.3f req/s at the SLO and the free GPUs at most %.3f more, short of the %.3f req/s the rate of %g req/s needs at %g%% utilization",
+			    total_capacity(p), fmin(more[0], R->need[0] - R->have[0]),
+			    w->rate_rps / HX_REPLAN_UTIL, w->rate_rps, HX_REPLAN_UTIL * 100);
+		return hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "the kept replicas carry %.3f req/s at the SLO after flipping the roles that help, and the free GPUs at most %.3f more of prefill and %.3f of decode, short of the %.3f req/s the rate of %g req/s needs at %g%% utilization",
+		    total_capacity(p), more[0], more[1], w->rate_rps / HX_REPLAN_UTIL,
+		    w->rate_rps, HX_REPLAN_UTIL * 100);
+	}
+	if (s->n == 0)
+		return 0;
+	for (;;) {
+		m = counts_milp(s, R, most);
+		rc = hx_milp_solve(m, &mo, res, err);
 		hx_milp_free(m);
+		if (rc || res->status != HX_MILP_INFEASIBLE || most)
+			break;
+		if (!best_effort)
+			return hx_errf(
+			    err, HX_EINFEASIBLE,
+			    "the free GPUs cannot add the %.3f req/s at the SLO the rate needs",
+			    R->need[0] - R->have[0]);
+		free(res->x);
+		res->x = NULL;
+		most = 1;
+	}
+	if (!rc && res->status > HX_MILP_TIME_LIMIT)
+		rc = hx_errf(err, HX_ELIMIT,
+			     "the placement MILP reached its limit before any plan");
 	return rc;
 }
 
-/* Place the fewest new replicas on the GPUs P leaves free in CL so that the
- * plan's capacity reaches NEED req/s more (with BEST_EFFORT, when they
- * cannot, those that add the most).  Returns 0, HX_EINFEASIBLE when the
- * free GPUs cannot and not BEST_EFFORT, or an error. */
+/* Each candidate's capacity at the SLO in each role of R: aggregated
+ * (R->n 1: the candidates' own) or prefill and decode (R->n 2). */
+static void role_capacities(const hx_problem *pb, const hx_candset *s, roles *R)
+{
+	for (int k = 0; k < R->n; k++) {
+		R->cap[k] = hx_xcalloc((size_t)s->n + 1, sizeof(double));
+		for (int c = 0; c < s->n; c++) {
+			hx_replica rep;
+			hx_capacity cp;
+			if (R->n == 1) {
+				R->cap[k][c] = s->c[c].capacity_rps;
+				continue;
+			}
+			hx_cand_replica(pb, s, &s->c[c], &rep);
+			hx_cost_capacity_phase(&rep, pb->workload,
+					       k == 0 ? HX_SERVE_PREFILL : HX_SERVE_DECODE,
+					       &cp);
+			R->cap[k][c] = cp.rps;
+		}
+	}
+}
+
+/* Start new replicas on the GPUs P leaves free in CL: the fewest that
+ * bring each role of R (its capacities filled here) to its need, or with
+ * BEST_EFFORT, when they cannot, those that add the most.  Returns 0,
+ * HX_EINFEASIBLE when the free GPUs cannot and not BEST_EFFORT, or an
+ * error. */
 static int place_new(hx_plan *p, const hx_cluster *cl, const hx_problem *pb0,
-		     const hx_workload *w, const hx_plan_opts *o, double need, int best_effort,
+		     const hx_workload *w, const hx_plan_opts *o, roles *R, int best_effort,
 		     hx_moves *mv, int *cut, hx_err *err)
 {
 	hx_cluster fc = *cl;
@@ -531,20 +591,25 @@ static int place_new(hx_plan *p, const hx_cluster *cl, const hx_problem *pb0,
 	pb.workload = w;
 	if ((rc = hx_candidates(&pb, &co, &s, err)))
 		goto out;
-	if ((rc = choose_counts(&s, p, w, o, need, best_effort, &res, err)) || !res.x ||
-	    res.status > HX_MILP_TIME_LIMIT)
+	role_capacities(&pb, &s, R);
+	if ((rc = choose_counts(&s, R, p, w, o, best_effort, &res, err)) || !res.x)
 		goto out;
 	*cut = res.status == HX_MILP_TIME_LIMIT;
 	/* Place widest first, into a scratch plan, then adopt the groups under
 	 * fresh names with the real GPU indexes. */
 	for (int pass = HX_CAND_MAX_STAGES * 64; pass >= 1; pass /= 2)
-		for (int c = 0; c < s.n; c++) {
-			int n = (int)floor(res.x[c] + 0.5), wd = 0;
-			for (int i = 0; i < s.c[c].nstages; i++)
-				wd = s.c[c].st[i].tp > wd ? s.c[c].st[i].tp : wd;
-			if (n > 0 && wd >= pass && wd < pass * 2)
+		for (int k = 0; k < R->n; k++)
+			for (int c = 0; c < s.n; c++) {
+				int n = (int)floor(res.x[k * s.n + c] + 0.5), wd = 0;
+				for (int i = 0; i < s.c[c].nstages; i++)
+					wd = s.c[c].st[i].tp > wd ? s.c[c].st[i].tp : wd;
+				if (n <= 0 || wd < pass || wd >= pass * 2)
+					continue;
 				hx_cand_place(&pb, &s, &s.c[c], n, free_gpus, next, &tmp);
-		}
+				if (R->n == 2)
+					tmp.groups[tmp.ngroups - 1].role =
+					    k == 0 ? HX_ROLE_PREFILL : HX_ROLE_DECODE;
+			}
 	adopt_new(p, &tmp, cl, freeidx, pb.model, mv);
 out:
 	for (int i = 0; i < cl->nnodes; i++)
@@ -555,6 +620,9 @@ out:
 	free(next);
 	free(fc.nodes);
 	free(res.x);
+	free(R->cap[0]);
+	free(R->cap[1]);
+	R->cap[0] = R->cap[1] = NULL;
 	hx_plan_release(&tmp);
 	hx_candset_release(&s);
 	return rc;
@@ -694,13 +762,15 @@ static void mark_short(hx_plan *p, const hx_workload *w)
 }
 
 /* Make up P's shortfall against W's rate: flip disaggregated roles, then
- * start new replicas on the free GPUs (aggregated plans; with STRICT only
- * when they make up the whole shortfall). */
+ * start new replicas on the free GPUs (new prefill or decode replicas in a
+ * disaggregated plan, whichever its weaker role needs); with STRICT only
+ * when they make up the whole shortfall. */
 static int make_up(hx_plan *p, const hx_cluster *cl, const hx_problem *pb, const hx_workload *w,
 		   const hx_plan_opts *o, int disagg, int strict, hx_moves *mv, int *cut,
 		   hx_err *err)
 {
-	double need = w->rate_rps / HX_REPLAN_UTIL;
+	double need = w->rate_rps / HX_REPLAN_UTIL, agg = 0;
+	roles R = {1, {NULL, NULL}, {total_capacity(p), 0}, {need, 0}};
 	int rc;
 
 	if (total_capacity(p) >= need)
@@ -710,14 +780,89 @@ static int make_up(hx_plan *p, const hx_cluster *cl, const hx_problem *pb, const
 	if (total_capacity(p) >= need)
 		return 0;
 	if (disagg) {
-		if (!strict)
-			return 0;
-		return hx_errf(
-		    err, HX_EINFEASIBLE,
-		    "the kept replicas carry %.3f req/s at the SLO, short of the rate of %g req/s, after flipping the roles that help, and replan places new replicas in aggregated plans only",
-		    total_capacity(p), w->rate_rps);
+		R.n = 2;
+		R.have[0] = R.have[1] = 0;
+		for (int g = 0; g < p->ngroups; g++) {
+			double c = p->groups[g].capacity_rps * p->groups[g].nreplicas;
+			if (p->groups[g].role == HX_ROLE_PREFILL)
+				R.have[0] += c;
+			else if (p->groups[g].role == HX_ROLE_DECODE)
+				R.have[1] += c;
+			else
+				agg += c;
+		}
+		R.need[0] = R.need[1] = need - agg;
 	}
-	return place_new(p, cl, pb, w, o, need - total_capacity(p), !strict, mv, cut, err);
+	return place_new(p, cl, pb, w, o, &R, !strict, mv, cut, err);
+}
+
+/* Ingress of a plan routed by class after new groups (from index FIRST
+ * on) started: each class of OLD (the plan before) keeps its routes to the
+ * kept groups, scaled down to make room, and sends the new groups the share
+ * of the capacity they add, each in proportion to its own (all of it when
+ * the class kept no route). */
+static void route_classes(hx_plan *p, const hx_plan *old, int first)
+{
+	double kept = 0, add = 0;
+	int n0 = p->ningress;
+
+	for (int g = 0; g < p->ngroups; g++)
+		*(g < first ? &kept : &add) +=
+		    p->groups[g].capacity_rps * p->groups[g].nreplicas;
+	if (add <= 0)
+		return;
+	for (int i = 0; i < n0; i++)
+		p->ingress[i].weight *= kept / (kept + add);
+	for (int i = 0; i < old->ningress; i++) {
+		int seen = 0;
+		for (int j = 0; j < i && !seen; j++)
+			seen = strcmp(old->ingress[j].from, old->ingress[i].from) == 0;
+		if (seen)
+			continue;
+		for (int g = first; g < p->ngroups; g++) {
+			hx_route *rt = hx_plan_add_route(&p->ingress, &p->ningress);
+			hx_strlcpy(rt->from, old->ingress[i].from, sizeof(rt->from));
+			hx_strlcpy(rt->to, p->groups[g].name, sizeof(rt->to));
+			rt->weight =
+			    p->groups[g].capacity_rps * p->groups[g].nreplicas / (kept + add);
+		}
+	}
+	normalize_per_key(p->ingress, p->ningress);
+}
+
+/* Route P after new groups (from index FIRST on) started.  Aggregated:
+ * when OLD routed by class, each class keeps its routes and gives the new
+ * groups their share (route_classes); else all traffic by capacity.
+ * Disaggregated: ingress to the prefill groups by capacity, and kv routes
+ * kept unless decode replicas started (then every prefill replica sends to
+ * every decode replica by capacity); a prefill replica without kv routes
+ * sends to every decode replica. */
+static int route_new(hx_plan *p, const hx_plan *old, const hx_cluster *cl, const hx_problem *pb,
+		     int first, int disagg, hx_err *err)
+{
+	int classes = 0, rc;
+
+	for (int i = 0; i < old->ningress; i++)
+		classes |= old->ingress[i].from[0] != 0;
+	if (!disagg && classes) {
+		if ((rc = hx_plan_finish(pb, p, 0, err)))
+			return rc;
+		route_classes(p, old, first);
+		return hx_plan_finish(pb, p, 0, err);
+	}
+	/* All traffic by capacity. */
+	free(p->classes);
+	p->classes = NULL;
+	p->nclasses = 0;
+	if (!disagg)
+		return hx_plan_finish(pb, p, HX_FINISH_WEIGHTS, err);
+	if ((rc = hx_plan_finish(pb, p, 0, err)))
+		return rc;
+	for (int g = first; g < p->ngroups; g++)
+		if (p->groups[g].role == HX_ROLE_DECODE)
+			p->nkv = 0;
+	reroute_roles(p, cl);
+	return hx_plan_finish(pb, p, 0, err);
 }
 
 int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
@@ -728,7 +873,7 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 	hx_problem pb = *pb0;
 	char *text = hx_plan_dump(old);
 	int rc, *before = NULL, compose = strcmp(old->mode, "compose") == 0, disagg = 0,
-		cut = 0;
+		cut = 0, first_new;
 
 	memset(mv, 0, sizeof(*mv));
 	rc = hx_plan_parse_text(p, text, "plan", err);
@@ -762,6 +907,7 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 	 * replicas when routing alone does. */
 	reroute(p, before);
 	reroute_kv(p, &cl);
+	first_new = p->ngroups;
 	if (w) {
 		if ((rc = hx_plan_finish(&pb, p, 0, err)) ||
 		    (rc = make_up(p, &cl, &pb, w, o, disagg, strict, mv, &cut, err)))
@@ -775,11 +921,7 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 		goto out;
 	}
 	if (mv->started > 0) {
-		/* New groups: every class (or all traffic) by capacity. */
-		free(p->classes);
-		p->classes = NULL;
-		p->nclasses = 0;
-		if ((rc = hx_plan_finish(&pb, p, HX_FINISH_WEIGHTS, err)))
+		if ((rc = route_new(p, old, &cl, &pb, first_new, disagg, err)))
 			goto out;
 	} else if (!w)
 		recorded_predictions(p, &cl);

@@ -99,6 +99,13 @@ expect_rc 0 "replan a composed plan"
 run check -p "$TMP/c2.json" -c "$TMP/offers.json"
 expect_rc 0 "check accepts it, rent included"
 compare "$TMP/c.json" "$TMP/c2.json" own-a100-0 && ok || fail "composed replan used the lost node"
+python3 - "$TMP/c.json" "$TMP/c2.json" <<'PY' && ok || fail "composed replan kept the length classes"
+import json, sys
+old, new = (json.load(open(f)) for f in sys.argv[1:3])
+assert new["routing"]["classes"] == old["routing"]["classes"]
+names = {c["name"] for c in old["routing"]["classes"]}
+assert {r["class"] for r in new["routing"]["ingress"]} == names, new["routing"]["ingress"]
+PY
 
 # A disaggregated plan loses its H100 prefill nodes under a heavier load:
 # a decode group turns prefill; no replica moves or starts.
@@ -130,6 +137,36 @@ assert p["capacity_rps"] >= 150 / 0.9, p
 PY
 run simulate -p "$TMP/dg2.json" -w "$TMP/code150.json" --requests 3000
 expect_rc 0 "simulate the re-roled plan"
+
+# The disaggregated plan loses its H100 nodes and gains an A100 node at 250
+# req/s: flips alone fall short, so new prefill or decode replicas start on
+# the new node; the kept replicas stay, and the plan carries the rate.
+python3 - $C "$TMP/swap.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["nodes"] = [n for n in c["nodes"] if n["name"] not in ("h100-0", "h100-1")]
+n = dict(next(x for x in c["nodes"] if x["name"] == "a100-0"), name="a100-4")
+c["nodes"].append(n)
+json.dump(c, open(sys.argv[2], "w"))
+PY
+sed 's/"rate_rps": 10/"rate_rps": 250/' examples/workloads/code.json >"$TMP/code250.json"
+run replan -p "$TMP/dg.json" -c "$TMP/swap.json" -w "$TMP/code250.json" -o "$TMP/dg3.json" --moves "$TMP/dgm3.json"
+expect_rc 0 "replan a disaggregated plan with new replicas"
+run check -p "$TMP/dg3.json" -c "$TMP/swap.json"
+expect_rc 0 "check accepts it"
+compare "$TMP/dg.json" "$TMP/dg3.json" h100-0,h100-1 && ok || fail "adding disaggregated replicas moved a kept one"
+python3 - "$TMP/dgm3.json" "$TMP/dg3.json" <<'PY' && ok || fail "new disaggregated replicas"
+import json, sys
+m, p = (json.load(open(f)) for f in sys.argv[1:3])
+starts = {x["group"] for x in m["moves"] if x["kind"] == "start"}
+assert m["started"] >= 1 and starts, m
+roles = {g["name"]: g["role"] for g in p["groups"]}
+assert all(roles[g] in ("prefill", "decode") for g in starts), roles
+for g in p["groups"]:
+    if g["name"] in starts:
+        assert all(ref.startswith("a100-4:") for r in g["replicas"] for st in r["placement"] for ref in st)
+assert "status" not in p and p["predicted"]["capacity_rps"] >= 250 / 0.9, p["predicted"]
+PY
 
 # Short of capacity with no free GPU: the kept replicas as they are, marked
 # short, exit 5; --strict refuses (exit 3), saying by how much, and writes

@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "base/jsonio.h"
 #include "plan/plan.h"
+#include "planners/pipeline.h"
 #include "planners/replan.h"
 
 #define CMD "replan"
@@ -87,7 +88,8 @@ int cmd_replan(hx_cli *cli, int argc, char **argv)
 	hx_problem pb;
 	hx_err err = {0};
 	hx_plan_opts po = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0, 0};
-	int c, rc, table = 0, strict = 0, have_c = 0, have_w = 0, have_old = 0, have_p = 0;
+	hx_replan_opts ro = {0, hx_pipe_adapt};
+	int c, rc, table = 0, have_c = 0, have_w = 0, have_old = 0, have_p = 0;
 	char digest[72];
 
 	optind = 1;
@@ -99,7 +101,7 @@ int cmd_replan(hx_cli *cli, int argc, char **argv)
 		case 'w': wpath = optarg; break;
 		case 'o': out = optarg; break;
 		case OPT_MOVES: mpath = optarg; break;
-		case OPT_STRICT: strict = 1; break;
+		case OPT_STRICT: ro.strict = 1; break;
 		default:
 			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
 				return rc;
@@ -131,7 +133,7 @@ int cmd_replan(hx_cli *cli, int argc, char **argv)
 	hx_file_digest(ppath, digest);
 	pb = (hx_problem){cat,   &cl,   have_w ? &w : NULL, &old.models[0], old.solver.seed,
 			  cpath, wpath, cli->calibration};
-	if ((rc = hx_replan(&old, &cl, have_w ? &w : NULL, &pb, &po, strict, &p, &mv, &err)))
+	if ((rc = hx_replan(&old, &cl, have_w ? &w : NULL, &pb, &po, &ro, &p, &mv, &err)))
 		goto out;
 	have_p = 1;
 	if (out && (rc = hx_plan_write(&p, out, &err)))

@@ -8,7 +8,7 @@
 
 #include "planners/candidates.h"
 #include "solver/milp.h"
-#include "planners/replan.h"
+#include "planners/replan_int.h"
 
 void hx_moves_release(hx_moves *mv)
 {
@@ -16,7 +16,7 @@ void hx_moves_release(hx_moves *mv)
 	memset(mv, 0, sizeof(*mv));
 }
 
-static hx_move *add_move(hx_moves *mv, int kind)
+hx_move *hx_replan_move(hx_moves *mv, int kind)
 {
 	hx_move *m;
 	mv->m = hx_xrealloc(mv->m, (size_t)(mv->n + 1) * sizeof(*mv->m));
@@ -26,7 +26,7 @@ static hx_move *add_move(hx_moves *mv, int kind)
 	return m;
 }
 
-static int node_index(const hx_cluster *c, const char *name)
+int hx_replan_node(const hx_cluster *c, const char *name)
 {
 	for (int i = 0; i < c->nnodes; i++)
 		if (strcmp(c->nodes[i].name, name) == 0)
@@ -34,7 +34,7 @@ static int node_index(const hx_cluster *c, const char *name)
 	return -1;
 }
 
-static int replica_gpus(const hx_plan_group *g, const hx_plan_replica *r)
+int hx_replan_replica_gpus(const hx_plan_group *g, const hx_plan_replica *r)
 {
 	int n = 0;
 	for (int s = 0; s < g->nstages; s++)
@@ -44,13 +44,13 @@ static int replica_gpus(const hx_plan_group *g, const hx_plan_replica *r)
 
 /* Whether replica R of G still has all its GPUs in CL; WHY says what is
  * gone when not. */
-static int alive(const hx_plan_group *g, const hx_plan_replica *r, const hx_cluster *cl,
-		 char *why, size_t nwhy)
+int hx_replan_alive(const hx_plan_group *g, const hx_plan_replica *r, const hx_cluster *cl,
+		    char *why, size_t nwhy)
 {
 	for (int s = 0; s < g->nstages; s++)
 		for (int k = 0; k < r->ngpus[s]; k++) {
 			const hx_gpu_ref *ref = &r->gpus[s][k];
-			int ni = node_index(cl, ref->node);
+			int ni = hx_replan_node(cl, ref->node);
 			if (ni < 0) {
 				snprintf(why, nwhy, "node \"%s\" is gone", ref->node);
 				return 0;
@@ -200,8 +200,8 @@ static void reroute_kv(hx_plan *p, const hx_cluster *cl)
 					continue;
 				for (int q = 0; q < p->groups[d].nreplicas; q++) {
 					const hx_plan_replica *dr = &p->groups[d].replicas[q];
-					int a = node_index(cl, pr->gpus[0][0].node);
-					int b = node_index(cl, dr->gpus[0][0].node);
+					int a = hx_replan_node(cl, pr->gpus[0][0].node);
+					int b = hx_replan_node(cl, dr->gpus[0][0].node);
 					hx_route *rt = hx_plan_add_route(&p->kv, &p->nkv);
 					hx_linkspec l =
 					    a == b
@@ -310,14 +310,15 @@ static int flip_roles(hx_plan *p, const hx_cluster *cl, const hx_problem *pb, do
 		if ((rc = flip(p, best, cl, pb, err)))
 			break;
 		for (int r = 0; r < p->groups[best].nreplicas; r++) {
-			hx_move *m = add_move(mv, HX_MOVE_ROLE);
+			hx_move *m = hx_replan_move(mv, HX_MOVE_ROLE);
 			hx_strlcpy(m->replica, p->groups[best].replicas[r].id,
 				   sizeof(m->replica));
 			hx_strlcpy(m->group, p->groups[best].name, sizeof(m->group));
 			snprintf(m->why, sizeof(m->why), "%s -> %s",
 				 p->groups[best].role == HX_ROLE_PREFILL ? "decode" : "prefill",
 				 hx_role_name(p->groups[best].role));
-			m->gpus = replica_gpus(&p->groups[best], &p->groups[best].replicas[r]);
+			m->gpus = hx_replan_replica_gpus(&p->groups[best],
+							 &p->groups[best].replicas[r]);
 			mv->roles_flipped++;
 		}
 	}
@@ -380,19 +381,19 @@ static void adopt_new(hx_plan *p, hx_plan *tmp, const hx_cluster *cl, int *const
 		hx_strlcpy(dst->name, name, sizeof(dst->name));
 		for (int r = 0; r < dst->nreplicas; r++) {
 			hx_plan_replica *rep = &dst->replicas[r];
-			hx_move *mvv = add_move(mv, HX_MOVE_START);
+			hx_move *mvv = hx_replan_move(mv, HX_MOVE_START);
 			char id[128];
 			snprintf(id, sizeof(id), "%sr%d", name, r);
 			hx_strlcpy(rep->id, id, sizeof(rep->id));
 			for (int st = 0; st < dst->nstages; st++)
 				for (int k = 0; k < rep->ngpus[st]; k++) {
-					int ni = node_index(cl, rep->gpus[st][k].node);
+					int ni = hx_replan_node(cl, rep->gpus[st][k].node);
 					rep->gpus[st][k].index =
 					    freeidx[ni][rep->gpus[st][k].index];
 				}
 			hx_strlcpy(mvv->replica, rep->id, sizeof(mvv->replica));
 			hx_strlcpy(mvv->group, name, sizeof(mvv->group));
-			mvv->gpus = replica_gpus(dst, rep);
+			mvv->gpus = hx_replan_replica_gpus(dst, rep);
 			mvv->bytes = hx_model_weight_bytes(model, dst->wdt);
 			mv->bytes_to_load += mvv->bytes;
 			mv->started++;
@@ -643,7 +644,7 @@ static void weight_moves(const hx_plan *old, const hx_plan *p, hx_moves *mv)
 	for (int i = 0; i < old->ningress; i++) {
 		double to = route_weight(p, old->ingress[i].from, old->ingress[i].to);
 		if (fabs(fmax(to, 0) - old->ingress[i].weight) > 1e-6) {
-			hx_move *m = add_move(mv, HX_MOVE_WEIGHT);
+			hx_move *m = hx_replan_move(mv, HX_MOVE_WEIGHT);
 			hx_strlcpy(m->cls, old->ingress[i].from, sizeof(m->cls));
 			hx_strlcpy(m->group, old->ingress[i].to, sizeof(m->group));
 			m->from = old->ingress[i].weight;
@@ -653,7 +654,7 @@ static void weight_moves(const hx_plan *old, const hx_plan *p, hx_moves *mv)
 	}
 	for (int i = 0; i < p->ningress; i++)
 		if (route_weight(old, p->ingress[i].from, p->ingress[i].to) < 0) {
-			hx_move *m = add_move(mv, HX_MOVE_WEIGHT);
+			hx_move *m = hx_replan_move(mv, HX_MOVE_WEIGHT);
 			hx_strlcpy(m->cls, p->ingress[i].from, sizeof(m->cls));
 			hx_strlcpy(m->group, p->ingress[i].to, sizeof(m->group));
 			m->from = 0;
@@ -679,16 +680,16 @@ static int keep_survivors(hx_plan *p, const hx_cluster *cl, hx_moves *mv, int *b
 		disagg |= grp->role != HX_ROLE_AGGREGATED;
 		mv->replicas_before += grp->nreplicas;
 		for (int r = 0; r < grp->nreplicas; r++) {
-			if (alive(grp, &grp->replicas[r], cl, why, sizeof(why))) {
+			if (hx_replan_alive(grp, &grp->replicas[r], cl, why, sizeof(why))) {
 				grp->replicas[n++] = grp->replicas[r];
 				continue;
 			}
 			{
-				hx_move *m = add_move(mv, HX_MOVE_STOP);
+				hx_move *m = hx_replan_move(mv, HX_MOVE_STOP);
 				hx_strlcpy(m->replica, grp->replicas[r].id, sizeof(m->replica));
 				hx_strlcpy(m->group, grp->name, sizeof(m->group));
 				hx_strlcpy(m->why, why, sizeof(m->why));
-				m->gpus = replica_gpus(grp, &grp->replicas[r]);
+				m->gpus = hx_replan_replica_gpus(grp, &grp->replicas[r]);
 				mv->stopped++;
 			}
 			replica_free(&grp->replicas[r]);
@@ -721,7 +722,7 @@ static void recorded_predictions(hx_plan *p, const hx_cluster *cl)
 		for (int r = 0; r < p->groups[g].nreplicas; r++)
 			for (int s = 0; s < p->groups[g].nstages; s++)
 				for (int k = 0; k < p->groups[g].replicas[r].ngpus[s]; k++) {
-					int ni = node_index(
+					int ni = hx_replan_node(
 					    cl, p->groups[g].replicas[r].gpus[s][k].node);
 					usd += ni >= 0 ? cl->nodes[ni].usd_per_hour : 0;
 				}
@@ -747,7 +748,7 @@ static void recount_rent(hx_plan *p, const hx_cluster *cl, int compose)
 
 /* Mark P short of W's rate when its predicted capacity falls below rate /
  * HX_REPLAN_UTIL. */
-static void mark_short(hx_plan *p, const hx_workload *w)
+void hx_replan_mark_short(hx_plan *p, const hx_workload *w)
 {
 	double cap = p->predicted.capacity_rps, need = w->rate_rps / HX_REPLAN_UTIL;
 
@@ -866,8 +867,8 @@ static int route_new(hx_plan *p, const hx_plan *old, const hx_cluster *cl, const
 }
 
 int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
-	      const hx_problem *pb0, const hx_plan_opts *o, int strict, hx_plan *p,
-	      hx_moves *mv, hx_err *err)
+	      const hx_problem *pb0, const hx_plan_opts *o, const hx_replan_opts *ro,
+	      hx_plan *p, hx_moves *mv, hx_err *err)
 {
 	hx_cluster cl;
 	hx_problem pb = *pb0;
@@ -881,6 +882,14 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 	if (rc)
 		return rc;
 	memset(&p->shortage, 0, sizeof(p->shortage));
+	if (p->nmodels == 1 && p->ncascade == 0 && p->nhops > 0 && ro->pipe) {
+		hx_plan_release(p);
+		if ((rc = hx_cluster_expand_offers(cl0, compose, &cl, err)))
+			return rc;
+		rc = hx_replan_pipeline(old, &cl, w, pb0, ro, p, mv, err);
+		hx_cluster_release(&cl);
+		return rc;
+	}
 	if (p->nmodels != 1 || p->ncascade > 0 || p->nhops > 0) {
 		hx_plan_release(p);
 		return hx_errf(
@@ -910,7 +919,7 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 	first_new = p->ngroups;
 	if (w) {
 		if ((rc = hx_plan_finish(&pb, p, 0, err)) ||
-		    (rc = make_up(p, &cl, &pb, w, o, disagg, strict, mv, &cut, err)))
+		    (rc = make_up(p, &cl, &pb, w, o, disagg, ro->strict, mv, &cut, err)))
 			goto out;
 		mv->rate_rps = w->rate_rps;
 	}
@@ -932,7 +941,7 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 	if (disagg)
 		p->predicted.capacity_rps = hx_round6(total_capacity(p));
 	if (w)
-		mark_short(p, w);
+		hx_replan_mark_short(p, w);
 	/* Kept replicas and new ones are not one optimization's result. */
 	strcpy(p->solver.status, cut ? "time_limit" : "heuristic");
 	mv->routing_only = mv->started == 0;

@@ -124,12 +124,6 @@ int cmd_replan(hx_cli *cli, int argc, char **argv)
 			goto out;
 		have_w = 1;
 	}
-	if (old.nmodels != 1) {
-		rc = hx_errf(&err, HX_EINPUT,
-			     "%s: replan adapts plans of one model, this one has %d",
-			     hx_display_path(ppath), old.nmodels);
-		goto out;
-	}
 	hx_file_digest(ppath, digest);
 	pb = (hx_problem){cat,   &cl,   have_w ? &w : NULL, &old.models[0], old.solver.seed,
 			  cpath, wpath, cli->calibration};

@@ -130,7 +130,7 @@ static double total_capacity(const hx_plan *p)
 /* Ingress after replicas stopped: each route's weight scaled by the share of
  * its group's replicas kept (KEPT/BEFORE per group index of NEW), per class;
  * a class left with no weight goes to every serving group by capacity. */
-static void reroute(hx_plan *p, const int *before)
+void hx_replan_reroute(hx_plan *p, const int *before)
 {
 	int n = 0, nkeys = 0;
 	char(*keys)[64] = hx_xcalloc((size_t)p->ningress + 1, sizeof(*keys));
@@ -639,7 +639,7 @@ static double route_weight(const hx_plan *p, const char *cls, const char *group)
 	return -1;
 }
 
-static void weight_moves(const hx_plan *old, const hx_plan *p, hx_moves *mv)
+void hx_replan_weight_moves(const hx_plan *old, const hx_plan *p, hx_moves *mv)
 {
 	for (int i = 0; i < old->ningress; i++) {
 		double to = route_weight(p, old->ingress[i].from, old->ingress[i].to);
@@ -667,7 +667,7 @@ static void weight_moves(const hx_plan *old, const hx_plan *p, hx_moves *mv)
  * stopped) and drop the groups left empty; BEFORE[g] (of the kept groups)
  * is their replica count before.  Returns whether P has a disaggregated
  * group. */
-static int keep_survivors(hx_plan *p, const hx_cluster *cl, hx_moves *mv, int *before)
+int hx_replan_keep(hx_plan *p, const hx_cluster *cl, hx_moves *mv, int *before)
 {
 	char why[200];
 	int disagg = 0;
@@ -715,7 +715,7 @@ static int keep_survivors(hx_plan *p, const hx_cluster *cl, hx_moves *mv, int *b
 
 /* The predictions of P without a workload: the capacities the old plan
  * recorded, the price of the GPUs on CL. */
-static void recorded_predictions(hx_plan *p, const hx_cluster *cl)
+void hx_replan_recorded_predictions(hx_plan *p, const hx_cluster *cl)
 {
 	double usd = 0;
 	for (int g = 0; g < p->ngroups; g++)
@@ -890,21 +890,25 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 		hx_cluster_release(&cl);
 		return rc;
 	}
-	if (p->nmodels != 1 || p->ncascade > 0 || p->nhops > 0) {
+	if (p->nhops > 0 && (p->nmodels != 1 || p->ncascade > 0 || !ro->pipe)) {
 		hx_plan_release(p);
-		return hx_errf(
-		    err, HX_EINPUT,
-		    "replan adapts plans of one model without pipeline hops or cascades");
+		return hx_errf(err, HX_EINPUT,
+			       "replan adapts pipeline plans of one model, without a cascade");
 	}
 	if ((rc = hx_cluster_expand_offers(cl0, compose, &cl, err))) {
 		hx_plan_release(p);
+		return rc;
+	}
+	if (p->nmodels > 1 || p->ncascade > 0) {
+		rc = hx_replan_cascade(old, &cl, w, ro, p, mv, err);
+		hx_cluster_release(&cl);
 		return rc;
 	}
 	pb.cluster = &cl;
 	pb.workload = w;
 	mv->capacity_before_rps = old->predicted.capacity_rps;
 	before = hx_xcalloc((size_t)p->ngroups + 1, sizeof(int));
-	disagg = keep_survivors(p, &cl, mv, before);
+	disagg = hx_replan_keep(p, &cl, mv, before);
 	if (p->ngroups == 0 && !w) {
 		rc = hx_errf(
 		    err, HX_EINFEASIBLE,
@@ -914,7 +918,7 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 	/* Routes first (by the kept shares), then the capacities at the (new)
 	 * workload's SLO and the predictions at its rate: one pass over the
 	 * replicas when routing alone does. */
-	reroute(p, before);
+	hx_replan_reroute(p, before);
 	reroute_kv(p, &cl);
 	first_new = p->ngroups;
 	if (w) {
@@ -933,7 +937,7 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 		if ((rc = route_new(p, old, &cl, &pb, first_new, disagg, err)))
 			goto out;
 	} else if (!w)
-		recorded_predictions(p, &cl);
+		hx_replan_recorded_predictions(p, &cl);
 	if (compose || p->nrent > 0)
 		recount_rent(p, &cl, compose);
 	/* A disaggregated plan carries what its weaker role does (the KV
@@ -946,7 +950,7 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 	strcpy(p->solver.status, cut ? "time_limit" : "heuristic");
 	mv->routing_only = mv->started == 0;
 	mv->capacity_after_rps = p->predicted.capacity_rps;
-	weight_moves(old, p, mv);
+	hx_replan_weight_moves(old, p, mv);
 out:
 	free(before);
 	hx_cluster_release(&cl);

@@ -266,6 +266,48 @@ run replan -p "$TMP/pp.json" -c "$TMP/pp-minus.json"
 expect_rc 1 "pipeline replan without -w"
 expect_err_line '^hexplan: error: replan of a pipeline plan needs the workload \(-w\)' "pipeline without -w message"
 
+# Cascade and route plans lose node h100-0: the replicas elsewhere stay,
+# the cascade keeps its thresholds, the route plan each model's fraction,
+# and both keep the quality they record.
+CW=examples/workloads/cascade.json
+hx plan -c $C -w $CW --mode cascade -o "$TMP/cas.json" || fail "cascade plan"
+hx plan -c $C -w $CW --mode route -o "$TMP/rt.json" || fail "route plan"
+drop_node $C "$TMP/minus-h100-0.json" h100-0
+for k in cas rt; do
+	run replan -p "$TMP/$k.json" -c "$TMP/minus-h100-0.json" -w $CW -o "$TMP/$k-2.json" --moves "$TMP/$k-m.json"
+	expect_rc 0 "replan a $k plan"
+	run check -p "$TMP/$k-2.json" -c "$TMP/minus-h100-0.json"
+	expect_rc 0 "check accepts the replanned $k plan"
+	compare "$TMP/$k.json" "$TMP/$k-2.json" h100-0 && ok || fail "$k replan moved a kept replica"
+done
+python3 - "$TMP/cas.json" "$TMP/cas-2.json" "$TMP/rt.json" "$TMP/rt-2.json" "$TMP/cas-m.json" <<'PY' && ok || fail "thresholds and fractions kept"
+import json, sys
+cas, cas2, rt, rt2, m = (json.load(open(f)) for f in sys.argv[1:6])
+assert cas2["routing"]["cascade"] == cas["routing"]["cascade"]
+assert cas2["predicted"]["quality"] == cas["predicted"]["quality"]
+assert m["stopped"] >= 1 and m["started"] == 0 and m["kept"] >= 1, m
+assert 0 < cas2["predicted"]["capacity_rps"] < cas["predicted"]["capacity_rps"]
+def fractions(p):
+    model = {g["name"]: g["model"] for g in p["groups"]}
+    f = {}
+    for r in p["routing"]["ingress"]:
+        f[model[r["group"]]] = f.get(model[r["group"]], 0) + r["weight"]
+    return f
+a, b = fractions(rt), fractions(rt2)
+assert a.keys() == b.keys() and all(abs(a[k] - b[k]) < 1e-5 for k in a), (a, b)
+assert rt2["predicted"]["quality"] == rt["predicted"]["quality"]
+PY
+# At ten times the rate the cascade left is short: written, exit 5; --strict
+# refuses.
+sed 's/"rate_rps": 20/"rate_rps": 200/' $CW >"$TMP/cw200.json"
+run replan -p "$TMP/cas.json" -c "$TMP/minus-h100-0.json" -w "$TMP/cw200.json" -o "$TMP/cas-3.json"
+expect_rc 5 "short cascade"
+run check -p "$TMP/cas-3.json" -c "$TMP/minus-h100-0.json"
+expect_rc 0 "check accepts the short cascade"
+run replan -p "$TMP/cas.json" -c "$TMP/minus-h100-0.json" -w "$TMP/cw200.json" --strict
+expect_rc 3 "short cascade, --strict"
+expect_err_line '^hexplan: error: the kept replicas carry [0-9.]+ req/s at the SLO \(model qwen3-[0-9]+b binds\), short of the 222.222 req/s the rate of 200 req/s needs at 90% utilization$' "short cascade message"
+
 # Bad inputs.
 run replan -p "$TMP/old.json"
 expect_rc 2 "replan without -c"

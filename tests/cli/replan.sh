@@ -308,6 +308,23 @@ run replan -p "$TMP/cas.json" -c "$TMP/minus-h100-0.json" -w "$TMP/cw200.json" -
 expect_rc 3 "short cascade, --strict"
 expect_err_line '^hexplan: error: the kept replicas carry [0-9.]+ req/s at the SLO \(model qwen3-[0-9]+b binds\), short of the 222.222 req/s the rate of 200 req/s needs at 90% utilization$' "short cascade message"
 
+# No replica survives and the GPUs left hold none: exit 3, nothing written.
+printf '{"version": 1, "nodes": [{"name": "t", "gpu": "t4", "count": 1}]}\n' >"$TMP/t4.json"
+run replan -p "$TMP/old.json" -c "$TMP/t4.json" -w $W -o "$TMP/none2.json"
+expect_rc 3 "nothing survives or fits"
+expect_err_line '^hexplan: error: no replica survives and the free GPUs hold no replica of llama-3.1-8b$' "nothing fits message"
+[ -e "$TMP/none2.json" ] && fail "left a file" || ok
+# A route plan whose model loses every replica: exit 3.
+python3 - $C "$TMP/no8b.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["nodes"] = [n for n in c["nodes"] if n["name"] != "a100-3" and not n["name"].startswith("l40s")]
+json.dump(c, open(sys.argv[2], "w"))
+PY
+run replan -p "$TMP/rt.json" -c "$TMP/no8b.json" -w $CW
+expect_rc 3 "a model of a route plan lost every replica"
+expect_err_line '^hexplan: error: model qwen3-8b lost every replica; replan keeps a cascade.s thresholds and a route plan.s fractions and starts no replicas for them$' "lost model message"
+
 # Bad inputs.
 run replan -p "$TMP/old.json"
 expect_rc 2 "replan without -c"

@@ -228,19 +228,22 @@ run check -p "$TMP/bad-short.json" -c "$TMP/bo-minus.json"
 expect_rc 1 "check rejects a wrong share"
 expect_err_line '/shortfall/served_share: 0.5, but the plan carries [0-9.]+ of the rate of 20 req/s: 1$' "wrong share message"
 
-# A pipeline plan loses node a100-1 (layers [0, 14) of one chain): the
-# other fragments stay under their names, the lost layers go to free nodes,
-# and no placement or hop touches the lost node.
+# A pipeline plan loses the node of its first group (it holds layer 0),
+# at half the example's rate: the other fragments stay under their names,
+# the lost layers go to free nodes, and no placement or hop touches the
+# lost node.
 P=examples/clusters/helix-24.json
 PW=examples/workloads/pipeline.json
+sed 's/"rate_rps": 1,/"rate_rps": 0.5,/' $PW >"$TMP/pw-half.json"
 hx plan -c $P -w $PW --mode pipeline -o "$TMP/pp.json" || fail "pipeline plan"
-drop_node $P "$TMP/pp-minus.json" a100-1
-run replan -p "$TMP/pp.json" -c "$TMP/pp-minus.json" -w $PW -o "$TMP/pp2.json" --moves "$TMP/ppm.json"
+PGONE=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["groups"][0]["replicas"][0]["placement"][0][0].split(":")[0])' "$TMP/pp.json")
+drop_node $P "$TMP/pp-minus.json" "$PGONE"
+run replan -p "$TMP/pp.json" -c "$TMP/pp-minus.json" -w "$TMP/pw-half.json" -o "$TMP/pp2.json" --moves "$TMP/ppm.json"
 expect_rc 0 "replan a pipeline plan"
 run check -p "$TMP/pp2.json" -c "$TMP/pp-minus.json"
 expect_rc 0 "check accepts the re-placed pipeline"
-compare "$TMP/pp.json" "$TMP/pp2.json" a100-1 && ok || fail "pipeline replan moved a kept fragment or used the lost node"
-python3 - "$TMP/pp2.json" "$TMP/ppm.json" a100-1 <<'PY' && ok || fail "pipeline hops around the lost node"
+compare "$TMP/pp.json" "$TMP/pp2.json" "$PGONE" && ok || fail "pipeline replan moved a kept fragment or used the lost node"
+python3 - "$TMP/pp2.json" "$TMP/ppm.json" "$PGONE" <<'PY' && ok || fail "pipeline hops around the lost node"
 import json, sys
 p, m = (json.load(open(f)) for f in sys.argv[1:3])
 gone = sys.argv[3]
@@ -250,18 +253,18 @@ assert m["stopped"] >= 1 and starts and m["kept"] >= 1, m
 layers = {g["name"]: g["stages"][0]["layers"] for g in p["groups"]}
 assert any(layers[x["group"]][0] == 0 for x in starts), (starts, layers)
 PY
-run replan -p "$TMP/pp.json" -c "$TMP/pp-minus.json" -w $PW
+run replan -p "$TMP/pp.json" -c "$TMP/pp-minus.json" -w "$TMP/pw-half.json"
 cmp -s "$TMP/out" "$TMP/pp2.json" && ok || fail "pipeline replan is not deterministic"
-# Losing a100-3, the only node with layers [22, 33), leaves the free T4s to
-# carry them: a short plan (exit 5) that check accepts; --strict refuses.
-drop_node $P "$TMP/pp-minus3.json" a100-3
-run replan -p "$TMP/pp.json" -c "$TMP/pp-minus3.json" -w $PW -o "$TMP/pp3.json"
+# At 50 times the example's rate the nodes left fall short: a short plan
+# (exit 5) that check accepts; --strict refuses.
+sed 's/"rate_rps": 1,/"rate_rps": 50,/' $PW >"$TMP/pw50.json"
+run replan -p "$TMP/pp.json" -c "$TMP/pp-minus.json" -w "$TMP/pw50.json" -o "$TMP/pp3.json"
 expect_rc 5 "pipeline replan short of the rate"
-run check -p "$TMP/pp3.json" -c "$TMP/pp-minus3.json"
+run check -p "$TMP/pp3.json" -c "$TMP/pp-minus.json"
 expect_rc 0 "check accepts the short pipeline"
-run replan -p "$TMP/pp.json" -c "$TMP/pp-minus3.json" -w $PW -o "$TMP/pp4.json" --strict
+run replan -p "$TMP/pp.json" -c "$TMP/pp-minus.json" -w "$TMP/pw50.json" -o "$TMP/pp4.json" --strict
 expect_rc 3 "pipeline --strict refuses"
-expect_err_line '^hexplan: error: the nodes left carry [0-9.]+ req/s at the SLO with the lost layers placed again, short of the [0-9.]+ req/s the rate of 1 req/s needs at 90% utilization$' "pipeline --strict message"
+expect_err_line '^hexplan: error: the nodes left carry [0-9.]+ req/s at the SLO with the lost layers placed again, short of the [0-9.]+ req/s the rate of 50 req/s needs at 90% utilization$' "pipeline --strict message"
 run replan -p "$TMP/pp.json" -c "$TMP/pp-minus.json"
 expect_rc 1 "pipeline replan without -w"
 expect_err_line '^hexplan: error: replan of a pipeline plan needs the workload \(-w\)' "pipeline without -w message"

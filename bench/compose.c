@@ -23,6 +23,7 @@
 #include "bench_util.h"
 #include "planners/compose.h"
 #include "model/gen.h"
+#include "planners/pipeline.h"
 #include "planners/replan.h"
 #include "sim/sim.h"
 
@@ -188,6 +189,7 @@ static void replan_case(const hx_catalog *cat, const char *model, int objective,
 	hx_plan p, q;
 	hx_moves mv;
 	hx_plan_opts o = {objective, 60, 0, 0, NULL, 0, 0};
+	hx_replan_opts ro = {0, hx_pipe_adapt};
 	hx_err err = {0};
 	double t[3];
 	char gone[64];
@@ -239,7 +241,7 @@ static void replan_case(const hx_catalog *cat, const char *model, int objective,
 	for (int i = 0; i < 3; i++) {
 		double t0 = bench_now();
 		hx_problem pb2 = {cat, &c2, &w, &p.models[0], 1, cpath2, wpath, NULL};
-		if (hx_replan(&p, &c2, &w, &pb2, &o, &q, &mv, &err)) {
+		if (hx_replan(&p, &c2, &w, &pb2, &o, &ro, &q, &mv, &err)) {
 			fprintf(stderr, "compose: replan: %s\n", err.msg);
 			exit(1);
 		}

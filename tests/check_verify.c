@@ -132,6 +132,8 @@ static const struct broken {
     {"bad-kv-replica.json", HX_V_ROUTING, "/routing/kv/1/to", "no replica \"g1r7\""},
     {"bad-hops-replica.json", HX_V_ROUTING, "/routing/hops/0/to", "no replica \"g2r9\""},
     {"bad-hops-sum.json", HX_V_ROUTING, "/routing/hops", "from \"g2r0/s0\" sum to 0.5"},
+    {"bad-short.json", HX_V_SHORT, "/shortfall/shortfall_rps",
+     "80, but the rate needs 111.111 req/s and the plan carries 25.7346: 85.3765 short"},
     {"bad-cascade-model.json", HX_V_ROUTING, "/routing/cascade/0/model",
      "model \"llama-3.1-8b\" is not among the plan's models"},
     {"bad-role-no-kv.json", HX_V_ROLES, "/groups/0/replicas/1/id",

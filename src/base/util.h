@@ -20,7 +20,8 @@ enum {
 	HX_EINPUT = 1,      /* bad input, I/O, internal solver error */
 	HX_EUSAGE = 2,      /* command-line misuse */
 	HX_EINFEASIBLE = 3, /* no plan meets the constraints */
-	HX_ELIMIT = 4       /* a limit was reached with no plan */
+	HX_ELIMIT = 4,      /* a limit was reached with no plan */
+	HX_ESHORT = 5       /* a plan written, but short of the rate (replan) */
 };
 
 typedef struct hx_err {

@@ -1,6 +1,7 @@
 /* replan: adapt a plan to a changed cluster or workload (replan.h); the new
  * plan goes to -o (or stdout), what moves to --moves FILE and, in one line,
- * to stderr. */
+ * to stderr.  A plan short of the rate is written and exits 5, or with
+ * --strict not written (exit 3). */
 #include "config.h"
 
 #include <stdlib.h>
@@ -9,16 +10,17 @@
 #include "cli/cli.h"
 #include "base/jsonio.h"
 #include "plan/plan.h"
+#include "planners/pipeline.h"
 #include "planners/replan.h"
 
 #define CMD "replan"
 
 const char *const hx_replan_usage[] = {
     "hexplan replan -p plan.json -c cluster.json [-w workload.json] [-o plan.json] "
-    "[--moves FILE] [--format json|table]",
+    "[--moves FILE] [--strict] [--format json|table]",
     NULL};
 
-enum { OPT_MOVES = 2600 };
+enum { OPT_MOVES = 2600, OPT_STRICT };
 
 static const char *const kinds[] = {"stop", "start", "role", "weight"};
 
@@ -73,6 +75,7 @@ int cmd_replan(hx_cli *cli, int argc, char **argv)
 					     {"workload", required_argument, NULL, 'w'},
 					     {"output", required_argument, NULL, 'o'},
 					     {"moves", required_argument, NULL, OPT_MOVES},
+					     {"strict", no_argument, NULL, OPT_STRICT},
 					     {"format", required_argument, NULL, HX_OPT_FORMAT},
 					     HX_GLOBAL_LONGOPTS,
 					     {NULL, 0, NULL, 0}};
@@ -85,6 +88,7 @@ int cmd_replan(hx_cli *cli, int argc, char **argv)
 	hx_problem pb;
 	hx_err err = {0};
 	hx_plan_opts po = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0, 0};
+	hx_replan_opts ro = {0, hx_pipe_adapt};
 	int c, rc, table = 0, have_c = 0, have_w = 0, have_old = 0, have_p = 0;
 	char digest[72];
 
@@ -97,6 +101,7 @@ int cmd_replan(hx_cli *cli, int argc, char **argv)
 		case 'w': wpath = optarg; break;
 		case 'o': out = optarg; break;
 		case OPT_MOVES: mpath = optarg; break;
+		case OPT_STRICT: ro.strict = 1; break;
 		default:
 			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
 				return rc;
@@ -119,16 +124,10 @@ int cmd_replan(hx_cli *cli, int argc, char **argv)
 			goto out;
 		have_w = 1;
 	}
-	if (old.nmodels != 1) {
-		rc = hx_errf(&err, HX_EINPUT,
-			     "%s: replan adapts plans of one model, this one has %d",
-			     hx_display_path(ppath), old.nmodels);
-		goto out;
-	}
 	hx_file_digest(ppath, digest);
 	pb = (hx_problem){cat,   &cl,   have_w ? &w : NULL, &old.models[0], old.solver.seed,
 			  cpath, wpath, cli->calibration};
-	if ((rc = hx_replan(&old, &cl, have_w ? &w : NULL, &pb, &po, &p, &mv, &err)))
+	if ((rc = hx_replan(&old, &cl, have_w ? &w : NULL, &pb, &po, &ro, &p, &mv, &err)))
 		goto out;
 	have_p = 1;
 	if (out && (rc = hx_plan_write(&p, out, &err)))
@@ -146,11 +145,22 @@ int cmd_replan(hx_cli *cli, int argc, char **argv)
 	    mv.kept, mv.replicas_before, mv.stopped, mv.started, mv.roles_flipped,
 	    mv.weights_changed, mv.bytes_to_load, mv.capacity_before_rps,
 	    mv.capacity_after_rps);
+	if (p.shortage.on)
+		fprintf(
+		    stderr,
+		    "hexplan: replan: short: the plan carries %.3f req/s at the SLO, %.3f short of the %.3f req/s the rate of %g req/s needs at %g%% utilization; it serves %.1f%% of the offered traffic at the SLO\n",
+		    p.predicted.capacity_rps, p.shortage.shortfall_rps,
+		    p.shortage.rate_rps / p.shortage.utilization, p.shortage.rate_rps,
+		    p.shortage.utilization * 100, p.shortage.served_share * 100);
 	if (table || !out) {
 		char *text = table ? hx_plan_table(&p) : hx_plan_dump(&p);
 		rc = hx_cli_output("-", text);
 		free(text);
 	}
+	/* Written, but short of the rate: a status of its own (DESIGN §3's 0-4
+	 * keep their meaning). */
+	if (!rc && p.shortage.on)
+		rc = HX_ESHORT;
 out:
 	if (rc && err.msg[0])
 		hx_cli_fail(&err);

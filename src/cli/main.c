@@ -51,7 +51,8 @@ static void main_usage(FILE *f)
 		   "  --calibration FILE  apply a calibration written by 'hexplan calibrate'\n"
 		   "  -h, --help          show this help (or a command's)\n"
 		   "  --version           print the version\n\n"
-		   "exit status: 0 ok, 1 error, 2 usage, 3 infeasible, 4 limit reached\n");
+		   "exit status: 0 ok, 1 error, 2 usage, 3 infeasible, 4 limit reached,\n"
+		   "             5 plan written but short of the rate (replan)\n");
 }
 
 int main(int argc, char **argv)

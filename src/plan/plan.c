@@ -443,6 +443,17 @@ static json_t *predicted_json(const hx_plan *p)
 	return x;
 }
 
+static json_t *shortfall_json(const hx_plan *p)
+{
+	json_t *x = json_object();
+
+	json_object_set_new(x, "rate_rps", json_real(p->shortage.rate_rps));
+	json_object_set_new(x, "utilization", json_real(p->shortage.utilization));
+	json_object_set_new(x, "shortfall_rps", json_real(p->shortage.shortfall_rps));
+	json_object_set_new(x, "served_share", json_real(p->shortage.served_share));
+	return x;
+}
+
 static json_t *solver_json(const hx_plan *p)
 {
 	json_t *x = json_object(), *a;
@@ -468,6 +479,9 @@ static json_t *plan_json(const hx_plan *p)
 	hx_jset_str(o, "schema", "hexplan.plan");
 	hx_jset_int(o, "version", 1);
 	hx_jset_str(o, "mode", p->mode);
+	/* only in a short plan: plans that carry their rate read as before */
+	if (p->shortage.on)
+		hx_jset_str(o, "status", "short");
 	x = json_object();
 	/* each digest only when known: the reader takes them as optional but
 	 * not empty, so a plan without one still reads back */
@@ -491,6 +505,8 @@ static json_t *plan_json(const hx_plan *p)
 	if (p->nrent > 0)
 		json_object_set_new(o, "rent", rent_json(p));
 	json_object_set_new(o, "predicted", predicted_json(p));
+	if (p->shortage.on)
+		json_object_set_new(o, "shortfall", shortfall_json(p));
 	json_object_set_new(o, "solver", solver_json(p));
 	return o;
 }
@@ -1025,6 +1041,38 @@ static int parse_predicted(const hx_jr *r, const json_t *v, hx_plan *p)
 	return 0;
 }
 
+/* "status" and "shortfall": both or neither, and "status" only "short". */
+static int parse_shortfall(const hx_jr *r, const json_t *root, hx_plan *p)
+{
+	static const char *const keys[] = {"rate_rps", "utilization", "shortfall_rps",
+					   "served_share", NULL};
+	static const char *const statuses[] = {"complete", "short", NULL};
+	const json_t *v = json_object_get(root, "shortfall");
+	int rc, idx = 0;
+
+	if ((rc = hx_jr_enum(r, root, "", "status", 0, statuses, &idx)))
+		return rc;
+	if (idx == 1 && !v)
+		return hx_jr_fail(r, "/status", "a short plan needs \"shortfall\"");
+	if (!v)
+		return 0;
+	if (idx != 1)
+		return hx_jr_fail(r, "/shortfall",
+				  "only a plan with \"status\": \"short\" has one");
+	p->shortage.on = 1;
+	if ((rc = hx_jr_object(r, v, "/shortfall", keys)) ||
+	    (rc = hx_jr_num(r, v, "/shortfall", "rate_rps", 1, 0, 1e15,
+			    &p->shortage.rate_rps)) ||
+	    (rc = hx_jr_num(r, v, "/shortfall", "utilization", 1, 1e-6, 1,
+			    &p->shortage.utilization)) ||
+	    (rc = hx_jr_num(r, v, "/shortfall", "shortfall_rps", 1, 0, 1e15,
+			    &p->shortage.shortfall_rps)) ||
+	    (rc = hx_jr_num(r, v, "/shortfall", "served_share", 1, 0, 1,
+			    &p->shortage.served_share)))
+		return rc;
+	return 0;
+}
+
 static int parse_solver(const hx_jr *r, const json_t *v, hx_plan *p)
 {
 	static const char *const skeys[] = {"engine", "status", "objective", "bound",
@@ -1062,9 +1110,9 @@ static int parse_solver(const hx_jr *r, const json_t *v, hx_plan *p)
 /* The parts in the order the writer puts them; each part its own helper. */
 static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 {
-	static const char *const top[] = {"schema", "version",   "mode",   "inputs",
-					  "models", "gpus",      "groups", "routing",
-					  "rent",   "predicted", "solver", NULL};
+	static const char *const top[] = {
+	    "schema", "version", "mode", "status",    "inputs",    "models", "gpus",
+	    "groups", "routing", "rent", "predicted", "shortfall", "solver", NULL};
 	char schema[32];
 	json_t *v;
 	int rc;
@@ -1086,6 +1134,8 @@ static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 	if ((v = json_object_get(root, "rent")) && (rc = parse_rent(r, v, p)))
 		return rc;
 	if ((v = json_object_get(root, "predicted")) && (rc = parse_predicted(r, v, p)))
+		return rc;
+	if ((rc = parse_shortfall(r, root, p)))
 		return rc;
 	if ((v = json_object_get(root, "solver")) && (rc = parse_solver(r, v, p)))
 		return rc;
@@ -1180,6 +1230,12 @@ char *hx_plan_table(const hx_plan *p)
 	}
 	if (p->predicted.has_quality)
 		hx_buf_printf(&t, "quality: %.2f (judge score, 0-100)\n", p->predicted.quality);
+	if (p->shortage.on)
+		hx_buf_printf(&t,
+			      "short: %.3f req/s short of the rate of %g req/s at %g%% "
+			      "utilization; %.1f%% of the offered traffic served at the SLO\n",
+			      p->shortage.shortfall_rps, p->shortage.rate_rps,
+			      100 * p->shortage.utilization, 100 * p->shortage.served_share);
 	hx_buf_printf(&t, "solver: %s, %s, seed %llu\n", p->solver.engine, p->solver.status,
 		      (unsigned long long)p->solver.seed);
 	return t.s;

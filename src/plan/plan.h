@@ -96,6 +96,17 @@ typedef struct hx_prediction {
 	int has_quality;
 } hx_prediction;
 
+/* A best-effort plan (replan) that carries less than its workload needs:
+ * ON set, RATE_RPS the workload's rate, UTILIZATION the margin the rate
+ * needs (capacity at least rate / utilization), SHORTFALL_RPS what the
+ * capacity lacks of that, SERVED_SHARE the share of the rate it carries at
+ * the SLO (min(1, capacity / rate)).  Written as "status": "short" and
+ * "shortfall" only when ON. */
+typedef struct hx_plan_short {
+	int on;
+	double rate_rps, utilization, shortfall_rps, served_share;
+} hx_plan_short;
+
 typedef struct hx_solver_record {
 	char engine[16];
 	char status[16]; /* optimal gap_limit work_limit time_limit heuristic */
@@ -123,6 +134,7 @@ typedef struct hx_plan {
 	hx_plan_rent *rent;
 	int nrent;
 	hx_prediction predicted;
+	hx_plan_short shortage;
 	hx_solver_record solver;
 } hx_plan;
 

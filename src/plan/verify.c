@@ -13,7 +13,7 @@
 static const char *const vclass_names[HX_V_NCLASSES] = {
     "unknown-gpu", "gpu-twice",  "gpu-type",   "tp-count", "layers", "tp-heads",
     "memory",      "cross-node", "undeclared", "routing",  "roles",  "duplicate-replica",
-    "rent",
+    "rent",        "short",
 };
 
 const char *hx_vclass_name(hx_vclass c)
@@ -782,6 +782,40 @@ static void check_roles(const hx_plan *p, vlist *l)
 	}
 }
 
+/* Whether A and B agree to within the rounding to 6 significant digits
+ * of the figures they come from, whose magnitudes add up to SCALE. */
+static int near6(double a, double b, double scale)
+{
+	return fabs(a - b) <= 1e-6 * fmax(1, scale);
+}
+
+/* A short plan's figures follow from its rate and predicted capacity: the
+ * shortfall is what the capacity lacks of rate / utilization (positive: a
+ * plan that carries its rate is not short), the share what it carries of
+ * the rate. */
+static void check_short(const hx_plan *p, vlist *l)
+{
+	const hx_plan_short *s = &p->shortage;
+	double cap = p->predicted.capacity_rps;
+	double need = s->rate_rps / s->utilization;
+	double share = s->rate_rps > 0 ? fmin(1, cap / s->rate_rps) : 1;
+
+	if (!s->on)
+		return;
+	if (cap >= need * (1 - 1e-9))
+		add(l, HX_V_SHORT, "/status",
+		    "the plan is marked short but its capacity %.6g req/s carries the rate of %.6g req/s at %.6g utilization",
+		    cap, s->rate_rps, s->utilization);
+	else if (!near6(s->shortfall_rps, need - cap, need + cap))
+		add(l, HX_V_SHORT, "/shortfall/shortfall_rps",
+		    "%.6g, but the rate needs %.6g req/s and the plan carries %.6g: %.6g short",
+		    s->shortfall_rps, need, cap, need - cap);
+	if (!near6(s->served_share, share, 2))
+		add(l, HX_V_SHORT, "/shortfall/served_share",
+		    "%.6g, but the plan carries %.6g of the rate of %.6g req/s: %.6g",
+		    s->served_share, cap, s->rate_rps, share);
+}
+
 int hx_verify_plan(const hx_plan *p, const hx_cluster *c, hx_violation **out, int *n)
 {
 	vlist l = {NULL, 0, 0};
@@ -798,6 +832,7 @@ int hx_verify_plan(const hx_plan *p, const hx_cluster *c, hx_violation **out, in
 	check_classes(p, &l);
 	check_roles(p, &l);
 	check_rent(p, c, &l);
+	check_short(p, &l);
 	*out = l.v;
 	*n = l.n;
 	return l.n;

@@ -405,16 +405,54 @@ static void price_links(pctx *c)
 			}
 }
 
+/* C's tables for PB's cluster and workload (layer costs from PO, may be
+ * NULL): node types priced, links, scratch; *MEM_LAYERS, *SERVED_K and
+ * *BOUND as find_types.  Returns 0 (release C with ctx_release either way)
+ * or an error. */
+static int ctx_init(pctx *c, const hx_problem *pb, const hx_pipe_opts *po, int *mem_layers,
+		    int *served_k, double *bound, hx_err *err)
+{
+	const hx_workload *w = pb->workload;
+	int n = pb->cluster->nnodes, rc;
+	double P = hx_dist_mean(&w->prompt), O = hx_dist_mean(&w->output);
+
+	memset(c, 0, sizeof(*c));
+	c->pb = pb;
+	c->n = n;
+	c->L = pb->model->a.layers;
+	c->err = err;
+	c->tok_bytes = hx_cost_act_bytes_per_token(pb->model) * (1 + P / O);
+	if (po && po->layer_costs) {
+		hx_layer_cost *lc = NULL;
+		if ((rc = hx_layer_costs_load(&lc, &c->nlc, po->layer_costs, err)))
+			return rc;
+		c->lc = lc;
+	}
+	c->type = hx_xcalloc((size_t)n + 1, sizeof(int));
+	c->region = hx_xcalloc((size_t)n + 1, sizeof(int));
+	c->ty = hx_xcalloc((size_t)n + 1, sizeof(ntype));
+	find_types(c, mem_layers, served_k, bound);
+	c->net.n = n;
+	c->net.layers = c->L;
+	c->net.node_tps = hx_xcalloc((size_t)n + 1, sizeof(double));
+	c->net.link_tps = hx_xcalloc((size_t)n * n + 1, sizeof(double));
+	c->lat_s = hx_xcalloc((size_t)n * n + 1, sizeof(double));
+	c->hop_tok_s = hx_xcalloc((size_t)n * n + 1, sizeof(double));
+	c->path_tpot = hx_xcalloc((size_t)n + 1, sizeof(double));
+	c->path_ttft = hx_xcalloc((size_t)n + 1, sizeof(double));
+	c->prompt_q = hx_dist_quantile(&w->prompt, w->slo.percentile / 100);
+	price_links(c);
+	return 0;
+}
+
 int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_pipe_opts *po,
 			 hx_plan *p, hx_pipe_stats *st, hx_err *err)
 {
 	const hx_cluster *cl = pb->cluster;
-	const hx_workload *w = pb->workload;
 	pctx c;
 	int n = cl->nnodes, L = pb->model->a.layers, rc = 0, *bf = NULL, *bl = NULL, *tf = NULL,
 	    *tl = NULL;
-	double P = hx_dist_mean(&w->prompt), O = hx_dist_mean(&w->output), best = -1, bound = 0,
-	       value = 0;
+	double best = -1, bound = 0, value = 0;
 	double t0 = hx_now();
 	long work, moves = 0;
 	int mem_layers = 0, served_k = 0;
@@ -433,44 +471,21 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	if (n < 1)
 		return hx_errf(err, HX_EINFEASIBLE,
 			       "the pipeline mode needs nodes (the cluster has none)");
-	memset(&c, 0, sizeof(c));
-	c.pb = pb;
-	c.n = n;
-	c.L = L;
-	c.err = err;
-	c.tok_bytes = hx_cost_act_bytes_per_token(pb->model) * (1 + P / O);
-	if (po && po->layer_costs) {
-		hx_layer_cost *lc = NULL;
-		if ((rc = hx_layer_costs_load(&lc, &c.nlc, po->layer_costs, err)))
-			return rc;
-		c.lc = lc;
-	}
-	c.type = hx_xcalloc((size_t)n, sizeof(int));
-	c.region = hx_xcalloc((size_t)n, sizeof(int));
-	c.ty = hx_xcalloc((size_t)n, sizeof(ntype));
-	find_types(&c, &mem_layers, &served_k, &bound);
-	c.net.n = n;
-	c.net.layers = L;
-	c.net.node_tps = hx_xcalloc((size_t)n, sizeof(double));
-	c.net.link_tps = hx_xcalloc((size_t)n * n, sizeof(double));
-	c.lat_s = hx_xcalloc((size_t)n * n, sizeof(double));
-	c.hop_tok_s = hx_xcalloc((size_t)n * n, sizeof(double));
-	c.path_tpot = hx_xcalloc((size_t)n, sizeof(double));
-	c.path_ttft = hx_xcalloc((size_t)n, sizeof(double));
-	c.prompt_q = hx_dist_quantile(&w->prompt, w->slo.percentile / 100);
-	price_links(&c);
+	if ((rc = ctx_init(&c, pb, po, &mem_layers, &served_k, &bound, err)))
+		goto out;
 	if (mem_layers < L) {
 		rc = hx_errf(
 		    err, HX_EINFEASIBLE,
 		    "memory: the nodes hold %d of the %d layers of %s in all (each with a KV reserve of %.0f tokens); no placement covers the model",
-		    mem_layers, L, pb->model->name, hx_plan_kv_reserve(w));
+		    mem_layers, L, pb->model->name, hx_plan_kv_reserve(pb->workload));
 		goto out;
 	}
 	if (served_k < L) {
 		rc = hx_errf(
 		    err, HX_EINFEASIBLE,
 		    "tpot: at the TPOT SLO of %g ms the nodes that meet their share (%g ms per layer) hold %d of the %d layers of %s",
-		    w->slo.tpot_ms, w->slo.tpot_ms / L, served_k, L, pb->model->name);
+		    pb->workload->slo.tpot_ms, pb->workload->slo.tpot_ms / L, served_k, L,
+		    pb->model->name);
 		goto out;
 	}
 	if (o->time_limit_s > 0)
@@ -534,6 +549,80 @@ out:
 	free(bl);
 	free(tf);
 	free(tl);
+	ctx_release(&c);
+	if (rc)
+		hx_plan_release(p);
+	return rc;
+}
+
+/* Whether node I of C can hold layers [F, L) (its memory with the
+ * embedding or head where they sit, and some capacity). */
+static int can_hold(const pctx *c, int i, int f, int l)
+{
+	const ntype *t = &c->ty[c->type[i]];
+	return f >= 0 && f < l && l <= c->L && l - f <= t->kmax[(f == 0) | (l == c->L) << 1] &&
+	       t->thr[l - f] > 0;
+}
+
+/* Cover layers [A, B) with free nodes of C (FIRST < 0), front to back:
+ * each time the node that holds the most of what is left from the
+ * current layer, the fastest at it among equals.  Returns the layers
+ * covered (B - A when whole); the nodes taken keep their range even when
+ * the cover stops short. */
+static int cover(const pctx *c, int *first, int *last, int a, int b)
+{
+	int x = a;
+
+	while (x < b) {
+		int best = -1, bk = 0;
+		for (int i = 0; i < c->n; i++) {
+			int k = b - x;
+			if (first[i] >= 0)
+				continue;
+			while (k > 0 && !can_hold(c, i, x, x + k))
+				k--;
+			if (k > bk ||
+			    (k == bk && k > 0 && node_thr(c, i, k) > node_thr(c, best, k))) {
+				best = i;
+				bk = k;
+			}
+		}
+		if (best < 0)
+			break;
+		first[best] = x;
+		last[best] = x + bk;
+		x += bk;
+	}
+	return x - a;
+}
+
+int hx_pipe_adapt(const hx_problem *pb, int *first, int *last, const int *lost_first,
+		  const int *lost_last, int nlost, hx_plan *p, hx_err *err)
+{
+	pctx c;
+	int rc, mem_layers = 0, served_k = 0;
+	double bound = 0, value = 0;
+
+	hx_plan_init(p);
+	strcpy(p->mode, "pipeline");
+	if ((rc = ctx_init(&c, pb, NULL, &mem_layers, &served_k, &bound, err)))
+		goto out;
+	for (int i = 0; i < pb->cluster->nnodes; i++)
+		if (first[i] >= 0 && !can_hold(&c, i, first[i], last[i]))
+			first[i] = last[i] = -1;
+	for (int k = 0; k < nlost; k++)
+		cover(&c, first, last, lost_first[k], lost_last[k]);
+	if ((rc = hx_pipe_emit(&c, first, last, p, &value, err)))
+		goto out;
+	if (p->ngroups == 0) {
+		rc = hx_errf(err, HX_EINFEASIBLE,
+			     "no chain of the nodes left covers the %d layers of %s", c.L,
+			     pb->model->name);
+		goto out;
+	}
+	rc = hx_plan_finish(pb, p, HX_FINISH_INPUTS, err);
+	hx_plan_solver_search(p, "igraph", "heuristic", value, fmax(bound, value), c.flows, 0);
+out:
 	ctx_release(&c);
 	if (rc)
 		hx_plan_release(p);

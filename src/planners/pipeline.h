@@ -67,4 +67,15 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
  * nodes holding layer 0 and routing.hops carry the flow node to node. */
 int hx_plan_pipeline(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err);
 
+/* replan of a pipeline plan: FIRST/LAST per node of PB's cluster (-1:
+ * none) hold the fragments that survive; each lost fragment [LOST_FIRST[k],
+ * LOST_LAST[k]) is re-placed on free nodes (the fewest, front to back,
+ * each holding the most it can), then the placement's flow gives the hops
+ * and ingress, as the planner's own (nodes that carry no flow dropped).
+ * FIRST/LAST are updated.  OUT gets the plan (groups named g0.. in layer
+ * order; the caller renames).  Returns 0, HX_EINFEASIBLE when no chain is
+ * left, or an error. */
+int hx_pipe_adapt(const hx_problem *pb, int *first, int *last, const int *lost_first,
+		  const int *lost_last, int nlost, hx_plan *out, hx_err *err);
+
 #endif

@@ -44,15 +44,30 @@ typedef struct hx_moves {
 
 void hx_moves_release(hx_moves *mv);
 
+/* How a pipeline plan is adapted: hx_pipe_adapt (pipeline.h), which the
+ * caller hands in (planners do not call one another; the command layer
+ * wires them). */
+typedef int (*hx_replan_pipe_fn)(const hx_problem *pb, int *first, int *last,
+				 const int *lost_first, const int *lost_last, int nlost,
+				 hx_plan *out, hx_err *err);
+
+typedef struct hx_replan_opts {
+	int strict;             /* no short plan: HX_EINFEASIBLE instead */
+	hx_replan_pipe_fn pipe; /* NULL: pipeline plans are refused */
+} hx_replan_opts;
+
 /* Adapt OLD to cluster CL (as loaded: offers not yet expanded) and workload
  * W (NULL: keep and re-route only, with the capacities OLD records).  PB
  * gives the catalog, digests' paths, seed and model (PB->model: the plan's
  * model; PB->workload and PB->cluster are ignored).  OUT gets the new plan,
- * MV the moves (release both).  Returns 0, HX_EINFEASIBLE when the GPUs
- * left cannot carry the rate (the message says how far short), HX_EINPUT
- * for a plan replan cannot adapt. */
+ * MV the moves (release both).  When the GPUs left cannot carry W's rate,
+ * OUT is the plan with the most capacity they allow, marked short
+ * (OUT->shortage), or, with RO->strict, there is none.  Returns 0,
+ * HX_EINFEASIBLE when strict and the GPUs left cannot carry the rate, or
+ * when no replica survives or fits (the message says how far short),
+ * HX_EINPUT for a plan replan cannot adapt. */
 int hx_replan(const hx_plan *old, const hx_cluster *cl, const hx_workload *w,
-	      const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_moves *mv,
-	      hx_err *err);
+	      const hx_problem *pb, const hx_plan_opts *o, const hx_replan_opts *ro,
+	      hx_plan *out, hx_moves *mv, hx_err *err);
 
 #endif

@@ -67,6 +67,7 @@ bad-role-kv-to.json|/routing/kv/3/to: replica "g0r0" is prefill, not decode
 bad-duplicate-replica.json|/groups/1/replicas/1/id: duplicate replica id "g1r0" (first at /groups/1/replicas/0)
 bad-two-defects.json|/groups/0/replicas/1/placement/0/0: GPU "h100-0:3" is already used at /groups/0/replicas/0/placement/0/3
 bad-two-defects.json|/routing/ingress: the weights for all traffic sum to 0.9, not 1
+bad-short.json|/shortfall/shortfall_rps: 80, but the rate needs 111.111 req/s and the plan carries 25.7346: 85.3765 short
 EOF
 
 for f in $(cut -d'|' -f1 "$TMP/expected" | uniq); do

@@ -143,9 +143,18 @@ variant("ok-other-mode", setk(["mode"], "colocated"))
 variant("ok-solver-status", setk(["solver", "status"], "gap_limit"))
 variant("ok-index-zeros", setk(["groups", 0, "replicas", 0, "placement", 0, 0], "h100-0:0000001"))
 variant("ok-pp-links", lambda p: None, pp)
+variant("ok-short", several(setk(["status"], "short"), setk(["shortfall"], {"rate_rps": 20, "utilization": 0.9, "shortfall_rps": 1.5, "served_share": 0.95})))
+variant("ok-status-complete", setk(["status"], "complete"))
 
 # Rejected by the reader.
 variant("bad-top-key", setk(["comment"], "x"))
+variant("bad-short-no-shortfall", setk(["status"], "short"))
+variant("bad-shortfall-not-short", setk(["shortfall"], {"rate_rps": 20, "utilization": 0.9, "shortfall_rps": 1.5, "served_share": 0.95}))
+variant("bad-status", setk(["status"], "partial"))
+variant("bad-shortfall-share", several(setk(["status"], "short"), setk(["shortfall"], {"rate_rps": 20, "utilization": 0.9, "shortfall_rps": 1.5, "served_share": 0.95}),
+                                       setk(["shortfall", "served_share"], 1.5)))
+variant("bad-shortfall-missing", several(setk(["status"], "short"), setk(["shortfall"], {"rate_rps": 20, "utilization": 0.9, "shortfall_rps": 1.5, "served_share": 0.95}),
+                                         delk(["shortfall", "utilization"])))
 variant("bad-no-schema", delk(["schema"]))
 variant("bad-schema-name", setk(["schema"], "hexplan.cluster"))
 variant("bad-version", setk(["version"], 2))

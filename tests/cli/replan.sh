@@ -138,7 +138,7 @@ PY
 run simulate -p "$TMP/dg2.json" -w "$TMP/code120.json" --requests 3000
 expect_rc 0 "simulate the re-roled plan"
 
-# The disaggregated plan loses its H100 nodes and gains an A100 node at 250
+# The disaggregated plan loses its H100 nodes and gains an A100 node at 150
 # req/s: flips alone fall short, so new prefill or decode replicas start on
 # the new node; the kept replicas stay, and the plan carries the rate.
 python3 - $C "$TMP/swap.json" <<'PY'
@@ -149,8 +149,8 @@ n = dict(next(x for x in c["nodes"] if x["name"] == "a100-0"), name="a100-4")
 c["nodes"].append(n)
 json.dump(c, open(sys.argv[2], "w"))
 PY
-sed 's/"rate_rps": 10/"rate_rps": 250/' examples/workloads/code.json >"$TMP/code250.json"
-run replan -p "$TMP/dg.json" -c "$TMP/swap.json" -w "$TMP/code250.json" -o "$TMP/dg3.json" --moves "$TMP/dgm3.json"
+sed 's/"rate_rps": 10/"rate_rps": 150/' examples/workloads/code.json >"$TMP/code150.json"
+run replan -p "$TMP/dg.json" -c "$TMP/swap.json" -w "$TMP/code150.json" -o "$TMP/dg3.json" --moves "$TMP/dgm3.json"
 expect_rc 0 "replan a disaggregated plan with new replicas"
 run check -p "$TMP/dg3.json" -c "$TMP/swap.json"
 expect_rc 0 "check accepts it"
@@ -165,7 +165,7 @@ assert all(roles[g] in ("prefill", "decode") for g in starts), roles
 for g in p["groups"]:
     if g["name"] in starts:
         assert all(ref.startswith("a100-4:") for r in g["replicas"] for st in r["placement"] for ref in st)
-assert "status" not in p and p["predicted"]["capacity_rps"] >= 250 / 0.9, p["predicted"]
+assert "status" not in p and p["predicted"]["capacity_rps"] >= 150 / 0.9, p["predicted"]
 PY
 
 # Short of capacity with no free GPU: the kept replicas as they are, marked

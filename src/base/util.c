@@ -474,6 +474,14 @@ double hx_round6(double v)
 	return strtod(s, NULL);
 }
 
+double hx_weight6(double v)
+{
+	if (!isfinite(v) || !(v > 0))
+		return 0.0;
+	v = round(v * 1e6) / 1e6;
+	return v > 0 ? v : 0.0;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

@@ -107,6 +107,10 @@ double hx_norm_quantile(double p);
 /* V rounded to 6 significant digits, so printed figures are stable. */
 double hx_round6(double v);
 
+/* A routing weight as plans hold it: V rounded to 6 decimals, and 0 (never
+ * -0) when it is negative, not finite or rounds to 0. */
+double hx_weight6(double v);
+
 /* Median and p-quantile (0..1, linear interpolation) of N values; sorts V. */
 double hx_quantile(double *v, size_t n, double q);
 

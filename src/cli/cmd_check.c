@@ -46,6 +46,12 @@ int cmd_check(hx_cli *cli, int argc, char **argv)
 	}
 	if (optind < argc)
 		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+	{
+		const hx_cli_file files[] = {
+		    {"-p", ppath, 0}, {"-c", cpath, 0}, {"--calibration", cli->calibration, 0}};
+		if ((rc = hx_cli_check_files(CMD, files, (int)HX_ARRAY_LEN(files))))
+			return rc;
+	}
 	if (!ppath)
 		return hx_cli_usage_error(CMD, "missing -p plan.json");
 	if (!cpath)

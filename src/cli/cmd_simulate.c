@@ -199,6 +199,14 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	}
 	if (optind < argc)
 		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+	{
+		const hx_cli_file files[] = {
+		    {"-p", ppath, 0}, {"-w", wpath, 0},
+		    {"-t", tpath, 0}, {"--calibration", cli->calibration, 0},
+		    {"-o", out, 1},   {"--per-request", per, 1}};
+		if ((rc = hx_cli_check_files(CMD, files, (int)HX_ARRAY_LEN(files))))
+			return rc;
+	}
 	if (!ppath || !wpath)
 		return hx_cli_usage_error(CMD,
 					  "-p plan.json and -w workload.json are required");

@@ -190,6 +190,10 @@ void hx_workload_release(hx_workload *w);
 
 /* A request trace, read or generated, holds at most this many requests. */
 #define HX_MAX_REQUESTS 50000000
+/* An arrival process's cv (formats(5)): beyond these the gamma draws
+ * underflow to zero gaps or the bursts outgrow any trace. */
+#define HX_MIN_CV 0.01
+#define HX_MAX_CV 20
 
 /* A request trace. */
 typedef struct hx_trace {

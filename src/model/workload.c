@@ -380,7 +380,7 @@ static int parse_arrival(const hx_jr *r, const json_t *root, const char *ptr, hx
 	hx_ptr_key(p, sizeof(p), ptr, "arrival");
 	if ((rc = hx_jr_object(r, v, p, akeys)) ||
 	    (rc = hx_jr_enum(r, v, p, "process", 1, procs, &w->arrival)) ||
-	    (rc = hx_jr_pos(r, v, p, "cv", 0, &w->cv)))
+	    (rc = hx_jr_num(r, v, p, "cv", 0, HX_MIN_CV, HX_MAX_CV, &w->cv)))
 		return rc;
 	hx_ptr_key(pc, sizeof(pc), p, "cv");
 	if (w->arrival == HX_ARRIVAL_POISSON && fabs(w->cv - 1) > 1e-12)

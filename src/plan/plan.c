@@ -94,29 +94,60 @@ hx_route *hx_plan_add_route(hx_route **list, int *n)
 	return &(*list)[(*n)++];
 }
 
+typedef struct share_rem {
+	double rem;
+	int i;
+} share_rem;
+
+/* Largest remainder first, then the lower index. */
+static int cmp_share_rem(const void *a, const void *b)
+{
+	const share_rem *x = a, *y = b;
+	if (x->rem != y->rem)
+		return x->rem > y->rem ? -1 : 1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
 void hx_routes_normalize(hx_route *r, int n)
 {
-	double total = 0, acc = 0;
+	/* In millionths by largest remainder, so that every weight has at most
+	 * six decimals, none is negative (nor -0) and they sum to exactly one
+	 * million millionths: the writer prints them exactly and check accepts
+	 * them.  A negative or non-finite weight (rounding in a solver) is 0. */
+	const long long unit = 1000000;
+	double total = 0;
+	long long *k, sum = 0;
+	share_rem *rem;
 
+	if (n <= 0)
+		return;
 	for (int i = 0; i < n; i++)
-		total += r[i].weight;
+		if (isfinite(r[i].weight) && r[i].weight > 0)
+			total += r[i].weight;
+	k = hx_xcalloc((size_t)n, sizeof(*k));
+	rem = hx_xcalloc((size_t)n, sizeof(*rem));
 	for (int i = 0; i < n; i++) {
-		r[i].weight = hx_round6(total > 0 ? r[i].weight / total : 1.0 / n);
-		if (i + 1 < n)
-			acc += r[i].weight;
+		double w = isfinite(r[i].weight) && r[i].weight > 0 ? r[i].weight : 0;
+		double x = total > 0 ? w / total * (double)unit : (double)unit / n;
+		k[i] = (long long)floor(x);
+		if (k[i] > unit)
+			k[i] = unit;
+		rem[i].rem = x - (double)k[i];
+		rem[i].i = i;
+		sum += k[i];
 	}
-	if (n > 0)
-		r[n - 1].weight = hx_round6(1 - acc);
-	if (n > 1 && r[n - 1].weight < 0) {
-		/* The others rounded up past 1 (many small shares, the last 0):
-		 * the last takes 0 and the largest gives up the excess. */
-		int big = 0;
-		for (int i = 1; i + 1 < n; i++)
-			if (r[i].weight > r[big].weight)
-				big = i;
-		r[big].weight = hx_round6(r[big].weight + r[n - 1].weight);
-		r[n - 1].weight = 0;
-	}
+	qsort(rem, (size_t)n, sizeof(*rem), cmp_share_rem);
+	for (int j = 0; sum < unit; j = (j + 1) % n, sum++)
+		k[rem[j].i]++;
+	for (int j = n - 1; sum > unit; j = (j + n - 1) % n)
+		if (k[rem[j].i] > 0) {
+			k[rem[j].i]--;
+			sum--;
+		}
+	for (int i = 0; i < n; i++)
+		r[i].weight = (double)k[i] / (double)unit;
+	free(k);
+	free(rem);
 }
 
 const hx_model *hx_plan_model(const hx_plan *p, const char *name)
@@ -283,7 +314,7 @@ static json_t *routes_json(const hx_route *r, int n, const char *from, const cha
 		if (!ingress)
 			hx_jset_str(o, from, r[i].from);
 		hx_jset_str(o, to, r[i].to);
-		json_object_set_new(o, "weight", json_real(r[i].weight));
+		json_object_set_new(o, "weight", json_real(hx_weight6(r[i].weight)));
 		if (ingress && r[i].from[0])
 			hx_jset_str(o, from, r[i].from);
 		if (!ingress && r[i].link[0])
@@ -451,7 +482,8 @@ static json_t *solver_json(const hx_plan *p)
 	hx_jset_str(x, "status", p->solver.status);
 	json_object_set_new(x, "objective", json_real(p->solver.objective));
 	json_object_set_new(x, "bound", json_real(p->solver.bound));
-	json_object_set_new(x, "gap", json_real(p->solver.gap));
+	/* A solver's relative gap can come out a rounding error below 0. */
+	json_object_set_new(x, "gap", json_real(p->solver.gap > 0 ? p->solver.gap : 0.0));
 	a = json_object();
 	hx_jset_int(a, "nodes", p->solver.nodes);
 	hx_jset_int(a, "iterations", p->solver.iterations);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -125,9 +126,16 @@ char *hx_read_file_max(const char *path, size_t max, size_t *len, hx_err *err)
 			hx_display_path(path), lim);
 		goto fail;
 	}
+	/* A regular file is read into a buffer of its size; anything else (a
+	 * pipe, /dev/zero) into one that doubles, never past MAX + 1 bytes. */
+	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode))
+		cap = (size_t)st.st_size + 1;
+	else
+		cap = max < 65536 ? max + 1 : 65536;
+	buf = hx_xmalloc(cap + 1);
 	for (;;) {
-		if (cap - n < 65536) {
-			cap = cap ? cap * 2 : 65536;
+		if (n == cap) {
+			cap = cap > (max + 1) / 2 ? max + 1 : cap * 2;
 			buf = hx_xrealloc(buf, cap + 1);
 		}
 		got = fread(buf + n, 1, cap - n, f);
@@ -159,6 +167,25 @@ fail:
 	return NULL;
 }
 
+char *hx_read_text_max(const char *path, size_t max, size_t *len, hx_err *err)
+{
+	size_t n;
+	char *text = hx_read_file_max(path, max, &n, err), *nul;
+
+	if (text && (nul = memchr(text, '\0', n))) {
+		long line = 1;
+		for (const char *p = text; p < nul; p++)
+			line += *p == '\n';
+		hx_errf(err, HX_EINPUT, "%s:%ld: a NUL byte (is it a text file?)",
+			hx_display_path(path), line);
+		free(text);
+		return NULL;
+	}
+	if (text && len)
+		*len = n;
+	return text;
+}
+
 char *hx_read_file(const char *path, size_t *len, hx_err *err)
 {
 	return hx_read_file_max(path, HX_MAX_JSON_BYTES, len, err);
@@ -187,6 +214,99 @@ static int write_in_place(const char *path, const char *data, size_t len, hx_err
 	return HX_OK;
 }
 
+/* The temporary files being written, which the handler of SIGINT, SIGTERM
+ * and SIGHUP removes before the signal ends the process.  A handler gets no
+ * context, so this is global state: slots hold names or NULL, and are
+ * changed only with those signals blocked. */
+#define MAX_TEMPS 64
+static char *volatile temps[MAX_TEMPS];
+static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+static void on_signal(int sig)
+{
+	for (int i = 0; i < MAX_TEMPS; i++)
+		if (temps[i])
+			unlink(temps[i]);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Block (HOW SIG_BLOCK) or restore the cleanup signals; OLD keeps the mask. */
+static void block_signals(sigset_t *old)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < HX_ARRAY_LEN(cleanup_signals); i++)
+		sigaddset(&set, cleanup_signals[i]);
+	sigprocmask(SIG_BLOCK, &set, old);
+}
+
+/* Install the handler once; a signal the parent ignores stays ignored. */
+static void install_handlers(void)
+{
+	static int done;
+
+	if (done)
+		return;
+	done = 1;
+	for (size_t i = 0; i < HX_ARRAY_LEN(cleanup_signals); i++) {
+		struct sigaction sa, old;
+		if (sigaction(cleanup_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+			continue;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_signal;
+		sigemptyset(&sa.sa_mask);
+		sigaction(cleanup_signals[i], &sa, NULL);
+	}
+}
+
+/* Create the temporary file of template TMP and register it for removal on
+ * a signal (both with the signals blocked, so no signal falls between).
+ * Returns the descriptor, or -1 with errno set. */
+static int temp_create(char *tmp)
+{
+	sigset_t old;
+	int fd, i;
+
+	install_handlers();
+	block_signals(&old);
+	for (i = 0; i < MAX_TEMPS && temps[i]; i++)
+		;
+	if (i == MAX_TEMPS) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		errno = EMFILE;
+		return -1;
+	}
+	fd = mkstemp(tmp);
+	if (fd >= 0)
+		temps[i] = tmp;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return fd;
+}
+
+/* Forget TMP (renamed or removed). */
+static void temp_forget(const char *tmp)
+{
+	sigset_t old;
+
+	block_signals(&old);
+	for (int i = 0; i < MAX_TEMPS; i++)
+		if (temps[i] == tmp)
+			temps[i] = NULL;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/* HEXPLAN_FAULT_SIGNAL=SIG (tests): the signal arrives while a temporary
+ * file is complete but not yet renamed. */
+static void fault_signal(void)
+{
+	const char *s = getenv("HEXPLAN_FAULT_SIGNAL");
+
+	if (s && *s)
+		raise(atoi(s));
+}
+
 /* Write DATA to a new temporary file beside PATH, flushed and closed, with
  * the mode PATH has (or would get); *TMP is its name (free it).  Returns 0,
  * or HX_EINPUT with nothing left behind. */
@@ -204,7 +324,7 @@ static int stage(const char *path, const char *data, size_t len, char **tmp_out,
 	dir = hx_dirname(path);
 	tmp = hx_xmalloc(strlen(path) + 16);
 	sprintf(tmp, "%s.tmpXXXXXX", path);
-	fd = mkstemp(tmp);
+	fd = temp_create(tmp);
 	if (fd < 0) {
 		hx_errf(err, HX_EINPUT, "%s: cannot create a temporary file: %s", path,
 			strerror(errno));
@@ -253,11 +373,14 @@ static int stage(const char *path, const char *data, size_t len, char **tmp_out,
 	rc = HX_OK;
 	*tmp_out = tmp;
 	tmp = NULL;
+	fault_signal();
 out:
 	if (fd >= 0)
 		close(fd);
-	if (tmp)
+	if (tmp) {
 		unlink(tmp);
+		temp_forget(tmp);
+	}
 	free(tmp);
 	free(dir);
 	return rc;
@@ -301,6 +424,7 @@ int hx_write_files_atomic(const hx_out_file *f, int n, hx_err *err)
 				rc = hx_errf(err, HX_EINPUT, "%s: %s", f[i].path,
 					     strerror(errno));
 			else {
+				temp_forget(tmp[i]);
 				free(tmp[i]);
 				tmp[i] = NULL;
 			}
@@ -309,8 +433,10 @@ int hx_write_files_atomic(const hx_out_file *f, int n, hx_err *err)
 		}
 	}
 	for (i = 0; i < n; i++) {
-		if (tmp[i])
+		if (tmp[i]) {
 			unlink(tmp[i]);
+			temp_forget(tmp[i]);
+		}
 		free(tmp[i]);
 	}
 	free(tmp);

@@ -47,6 +47,10 @@ char *hx_read_file(const char *path, size_t *len, hx_err *err);
  * that names the limit, found before reading it when the size is known. */
 char *hx_read_file_max(const char *path, size_t max, size_t *len, hx_err *err);
 
+/* hx_read_file_max for text (CSV): a NUL byte is an error naming its line,
+ * since the parsers would take it for the end of the file. */
+char *hx_read_text_max(const char *path, size_t max, size_t *len, hx_err *err);
+
 /* Seconds on the monotonic clock (for deadlines: never inside a plan). */
 double hx_now(void);
 /* A deadline LIMIT_S seconds from now; 0 (none) when LIMIT_S <= 0. */
@@ -57,7 +61,7 @@ int hx_past(double deadline);
 /* Input size limits (hexplan-formats(5), LIMITS): JSON files, and CSV
  * traces and measurements. */
 #define HX_MAX_JSON_BYTES ((size_t)64 << 20)
-#define HX_MAX_CSV_BYTES  ((size_t)2 << 30)
+#define HX_MAX_CSV_BYTES  ((size_t)1 << 30)
 
 /* Write DATA atomically to PATH: a temporary file in the same directory,
  * flushed and renamed over PATH, so PATH is either the old file or the whole

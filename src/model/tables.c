@@ -119,7 +119,7 @@ int hx_trace_load(hx_trace *t, const char *path, hx_err *err)
 	double t0 = 0, prev = 0;
 
 	memset(t, 0, sizeof(*t));
-	text = hx_read_file_max(path, HX_MAX_CSV_BYTES, NULL, err);
+	text = hx_read_text_max(path, HX_MAX_CSV_BYTES, NULL, err);
 	path = hx_display_path(path);
 	if (!text)
 		return HX_EINPUT;
@@ -232,7 +232,7 @@ int hx_meas_load(hx_meas **out, int *n, const char *path, hx_err *err)
 
 	*out = NULL;
 	*n = 0;
-	text = hx_read_file_max(path, HX_MAX_CSV_BYTES, NULL, err);
+	text = hx_read_text_max(path, HX_MAX_CSV_BYTES, NULL, err);
 	path = hx_display_path(path);
 	if (!text)
 		return HX_EINPUT;
@@ -330,7 +330,7 @@ int hx_layer_costs_load(hx_layer_cost **out, int *n, const char *path, hx_err *e
 
 	*out = NULL;
 	*n = 0;
-	if (!(text = hx_read_file_max(path, HX_MAX_CSV_BYTES, NULL, err)))
+	if (!(text = hx_read_text_max(path, HX_MAX_CSV_BYTES, NULL, err)))
 		return HX_EINPUT;
 	shown = hx_display_path(path);
 	for (cur = text; cur && *cur; cur = nl) {

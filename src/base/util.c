@@ -443,6 +443,17 @@ int hx_write_files_atomic(const hx_out_file *f, int n, hx_err *err)
 	return rc;
 }
 
+void hx_fputs_escaped(const char *s, FILE *f)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c < 0x20 || c == 0x7f)
+			fprintf(f, "\\x%02x", c);
+		else
+			fputc(c, f);
+	}
+}
+
 const char *hx_display_path(const char *path)
 {
 	return strcmp(path, "-") == 0 ? "<stdin>" : path;

@@ -80,6 +80,11 @@ typedef struct hx_out_file {
 } hx_out_file;
 int hx_write_files_atomic(const hx_out_file *f, int n, hx_err *err);
 
+/* Print S to F with control characters (and DEL) written as \xNN, so that
+ * input text quoted in a message cannot move the cursor, ring or forge a
+ * line. */
+void hx_fputs_escaped(const char *s, FILE *f);
+
 /* PATH as messages name it: "<stdin>" for "-". */
 const char *hx_display_path(const char *path);
 /* Directory part of PATH in a new string ("." when none). */

@@ -73,7 +73,9 @@ void hx_cli_release(hx_cli *cli)
 
 int hx_cli_fail(const hx_err *err)
 {
-	fprintf(stderr, "hexplan: error: %s\n", err->msg);
+	fputs("hexplan: error: ", stderr);
+	hx_fputs_escaped(err->msg, stderr);
+	fputc('\n', stderr);
 	return err->code ? err->code : HX_EINPUT;
 }
 
@@ -137,11 +139,13 @@ static void print_usage(FILE *f, const char *cmd)
 int hx_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
+	char msg[1024];
 
-	fputs("hexplan: error: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	fputs("hexplan: error: ", stderr);
+	hx_fputs_escaped(msg, stderr);
 	fputc('\n', stderr);
 	print_usage(stderr, cmd);
 	return HX_EUSAGE;

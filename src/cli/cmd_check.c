@@ -66,9 +66,12 @@ int cmd_check(hx_cli *cli, int argc, char **argv)
 		goto out;
 	have_plan = 1;
 	if (hx_verify_plan(&plan, &cl, &v, &nv) > 0) {
-		for (int i = 0; i < nv; i++)
-			fprintf(stderr, "hexplan: error: %s: %s: %s\n", hx_display_path(ppath),
-				v[i].ptr, v[i].msg);
+		for (int i = 0; i < nv; i++) {
+			hx_err e = {HX_EINPUT, ""};
+			hx_errf(&e, HX_EINPUT, "%s: %s: %s", hx_display_path(ppath), v[i].ptr,
+				v[i].msg);
+			hx_cli_fail(&e);
+		}
 		rc = HX_EINPUT;
 		goto out;
 	}

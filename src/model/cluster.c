@@ -50,7 +50,7 @@ static int parse_nodes(const hx_jr *r, const json_t *list, const hx_catalog *cat
 		json_t *v = json_array_get(list, i), *g;
 		hx_node *nd = &c->nodes[i];
 		char p[64], pg[80];
-		long count = 0;
+		long count = 1;
 
 		hx_ptr_index(p, sizeof(p), "/nodes", i);
 		if ((rc = hx_jr_object(r, v, p, keys)) ||
@@ -70,7 +70,7 @@ static int parse_nodes(const hx_jr *r, const json_t *list, const hx_catalog *cat
 		strcpy(nd->region, "default");
 		nd->nic_gbps = HX_DEFAULT_NIC_GBPS;
 		nd->usd_per_hour = nd->gpu.usd_per_hour;
-		if ((rc = hx_jr_int(r, v, p, "count", 1, 1, 4096, &count)) ||
+		if ((rc = hx_jr_int(r, v, p, "count", 0, 1, 4096, &count)) ||
 		    (rc = hx_jr_str(r, v, p, "region", 0, nd->region, sizeof(nd->region))) ||
 		    (rc = hx_jr_str(r, v, p, "host", 0, nd->host, sizeof(nd->host))) ||
 		    (rc = hx_jr_pos(r, v, p, "nic_gbps", 0, &nd->nic_gbps)) ||

@@ -192,8 +192,11 @@ void hx_workload_release(hx_workload *w);
 #define HX_MAX_REQUESTS 50000000
 /* An arrival process's cv (formats(5)): beyond these the gamma draws
  * underflow to zero gaps or the bursts outgrow any trace. */
-#define HX_MIN_CV 0.01
-#define HX_MAX_CV 20
+/* The latest arrival in a trace, in seconds after the first (about 31
+ * years): beyond it times lose their milliseconds in a double. */
+#define HX_MAX_ARRIVAL_S 1e9
+#define HX_MIN_CV        0.01
+#define HX_MAX_CV        20
 
 /* A request trace. */
 typedef struct hx_trace {

@@ -57,6 +57,10 @@ static int parse_double(const char *s, double *out)
 	char *end;
 	double v;
 
+	/* Decimal only: strtod also takes hexadecimal ("0x1p3"), "inf" and
+	 * "nan", which no trace or measurement holds. */
+	if (s[strspn(s, "0123456789+-.eE")])
+		return -1;
 	errno = 0;
 	v = strtod(s, &end);
 	if (!*s || *end || errno || !isfinite(v))
@@ -82,10 +86,22 @@ static int parse_timestamp(const char *s, double *out)
 	int y, mo, d, h, mi, n = 0;
 	double sec;
 
+	static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+
 	if (sscanf(s, "%d-%d-%d %d:%d:%lf%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || s[n] ||
-	    mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 ||
-	    sec < 0 || sec >= 61)
+	    y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h < 0 ||
+	    h > 23 || mi < 0 || mi > 59 || sec < 0 || sec >= 61)
 		return -1;
+	/* The day must exist: 2023-02-31 is no date, nor 2023-02-29. */
+	if (mo == 2 && d == 29 && (y % 4 != 0 || (y % 100 == 0 && y % 400 != 0)))
+		return -1;
+	/* The seconds field is digits and one point (sscanf takes "1e1" and
+	 * hexadecimal). */
+	{
+		const char *sp = strrchr(s, ':') + 1;
+		if (sp[strspn(sp, "0123456789.")])
+			return -1;
+	}
 	*out = (double)days_from_civil(y, mo, d) * 86400.0 + h * 3600.0 + mi * 60.0 + sec;
 	return 0;
 }
@@ -164,6 +180,14 @@ int hx_trace_load(hx_trace *t, const char *path, hx_err *err)
 		if (at < 0) {
 			hx_errf(err, HX_EINPUT, "%s:%d: arrival_s must not be negative", path,
 				lineno);
+			goto out;
+		}
+		if (at > HX_MAX_ARRIVAL_S) {
+			hx_errf(
+			    err, HX_EINPUT,
+			    "%s:%d: an arrival %.6g s after the first is past hexplan's limit "
+			    "of %g s",
+			    path, lineno, at, HX_MAX_ARRIVAL_S);
 			goto out;
 		}
 		if (t->n > 0 && at < prev) {
@@ -393,22 +417,19 @@ int hx_layer_costs_load(hx_layer_cost **out, int *n, const char *path, hx_err *e
 				lineno, f[2]);
 			goto out;
 		}
-		x.tokens = strtod(f[3], &end);
-		if (!*f[3] || *end || !(x.tokens >= 1 && x.tokens <= 1e7)) {
+		if (parse_double(f[3], &x.tokens) || !(x.tokens >= 1 && x.tokens <= 1e7)) {
 			hx_errf(err, HX_EINPUT,
 				"%s:%d: tokens must be a number from 1 to 1e7, not \"%s\"",
 				shown, lineno, f[3]);
 			goto out;
 		}
-		x.context = strtod(f[4], &end);
-		if (!*f[4] || *end || !(x.context >= 0 && x.context <= 1e7)) {
+		if (parse_double(f[4], &x.context) || !(x.context >= 0 && x.context <= 1e7)) {
 			hx_errf(err, HX_EINPUT,
 				"%s:%d: context must be a number from 0 to 1e7, not \"%s\"",
 				shown, lineno, f[4]);
 			goto out;
 		}
-		x.ms = strtod(f[5], &end);
-		if (!*f[5] || *end || !(x.ms > 0 && x.ms < 1e9)) {
+		if (parse_double(f[5], &x.ms) || !(x.ms > 0 && x.ms < 1e9)) {
 			hx_errf(err, HX_EINPUT,
 				"%s:%d: ms must be a positive number, not \"%s\"", shown,
 				lineno, f[5]);

@@ -60,7 +60,7 @@ typedef struct hx_route {
 	double weight;
 	/* kv only: the path KV caches take; transfers over routes naming the same
 	 * link share its bandwidth.  bw_gbps 0: unknown (100 Gb/s, unshared). */
-	char link[160];
+	char link[64];
 	double bw_gbps, latency_ms;
 } hx_route;
 

@@ -198,14 +198,15 @@ int hx_trace_load(hx_trace *t, const char *path, hx_err *err)
 		}
 		if (parse_long(f[1], 1, 10000000, &in)) {
 			hx_errf(err, HX_EINPUT,
-				"%s:%d: %s must be a positive integer, not \"%s\"", path,
-				lineno, azure ? "ContextTokens" : "input_tokens", f[1]);
+				"%s:%d: %s must be an integer from 1 to 10000000, not \"%s\"",
+				path, lineno, azure ? "ContextTokens" : "input_tokens", f[1]);
 			goto out;
 		}
 		if (parse_long(f[2], 1, 10000000, &outp)) {
 			hx_errf(err, HX_EINPUT,
-				"%s:%d: %s must be a positive integer, not \"%s\"", path,
-				lineno, azure ? "GeneratedTokens" : "output_tokens", f[2]);
+				"%s:%d: %s must be an integer from 1 to 10000000, not \"%s\"",
+				path, lineno, azure ? "GeneratedTokens" : "output_tokens",
+				f[2]);
 			goto out;
 		}
 		if (t->n == HX_MAX_REQUESTS) {

@@ -513,6 +513,72 @@ void hx_buf_release(hx_buf *b)
 	b->len = b->cap = 0;
 }
 
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+/* The slot of KEY in M (cap a power of two): where it is or would go. */
+static size_t map_slot(const hx_map *m, const char *key)
+{
+	size_t i = (size_t)str_hash(key) & (m->cap - 1);
+
+	while (m->keys[i] && strcmp(m->keys[i], key) != 0)
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+int hx_map_get(const hx_map *m, const char *key)
+{
+	size_t i;
+
+	if (!m->cap)
+		return -1;
+	i = map_slot(m, key);
+	return m->keys[i] ? m->vals[i] : -1;
+}
+
+int hx_map_put(hx_map *m, const char *key, int val)
+{
+	size_t i;
+
+	if (2 * (m->n + 1) > m->cap) {
+		hx_map big = {NULL, NULL, m->cap ? 2 * m->cap : 64, 0};
+		big.keys = hx_xcalloc(big.cap, sizeof(*big.keys));
+		big.vals = hx_xcalloc(big.cap, sizeof(*big.vals));
+		for (size_t j = 0; j < m->cap; j++)
+			if (m->keys[j]) {
+				size_t k = map_slot(&big, m->keys[j]);
+				big.keys[k] = m->keys[j];
+				big.vals[k] = m->vals[j];
+			}
+		big.n = m->n;
+		free(m->keys);
+		free(m->vals);
+		*m = big;
+	}
+	i = map_slot(m, key);
+	if (m->keys[i])
+		return m->vals[i];
+	m->keys[i] = hx_xstrdup(key);
+	m->vals[i] = val;
+	m->n++;
+	return -1;
+}
+
+void hx_map_release(hx_map *m)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		free(m->keys[i]);
+	free(m->keys);
+	free(m->vals);
+	memset(m, 0, sizeof(*m));
+}
+
 static uint64_t splitmix(uint64_t *x)
 {
 	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);

@@ -100,6 +100,21 @@ typedef struct hx_buf {
 void hx_buf_printf(hx_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void hx_buf_release(hx_buf *b);
 
+/* A map from strings (copied) to non-negative ints, by hash with linear
+ * probing: duplicate checks and name lookups in linear time.  Zero it to
+ * start; hx_map_release frees it. */
+typedef struct hx_map {
+	char **keys;
+	int *vals;
+	size_t cap, n;
+} hx_map;
+/* KEY's value, or -1 when absent. */
+int hx_map_get(const hx_map *m, const char *key);
+/* Store KEY with VAL unless KEY is there: returns the value it had (and
+ * keeps it), or -1 when it was new. */
+int hx_map_put(hx_map *m, const char *key, int val);
+void hx_map_release(hx_map *m);
+
 /* Seeded generator (xoshiro256**); every random choice goes through one. */
 typedef struct hx_rng {
 	uint64_t s[4];

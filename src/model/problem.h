@@ -80,6 +80,10 @@ typedef struct hx_cluster {
 	hx_linkspec same_region, cross_region;
 	hx_offer *offers;
 	int noffers;
+	/* Node names to indexes, and node pairs "A-B" (A < B) to links:
+	 * lookups in constant time for clusters at the node and link limits.
+	 * NULL in a cluster made by hand (lookups then scan). */
+	hx_map *node_names, *link_pairs;
 } hx_cluster;
 
 /* Load a cluster file; GPU names resolve in CAT.  Release with

@@ -445,13 +445,20 @@ int hx_write_files_atomic(const hx_out_file *f, int n, hx_err *err)
 
 void hx_fputs_escaped(const char *s, FILE *f)
 {
+	hx_buf b = {0};
+
+	/* One write: stderr is unbuffered, and a character at a time costs a
+	 * system call each. */
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 		if (c < 0x20 || c == 0x7f)
-			fprintf(f, "\\x%02x", c);
+			hx_buf_printf(&b, "\\x%02x", c);
 		else
-			fputc(c, f);
+			hx_buf_printf(&b, "%c", c);
 	}
+	if (b.s)
+		fputs(b.s, f);
+	hx_buf_release(&b);
 }
 
 const char *hx_display_path(const char *path)

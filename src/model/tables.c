@@ -352,6 +352,7 @@ int hx_layer_costs_load(hx_layer_cost **out, int *n, const char *path, hx_err *e
 	const char *shown;
 	int lineno = 0, cap = 0, rc = HX_EINPUT;
 	hx_layer_cost *v = NULL;
+	hx_map seen = {0};
 
 	*out = NULL;
 	*n = 0;
@@ -436,15 +437,20 @@ int hx_layer_costs_load(hx_layer_cost **out, int *n, const char *path, hx_err *e
 				lineno, f[5]);
 			goto out;
 		}
-		for (int i = 0; i < *n; i++)
-			if (strcmp(v[i].gpu, x.gpu) == 0 && v[i].tp == x.tp &&
-			    v[i].phase == x.phase && v[i].tokens == x.tokens) {
+		{
+			/* By hash: a table may hold 100k rows. */
+			char key[96];
+			int first;
+			snprintf(key, sizeof(key), "%s|%d|%d|%.17g", x.gpu, x.tp, x.phase,
+				 x.tokens);
+			if ((first = hx_map_put(&seen, key, lineno)) >= 0) {
 				hx_errf(err, HX_EINPUT,
 					"%s:%d: a second row for %s, tp %d, %s, %g tokens "
 					"(first at line %d)",
-					shown, lineno, x.gpu, x.tp, f[2], x.tokens, v[i].line);
+					shown, lineno, x.gpu, x.tp, f[2], x.tokens, first);
 				goto out;
 			}
+		}
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 32;
 			v = hx_xrealloc(v, (size_t)cap * sizeof(*v));
@@ -466,6 +472,7 @@ int hx_layer_costs_load(hx_layer_cost **out, int *n, const char *path, hx_err *e
 out:
 	if (rc)
 		*n = 0;
+	hx_map_release(&seen);
 	free(v);
 	free(text);
 	return rc;

@@ -33,6 +33,9 @@ static void replica_release(hx_plan_replica *r)
 
 void hx_plan_release(hx_plan *p)
 {
+	if (p->group_names)
+		hx_map_release(p->group_names);
+	free(p->group_names);
 	for (int g = 0; g < p->ngroups; g++) {
 		for (int r = 0; r < p->groups[g].nreplicas; r++)
 			replica_release(&p->groups[g].replicas[r]);
@@ -168,6 +171,11 @@ const hx_gpu *hx_plan_gpu(const hx_plan *p, const char *name)
 
 int hx_plan_group_index(const hx_plan *p, const char *name)
 {
+	if (p->group_names && p->ngroups_indexed == p->ngroups) {
+		int k = hx_map_get(p->group_names, name);
+		if (k >= 0 && k < p->ngroups && strcmp(p->groups[k].name, name) == 0)
+			return k;
+	}
 	for (int i = 0; i < p->ngroups; i++)
 		if (strcmp(p->groups[i].name, name) == 0)
 			return i;
@@ -962,26 +970,35 @@ static int parse_groups(const hx_jr *r, const json_t *root, hx_plan *p)
 {
 	json_t *v = json_object_get(root, "groups");
 	char p1[128], p2[160];
+	hx_map *names;
 	size_t n;
-	int rc;
+	int rc = 0;
 
 	if (!v)
 		return hx_jr_fail(r, "", "missing required key \"groups\"");
 	if ((rc = hx_jr_array(r, v, "/groups", 1, &n)))
 		return rc;
+	names = hx_xcalloc(1, sizeof(hx_map));
 	for (size_t i = 0; i < n; i++) {
 		hx_plan_group *g = hx_plan_add_group(p);
 		hx_ptr_index(p1, sizeof(p1), "/groups", i);
 		if ((rc = parse_group(r, json_array_get(v, i), p1, g)))
-			return rc;
-		for (int j = 0; j + 1 < p->ngroups; j++)
-			if (strcmp(p->groups[j].name, g->name) == 0) {
-				hx_ptr_key(p2, sizeof(p2), p1, "name");
-				return hx_jr_fail(r, p2, "duplicate group name \"%s\"",
-						  g->name);
-			}
+			break;
+		/* By hash: a plan may hold 50,000 groups. */
+		if (hx_map_put(names, g->name, (int)i) >= 0) {
+			hx_ptr_key(p2, sizeof(p2), p1, "name");
+			rc = hx_jr_fail(r, p2, "duplicate group name \"%s\"", g->name);
+			break;
+		}
 	}
-	return 0;
+	if (!rc) {
+		p->group_names = names;
+		p->ngroups_indexed = p->ngroups;
+		return 0;
+	}
+	hx_map_release(names);
+	free(names);
+	return rc;
 }
 
 static int parse_cascade(const hx_jr *r, const json_t *x, hx_plan *p)
@@ -1161,7 +1178,14 @@ char *hx_plan_table(const hx_plan *p)
 {
 	hx_buf t = {0};
 	int gpus = 0, reps = 0;
+	double *gw = hx_xcalloc((size_t)p->ngroups + 1, sizeof(double));
 
+	/* Each group's ingress weight in one pass (plans of 50,000 groups). */
+	for (int i = 0; i < p->ningress; i++) {
+		int g = hx_plan_group_index(p, p->ingress[i].to);
+		if (g >= 0)
+			gw[g] += p->ingress[i].weight;
+	}
 	for (int g = 0; g < p->ngroups; g++)
 		for (int r = 0; r < p->groups[g].nreplicas; r++) {
 			reps++;
@@ -1177,7 +1201,7 @@ char *hx_plan_table(const hx_plan *p)
 	for (int g = 0; g < p->ngroups; g++) {
 		const hx_plan_group *grp = &p->groups[g];
 		char st[256] = "";
-		double w = 0;
+		double w = gw[g];
 		for (int s = 0; s < grp->nstages; s++) {
 			char one[96];
 			snprintf(one, sizeof(one), "%s%s x%d [%d,%d)", s ? " | " : "",
@@ -1186,9 +1210,6 @@ char *hx_plan_table(const hx_plan *p)
 			if (strlen(st) + strlen(one) < sizeof(st))
 				strcat(st, one);
 		}
-		for (int i = 0; i < p->ningress; i++)
-			if (strcmp(p->ingress[i].to, grp->name) == 0)
-				w += p->ingress[i].weight;
 		hx_buf_printf(&t, "%-6s %-10s %-12s %-40s %8d %12.3f %7.4f\n", grp->name,
 			      hx_role_name(grp->role), grp->model, st, grp->nreplicas,
 			      grp->capacity_rps, w);
@@ -1214,6 +1235,7 @@ char *hx_plan_table(const hx_plan *p)
 		hx_buf_printf(&t, "quality: %.2f (judge score, 0-100)\n", p->predicted.quality);
 	hx_buf_printf(&t, "solver: %s, %s, seed %llu\n", p->solver.engine, p->solver.status,
 		      (unsigned long long)p->solver.seed);
+	free(gw);
 	return t.s;
 }
 

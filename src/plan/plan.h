@@ -124,6 +124,11 @@ typedef struct hx_plan {
 	int nrent;
 	hx_prediction predicted;
 	hx_solver_record solver;
+	/* Group names to indexes, kept by parse_groups for plans read from a
+	 * file (50,000 groups); valid while ngroups == ngroups_indexed, and
+	 * hx_plan_group_index checks each hit (else it scans). */
+	hx_map *group_names;
+	int ngroups_indexed;
 } hx_plan;
 
 void hx_plan_init(hx_plan *p);

@@ -230,7 +230,7 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	if (capacity) {
 		if ((rc = hx_sim_capacity(&p, &w, nreq ? (int)nreq : 4000, &o, &cap_rps, &r,
 					  &err)))
-			goto out;
+			goto plan_error;
 	} else {
 		if (tpath) {
 			if ((rc = hx_trace_load(&t, tpath, &err)))
@@ -260,7 +260,7 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 		if (o.progress && t.n < 100000)
 			o.progress = NULL;
 		if ((rc = hx_simulate(&p, &w, &t, &o, &r, &err)))
-			goto out;
+			goto plan_error;
 	}
 	have_r = 1;
 	if (per) {
@@ -276,6 +276,14 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	if (table || !out) {
 		text = table ? report_table(&p, &w, &r, capacity, cap_rps) : hx_json_dump(doc);
 		rc = hx_cli_output("-", text);
+	}
+	goto out;
+plan_error:
+	/* The simulator names what it refuses in the plan by JSON pointer. */
+	if (err.msg[0] == '/') {
+		char msg[sizeof(err.msg)];
+		snprintf(msg, sizeof(msg), "%s: %.900s", hx_display_path(ppath), err.msg);
+		hx_strlcpy(err.msg, msg, sizeof(err.msg));
 	}
 out:
 	if (rc && err.msg[0])

@@ -186,10 +186,13 @@ int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan
 			 hx_replica *out, hx_err *err)
 {
 	const hx_model *m = hx_plan_model(p, g->model);
+	int gi = hx_plan_group_index(p, g->name), rc;
 
+	/* Errors name the group by its JSON pointer: a consumer of the plan
+	 * (simulate) puts the file in front. */
 	memset(out, 0, sizeof(*out));
 	if (!m)
-		return hx_errf(err, HX_EINPUT, "group %s: unknown model \"%s\"", g->name,
+		return hx_errf(err, HX_EINPUT, "/groups/%d/model: unknown model \"%s\"", gi,
 			       g->model);
 	out->model = m;
 	out->wdt = g->wdt;
@@ -199,7 +202,8 @@ int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan
 		hx_stage *st = &out->stage[s];
 		st->gpu = hx_plan_gpu(p, g->stage[s].gpu);
 		if (!st->gpu)
-			return hx_errf(err, HX_EINPUT, "group %s: unknown GPU \"%s\"", g->name,
+			return hx_errf(err, HX_EINPUT,
+				       "/groups/%d/stages/%d/gpu: unknown GPU \"%s\"", gi, s,
 				       g->stage[s].gpu);
 		st->tp = g->stage[s].tp;
 		st->first = g->stage[s].first;
@@ -215,7 +219,12 @@ int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan
 			st->next_bw_gbps = HX_DEFAULT_NIC_GBPS;
 		}
 	}
-	return hx_replica_check(out, err);
+	if ((rc = hx_replica_check(out, err)) && err) {
+		char msg[sizeof(err->msg)];
+		snprintf(msg, sizeof(msg), "/groups/%d/stages: %.900s", gi, err->msg);
+		hx_strlcpy(err->msg, msg, sizeof(err->msg));
+	}
+	return rc;
 }
 
 int hx_plan_fragment_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan_replica *r,

@@ -966,10 +966,11 @@ static int setup(sim *s, hx_err *err)
 				rp->kv_cap = INFINITY;
 				for (int k = rp->frag_off; k < rp->frag_off + rp->frag_n; k++) {
 					if (m.st[k].kv_b < 0)
-						return hx_errf(err, HX_EINPUT,
-							       "replica %s: its layers do not "
-							       "fit its GPUs",
-							       grp->replicas[r].id);
+						return hx_errf(
+						    err, HX_EINPUT,
+						    "/groups/%d/replicas/%d: its layers "
+						    "do not fit its GPUs",
+						    g, r);
 					rp->kv_cap = fmin(rp->kv_cap, m.st[k].kv_tokens);
 				}
 			} else {
@@ -980,8 +981,8 @@ static int setup(sim *s, hx_err *err)
 				if (!m.fits)
 					return hx_errf(
 					    err, HX_EINPUT,
-					    "replica %s: the model does not fit its GPUs",
-					    grp->replicas[r].id);
+					    "/groups/%d/replicas/%d: the model does not fit its GPUs",
+					    g, r);
 				rp->kv_cap = m.kv_tokens;
 			}
 			rp->group = g;
@@ -1004,7 +1005,9 @@ static int setup(sim *s, hx_err *err)
 		if ((slash = strrchr(id, '/')))
 			*slash = '\0';
 		if ((from = replica_index(s, id)) < 0 || s->hop_to[h] < 0)
-			return hx_errf(err, HX_EINPUT, "hop %d: unknown replica \"%s\"", h,
+			return hx_errf(err, HX_EINPUT,
+				       "/routing/hops/%d/%s: unknown replica \"%s\"", h,
+				       from < 0 ? "from" : "to",
 				       from < 0 ? p->hops[h].from : p->hops[h].to);
 		replica *rp = &s->reps[from];
 		rp->hop_route =
@@ -1018,11 +1021,12 @@ static int setup(sim *s, hx_err *err)
 		const hx_route *rt = &p->kv[k];
 		int from = replica_index(s, rt->from), li = -1;
 		if (from < 0)
-			return hx_errf(err, HX_EINPUT, "kv route %d: unknown replica \"%s\"", k,
+			return hx_errf(err, HX_EINPUT,
+				       "/routing/kv/%d/from: unknown replica \"%s\"", k,
 				       rt->from);
 		if (replica_index(s, rt->to) < 0)
-			return hx_errf(err, HX_EINPUT, "kv route %d: unknown replica \"%s\"", k,
-				       rt->to);
+			return hx_errf(err, HX_EINPUT,
+				       "/routing/kv/%d/to: unknown replica \"%s\"", k, rt->to);
 		for (int j = 0; rt->link[0] && j < s->nlinks; j++)
 			if (strcmp(s->links[j].name, rt->link) == 0)
 				li = j;

@@ -290,6 +290,36 @@ p plan-unknown-key.json ": /colour: unknown key"
 p plan-version-2.json ": /version: unsupported version 2 \(this hexplan reads version 1\)"
 p plan-weight-string.json ": /routing/ingress/0/weight: must be a number, not a string"
 
+# ---- issue 20: layer costs, plans, and the simulator's refusals of a plan
+# lc NAME TAIL: plan --mode pipeline --layer-costs $B/NAME fails with exit 1.
+lc() {
+	run plan -c examples/clusters/helix-24.json -w examples/workloads/pipeline.json --mode pipeline --layer-costs "$B/$1"
+	bad_file 1 "$1" "$2"
+}
+lc layers-nul-byte.csv ":3: a NUL byte \(is it a text file\?\)"
+lc layers-hex-ms.csv ":2: ms must be a positive number, not \"0x1p3\""
+lc layers-duplicate-row.csv ":4: a second row for t4, tp 1, decode, 1 tokens \(first at line 2\)"
+lc layers-inf-tokens.csv ":2: tokens must be a number from 1 to 1e7, not \"inf\""
+lc layers-context-huge.csv ":2: context must be a number from 0 to 1e7, not \"1e8\""
+lc layers-bad-phase.csv ":2: phase must be decode or prefill, not \"warmup\""
+p plan-negative-gap.json ": /solver/gap: must be between 0 and 1e\+300, not -1\.97e-07"
+p plan-kv-link-64-chars.json ": /routing/kv/0/link: is longer than 63 characters"
+p plan-weight-huge.json ": /routing/ingress/0/weight: must be between -1e\+12 and 1e\+12, not 1e\+13"
+p plan-duplicate-group-late.json ": /groups/1/name: duplicate group name \"g0\""
+# simulate names the plan file and the JSON pointer of what it refuses.
+for c in "bad-kv-replica.json|/routing/kv/1/to: unknown replica \"g1r7\"" \
+	"bad-layers.json|/groups/2/stages: stage 1 must hold layers from 40 on" \
+	"bad-memory.json|/groups/3/replicas/0: the model does not fit its GPUs" \
+	"bad-tp-heads.json|/groups/0/stages: tensor parallel degree 3 must divide the 64 attention heads of llama-3.1-70b" \
+	"bad-undeclared-gpu.json|/groups/2/stages/0/gpu: unknown GPU \"l40s\"" \
+	"bad-undeclared-model.json|/groups/1/model: unknown model \"llama-3.1-8b\""; do
+	f=${c%%|*} msg=${c#*|}
+	run simulate -p "tests/data/plans/$f" -w examples/workloads/chat.json --requests 50
+	expect_rc 1 "simulate $f"
+	expect_err_line "^hexplan: error: $(re "tests/data/plans/$f: $msg")\$" "simulate $f"
+	no_stdout "simulate $f"
+done
+
 # ---- missing files and stdin -----------------------------------------------------------
 run validate -c "$B/does-not-exist.json"
 expect_rc 1 "missing file"

@@ -68,6 +68,29 @@ expect_rc 1 "export, disk full"
 if (cd "$TMP/launch" && cksum ./*) | cmp -s - "$TMP/launch.sum"; then ok; else fail "export, disk full: old files changed"; fi
 no_temp "$TMP/launch" "export, disk full"
 
+# ---- a fault sweep (issue 20, in SQLite's style): the disk fills after N
+# bytes for N spread densely over the output's size; each run fails with
+# exit 1, leaves the old output as it was and no temporary file.
+sweep() { # NAME OLD-FILE SIZE ARGS...: run ARGS with the fault at 25 points
+	name=$1 old=$2 size=$3
+	shift 3
+	cp "$old" "$TMP/sweep.old"
+	n=0
+	while [ "$n" -lt "$size" ]; do
+		HEXPLAN_FAULT_WRITE=$n run "$@"
+		expect_rc 1 "$name, fault at $n bytes"
+		if cmp -s "$old" "$TMP/sweep.old"; then ok; else fail "$name, fault at $n: the old output changed"; fi
+		n=$((n + size / 24 + 1))
+	done
+	no_temp "$(dirname "$old")" "$name sweep"
+}
+run trace --rate 20 --shape code --duration 10 --seed 7
+size=$(wc -c <"$TMP/out")
+sweep "trace" "$TMP/t.csv" "$size" trace --rate 20 --shape code --duration 10 --seed 7 -o "$TMP/t.csv"
+run plan -c $C -w $W -m qwen2.5-7b
+size=$(wc -c <"$TMP/out")
+sweep "plan" "$TMP/plan.json" "$size" plan -c $C -w $W -m qwen2.5-7b -o "$TMP/plan.json"
+
 # ---- one output never clobbers another (issue 20): two outputs naming one
 # file, an output naming an input, and '-' read twice are usage errors
 # (exit 2) that touch nothing.

@@ -84,6 +84,7 @@ typedef struct link {
 } link;
 
 typedef struct sim {
+	hx_map rep_ids, link_ids; /* replica ids and kv link names to indexes */
 	const hx_plan *p;
 	const hx_workload *w;
 	const hx_trace *t;
@@ -528,6 +529,8 @@ static int pick_kv_route(sim *s, const replica *rp)
 
 static int replica_index(const sim *s, const char *id)
 {
+	if (s->rep_ids.n)
+		return hx_map_get(&s->rep_ids, id);
 	for (int i = 0; i < s->nreps; i++)
 		if (strcmp(s->reps[i].id, id) == 0)
 			return i;
@@ -992,6 +995,8 @@ static int setup(sim *s, hx_err *err)
 			s->nreps++;
 		}
 	}
+	for (int i = 0; i < s->nreps; i++)
+		hx_map_put(&s->rep_ids, s->reps[i].id, i);
 	/* Hops: each replica's routes out and where they go. */
 	s->hop_to = hx_xcalloc((size_t)p->nhops + 1, sizeof(int));
 	for (int h = 0; h < p->nhops && s->hops; h++) {
@@ -1027,11 +1032,12 @@ static int setup(sim *s, hx_err *err)
 		if (replica_index(s, rt->to) < 0)
 			return hx_errf(err, HX_EINPUT,
 				       "/routing/kv/%d/to: unknown replica \"%s\"", k, rt->to);
-		for (int j = 0; rt->link[0] && j < s->nlinks; j++)
-			if (strcmp(s->links[j].name, rt->link) == 0)
-				li = j;
+		if (rt->link[0])
+			li = hx_map_get(&s->link_ids, rt->link);
 		if (li < 0) {
 			li = s->nlinks++;
+			if (rt->link[0])
+				hx_map_put(&s->link_ids, rt->link, li);
 			hx_strlcpy(s->links[li].name, rt->link, sizeof(s->links[li].name));
 			s->links[li].bw = hx_gbps_bytes_s(
 			    rt->bw_gbps > 0 ? rt->bw_gbps : HX_DEFAULT_NIC_GBPS);
@@ -1047,6 +1053,8 @@ static int setup(sim *s, hx_err *err)
 
 static void teardown(sim *s)
 {
+	hx_map_release(&s->rep_ids);
+	hx_map_release(&s->link_ids);
 	free(s->pend);
 	for (int i = 0; i < s->nreps; i++) {
 		free(s->reps[i].run);

@@ -183,6 +183,7 @@ v -c cluster-offer-zero-per-node.json ": /offers/0/gpus_per_node: must be a posi
 v -c cluster-region-not-string.json ": /nodes/0/region: must be a string, not an integer"
 v -m hf-config-experts-per-tok-above-experts.json ": /num_experts_per_tok: must be between 1 and the 4 experts"
 v -m hf-config-zero-vocab.json ": /vocab_size: must be an integer of at least 1"
+v -m hf-config-mla-no-rope.json ": an MLA model needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim"
 v -w workload-class-unknown-key.json ": /classes/0/colour: unknown key"
 v -w workload-no-output-tokens.json ": missing required key \"output_tokens\""
 v -w workload-percentile-above-100.json ": /slo/percentile: must be between 1 and 99\.99, not 101"

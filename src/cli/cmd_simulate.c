@@ -143,6 +143,29 @@ static char *records_csv(const hx_plan *p, const hx_sim_report *r)
 	return t.s;
 }
 
+/* The simulator names what it refuses in the plan by JSON pointer: put the
+ * plan's path (PPATH) in front. */
+static void name_plan(const char *ppath, hx_err *err)
+{
+	char msg[sizeof(err->msg)];
+
+	if (err->msg[0] != '/')
+		return;
+	snprintf(msg, sizeof(msg), "%s: %.900s", hx_display_path(ppath), err->msg);
+	hx_strlcpy(err->msg, msg, sizeof(err->msg));
+}
+
+/* The shared check of the command's files (hx_cli_check_files). */
+static int check_files(const hx_cli *cli, const char *ppath, const char *wpath,
+		       const char *tpath, const char *out, const char *per)
+{
+	const hx_cli_file files[] = {{"-p", ppath, 0}, {"-w", wpath, 0},
+				     {"-t", tpath, 0}, {"--calibration", cli->calibration, 0},
+				     {"-o", out, 1},   {"--per-request", per, 1}};
+
+	return hx_cli_check_files(CMD, files, (int)HX_ARRAY_LEN(files));
+}
+
 int cmd_simulate(hx_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -199,14 +222,8 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	}
 	if (optind < argc)
 		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
-	{
-		const hx_cli_file files[] = {
-		    {"-p", ppath, 0}, {"-w", wpath, 0},
-		    {"-t", tpath, 0}, {"--calibration", cli->calibration, 0},
-		    {"-o", out, 1},   {"--per-request", per, 1}};
-		if ((rc = hx_cli_check_files(CMD, files, (int)HX_ARRAY_LEN(files))))
-			return rc;
-	}
+	if ((rc = check_files(cli, ppath, wpath, tpath, out, per)))
+		return rc;
 	if (!ppath || !wpath)
 		return hx_cli_usage_error(CMD,
 					  "-p plan.json and -w workload.json are required");
@@ -279,12 +296,7 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	}
 	goto out;
 plan_error:
-	/* The simulator names what it refuses in the plan by JSON pointer. */
-	if (err.msg[0] == '/') {
-		char msg[sizeof(err.msg)];
-		snprintf(msg, sizeof(msg), "%s: %.900s", hx_display_path(ppath), err.msg);
-		hx_strlcpy(err.msg, msg, sizeof(err.msg));
-	}
+	name_plan(ppath, &err);
 out:
 	if (rc && err.msg[0])
 		hx_cli_fail(&err);

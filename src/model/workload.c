@@ -61,7 +61,8 @@ int hx_dist_parse(const hx_jr *r, const json_t *v, const char *ptr, const char *
 				free(pairs);
 				hx_ptr_index(pe, sizeof(pe), p, i);
 				strcat(pe, "/0");
-				return hx_jr_fail(r, pe, "tokens must be a positive integer");
+				return hx_jr_fail(
+				    r, pe, "tokens must be an integer from 1 to 10000000");
 			}
 			if (!(pairs[i].w > 0 && pairs[i].w < 1e12)) {
 				free(pairs);

@@ -159,9 +159,13 @@ static void name_plan(const char *ppath, hx_err *err)
 static int check_files(const hx_cli *cli, const char *ppath, const char *wpath,
 		       const char *tpath, const char *out, const char *per)
 {
-	const hx_cli_file files[] = {{"-p", ppath, 0}, {"-w", wpath, 0},
-				     {"-t", tpath, 0}, {"--calibration", cli->calibration, 0},
-				     {"-o", out, 1},   {"--per-request", per, 1}};
+	const hx_cli_file files[] = {
+	    {"-p", ppath, 0},
+	    {"-w", wpath, 0},
+	    {"-t", tpath, 0},
+	    {"--calibration", cli->calibration, 0},
+	    {out ? "-o" : "the report (standard output without -o)", out ? out : "-", 1},
+	    {"--per-request", per, 1}};
 
 	return hx_cli_check_files(CMD, files, (int)HX_ARRAY_LEN(files));
 }

@@ -110,6 +110,12 @@ clash "plan -o X --lp X" "-o and --lp name the same file" \
 	plan -c $C -w $W -m llama-3.1-8b --mode colocated -o "$TMP/x.json" --lp "$TMP/x.json"
 clash "plan -o - --lp -" "-o and --lp name the same file" \
 	plan -c $C -w $W -m llama-3.1-8b --mode colocated -o - --lp -
+clash "plan --lp - without -o" "the plan (standard output without -o) and --lp name the same file" \
+	plan -c $C -w $W -m llama-3.1-8b --mode colocated --lp -
+clash "simulate --per-request - without -o" "the report (standard output without -o) and --per-request name the same file" \
+	simulate -p "$TMP/good.json" -w $W --requests 100 --per-request -
+clash "replan --moves - without -o" "the plan (standard output without -o) and --moves name the same file" \
+	replan -p "$TMP/good.json" -c $C --moves -
 clash "plan -o over -c" "-c and -o name the same file" \
 	plan -c "$TMP/x.json" -w $W -m llama-3.1-8b -o "$TMP/x.json"
 ln -sf "$TMP/x.json" "$TMP/link.json"

@@ -160,9 +160,10 @@ START_TEST(test_trace_formats)
 	p = write_tmp("neg.csv",
 		      "arrival_s,input_tokens,output_tokens\n0.5,10,20\n0.75,-1,1\n");
 	ck_assert_int_eq(hx_trace_load(&t, p, &err), HX_EINPUT);
-	ck_assert_msg(strstr(err.msg, "neg.csv:3: input_tokens must be a positive integer") !=
-			  NULL,
-		      "%s", err.msg);
+	ck_assert_msg(
+	    strstr(err.msg, "neg.csv:3: input_tokens must be an integer from 1 to 10000000") !=
+		NULL,
+	    "%s", err.msg);
 }
 END_TEST
 

@@ -230,8 +230,14 @@ int hx_jr_pos(const hx_jr *r, const json_t *obj, const char *ptr, const char *ke
 
 	if (f <= 0)
 		return -f;
-	if (x <= 0 || x > 1e15)
+	if (x <= 0)
 		return hx_jr_fail(r, p, "must be a positive number, not %g", x);
+	if (x > 1e15)
+		return hx_jr_fail(r, p, "must be at most 1e+15, not %g", x);
+	/* Tiny and subnormal values (1e-320) overflow the reciprocals taken
+	 * of them (a rate's mean gap, a bandwidth's transfer time). */
+	if (x < 1e-9)
+		return hx_jr_fail(r, p, "must be at least 1e-09, not %g", x);
 	*out = x;
 	return 0;
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -125,9 +126,16 @@ char *hx_read_file_max(const char *path, size_t max, size_t *len, hx_err *err)
 			hx_display_path(path), lim);
 		goto fail;
 	}
+	/* A regular file is read into a buffer of its size; anything else (a
+	 * pipe, /dev/zero) into one that doubles, never past MAX + 1 bytes. */
+	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode))
+		cap = (size_t)st.st_size + 1;
+	else
+		cap = max < 65536 ? max + 1 : 65536;
+	buf = hx_xmalloc(cap + 1);
 	for (;;) {
-		if (cap - n < 65536) {
-			cap = cap ? cap * 2 : 65536;
+		if (n == cap) {
+			cap = cap > (max + 1) / 2 ? max + 1 : cap * 2;
 			buf = hx_xrealloc(buf, cap + 1);
 		}
 		got = fread(buf + n, 1, cap - n, f);
@@ -159,6 +167,25 @@ fail:
 	return NULL;
 }
 
+char *hx_read_text_max(const char *path, size_t max, size_t *len, hx_err *err)
+{
+	size_t n;
+	char *text = hx_read_file_max(path, max, &n, err), *nul;
+
+	if (text && (nul = memchr(text, '\0', n))) {
+		long line = 1;
+		for (const char *p = text; p < nul; p++)
+			line += *p == '\n';
+		hx_errf(err, HX_EINPUT, "%s:%ld: a NUL byte (is it a text file?)",
+			hx_display_path(path), line);
+		free(text);
+		return NULL;
+	}
+	if (text && len)
+		*len = n;
+	return text;
+}
+
 char *hx_read_file(const char *path, size_t *len, hx_err *err)
 {
 	return hx_read_file_max(path, HX_MAX_JSON_BYTES, len, err);
@@ -187,6 +214,99 @@ static int write_in_place(const char *path, const char *data, size_t len, hx_err
 	return HX_OK;
 }
 
+/* The temporary files being written, which the handler of SIGINT, SIGTERM
+ * and SIGHUP removes before the signal ends the process.  A handler gets no
+ * context, so this is global state: slots hold names or NULL, and are
+ * changed only with those signals blocked. */
+#define MAX_TEMPS 64
+static char *volatile temps[MAX_TEMPS];
+static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+static void on_signal(int sig)
+{
+	for (int i = 0; i < MAX_TEMPS; i++)
+		if (temps[i])
+			unlink(temps[i]);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Block (HOW SIG_BLOCK) or restore the cleanup signals; OLD keeps the mask. */
+static void block_signals(sigset_t *old)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < HX_ARRAY_LEN(cleanup_signals); i++)
+		sigaddset(&set, cleanup_signals[i]);
+	sigprocmask(SIG_BLOCK, &set, old);
+}
+
+/* Install the handler once; a signal the parent ignores stays ignored. */
+static void install_handlers(void)
+{
+	static int done;
+
+	if (done)
+		return;
+	done = 1;
+	for (size_t i = 0; i < HX_ARRAY_LEN(cleanup_signals); i++) {
+		struct sigaction sa, old;
+		if (sigaction(cleanup_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+			continue;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_signal;
+		sigemptyset(&sa.sa_mask);
+		sigaction(cleanup_signals[i], &sa, NULL);
+	}
+}
+
+/* Create the temporary file of template TMP and register it for removal on
+ * a signal (both with the signals blocked, so no signal falls between).
+ * Returns the descriptor, or -1 with errno set. */
+static int temp_create(char *tmp)
+{
+	sigset_t old;
+	int fd, i;
+
+	install_handlers();
+	block_signals(&old);
+	for (i = 0; i < MAX_TEMPS && temps[i]; i++)
+		;
+	if (i == MAX_TEMPS) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		errno = EMFILE;
+		return -1;
+	}
+	fd = mkstemp(tmp);
+	if (fd >= 0)
+		temps[i] = tmp;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return fd;
+}
+
+/* Forget TMP (renamed or removed). */
+static void temp_forget(const char *tmp)
+{
+	sigset_t old;
+
+	block_signals(&old);
+	for (int i = 0; i < MAX_TEMPS; i++)
+		if (temps[i] == tmp)
+			temps[i] = NULL;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/* HEXPLAN_FAULT_SIGNAL=SIG (tests): the signal arrives while a temporary
+ * file is complete but not yet renamed. */
+static void fault_signal(void)
+{
+	const char *s = getenv("HEXPLAN_FAULT_SIGNAL");
+
+	if (s && *s)
+		raise(atoi(s));
+}
+
 /* Write DATA to a new temporary file beside PATH, flushed and closed, with
  * the mode PATH has (or would get); *TMP is its name (free it).  Returns 0,
  * or HX_EINPUT with nothing left behind. */
@@ -204,7 +324,7 @@ static int stage(const char *path, const char *data, size_t len, char **tmp_out,
 	dir = hx_dirname(path);
 	tmp = hx_xmalloc(strlen(path) + 16);
 	sprintf(tmp, "%s.tmpXXXXXX", path);
-	fd = mkstemp(tmp);
+	fd = temp_create(tmp);
 	if (fd < 0) {
 		hx_errf(err, HX_EINPUT, "%s: cannot create a temporary file: %s", path,
 			strerror(errno));
@@ -253,11 +373,14 @@ static int stage(const char *path, const char *data, size_t len, char **tmp_out,
 	rc = HX_OK;
 	*tmp_out = tmp;
 	tmp = NULL;
+	fault_signal();
 out:
 	if (fd >= 0)
 		close(fd);
-	if (tmp)
+	if (tmp) {
 		unlink(tmp);
+		temp_forget(tmp);
+	}
 	free(tmp);
 	free(dir);
 	return rc;
@@ -301,6 +424,7 @@ int hx_write_files_atomic(const hx_out_file *f, int n, hx_err *err)
 				rc = hx_errf(err, HX_EINPUT, "%s: %s", f[i].path,
 					     strerror(errno));
 			else {
+				temp_forget(tmp[i]);
 				free(tmp[i]);
 				tmp[i] = NULL;
 			}
@@ -309,12 +433,32 @@ int hx_write_files_atomic(const hx_out_file *f, int n, hx_err *err)
 		}
 	}
 	for (i = 0; i < n; i++) {
-		if (tmp[i])
+		if (tmp[i]) {
 			unlink(tmp[i]);
+			temp_forget(tmp[i]);
+		}
 		free(tmp[i]);
 	}
 	free(tmp);
 	return rc;
+}
+
+void hx_fputs_escaped(const char *s, FILE *f)
+{
+	hx_buf b = {0};
+
+	/* One write: stderr is unbuffered, and a character at a time costs a
+	 * system call each. */
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c < 0x20 || c == 0x7f)
+			hx_buf_printf(&b, "\\x%02x", c);
+		else
+			hx_buf_printf(&b, "%c", c);
+	}
+	if (b.s)
+		fputs(b.s, f);
+	hx_buf_release(&b);
 }
 
 const char *hx_display_path(const char *path)
@@ -374,6 +518,72 @@ void hx_buf_release(hx_buf *b)
 	free(b->s);
 	b->s = NULL;
 	b->len = b->cap = 0;
+}
+
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+/* The slot of KEY in M (cap a power of two): where it is or would go. */
+static size_t map_slot(const hx_map *m, const char *key)
+{
+	size_t i = (size_t)str_hash(key) & (m->cap - 1);
+
+	while (m->keys[i] && strcmp(m->keys[i], key) != 0)
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+int hx_map_get(const hx_map *m, const char *key)
+{
+	size_t i;
+
+	if (!m->cap)
+		return -1;
+	i = map_slot(m, key);
+	return m->keys[i] ? m->vals[i] : -1;
+}
+
+int hx_map_put(hx_map *m, const char *key, int val)
+{
+	size_t i;
+
+	if (2 * (m->n + 1) > m->cap) {
+		hx_map big = {NULL, NULL, m->cap ? 2 * m->cap : 64, 0};
+		big.keys = hx_xcalloc(big.cap, sizeof(*big.keys));
+		big.vals = hx_xcalloc(big.cap, sizeof(*big.vals));
+		for (size_t j = 0; j < m->cap; j++)
+			if (m->keys[j]) {
+				size_t k = map_slot(&big, m->keys[j]);
+				big.keys[k] = m->keys[j];
+				big.vals[k] = m->vals[j];
+			}
+		big.n = m->n;
+		free(m->keys);
+		free(m->vals);
+		*m = big;
+	}
+	i = map_slot(m, key);
+	if (m->keys[i])
+		return m->vals[i];
+	m->keys[i] = hx_xstrdup(key);
+	m->vals[i] = val;
+	m->n++;
+	return -1;
+}
+
+void hx_map_release(hx_map *m)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		free(m->keys[i]);
+	free(m->keys);
+	free(m->vals);
+	memset(m, 0, sizeof(*m));
 }
 
 static uint64_t splitmix(uint64_t *x)
@@ -472,6 +682,14 @@ double hx_round6(double v)
 		return v;
 	snprintf(s, sizeof(s), "%.6g", v);
 	return strtod(s, NULL);
+}
+
+double hx_weight6(double v)
+{
+	if (!isfinite(v) || !(v > 0))
+		return 0.0;
+	v = round(v * 1e6) / 1e6;
+	return v > 0 ? v : 0.0;
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -48,6 +48,10 @@ char *hx_read_file(const char *path, size_t *len, hx_err *err);
  * that names the limit, found before reading it when the size is known. */
 char *hx_read_file_max(const char *path, size_t max, size_t *len, hx_err *err);
 
+/* hx_read_file_max for text (CSV): a NUL byte is an error naming its line,
+ * since the parsers would take it for the end of the file. */
+char *hx_read_text_max(const char *path, size_t max, size_t *len, hx_err *err);
+
 /* Seconds on the monotonic clock (for deadlines: never inside a plan). */
 double hx_now(void);
 /* A deadline LIMIT_S seconds from now; 0 (none) when LIMIT_S <= 0. */
@@ -58,7 +62,7 @@ int hx_past(double deadline);
 /* Input size limits (hexplan-formats(5), LIMITS): JSON files, and CSV
  * traces and measurements. */
 #define HX_MAX_JSON_BYTES ((size_t)64 << 20)
-#define HX_MAX_CSV_BYTES  ((size_t)2 << 30)
+#define HX_MAX_CSV_BYTES  ((size_t)1 << 30)
 
 /* Write DATA atomically to PATH: a temporary file in the same directory,
  * flushed and renamed over PATH, so PATH is either the old file or the whole
@@ -77,6 +81,11 @@ typedef struct hx_out_file {
 } hx_out_file;
 int hx_write_files_atomic(const hx_out_file *f, int n, hx_err *err);
 
+/* Print S to F with control characters (and DEL) written as \xNN, so that
+ * input text quoted in a message cannot move the cursor, ring or forge a
+ * line. */
+void hx_fputs_escaped(const char *s, FILE *f);
+
 /* PATH as messages name it: "<stdin>" for "-". */
 const char *hx_display_path(const char *path);
 /* Directory part of PATH in a new string ("." when none). */
@@ -91,6 +100,21 @@ typedef struct hx_buf {
 } hx_buf;
 void hx_buf_printf(hx_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void hx_buf_release(hx_buf *b);
+
+/* A map from strings (copied) to non-negative ints, by hash with linear
+ * probing: duplicate checks and name lookups in linear time.  Zero it to
+ * start; hx_map_release frees it. */
+typedef struct hx_map {
+	char **keys;
+	int *vals;
+	size_t cap, n;
+} hx_map;
+/* KEY's value, or -1 when absent. */
+int hx_map_get(const hx_map *m, const char *key);
+/* Store KEY with VAL unless KEY is there: returns the value it had (and
+ * keeps it), or -1 when it was new. */
+int hx_map_put(hx_map *m, const char *key, int val);
+void hx_map_release(hx_map *m);
 
 /* Seeded generator (xoshiro256**); every random choice goes through one. */
 typedef struct hx_rng {
@@ -107,6 +131,10 @@ double hx_norm_quantile(double p);
 
 /* V rounded to 6 significant digits, so printed figures are stable. */
 double hx_round6(double v);
+
+/* A routing weight as plans hold it: V rounded to 6 decimals, and 0 (never
+ * -0) when it is negative, not finite or rounds to 0. */
+double hx_weight6(double v);
 
 /* Median and p-quantile (0..1, linear interpolation) of N values; sorts V. */
 double hx_quantile(double *v, size_t n, double q);

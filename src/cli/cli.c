@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "model/calib.h"
 
@@ -72,8 +73,51 @@ void hx_cli_release(hx_cli *cli)
 
 int hx_cli_fail(const hx_err *err)
 {
-	fprintf(stderr, "hexplan: error: %s\n", err->msg);
+	fputs("hexplan: error: ", stderr);
+	hx_fputs_escaped(err->msg, stderr);
+	fputc('\n', stderr);
 	return err->code ? err->code : HX_EINPUT;
+}
+
+/* Whether A and B name one file: the same path, or one existing regular
+ * file (devices and pipes may be named twice; "-" is judged by name). */
+static int same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (strcmp(a, "-") == 0 || strcmp(b, "-") == 0)
+		return strcmp(a, b) == 0;
+	if (stat(a, &sa) != 0 || stat(b, &sb) != 0)
+		return strcmp(a, b) == 0;
+	if (!S_ISREG(sa.st_mode) || !S_ISREG(sb.st_mode))
+		return 0;
+	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int hx_cli_check_files(const char *cmd, const hx_cli_file *f, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (!f[i].path)
+			continue;
+		for (int j = 0; j < i; j++) {
+			if (!f[j].path || !same_file(f[i].path, f[j].path))
+				continue;
+			if (!f[i].output && !f[j].output) {
+				if (strcmp(f[i].path, "-") == 0)
+					return hx_cli_usage_error(
+					    cmd,
+					    "%s and %s both read standard input ('-' can be "
+					    "read once)",
+					    f[j].opt, f[i].opt);
+				continue; /* one file read twice is harmless */
+			}
+			if (f[i].output != f[j].output && strcmp(f[i].path, "-") == 0)
+				continue; /* stdin and stdout */
+			return hx_cli_usage_error(cmd, "%s and %s name the same file", f[j].opt,
+						  f[i].opt);
+		}
+	}
+	return 0;
 }
 
 static const hx_command *find_command(const char *name)
@@ -95,11 +139,13 @@ static void print_usage(FILE *f, const char *cmd)
 int hx_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
+	char msg[1024];
 
-	fputs("hexplan: error: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	fputs("hexplan: error: ", stderr);
+	hx_fputs_escaped(msg, stderr);
 	fputc('\n', stderr);
 	print_usage(stderr, cmd);
 	return HX_EUSAGE;

@@ -114,6 +114,20 @@ int hx_cli_num(const char *cmd, const char *opt, const char *s, double lo, doubl
 	       double *out);
 /* --format json|table: 0 json, 1 table; HX_EUSAGE printed when neither. */
 int hx_cli_format(const char *cmd, const char *s, int *table);
+/* A file a command reads (OUTPUT 0) or writes (1), named by option OPT;
+ * PATH NULL when the option was not given. */
+typedef struct hx_cli_file {
+	const char *opt;
+	const char *path;
+	int output;
+} hx_cli_file;
+/* The one check every command makes on its files: no two outputs and no
+ * output and input name the same file (the same path, or the same regular
+ * file by device and inode), and "-" is read at most once and written at
+ * most once.  Devices (/dev/null) may be named twice.  Returns 0, or
+ * HX_EUSAGE with the usage error printed. */
+int hx_cli_check_files(const char *cmd, const hx_cli_file *f, int n);
+
 /* Write a finished text to PATH ("-" or NULL: stdout), atomically. */
 int hx_cli_output(const char *path, const char *text);
 

@@ -165,6 +165,16 @@ int cmd_calibrate(hx_cli *cli, int argc, char **argv)
 				return rc;
 		}
 	}
+	{
+		const hx_cli_file files[] = {
+		    {"--runs", runs, 0},
+		    {"--holdout", holdout, 0},
+		    {"the measurements file", optind < argc ? argv[optind] : NULL, 0},
+		    {"--calibration", cli->calibration, 0},
+		    {"-o", out, 1}};
+		if ((rc = hx_cli_check_files(CMD, files, (int)HX_ARRAY_LEN(files))))
+			return rc;
+	}
 	if (runs) {
 		if (model || gpu || argc - optind != 0)
 			return hx_cli_usage_error(CMD, "--runs takes no -m, -g or measurements "

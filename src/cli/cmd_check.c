@@ -46,6 +46,12 @@ int cmd_check(hx_cli *cli, int argc, char **argv)
 	}
 	if (optind < argc)
 		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+	{
+		const hx_cli_file files[] = {
+		    {"-p", ppath, 0}, {"-c", cpath, 0}, {"--calibration", cli->calibration, 0}};
+		if ((rc = hx_cli_check_files(CMD, files, (int)HX_ARRAY_LEN(files))))
+			return rc;
+	}
 	if (!ppath)
 		return hx_cli_usage_error(CMD, "missing -p plan.json");
 	if (!cpath)
@@ -60,9 +66,12 @@ int cmd_check(hx_cli *cli, int argc, char **argv)
 		goto out;
 	have_plan = 1;
 	if (hx_verify_plan(&plan, &cl, &v, &nv) > 0) {
-		for (int i = 0; i < nv; i++)
-			fprintf(stderr, "hexplan: error: %s: %s: %s\n", hx_display_path(ppath),
-				v[i].ptr, v[i].msg);
+		for (int i = 0; i < nv; i++) {
+			hx_err e = {HX_EINPUT, ""};
+			hx_errf(&e, HX_EINPUT, "%s: %s: %s", hx_display_path(ppath), v[i].ptr,
+				v[i].msg);
+			hx_cli_fail(&e);
+		}
 		rc = HX_EINPUT;
 		goto out;
 	}

@@ -111,6 +111,14 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 	}
 	if (optind < argc)
 		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+	{
+		const hx_cli_file files[] = {{"-p", ppath, 0},
+					     {"-c", cpath, 0},
+					     {"--calibration", cli->calibration, 0},
+					     {"-o", out, 1}};
+		if ((rc = hx_cli_check_files(CMD, files, (int)HX_ARRAY_LEN(files))))
+			return rc;
+	}
 	if (!ppath || !to)
 		return hx_cli_usage_error(CMD, "-p plan.json and --to TARGET are required");
 	if (!(t = hx_export_target_find(to))) {

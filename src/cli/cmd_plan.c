@@ -481,6 +481,21 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		return unknown_mode(a.mode);
 	if ((rc = check_mode_opts(&a, md)))
 		return rc;
+	{
+		const hx_cli_file files[] = {
+		    {"-c", a.cpath, 0},
+		    {"-w", a.wpath, 0},
+		    {"-m", a.model, 0},
+		    {"--layer-costs", a.layer_costs, 0},
+		    {"--calibration", cli->calibration, 0},
+		    {a.out ? "-o" : "the plan (standard output without -o)",
+		     a.out ? a.out : "-", 1},
+		    {"--lp", a.po.lp_path, 1},
+		    {"--front", a.front_path, 1},
+		    {"--plot", a.plot_path, 1}};
+		if ((rc = hx_cli_check_files(CMD, files, (int)HX_ARRAY_LEN(files))))
+			return rc;
+	}
 	limit = a.po.time_limit_s;
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;

@@ -109,6 +109,17 @@ int cmd_replan(hx_cli *cli, int argc, char **argv)
 	}
 	if (optind < argc)
 		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+	{
+		const hx_cli_file files[] = {
+		    {"-p", ppath, 0},
+		    {"-c", cpath, 0},
+		    {"-w", wpath, 0},
+		    {"--calibration", cli->calibration, 0},
+		    {out ? "-o" : "the plan (standard output without -o)", out ? out : "-", 1},
+		    {"--moves", mpath, 1}};
+		if ((rc = hx_cli_check_files(CMD, files, (int)HX_ARRAY_LEN(files))))
+			return rc;
+	}
 	if (!ppath || !cpath)
 		return hx_cli_usage_error(CMD, "-p plan.json and -c cluster.json are required");
 	if (!(cat = hx_cli_catalog(cli, &rc)))

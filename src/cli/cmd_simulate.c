@@ -143,6 +143,33 @@ static char *records_csv(const hx_plan *p, const hx_sim_report *r)
 	return t.s;
 }
 
+/* The simulator names what it refuses in the plan by JSON pointer: put the
+ * plan's path (PPATH) in front. */
+static void name_plan(const char *ppath, hx_err *err)
+{
+	char msg[sizeof(err->msg)];
+
+	if (err->msg[0] != '/')
+		return;
+	snprintf(msg, sizeof(msg), "%s: %.900s", hx_display_path(ppath), err->msg);
+	hx_strlcpy(err->msg, msg, sizeof(err->msg));
+}
+
+/* The shared check of the command's files (hx_cli_check_files). */
+static int check_files(const hx_cli *cli, const char *ppath, const char *wpath,
+		       const char *tpath, const char *out, const char *per)
+{
+	const hx_cli_file files[] = {
+	    {"-p", ppath, 0},
+	    {"-w", wpath, 0},
+	    {"-t", tpath, 0},
+	    {"--calibration", cli->calibration, 0},
+	    {out ? "-o" : "the report (standard output without -o)", out ? out : "-", 1},
+	    {"--per-request", per, 1}};
+
+	return hx_cli_check_files(CMD, files, (int)HX_ARRAY_LEN(files));
+}
+
 int cmd_simulate(hx_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -199,6 +226,8 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	}
 	if (optind < argc)
 		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+	if ((rc = check_files(cli, ppath, wpath, tpath, out, per)))
+		return rc;
 	if (!ppath || !wpath)
 		return hx_cli_usage_error(CMD,
 					  "-p plan.json and -w workload.json are required");
@@ -222,7 +251,7 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	if (capacity) {
 		if ((rc = hx_sim_capacity(&p, &w, nreq ? (int)nreq : 4000, &o, &cap_rps, &r,
 					  &err)))
-			goto out;
+			goto plan_error;
 	} else {
 		if (tpath) {
 			if ((rc = hx_trace_load(&t, tpath, &err)))
@@ -252,7 +281,7 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 		if (o.progress && t.n < 100000)
 			o.progress = NULL;
 		if ((rc = hx_simulate(&p, &w, &t, &o, &r, &err)))
-			goto out;
+			goto plan_error;
 	}
 	have_r = 1;
 	if (per) {
@@ -269,6 +298,9 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 		text = table ? report_table(&p, &w, &r, capacity, cap_rps) : hx_json_dump(doc);
 		rc = hx_cli_output("-", text);
 	}
+	goto out;
+plan_error:
+	name_plan(ppath, &err);
 out:
 	if (rc && err.msg[0])
 		hx_cli_fail(&err);

@@ -65,6 +65,18 @@ int cmd_trace(hx_cli *cli, int argc, char **argv)
 	}
 	if (optind < argc)
 		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+	{
+		const hx_cli_file files[] = {
+		    {"-w", wpath, 0},
+		    {"--shape",
+		     shape && strcmp(shape, "conversation") && strcmp(shape, "code") ? shape
+										     : NULL,
+		     0},
+		    {"--calibration", cli->calibration, 0},
+		    {"-o", out, 1}};
+		if ((rc = hx_cli_check_files(CMD, files, (int)HX_ARRAY_LEN(files))))
+			return rc;
+	}
 	if (wpath && shape)
 		return hx_cli_usage_error(CMD, "give -w or --shape, not both");
 	if (!wpath && !shape)

@@ -107,6 +107,16 @@ int cmd_validate(hx_cli *cli, int argc, char **argv)
 	}
 	if (optind < argc)
 		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+	{
+		const hx_cli_file files[] = {{"-c", cpath, 0},
+					     {"-w", wpath, 0},
+					     {"-t", tpath, 0},
+					     {"-m", model, 0},
+					     {"--measurements", mpath, 0},
+					     {"--calibration", cli->calibration, 0}};
+		if ((rc = hx_cli_check_files(CMD, files, (int)HX_ARRAY_LEN(files))))
+			return rc;
+	}
 	if (!cpath && !wpath && !tpath && !model && !mpath)
 		return hx_cli_usage_error(
 		    CMD, "give at least one of -c, -w, -t, -m, --measurements");

@@ -107,8 +107,10 @@ int main(int argc, char **argv)
 			return rc;
 		}
 	}
-	fprintf(stderr,
-		"hexplan: error: '%s' is not a hexplan command (see 'hexplan --help')\n",
-		argv[i]);
-	return HX_EUSAGE;
+	{
+		hx_err e;
+		hx_errf(&e, HX_EUSAGE, "'%s' is not a hexplan command (see 'hexplan --help')",
+			argv[i]);
+		return hx_cli_fail(&e);
+	}
 }

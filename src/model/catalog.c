@@ -320,6 +320,13 @@ int hx_arch_check(const hx_arch *a, const char *what, hx_err *err)
 	if (a->kv_heads < 1 || a->kv_heads > a->heads || a->heads % a->kv_heads)
 		return hx_errf(err, HX_EINPUT, "%s: kv_heads (%d) must divide heads (%d)", what,
 			       a->kv_heads, a->heads);
+	/* An MLA model's head_dim is made of these: name them, not it. */
+	if (a->kv_lora_rank > 0 &&
+	    (a->qk_rope_head_dim < 1 || a->v_head_dim < 1 || a->qk_nope_head_dim < 1))
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "%s: an MLA model needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim",
+		    what);
 	if (a->head_dim < 1)
 		return hx_errf(err, HX_EINPUT, "%s: head_dim must be positive", what);
 	if (a->experts > 0) {
@@ -336,12 +343,6 @@ int hx_arch_check(const hx_arch *a, const char *what, hx_err *err)
 	} else if (a->intermediate < 1) {
 		return hx_errf(err, HX_EINPUT, "%s: intermediate must be positive", what);
 	}
-	if (a->kv_lora_rank > 0 &&
-	    (a->qk_rope_head_dim < 1 || a->v_head_dim < 1 || a->qk_nope_head_dim < 1))
-		return hx_errf(
-		    err, HX_EINPUT,
-		    "%s: an MLA model needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim",
-		    what);
 	return 0;
 }
 

@@ -27,10 +27,37 @@ static int parse_linkspec(const hx_jr *r, const json_t *v, const char *ptr, hx_l
 
 static int node_index(const hx_cluster *c, const char *name)
 {
+	if (c->node_names)
+		return hx_map_get(c->node_names, name);
 	for (int i = 0; i < c->nnodes; i++)
 		if (strcmp(c->nodes[i].name, name) == 0)
 			return i;
 	return -1;
+}
+
+/* The key of the node pair A, B in link_pairs (either order). */
+static void pair_key(char *out, size_t n, int a, int b)
+{
+	snprintf(out, n, "%d-%d", a < b ? a : b, a < b ? b : a);
+}
+
+/* Index C's node names and links (a cluster loaded or expanded); returns
+ * the index of the first link whose pair an earlier one has, or -1. */
+static int index_cluster(hx_cluster *c)
+{
+	int dup = -1;
+
+	c->node_names = hx_xcalloc(1, sizeof(hx_map));
+	c->link_pairs = hx_xcalloc(1, sizeof(hx_map));
+	for (int i = 0; i < c->nnodes; i++)
+		hx_map_put(c->node_names, c->nodes[i].name, i);
+	for (int i = 0; i < c->nlinks; i++) {
+		char k[32];
+		pair_key(k, sizeof(k), c->links[i].a, c->links[i].b);
+		if (hx_map_put(c->link_pairs, k, i) >= 0 && dup < 0)
+			dup = i;
+	}
+	return dup;
 }
 
 static int parse_nodes(const hx_jr *r, const json_t *list, const hx_catalog *cat, hx_cluster *c)
@@ -50,13 +77,15 @@ static int parse_nodes(const hx_jr *r, const json_t *list, const hx_catalog *cat
 		json_t *v = json_array_get(list, i), *g;
 		hx_node *nd = &c->nodes[i];
 		char p[64], pg[80];
-		long count = 0;
+		long count = 1;
 
 		hx_ptr_index(p, sizeof(p), "/nodes", i);
 		if ((rc = hx_jr_object(r, v, p, keys)) ||
 		    (rc = hx_jr_str(r, v, p, "name", 1, nd->name, sizeof(nd->name))))
 			return rc;
-		if (node_index(c, nd->name) >= 0) {
+		if (!c->node_names)
+			c->node_names = hx_xcalloc(1, sizeof(hx_map));
+		if (hx_map_put(c->node_names, nd->name, (int)i) >= 0) {
 			char pn[80];
 			hx_ptr_key(pn, sizeof(pn), p, "name");
 			return hx_jr_fail(r, pn, "duplicate node name \"%s\"", nd->name);
@@ -70,7 +99,7 @@ static int parse_nodes(const hx_jr *r, const json_t *list, const hx_catalog *cat
 		strcpy(nd->region, "default");
 		nd->nic_gbps = HX_DEFAULT_NIC_GBPS;
 		nd->usd_per_hour = nd->gpu.usd_per_hour;
-		if ((rc = hx_jr_int(r, v, p, "count", 1, 1, 4096, &count)) ||
+		if ((rc = hx_jr_int(r, v, p, "count", 0, 1, 4096, &count)) ||
 		    (rc = hx_jr_str(r, v, p, "region", 0, nd->region, sizeof(nd->region))) ||
 		    (rc = hx_jr_str(r, v, p, "host", 0, nd->host, sizeof(nd->host))) ||
 		    (rc = hx_jr_pos(r, v, p, "nic_gbps", 0, &nd->nic_gbps)) ||
@@ -114,9 +143,12 @@ static int parse_links(const hx_jr *r, const json_t *list, hx_cluster *c)
 			hx_ptr_key(pk, sizeof(pk), p, "b");
 			return hx_jr_fail(r, pk, "a link must join two different nodes");
 		}
-		for (size_t j = 0; j < i; j++) {
-			hx_link *o = &c->links[j];
-			if ((o->a == l->a && o->b == l->b) || (o->a == l->b && o->b == l->a))
+		{
+			char k[32];
+			if (!c->link_pairs)
+				c->link_pairs = hx_xcalloc(1, sizeof(hx_map));
+			pair_key(k, sizeof(k), l->a, l->b);
+			if (hx_map_put(c->link_pairs, k, (int)i) >= 0)
 				return hx_jr_fail(
 				    r, p, "duplicate link between \"%s\" and \"%s\"", a, b);
 		}
@@ -227,6 +259,12 @@ out:
 
 void hx_cluster_release(hx_cluster *c)
 {
+	if (c->node_names)
+		hx_map_release(c->node_names);
+	if (c->link_pairs)
+		hx_map_release(c->link_pairs);
+	free(c->node_names);
+	free(c->link_pairs);
 	free(c->nodes);
 	free(c->links);
 	free(c->offers);
@@ -235,6 +273,15 @@ void hx_cluster_release(hx_cluster *c)
 
 hx_linkspec hx_cluster_link(const hx_cluster *c, int a, int b)
 {
+	if (c->link_pairs) {
+		char k[32];
+		int i;
+		pair_key(k, sizeof(k), a, b);
+		if ((i = hx_map_get(c->link_pairs, k)) >= 0)
+			return c->links[i].spec;
+		return strcmp(c->nodes[a].region, c->nodes[b].region) == 0 ? c->same_region
+									   : c->cross_region;
+	}
 	for (int i = 0; i < c->nlinks; i++) {
 		const hx_link *l = &c->links[i];
 		if ((l->a == a && l->b == b) || (l->a == b && l->b == a))
@@ -337,5 +384,6 @@ int hx_cluster_expand_offers(const hx_cluster *in, int owned_free, hx_cluster *o
 	out->noffers = in->noffers;
 	out->same_region = in->same_region;
 	out->cross_region = in->cross_region;
+	index_cluster(out);
 	return 0;
 }

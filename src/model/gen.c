@@ -130,10 +130,16 @@ static int generate(int process, double cv, double rate_rps, int n, double durat
 		    rate_rps, duration_s, expect, HX_MAX_REQUESTS);
 	if (l->sample && l->sample->n <= 0)
 		return hx_errf(err, HX_EINPUT, "the sample trace has no requests");
-	cap = n > 0
-		  ? n
-		  : (int)(expect + 4 * sqrt(expect) * (process == HX_ARRIVAL_GAMMA ? cv : 1)) +
-			16;
+	if (n > 0) {
+		cap = n;
+	} else {
+		/* A first guess, grown as arrivals come: in double and clamped,
+		 * since a bursty process's spread (cv times the root) can pass
+		 * any int. */
+		double guess =
+		    expect + 4 * sqrt(expect) * (process == HX_ARRIVAL_GAMMA ? cv : 1) + 16;
+		cap = guess < HX_MAX_REQUESTS ? (int)guess : HX_MAX_REQUESTS;
+	}
 	grow(out, cap, with_cls);
 	hx_rng_seed(&r, seed);
 	for (int i = 0; n <= 0 || i < n; i++) {

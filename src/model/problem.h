@@ -80,6 +80,10 @@ typedef struct hx_cluster {
 	hx_linkspec same_region, cross_region;
 	hx_offer *offers;
 	int noffers;
+	/* Node names to indexes, and node pairs "A-B" (A < B) to links:
+	 * lookups in constant time for clusters at the node and link limits.
+	 * NULL in a cluster made by hand (lookups then scan). */
+	hx_map *node_names, *link_pairs;
 } hx_cluster;
 
 /* Load a cluster file; GPU names resolve in CAT.  Release with
@@ -190,6 +194,13 @@ void hx_workload_release(hx_workload *w);
 
 /* A request trace, read or generated, holds at most this many requests. */
 #define HX_MAX_REQUESTS 50000000
+/* An arrival process's cv (formats(5)): beyond these the gamma draws
+ * underflow to zero gaps or the bursts outgrow any trace. */
+/* The latest arrival in a trace, in seconds after the first (about 31
+ * years): beyond it times lose their milliseconds in a double. */
+#define HX_MAX_ARRIVAL_S 1e9
+#define HX_MIN_CV        0.01
+#define HX_MAX_CV        20
 
 /* A request trace. */
 typedef struct hx_trace {

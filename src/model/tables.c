@@ -57,6 +57,10 @@ static int parse_double(const char *s, double *out)
 	char *end;
 	double v;
 
+	/* Decimal only: strtod also takes hexadecimal ("0x1p3"), "inf" and
+	 * "nan", which no trace or measurement holds. */
+	if (s[strspn(s, "0123456789+-.eE")])
+		return -1;
 	errno = 0;
 	v = strtod(s, &end);
 	if (!*s || *end || errno || !isfinite(v))
@@ -82,10 +86,22 @@ static int parse_timestamp(const char *s, double *out)
 	int y, mo, d, h, mi, n = 0;
 	double sec;
 
+	static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+
 	if (sscanf(s, "%d-%d-%d %d:%d:%lf%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || s[n] ||
-	    mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 ||
-	    sec < 0 || sec >= 61)
+	    y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h < 0 ||
+	    h > 23 || mi < 0 || mi > 59 || sec < 0 || sec >= 61)
 		return -1;
+	/* The day must exist: 2023-02-31 is no date, nor 2023-02-29. */
+	if (mo == 2 && d == 29 && (y % 4 != 0 || (y % 100 == 0 && y % 400 != 0)))
+		return -1;
+	/* The seconds field is digits and one point (sscanf takes "1e1" and
+	 * hexadecimal). */
+	{
+		const char *sp = strrchr(s, ':') + 1;
+		if (sp[strspn(sp, "0123456789.")])
+			return -1;
+	}
 	*out = (double)days_from_civil(y, mo, d) * 86400.0 + h * 3600.0 + mi * 60.0 + sec;
 	return 0;
 }
@@ -119,7 +135,7 @@ int hx_trace_load(hx_trace *t, const char *path, hx_err *err)
 	double t0 = 0, prev = 0;
 
 	memset(t, 0, sizeof(*t));
-	text = hx_read_file_max(path, HX_MAX_CSV_BYTES, NULL, err);
+	text = hx_read_text_max(path, HX_MAX_CSV_BYTES, NULL, err);
 	path = hx_display_path(path);
 	if (!text)
 		return HX_EINPUT;
@@ -166,6 +182,14 @@ int hx_trace_load(hx_trace *t, const char *path, hx_err *err)
 				lineno);
 			goto out;
 		}
+		if (at > HX_MAX_ARRIVAL_S) {
+			hx_errf(
+			    err, HX_EINPUT,
+			    "%s:%d: an arrival %.6g s after the first is past hexplan's limit "
+			    "of %g s",
+			    path, lineno, at, HX_MAX_ARRIVAL_S);
+			goto out;
+		}
 		if (t->n > 0 && at < prev) {
 			hx_errf(err, HX_EINPUT,
 				"%s:%d: arrivals must not go back in time (%.6f after %.6f)",
@@ -174,14 +198,15 @@ int hx_trace_load(hx_trace *t, const char *path, hx_err *err)
 		}
 		if (parse_long(f[1], 1, 10000000, &in)) {
 			hx_errf(err, HX_EINPUT,
-				"%s:%d: %s must be a positive integer, not \"%s\"", path,
-				lineno, azure ? "ContextTokens" : "input_tokens", f[1]);
+				"%s:%d: %s must be an integer from 1 to 10000000, not \"%s\"",
+				path, lineno, azure ? "ContextTokens" : "input_tokens", f[1]);
 			goto out;
 		}
 		if (parse_long(f[2], 1, 10000000, &outp)) {
 			hx_errf(err, HX_EINPUT,
-				"%s:%d: %s must be a positive integer, not \"%s\"", path,
-				lineno, azure ? "GeneratedTokens" : "output_tokens", f[2]);
+				"%s:%d: %s must be an integer from 1 to 10000000, not \"%s\"",
+				path, lineno, azure ? "GeneratedTokens" : "output_tokens",
+				f[2]);
 			goto out;
 		}
 		if (t->n == HX_MAX_REQUESTS) {
@@ -232,7 +257,7 @@ int hx_meas_load(hx_meas **out, int *n, const char *path, hx_err *err)
 
 	*out = NULL;
 	*n = 0;
-	text = hx_read_file_max(path, HX_MAX_CSV_BYTES, NULL, err);
+	text = hx_read_text_max(path, HX_MAX_CSV_BYTES, NULL, err);
 	path = hx_display_path(path);
 	if (!text)
 		return HX_EINPUT;
@@ -327,10 +352,11 @@ int hx_layer_costs_load(hx_layer_cost **out, int *n, const char *path, hx_err *e
 	const char *shown;
 	int lineno = 0, cap = 0, rc = HX_EINPUT;
 	hx_layer_cost *v = NULL;
+	hx_map seen = {0};
 
 	*out = NULL;
 	*n = 0;
-	if (!(text = hx_read_file_max(path, HX_MAX_CSV_BYTES, NULL, err)))
+	if (!(text = hx_read_text_max(path, HX_MAX_CSV_BYTES, NULL, err)))
 		return HX_EINPUT;
 	shown = hx_display_path(path);
 	for (cur = text; cur && *cur; cur = nl) {
@@ -393,36 +419,38 @@ int hx_layer_costs_load(hx_layer_cost **out, int *n, const char *path, hx_err *e
 				lineno, f[2]);
 			goto out;
 		}
-		x.tokens = strtod(f[3], &end);
-		if (!*f[3] || *end || !(x.tokens >= 1 && x.tokens <= 1e7)) {
+		if (parse_double(f[3], &x.tokens) || !(x.tokens >= 1 && x.tokens <= 1e7)) {
 			hx_errf(err, HX_EINPUT,
 				"%s:%d: tokens must be a number from 1 to 1e7, not \"%s\"",
 				shown, lineno, f[3]);
 			goto out;
 		}
-		x.context = strtod(f[4], &end);
-		if (!*f[4] || *end || !(x.context >= 0 && x.context <= 1e7)) {
+		if (parse_double(f[4], &x.context) || !(x.context >= 0 && x.context <= 1e7)) {
 			hx_errf(err, HX_EINPUT,
 				"%s:%d: context must be a number from 0 to 1e7, not \"%s\"",
 				shown, lineno, f[4]);
 			goto out;
 		}
-		x.ms = strtod(f[5], &end);
-		if (!*f[5] || *end || !(x.ms > 0 && x.ms < 1e9)) {
+		if (parse_double(f[5], &x.ms) || !(x.ms > 0 && x.ms < 1e9)) {
 			hx_errf(err, HX_EINPUT,
 				"%s:%d: ms must be a positive number, not \"%s\"", shown,
 				lineno, f[5]);
 			goto out;
 		}
-		for (int i = 0; i < *n; i++)
-			if (strcmp(v[i].gpu, x.gpu) == 0 && v[i].tp == x.tp &&
-			    v[i].phase == x.phase && v[i].tokens == x.tokens) {
+		{
+			/* By hash: a table may hold 100k rows. */
+			char key[96];
+			int first;
+			snprintf(key, sizeof(key), "%s|%d|%d|%.17g", x.gpu, x.tp, x.phase,
+				 x.tokens);
+			if ((first = hx_map_put(&seen, key, lineno)) >= 0) {
 				hx_errf(err, HX_EINPUT,
 					"%s:%d: a second row for %s, tp %d, %s, %g tokens "
 					"(first at line %d)",
-					shown, lineno, x.gpu, x.tp, f[2], x.tokens, v[i].line);
+					shown, lineno, x.gpu, x.tp, f[2], x.tokens, first);
 				goto out;
 			}
+		}
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 32;
 			v = hx_xrealloc(v, (size_t)cap * sizeof(*v));
@@ -444,6 +472,7 @@ int hx_layer_costs_load(hx_layer_cost **out, int *n, const char *path, hx_err *e
 out:
 	if (rc)
 		*n = 0;
+	hx_map_release(&seen);
 	free(v);
 	free(text);
 	return rc;

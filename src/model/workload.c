@@ -61,7 +61,8 @@ int hx_dist_parse(const hx_jr *r, const json_t *v, const char *ptr, const char *
 				free(pairs);
 				hx_ptr_index(pe, sizeof(pe), p, i);
 				strcat(pe, "/0");
-				return hx_jr_fail(r, pe, "tokens must be a positive integer");
+				return hx_jr_fail(
+				    r, pe, "tokens must be an integer from 1 to 10000000");
 			}
 			if (!(pairs[i].w > 0 && pairs[i].w < 1e12)) {
 				free(pairs);
@@ -380,7 +381,7 @@ static int parse_arrival(const hx_jr *r, const json_t *root, const char *ptr, hx
 	hx_ptr_key(p, sizeof(p), ptr, "arrival");
 	if ((rc = hx_jr_object(r, v, p, akeys)) ||
 	    (rc = hx_jr_enum(r, v, p, "process", 1, procs, &w->arrival)) ||
-	    (rc = hx_jr_pos(r, v, p, "cv", 0, &w->cv)))
+	    (rc = hx_jr_num(r, v, p, "cv", 0, HX_MIN_CV, HX_MAX_CV, &w->cv)))
 		return rc;
 	hx_ptr_key(pc, sizeof(pc), p, "cv");
 	if (w->arrival == HX_ARRIVAL_POISSON && fabs(w->cv - 1) > 1e-12)

@@ -33,6 +33,9 @@ static void replica_release(hx_plan_replica *r)
 
 void hx_plan_release(hx_plan *p)
 {
+	if (p->group_names)
+		hx_map_release(p->group_names);
+	free(p->group_names);
 	for (int g = 0; g < p->ngroups; g++) {
 		for (int r = 0; r < p->groups[g].nreplicas; r++)
 			replica_release(&p->groups[g].replicas[r]);
@@ -94,29 +97,60 @@ hx_route *hx_plan_add_route(hx_route **list, int *n)
 	return &(*list)[(*n)++];
 }
 
+typedef struct share_rem {
+	double rem;
+	int i;
+} share_rem;
+
+/* Largest remainder first, then the lower index. */
+static int cmp_share_rem(const void *a, const void *b)
+{
+	const share_rem *x = a, *y = b;
+	if (x->rem != y->rem)
+		return x->rem > y->rem ? -1 : 1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
 void hx_routes_normalize(hx_route *r, int n)
 {
-	double total = 0, acc = 0;
+	/* In millionths by largest remainder, so that every weight has at most
+	 * six decimals, none is negative (nor -0) and they sum to exactly one
+	 * million millionths: the writer prints them exactly and check accepts
+	 * them.  A negative or non-finite weight (rounding in a solver) is 0. */
+	const long long unit = 1000000;
+	double total = 0;
+	long long *k, sum = 0;
+	share_rem *rem;
 
+	if (n <= 0)
+		return;
 	for (int i = 0; i < n; i++)
-		total += r[i].weight;
+		if (isfinite(r[i].weight) && r[i].weight > 0)
+			total += r[i].weight;
+	k = hx_xcalloc((size_t)n, sizeof(*k));
+	rem = hx_xcalloc((size_t)n, sizeof(*rem));
 	for (int i = 0; i < n; i++) {
-		r[i].weight = hx_round6(total > 0 ? r[i].weight / total : 1.0 / n);
-		if (i + 1 < n)
-			acc += r[i].weight;
+		double w = isfinite(r[i].weight) && r[i].weight > 0 ? r[i].weight : 0;
+		double x = total > 0 ? w / total * (double)unit : (double)unit / n;
+		k[i] = (long long)floor(x);
+		if (k[i] > unit)
+			k[i] = unit;
+		rem[i].rem = x - (double)k[i];
+		rem[i].i = i;
+		sum += k[i];
 	}
-	if (n > 0)
-		r[n - 1].weight = hx_round6(1 - acc);
-	if (n > 1 && r[n - 1].weight < 0) {
-		/* The others rounded up past 1 (many small shares, the last 0):
-		 * the last takes 0 and the largest gives up the excess. */
-		int big = 0;
-		for (int i = 1; i + 1 < n; i++)
-			if (r[i].weight > r[big].weight)
-				big = i;
-		r[big].weight = hx_round6(r[big].weight + r[n - 1].weight);
-		r[n - 1].weight = 0;
-	}
+	qsort(rem, (size_t)n, sizeof(*rem), cmp_share_rem);
+	for (int j = 0; sum < unit; j = (j + 1) % n, sum++)
+		k[rem[j].i]++;
+	for (int j = n - 1; sum > unit; j = (j + n - 1) % n)
+		if (k[rem[j].i] > 0) {
+			k[rem[j].i]--;
+			sum--;
+		}
+	for (int i = 0; i < n; i++)
+		r[i].weight = (double)k[i] / (double)unit;
+	free(k);
+	free(rem);
 }
 
 const hx_model *hx_plan_model(const hx_plan *p, const char *name)
@@ -137,6 +171,11 @@ const hx_gpu *hx_plan_gpu(const hx_plan *p, const char *name)
 
 int hx_plan_group_index(const hx_plan *p, const char *name)
 {
+	if (p->group_names && p->ngroups_indexed == p->ngroups) {
+		int k = hx_map_get(p->group_names, name);
+		if (k >= 0 && k < p->ngroups && strcmp(p->groups[k].name, name) == 0)
+			return k;
+	}
 	for (int i = 0; i < p->ngroups; i++)
 		if (strcmp(p->groups[i].name, name) == 0)
 			return i;
@@ -147,10 +186,13 @@ int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan
 			 hx_replica *out, hx_err *err)
 {
 	const hx_model *m = hx_plan_model(p, g->model);
+	int gi = hx_plan_group_index(p, g->name), rc;
 
+	/* Errors name the group by its JSON pointer: a consumer of the plan
+	 * (simulate) puts the file in front. */
 	memset(out, 0, sizeof(*out));
 	if (!m)
-		return hx_errf(err, HX_EINPUT, "group %s: unknown model \"%s\"", g->name,
+		return hx_errf(err, HX_EINPUT, "/groups/%d/model: unknown model \"%s\"", gi,
 			       g->model);
 	out->model = m;
 	out->wdt = g->wdt;
@@ -160,7 +202,8 @@ int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan
 		hx_stage *st = &out->stage[s];
 		st->gpu = hx_plan_gpu(p, g->stage[s].gpu);
 		if (!st->gpu)
-			return hx_errf(err, HX_EINPUT, "group %s: unknown GPU \"%s\"", g->name,
+			return hx_errf(err, HX_EINPUT,
+				       "/groups/%d/stages/%d/gpu: unknown GPU \"%s\"", gi, s,
 				       g->stage[s].gpu);
 		st->tp = g->stage[s].tp;
 		st->first = g->stage[s].first;
@@ -176,7 +219,12 @@ int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan
 			st->next_bw_gbps = HX_DEFAULT_NIC_GBPS;
 		}
 	}
-	return hx_replica_check(out, err);
+	if ((rc = hx_replica_check(out, err)) && err) {
+		char msg[sizeof(err->msg)];
+		snprintf(msg, sizeof(msg), "/groups/%d/stages: %.900s", gi, err->msg);
+		hx_strlcpy(err->msg, msg, sizeof(err->msg));
+	}
+	return rc;
 }
 
 int hx_plan_fragment_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan_replica *r,
@@ -283,7 +331,7 @@ static json_t *routes_json(const hx_route *r, int n, const char *from, const cha
 		if (!ingress)
 			hx_jset_str(o, from, r[i].from);
 		hx_jset_str(o, to, r[i].to);
-		json_object_set_new(o, "weight", json_real(r[i].weight));
+		json_object_set_new(o, "weight", json_real(hx_weight6(r[i].weight)));
 		if (ingress && r[i].from[0])
 			hx_jset_str(o, from, r[i].from);
 		if (!ingress && r[i].link[0])
@@ -462,7 +510,8 @@ static json_t *solver_json(const hx_plan *p)
 	hx_jset_str(x, "status", p->solver.status);
 	json_object_set_new(x, "objective", json_real(p->solver.objective));
 	json_object_set_new(x, "bound", json_real(p->solver.bound));
-	json_object_set_new(x, "gap", json_real(p->solver.gap));
+	/* A solver's relative gap can come out a rounding error below 0. */
+	json_object_set_new(x, "gap", json_real(p->solver.gap > 0 ? p->solver.gap : 0.0));
 	a = json_object();
 	hx_jset_int(a, "nodes", p->solver.nodes);
 	hx_jset_int(a, "iterations", p->solver.iterations);
@@ -946,26 +995,35 @@ static int parse_groups(const hx_jr *r, const json_t *root, hx_plan *p)
 {
 	json_t *v = json_object_get(root, "groups");
 	char p1[128], p2[160];
+	hx_map *names;
 	size_t n;
-	int rc;
+	int rc = 0;
 
 	if (!v)
 		return hx_jr_fail(r, "", "missing required key \"groups\"");
 	if ((rc = hx_jr_array(r, v, "/groups", 1, &n)))
 		return rc;
+	names = hx_xcalloc(1, sizeof(hx_map));
 	for (size_t i = 0; i < n; i++) {
 		hx_plan_group *g = hx_plan_add_group(p);
 		hx_ptr_index(p1, sizeof(p1), "/groups", i);
 		if ((rc = parse_group(r, json_array_get(v, i), p1, g)))
-			return rc;
-		for (int j = 0; j + 1 < p->ngroups; j++)
-			if (strcmp(p->groups[j].name, g->name) == 0) {
-				hx_ptr_key(p2, sizeof(p2), p1, "name");
-				return hx_jr_fail(r, p2, "duplicate group name \"%s\"",
-						  g->name);
-			}
+			break;
+		/* By hash: a plan may hold 50,000 groups. */
+		if (hx_map_put(names, g->name, (int)i) >= 0) {
+			hx_ptr_key(p2, sizeof(p2), p1, "name");
+			rc = hx_jr_fail(r, p2, "duplicate group name \"%s\"", g->name);
+			break;
+		}
 	}
-	return 0;
+	if (!rc) {
+		p->group_names = names;
+		p->ngroups_indexed = p->ngroups;
+		return 0;
+	}
+	hx_map_release(names);
+	free(names);
+	return rc;
 }
 
 static int parse_cascade(const hx_jr *r, const json_t *x, hx_plan *p)
@@ -1179,7 +1237,14 @@ char *hx_plan_table(const hx_plan *p)
 {
 	hx_buf t = {0};
 	int gpus = 0, reps = 0;
+	double *gw = hx_xcalloc((size_t)p->ngroups + 1, sizeof(double));
 
+	/* Each group's ingress weight in one pass (plans of 50,000 groups). */
+	for (int i = 0; i < p->ningress; i++) {
+		int g = hx_plan_group_index(p, p->ingress[i].to);
+		if (g >= 0)
+			gw[g] += p->ingress[i].weight;
+	}
 	for (int g = 0; g < p->ngroups; g++)
 		for (int r = 0; r < p->groups[g].nreplicas; r++) {
 			reps++;
@@ -1195,7 +1260,7 @@ char *hx_plan_table(const hx_plan *p)
 	for (int g = 0; g < p->ngroups; g++) {
 		const hx_plan_group *grp = &p->groups[g];
 		char st[256] = "";
-		double w = 0;
+		double w = gw[g];
 		for (int s = 0; s < grp->nstages; s++) {
 			char one[96];
 			snprintf(one, sizeof(one), "%s%s x%d [%d,%d)", s ? " | " : "",
@@ -1204,9 +1269,6 @@ char *hx_plan_table(const hx_plan *p)
 			if (strlen(st) + strlen(one) < sizeof(st))
 				strcat(st, one);
 		}
-		for (int i = 0; i < p->ningress; i++)
-			if (strcmp(p->ingress[i].to, grp->name) == 0)
-				w += p->ingress[i].weight;
 		hx_buf_printf(&t, "%-6s %-10s %-12s %-40s %8d %12.3f %7.4f\n", grp->name,
 			      hx_role_name(grp->role), grp->model, st, grp->nreplicas,
 			      grp->capacity_rps, w);
@@ -1238,6 +1300,7 @@ char *hx_plan_table(const hx_plan *p)
 			      100 * p->shortage.utilization, 100 * p->shortage.served_share);
 	hx_buf_printf(&t, "solver: %s, %s, seed %llu\n", p->solver.engine, p->solver.status,
 		      (unsigned long long)p->solver.seed);
+	free(gw);
 	return t.s;
 }
 

@@ -60,7 +60,7 @@ typedef struct hx_route {
 	double weight;
 	/* kv only: the path KV caches take; transfers over routes naming the same
 	 * link share its bandwidth.  bw_gbps 0: unknown (100 Gb/s, unshared). */
-	char link[160];
+	char link[64];
 	double bw_gbps, latency_ms;
 } hx_route;
 
@@ -136,6 +136,11 @@ typedef struct hx_plan {
 	hx_prediction predicted;
 	hx_plan_short shortage;
 	hx_solver_record solver;
+	/* Group names to indexes, kept by parse_groups for plans read from a
+	 * file (50,000 groups); valid while ngroups == ngroups_indexed, and
+	 * hx_plan_group_index checks each hit (else it scans). */
+	hx_map *group_names;
+	int ngroups_indexed;
 } hx_plan;
 
 void hx_plan_init(hx_plan *p);

@@ -84,6 +84,7 @@ typedef struct link {
 } link;
 
 typedef struct sim {
+	hx_map rep_ids, link_ids; /* replica ids and kv link names to indexes */
 	const hx_plan *p;
 	const hx_workload *w;
 	const hx_trace *t;
@@ -533,6 +534,8 @@ static int pick_kv_route(sim *s, const replica *rp)
 
 static int replica_index(const sim *s, const char *id)
 {
+	if (s->rep_ids.n)
+		return hx_map_get(&s->rep_ids, id);
 	for (int i = 0; i < s->nreps; i++)
 		if (strcmp(s->reps[i].id, id) == 0)
 			return i;
@@ -971,10 +974,11 @@ static int setup(sim *s, hx_err *err)
 				rp->kv_cap = INFINITY;
 				for (int k = rp->frag_off; k < rp->frag_off + rp->frag_n; k++) {
 					if (m.st[k].kv_b < 0)
-						return hx_errf(err, HX_EINPUT,
-							       "replica %s: its layers do not "
-							       "fit its GPUs",
-							       grp->replicas[r].id);
+						return hx_errf(
+						    err, HX_EINPUT,
+						    "/groups/%d/replicas/%d: its layers "
+						    "do not fit its GPUs",
+						    g, r);
 					rp->kv_cap = fmin(rp->kv_cap, m.st[k].kv_tokens);
 				}
 			} else {
@@ -985,8 +989,8 @@ static int setup(sim *s, hx_err *err)
 				if (!m.fits)
 					return hx_errf(
 					    err, HX_EINPUT,
-					    "replica %s: the model does not fit its GPUs",
-					    grp->replicas[r].id);
+					    "/groups/%d/replicas/%d: the model does not fit its GPUs",
+					    g, r);
 				rp->kv_cap = m.kv_tokens;
 			}
 			rp->group = g;
@@ -996,6 +1000,8 @@ static int setup(sim *s, hx_err *err)
 			s->nreps++;
 		}
 	}
+	for (int i = 0; i < s->nreps; i++)
+		hx_map_put(&s->rep_ids, s->reps[i].id, i);
 	/* Hops: each replica's routes out and where they go. */
 	s->hop_to = hx_xcalloc((size_t)p->nhops + 1, sizeof(int));
 	for (int h = 0; h < p->nhops && s->hops; h++) {
@@ -1009,7 +1015,9 @@ static int setup(sim *s, hx_err *err)
 		if ((slash = strrchr(id, '/')))
 			*slash = '\0';
 		if ((from = replica_index(s, id)) < 0 || s->hop_to[h] < 0)
-			return hx_errf(err, HX_EINPUT, "hop %d: unknown replica \"%s\"", h,
+			return hx_errf(err, HX_EINPUT,
+				       "/routing/hops/%d/%s: unknown replica \"%s\"", h,
+				       from < 0 ? "from" : "to",
 				       from < 0 ? p->hops[h].from : p->hops[h].to);
 		replica *rp = &s->reps[from];
 		rp->hop_route =
@@ -1023,16 +1031,18 @@ static int setup(sim *s, hx_err *err)
 		const hx_route *rt = &p->kv[k];
 		int from = replica_index(s, rt->from), li = -1;
 		if (from < 0)
-			return hx_errf(err, HX_EINPUT, "kv route %d: unknown replica \"%s\"", k,
+			return hx_errf(err, HX_EINPUT,
+				       "/routing/kv/%d/from: unknown replica \"%s\"", k,
 				       rt->from);
 		if (replica_index(s, rt->to) < 0)
-			return hx_errf(err, HX_EINPUT, "kv route %d: unknown replica \"%s\"", k,
-				       rt->to);
-		for (int j = 0; rt->link[0] && j < s->nlinks; j++)
-			if (strcmp(s->links[j].name, rt->link) == 0)
-				li = j;
+			return hx_errf(err, HX_EINPUT,
+				       "/routing/kv/%d/to: unknown replica \"%s\"", k, rt->to);
+		if (rt->link[0])
+			li = hx_map_get(&s->link_ids, rt->link);
 		if (li < 0) {
 			li = s->nlinks++;
+			if (rt->link[0])
+				hx_map_put(&s->link_ids, rt->link, li);
 			hx_strlcpy(s->links[li].name, rt->link, sizeof(s->links[li].name));
 			s->links[li].bw = hx_gbps_bytes_s(
 			    rt->bw_gbps > 0 ? rt->bw_gbps : HX_DEFAULT_NIC_GBPS);
@@ -1048,6 +1058,8 @@ static int setup(sim *s, hx_err *err)
 
 static void teardown(sim *s)
 {
+	hx_map_release(&s->rep_ids);
+	hx_map_release(&s->link_ids);
 	free(s->pend);
 	for (int i = 0; i < s->nreps; i++) {
 		free(s->reps[i].run);

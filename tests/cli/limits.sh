@@ -65,8 +65,16 @@ expect_rc 1 "65 MiB cluster file"
 expect_err_line "^hexplan: error: $TMP/big.json: the file is larger than hexplan's limit of 64 MiB for this input\$" "JSON byte limit message"
 run plan -p "$TMP/big.json"
 expect_rc 1 "65 MiB plan file"
-truncate -s 3G "$TMP/big.csv"
+truncate -s 1025M "$TMP/big.csv"
 run validate -t "$TMP/big.csv"
-expect_rc 1 "3 GiB trace"
-expect_err_line "^hexplan: error: $TMP/big.csv: the file is larger than hexplan's limit of 2 GiB for this input\$" "trace byte limit message"
+expect_rc 1 "1025 MiB trace"
+expect_err_line "^hexplan: error: $TMP/big.csv: the file is larger than hexplan's limit of 1 GiB for this input\$" "trace byte limit message"
+# Not a regular file: read only up to the limit, then refused.
+run validate -c /dev/zero
+expect_rc 1 "cluster from /dev/zero"
+expect_err_line "^hexplan: error: /dev/zero: the input is larger than hexplan's limit of 64 MiB\$" "/dev/zero message"
+head -c 70000000 /dev/zero | hx validate -c - >"$TMP/out" 2>"$TMP/err"
+rc=$?
+expect_rc 1 "cluster from a pipe"
+expect_err_line "^hexplan: error: <stdin>: the input is larger than hexplan's limit of 64 MiB\$" "pipe message"
 finish

@@ -31,6 +31,12 @@ typedef struct hx_export_opts {
 #define HX_EXPORT_IMAGE_NVIDIA "vllm/vllm-openai:v0.11.0"
 #define HX_EXPORT_IMAGE_AMD    "rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909"
 
+/* The NVIDIA Dynamo release whose DynamoGraphDeployment (nvidia.com/v1beta1)
+ * and vLLM worker arguments the dynamo export was checked against, and its
+ * vLLM runtime image, the default. */
+#define HX_EXPORT_DYNAMO_VERSION "1.3.1"
+#define HX_EXPORT_IMAGE_DYNAMO   "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1"
+
 typedef struct hx_export_file {
 	char *name; /* a plain file name, no directory */
 	char *text;
@@ -48,6 +54,8 @@ int hx_export_launch(const hx_plan *p, const hx_export_opts *o, hx_export_out *o
 		     hx_err *err);
 int hx_export_k8s(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err);
 int hx_export_kserve(const hx_plan *p, const hx_export_opts *o, hx_export_out *out,
+		     hx_err *err);
+int hx_export_dynamo(const hx_plan *p, const hx_export_opts *o, hx_export_out *out,
 		     hx_err *err);
 int hx_export_dot(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err);
 
@@ -74,11 +82,13 @@ enum {
 		 HX_EXPORT_CHECKPOINT)                                                         \
 	NEXT("kserve", hx_export_kserve,                                                       \
 	     HX_EXPORT_ENGINE | HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CHECKPOINT)      \
+	NEXT("dynamo", hx_export_dynamo,                                                       \
+	     HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CACHE | HX_EXPORT_CHECKPOINT)       \
 	NEXT("dot", hx_export_dot, HX_EXPORT_FRAGMENTS)
 
 #define HX_EXPORT_FIRST_NAME_(name, fn, flags) name
 #define HX_EXPORT_NEXT_NAME_(name, fn, flags)  "|" name
-/* "launch|k8s|kserve|dot": a string literal, for usage lines. */
+/* "launch|k8s|kserve|dynamo|dot": a string literal, for usage lines. */
 #define HX_EXPORT_TARGET_NAMES HX_EXPORT_TARGETS(HX_EXPORT_FIRST_NAME_, HX_EXPORT_NEXT_NAME_)
 
 typedef struct hx_export_target {

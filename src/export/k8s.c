@@ -730,6 +730,16 @@ static void pod_resources(hx_yw *w, const hx_kgroup *k, int ngpus, int amd)
 	hx_yw_end(w);
 }
 
+void hx_k8s_pin(hx_yw *w, const hx_kgroup *k)
+{
+	pod_pin(w, k, HX_KPOD_SINGLE, &k->pods[0]);
+}
+
+void hx_k8s_resources(hx_yw *w, const hx_kgroup *k)
+{
+	pod_resources(w, k, k->pods[0].ngpus, is_amd(k->pods[0].gpu));
+}
+
 static void volume_mount(hx_yw *w, const char *name, const char *path)
 {
 	hx_yw_item(w);

@@ -239,6 +239,11 @@ void hx_k8s_labels(hx_yw *w, const hx_kgroup *k);
  * a multi-node leader, whose shell command takes no appended arguments. */
 void hx_k8s_pod_spec(hx_yw *w, const hx_kgroup *k, int kind, const char *container,
 		     int managed);
+/* The nodeSelector that pins K's single-node pods to their GPU type (none
+ * when the product is no valid label value), and their resources: GPU
+ * limits, CPU and memory requests.  Mapping keys at W's indentation. */
+void hx_k8s_pin(hx_yw *w, const hx_kgroup *k);
+void hx_k8s_resources(hx_yw *w, const hx_kgroup *k);
 /* The group of replica ID ("g0r1", or "g0r1/s0"): an index, or -1. */
 int hx_k8s_replica_group(const hx_plan *p, const char *id);
 /* WEIGHT[0..N) scaled to integers summing to 1,000,000, proportional

@@ -1,0 +1,445 @@
+/*
+ * export_dynamo: the plan as NVIDIA Dynamo DynamoGraphDeployment objects
+ * (nvidia.com/v1beta1, the operator's storage version; DESIGN §9), one YAML
+ * stream, hexplan.yaml.
+ *
+ * One DynamoGraphDeployment per model of the plan, named hexplan-MODEL: a
+ * model's workers register with the frontend of their own graph, and a
+ * request names its model.  Each has a Frontend component (type frontend,
+ * one replica: Dynamo's OpenAI-compatible HTTP server and router) and one
+ * worker component per replica group: an aggregated group is a
+ * VllmDecodeWorker of type worker, a prefill group a VllmPrefillWorker of
+ * type prefill (--disaggregation-mode prefill and the NIXL connector, as
+ * Dynamo's disaggregated vLLM example gives them), a decode group a
+ * VllmDecodeWorker of type decode (--disaggregation-mode decode); names
+ * take a suffix -N when a model has several groups of one kind.  Workers
+ * run `python3 -m dynamo.vllm` with the model's repository and the vLLM
+ * engine arguments of the group (tensor and pipeline parallelism, context
+ * length, precision), the group's replicas, and the pod basics of the k8s
+ * export: a nodeSelector on the GPU product, GPU limits, CPU and memory
+ * requests, the model cache (HF_HOME; --model-cache's claim, else scratch)
+ * and HF_TOKEN from the Secret hf-token.  Probes and /dev/shm are the
+ * operator's.
+ *
+ * Refused, even with --lossy: replicas that span nodes (a multi-node worker
+ * needs Dynamo's multinode launch, not written), AMD GPUs (Dynamo's vLLM
+ * runtime image is built for CUDA).  Refused unless --lossy: what the pods
+ * cannot express (export_k8s.c: int4 without --checkpoint, stages with
+ * different TP sizes, a model without a Hugging Face repository), cascades,
+ * cross-replica hops, per-class ingress, ingress split across models,
+ * weights among a model's groups that are not proportional to their replicas
+ * (Dynamo's router spreads a model's requests over its workers itself),
+ * several prefill or decode groups of one model (the router pairs prefill
+ * and decode workers itself: the plan's KV routes are not kept), and a
+ * decode group without prefill groups or prefill groups without a decode
+ * group.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "export/export.h"
+#include "export/yaml.h"
+
+/* ---- what Dynamo cannot express ---- */
+
+/* Replicas that span nodes, and AMD GPUs: refused even with --lossy. */
+static int worker_limits(const hx_kgroup *k, hx_err *err)
+{
+	char gn[64];
+
+	hx_yaml_printable(gn, sizeof(gn), k->g->name);
+	if (k->npods > 1)
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "group \"%s\": a replica spans %d nodes, and the dynamo export writes single-node workers (Dynamo's multinode launch is not written)",
+		    gn, k->npods);
+	if (strcmp(k->pods[0].gpu->vendor, "amd") == 0)
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "group \"%s\": AMD GPUs, and Dynamo's vLLM runtime image is built for CUDA",
+		    gn);
+	return 0;
+}
+
+/* Model M's groups: their kinds, and whether the plan's ingress weights
+ * survive Dynamo's router (proportional to the groups' replicas). */
+static int model_limits(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
+			const hx_model *m, const double *weight, hx_export_out *out,
+			hx_err *err)
+{
+	int npre = 0, ndec = 0, rc = 0;
+	double lo = 0, hi = 0;
+
+	for (int g = 0; g < p->ngroups; g++) {
+		double per;
+		if (kg[g].m != m)
+			continue;
+		npre += p->groups[g].role == HX_ROLE_PREFILL;
+		ndec += p->groups[g].role == HX_ROLE_DECODE;
+		if (!(weight[g] > 0))
+			continue;
+		per = weight[g] / (p->groups[g].nreplicas > 0 ? p->groups[g].nreplicas : 1);
+		if (lo == 0 || per < lo)
+			lo = per;
+		if (per > hi)
+			hi = per;
+	}
+	if (hi > lo * 1.01 + 1e-12)
+		rc = hx_yaml_lose(
+		    o, out, err,
+		    "model \"%s\": the plan's ingress weights per replica range from %.4g to %.4g, and Dynamo's router spreads a model's requests over its workers itself",
+		    m->name, lo, hi);
+	if (!rc && (npre > 1 || ndec > 1))
+		rc = hx_yaml_lose(
+		    o, out, err,
+		    "model \"%s\": %d prefill and %d decode groups, and Dynamo's router pairs prefill and decode workers itself: the plan's KV routes are not kept",
+		    m->name, npre, ndec);
+	if (!rc && (npre > 0) != (ndec > 0))
+		rc = hx_yaml_lose(
+		    o, out, err,
+		    "model \"%s\": %s, and Dynamo's disaggregated serving needs both: the workers are written as they are",
+		    m->name,
+		    npre ? "prefill groups without a decode group"
+			 : "decode groups without a prefill group");
+	return rc;
+}
+
+/* Ingress per group (summed over classes) into WEIGHT; cascades, hops,
+ * classes and splits across models refused or noted. */
+static int plan_limits(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
+		       double *weight, hx_export_out *out, hx_err *err)
+{
+	const hx_model *first = NULL;
+	int rc = 0, models = 0;
+
+	if (p->ncascade > 0 &&
+	    (rc = hx_yaml_lose(
+		 o, out, err,
+		 "the cascade (%d steps) is not expressible: requests are not escalated between models",
+		 p->ncascade)))
+		return rc;
+	if (p->nhops > 0 &&
+	    (rc = hx_yaml_lose(
+		 o, out, err,
+		 "the %d hops between replicas' stages are not expressible: each replica runs its stages itself",
+		 p->nhops)))
+		return rc;
+	for (int i = 0; i < p->ningress; i++) {
+		int g = hx_plan_group_index(p, p->ingress[i].to);
+		if (g >= 0 && p->ingress[i].weight > 0)
+			weight[g] += p->ingress[i].weight;
+	}
+	for (int i = 1; i < p->ningress; i++)
+		if (strcmp(p->ingress[i].from, p->ingress[0].from) != 0) {
+			char a[64], b[64];
+			hx_yaml_printable(a, sizeof(a), p->ingress[0].from);
+			hx_yaml_printable(b, sizeof(b), p->ingress[i].from);
+			if ((rc = hx_yaml_lose(
+				 o, out, err,
+				 "the plan routes classes \"%s\" and \"%s\" apart, and Dynamo's frontend does not see a request's class: the weights are summed over the classes",
+				 a, b)))
+				return rc;
+			break;
+		}
+	for (int g = 0; g < p->ngroups; g++)
+		if (weight[g] > 0) {
+			if (!first)
+				first = kg[g].m;
+			else if (kg[g].m != first)
+				models = 1;
+		}
+	if (models &&
+	    (rc = hx_yaml_lose(
+		 o, out, err,
+		 "the ingress splits requests over models, and each model has its own DynamoGraphDeployment and frontend: a request goes to the model it names")))
+		return rc;
+	return 0;
+}
+
+/* ---- the objects ---- */
+
+static const char *image(const hx_export_opts *o)
+{
+	return o->image ? o->image : HX_EXPORT_IMAGE_DYNAMO;
+}
+
+static void hf_token(hx_yw *w)
+{
+	hx_yw_item(w);
+	hx_yw_str(w, "name", "HF_TOKEN");
+	hx_yw_map(w, "valueFrom");
+	hx_yw_map(w, "secretKeyRef");
+	hx_yw_str(w, "name", "hf-token");
+	hx_yw_str(w, "key", "token");
+	hx_yw_raw(w, "optional", "true");
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+}
+
+static void frontend(hx_yw *w, const hx_export_opts *o)
+{
+	hx_yw_item(w);
+	hx_yw_str(w, "name", "Frontend");
+	hx_yw_str(w, "type", "frontend");
+	hx_yw_int(w, "replicas", 1);
+	hx_yw_map(w, "podTemplate");
+	hx_yw_map(w, "spec");
+	hx_yw_map(w, "containers");
+	hx_yw_item(w);
+	hx_yw_str(w, "name", "main");
+	hx_yw_str(w, "image", image(o));
+	hx_yw_map(w, "env");
+	hf_token(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+}
+
+/* S as a sequence item with '$' doubled: Kubernetes expands $(VAR) in a
+ * container's args, and "$$" is its escape for "$". */
+static void item_nodollar(hx_yw *w, const char *s)
+{
+	hx_buf b = {0};
+
+	hx_buf_printf(&b, "%s", "");
+	for (; *s; s++)
+		hx_buf_printf(&b, *s == '$' ? "$$" : "%c", *s);
+	hx_yw_item_str(w, b.s);
+	hx_buf_release(&b);
+}
+
+static void arg_int(hx_yw *w, const char *flag, int n)
+{
+	char s[24];
+
+	snprintf(s, sizeof(s), "%d", n);
+	hx_yw_item_str(w, flag);
+	hx_yw_item_str(w, s);
+}
+
+/* The arguments of `python3 -m dynamo.vllm` for K: the model, vLLM's engine
+ * arguments, and the disaggregation mode and connector of its role. */
+static void worker_args(hx_yw *w, const hx_kgroup *k)
+{
+	const char *prec[4];
+	int n;
+
+	hx_yw_map(w, "args");
+	hx_yw_item_str(w, "--model");
+	item_nodollar(w, k->repo);
+	arg_int(w, "--tensor-parallel-size", k->tp);
+	if (k->pp > 1)
+		arg_int(w, "--pipeline-parallel-size", k->pp);
+	if (k->m->a.max_context > 0)
+		arg_int(w, "--max-model-len", hx_export_max_model_len(k->plan, k->g));
+	n = hx_export_precision_args(HX_ENGINE_VLLM, k->g->wdt, k->g->kvdt, prec);
+	for (int i = 0; i < n; i++)
+		hx_yw_item_str(w, prec[i]);
+	if (k->g->role == HX_ROLE_PREFILL) {
+		hx_yw_item_str(w, "--disaggregation-mode");
+		hx_yw_item_str(w, "prefill");
+		hx_yw_item_str(w, "--kv-transfer-config");
+		hx_yw_item_str(w,
+			       "{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}");
+	} else if (k->g->role == HX_ROLE_DECODE) {
+		hx_yw_item_str(w, "--disaggregation-mode");
+		hx_yw_item_str(w, "decode");
+	}
+	hx_yw_end(w);
+}
+
+static void worker_env(hx_yw *w, const hx_kgroup *k)
+{
+	hx_yw_map(w, "env");
+	if (k->pp > 1) {
+		hx_buf part = {0};
+		for (int s = 0; s < k->g->nstages; s++)
+			hx_buf_printf(&part, "%s%d", s ? "," : "",
+				      k->g->stage[s].last - k->g->stage[s].first);
+		hx_yw_item(w);
+		hx_yw_str(w, "name", "VLLM_PP_LAYER_PARTITION");
+		hx_yw_str(w, "value", part.s);
+		hx_yw_end(w);
+		hx_buf_release(&part);
+	}
+	hx_yw_item(w);
+	hx_yw_str(w, "name", "HF_HOME");
+	hx_yw_str(w, "value", HX_K8S_CACHE "/huggingface");
+	hx_yw_end(w);
+	hf_token(w);
+	hx_yw_end(w);
+}
+
+static void worker_pod(hx_yw *w, const hx_kgroup *k)
+{
+	hx_yw_map(w, "podTemplate");
+	hx_yw_map(w, "metadata");
+	hx_yw_map(w, "labels");
+	hx_k8s_labels(w, k);
+	hx_yw_end(w);
+	hx_yw_map(w, "annotations");
+	hx_yw_str(w, "hexplan.dev/placement", k->placement);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_map(w, "spec");
+	hx_k8s_pin(w, k);
+	hx_yw_map(w, "containers");
+	hx_yw_item(w);
+	hx_yw_str(w, "name", "main");
+	hx_yw_str(w, "image", image(k->o));
+	hx_yw_map(w, "command");
+	hx_yw_item_str(w, "python3");
+	hx_yw_item_str(w, "-m");
+	hx_yw_item_str(w, "dynamo.vllm");
+	hx_yw_end(w);
+	worker_args(w, k);
+	worker_env(w, k);
+	hx_k8s_resources(w, k);
+	hx_yw_map(w, "volumeMounts");
+	hx_yw_item(w);
+	hx_yw_str(w, "name", "model-cache");
+	hx_yw_str(w, "mountPath", HX_K8S_CACHE);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w); /* the container */
+	hx_yw_end(w); /* containers */
+	hx_yw_map(w, "volumes");
+	hx_yw_item(w);
+	hx_yw_str(w, "name", "model-cache");
+	if (k->o->model_cache) {
+		hx_yw_map(w, "persistentVolumeClaim");
+		hx_yw_str(w, "claimName", k->o->model_cache);
+		hx_yw_end(w);
+	} else {
+		hx_yw_raw(w, "emptyDir", "{}");
+	}
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w); /* spec */
+	hx_yw_end(w); /* podTemplate */
+}
+
+/* Group GI's component: named by its kind, -N when model M has several. */
+static void worker(hx_yw *w, const hx_plan *p, const hx_kgroup *kg, int gi)
+{
+	const hx_kgroup *k = &kg[gi];
+	int role = k->g->role, nth = 0, count = 0;
+	char name[64];
+
+	for (int g = 0; g < p->ngroups; g++)
+		if (kg[g].m == k->m &&
+		    (p->groups[g].role == HX_ROLE_PREFILL) == (role == HX_ROLE_PREFILL)) {
+			count++;
+			if (g <= gi)
+				nth++;
+		}
+	snprintf(name, sizeof(name), "%s",
+		 role == HX_ROLE_PREFILL ? "VllmPrefillWorker" : "VllmDecodeWorker");
+	if (count > 1)
+		snprintf(name + strlen(name), sizeof(name) - strlen(name), "-%d", nth);
+	hx_yw_item(w);
+	hx_yw_str(w, "name", name);
+	hx_yw_str(w, "type",
+		  role == HX_ROLE_PREFILL  ? "prefill"
+		  : role == HX_ROLE_DECODE ? "decode"
+					   : "worker");
+	hx_yw_int(w, "replicas", k->g->nreplicas);
+	worker_pod(w, k);
+	hx_yw_end(w);
+}
+
+/* The DynamoGraphDeployment of the model of group FIRST. */
+static void graph(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
+		  int first)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "hexplan-%.52s", kg[first].model);
+	hx_yw_doc(w);
+	hx_yw_str(w, "apiVersion", "nvidia.com/v1beta1");
+	hx_yw_str(w, "kind", "DynamoGraphDeployment");
+	hx_yw_map(w, "metadata");
+	hx_yw_str(w, "name", name);
+	hx_yw_map(w, "labels");
+	hx_yw_str(w, "app.kubernetes.io/part-of", "hexplan");
+	hx_yw_str(w, "hexplan.dev/model", kg[first].model);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_map(w, "spec");
+	hx_yw_map(w, "components");
+	frontend(w, o);
+	for (int g = first; g < p->ngroups; g++)
+		if (kg[g].m == kg[first].m)
+			worker(w, p, kg, g);
+	hx_yw_end(w);
+	hx_yw_end(w);
+}
+
+static int write_graphs(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
+			const double *weight, hx_yw *w, hx_export_out *out, hx_err *err)
+{
+	int rc;
+
+	for (int g = 0; g < p->ngroups; g++) {
+		int seen = 0;
+		for (int h = 0; h < g && !seen; h++)
+			seen = kg[h].m == kg[g].m;
+		if (!seen && (rc = model_limits(p, o, kg, kg[g].m, weight, out, err)))
+			return rc;
+	}
+	for (int g = 0; g < p->ngroups; g++) {
+		int seen = 0;
+		for (int h = 0; h < g && !seen; h++)
+			seen = kg[h].m == kg[g].m;
+		if (!seen)
+			graph(w, p, o, kg, g);
+	}
+	return 0;
+}
+
+int hx_export_dynamo(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err)
+{
+	char(*key)[56] = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*key));
+	hx_kgroup *kg = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*kg));
+	double *weight = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*weight));
+	hx_yw w = {{0}, 0, 0};
+	int rc = 0, n = 0;
+
+	hx_k8s_keys(p, key);
+	for (n = 0; n < p->ngroups; n++)
+		if ((rc = hx_kgroup_init(&kg[n], p, o, n, key[n], out, err)) ||
+		    (rc = worker_limits(&kg[n], err))) {
+			n++;
+			goto done;
+		}
+	if ((rc = plan_limits(p, o, kg, weight, out, err)))
+		goto done;
+	if (o->image)
+		hx_buf_printf(&w.b,
+			      "# Written by hexplan export --to dynamo: image %s (--image).\n",
+			      o->image);
+	else
+		hx_buf_printf(
+		    &w.b,
+		    "# Written by hexplan export --to dynamo for NVIDIA Dynamo %s: image\n"
+		    "# %s (default; --image replaces it).\n",
+		    HX_EXPORT_DYNAMO_VERSION, HX_EXPORT_IMAGE_DYNAMO);
+	if ((rc = write_graphs(p, o, kg, weight, &w, out, err)))
+		goto done;
+	hx_export_add(out, "hexplan.yaml", w.b.s);
+	w.b.s = NULL;
+done:
+	for (int g = 0; g < n; g++)
+		hx_kgroup_release(&kg[g]);
+	hx_buf_release(&w.b);
+	free(weight);
+	free(kg);
+	free(key);
+	return rc;
+}

@@ -211,7 +211,7 @@ static void add_even_rows(const ctx *x, hx_milp *m, cset **sets, int nm, const i
  * return *VAL is kappa (capacity) or the cost, 0 / INFINITY when no
  * deployment carries the traffic; SETS get each model's candidates and RES
  * the solution (caller frees res->x).  LP: write the model. */
-static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_milp_result *res,
+static int deploy(ctx *x, const double *theta, char **lp, cset **sets, hx_milp_result *res,
 		  double *val, hx_err *err)
 {
 	const hx_quality *q = x->q;
@@ -254,7 +254,7 @@ static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_m
 		return 0;
 	}
 	mo = hx_plan_milp_opts(x->o, x->final ? 0 : x->deadline);
-	mo.lp_path = lp;
+	mo.lp_text = lp;
 	m = hx_milp_new(!cost);
 	nv = add_counts(m, sets, nm, cost, base);
 	if (!cost)
@@ -646,7 +646,8 @@ static int choose(ctx *x, const double *theta, chosen *d, hx_err *err)
 	/* Once the search has an incumbent, a time limit it hit does not take
 	 * the plan away: the incumbent's solves get the whole limit again. */
 	x->final = theta || route || d->best.val > 0;
-	if ((rc = deploy(x, d->best.theta, o->lp_path, d->sets, &d->res, &d->val, err)))
+	if ((rc = deploy(x, d->best.theta, o->lp_path ? o->lp_text : NULL, d->sets, &d->res,
+			 &d->val, err)))
 		return rc;
 	/* The MILP's optimum is a bottleneck: only the model that binds kappa
 	 * needs all it has, and GPUs may be left over.  A second program keeps

@@ -207,7 +207,7 @@ static int fleet_short(const hx_compose_in *in, const hx_milp_opts *mo, double u
 	hx_compose_out all = {0};
 	hx_compose_in in2 = *in;
 	hx_milp_opts mo2 = *mo;
-	mo2.lp_path = NULL;
+	mo2.lp_text = NULL;
 	in2.budget = usd_all + 1;
 	if (hx_compose_solve(&in2, &mo2, &all, NULL) == 0)
 		rc = hx_errf(
@@ -232,7 +232,7 @@ static int budget_short(const hx_compose_in *in, const hx_milp_opts *mo, double 
 	double *tiny = hx_xcalloc((size_t)in->nw, sizeof(double));
 	for (int k = 0; k < in->nw; k++)
 		tiny[k] = in->lambda[k] * 1e-6;
-	mo2.lp_path = NULL;
+	mo2.lp_text = NULL;
 	in2.budget = 0;
 	in2.lambda = tiny;
 	if (hx_compose_solve(&in2, &mo2, &least, NULL) == 0)

@@ -4,11 +4,13 @@
 #include "solver/milp.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <glpk.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct var {
 	char name[64];
@@ -208,6 +210,44 @@ typedef struct solve_ctx {
 	jmp_buf jump;
 } solve_ctx;
 
+/* The model LP in CPLEX LP format, in a new string in *OUT (replacing the
+ * one there).  GLPK writes only to files: a temporary file under $TMPDIR
+ * (or /tmp), registered so that a signal removes it, read back and
+ * removed.  The caller writes the text to its path with the atomic writer,
+ * together with its other outputs.  Returns 0 or HX_EINPUT. */
+static int render_lp(glp_prob *lp, char **out, hx_err *err)
+{
+	const char *dir = getenv("TMPDIR");
+	char *tmp, *text = NULL;
+	int fd, rc = HX_OK;
+	size_t len;
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	tmp = hx_xmalloc(strlen(dir) + 32);
+	sprintf(tmp, "%s/hexplan-lp.XXXXXX", dir);
+	if ((fd = hx_temp_create(tmp)) < 0) {
+		rc = hx_errf(err, HX_EINPUT,
+			     "cannot create a temporary file in %s for the LP file: %s", dir,
+			     strerror(errno));
+		free(tmp);
+		return rc;
+	}
+	close(fd);
+	if (glp_write_lp(lp, NULL, tmp) != 0)
+		rc = hx_errf(err, HX_EINPUT, "%s: GLPK cannot write the LP file", tmp);
+	else if (!(text = hx_read_file_max(tmp, HX_MAX_CSV_BYTES, &len, err)))
+		rc = HX_EINPUT;
+	unlink(tmp);
+	hx_temp_forget(tmp);
+	free(tmp);
+	if (!rc) {
+		free(*out);
+		*out = text;
+	}
+	return rc;
+}
+
 /* Everything that calls GLPK; an internal error longjmps out of it. */
 static void solve_inner(solve_ctx *c)
 {
@@ -252,10 +292,8 @@ static void solve_inner(solve_ctx *c)
 		c->ia[1] = m->nr + 5; /* out of range: GLPK's internal error path */
 	if (nz > 0)
 		glp_load_matrix(c->lp, nz, c->ia, c->ja, c->ar);
-	if (o->lp_path && glp_write_lp(c->lp, NULL, o->lp_path) != 0) {
-		c->ret = hx_errf(c->err, HX_EINPUT, "%s: cannot write the LP file", o->lp_path);
+	if (o->lp_text && (c->ret = render_lp(c->lp, o->lp_text, c->err)))
 		return;
-	}
 	glp_init_iocp(&parm);
 	parm.presolve = GLP_ON;
 	parm.msg_lev = o->verbose ? GLP_MSG_ON : GLP_MSG_OFF;

@@ -54,7 +54,8 @@ typedef struct hx_milp_opts {
 	long node_limit;     /* branch-and-bound nodes (0: 200000) */
 	double time_limit_s; /* safety stop (0: none) */
 	int verbose;         /* GLPK's messages to stderr */
-	const char *lp_path; /* also write the model in CPLEX LP format */
+	char **lp_text;      /* the model in CPLEX LP format, a new string in
+			      * *lp_text (the old one freed): for --lp */
 } hx_milp_opts;
 
 typedef struct hx_milp_result {
@@ -67,7 +68,7 @@ typedef struct hx_milp_result {
 
 /* Solve M.  Returns 0 with RES filled (check res->status: a solution is in
  * x when the status is optimal, gap_limit, work_limit or time_limit), or
- * HX_EINPUT with ERR when GLPK failed or the LP file could not be written. */
+ * HX_EINPUT with ERR when GLPK failed or the LP text could not be rendered. */
 int hx_milp_solve(const hx_milp *m, const hx_milp_opts *o, hx_milp_result *res, hx_err *err);
 
 /* For tests: make the next solve hit an internal GLPK error (an invalid

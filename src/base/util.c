@@ -261,10 +261,7 @@ static void install_handlers(void)
 	}
 }
 
-/* Create the temporary file of template TMP and register it for removal on
- * a signal (both with the signals blocked, so no signal falls between).
- * Returns the descriptor, or -1 with errno set. */
-static int temp_create(char *tmp)
+int hx_temp_create(char *tmp)
 {
 	sigset_t old;
 	int fd, i;
@@ -285,8 +282,7 @@ static int temp_create(char *tmp)
 	return fd;
 }
 
-/* Forget TMP (renamed or removed). */
-static void temp_forget(const char *tmp)
+void hx_temp_forget(const char *tmp)
 {
 	sigset_t old;
 
@@ -324,7 +320,7 @@ static int stage(const char *path, const char *data, size_t len, char **tmp_out,
 	dir = hx_dirname(path);
 	tmp = hx_xmalloc(strlen(path) + 16);
 	sprintf(tmp, "%s.tmpXXXXXX", path);
-	fd = temp_create(tmp);
+	fd = hx_temp_create(tmp);
 	if (fd < 0) {
 		hx_errf(err, HX_EINPUT, "%s: cannot create a temporary file: %s", path,
 			strerror(errno));
@@ -379,7 +375,7 @@ out:
 		close(fd);
 	if (tmp) {
 		unlink(tmp);
-		temp_forget(tmp);
+		hx_temp_forget(tmp);
 	}
 	free(tmp);
 	free(dir);
@@ -424,7 +420,7 @@ int hx_write_files_atomic(const hx_out_file *f, int n, hx_err *err)
 				rc = hx_errf(err, HX_EINPUT, "%s: %s", f[i].path,
 					     strerror(errno));
 			else {
-				temp_forget(tmp[i]);
+				hx_temp_forget(tmp[i]);
 				free(tmp[i]);
 				tmp[i] = NULL;
 			}
@@ -435,7 +431,7 @@ int hx_write_files_atomic(const hx_out_file *f, int n, hx_err *err)
 	for (i = 0; i < n; i++) {
 		if (tmp[i]) {
 			unlink(tmp[i]);
-			temp_forget(tmp[i]);
+			hx_temp_forget(tmp[i]);
 		}
 		free(tmp[i]);
 	}

@@ -69,6 +69,14 @@ int hx_past(double deadline);
  * new one.  PATH "-" writes to stdout.  Returns 0 or HX_EINPUT. */
 int hx_write_atomic(const char *path, const char *data, size_t len, hx_err *err);
 
+/* Create the temporary file of mkstemp template TMP (which must stay valid
+ * until forgotten) and register it for removal when SIGINT, SIGTERM or
+ * SIGHUP ends the process (both with those signals blocked, so none falls
+ * between).  Returns the descriptor, or -1 with errno set.  Unlink the file
+ * and call hx_temp_forget(TMP) once it is renamed or removed. */
+int hx_temp_create(char *tmp);
+void hx_temp_forget(const char *tmp);
+
 /* Several files at once: all are written to temporary files first, and only
  * when every one is complete are they renamed over their paths, so an error
  * leaves every old file as it was.  MODE 0: the old file's mode (or 0666 less

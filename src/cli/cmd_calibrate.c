@@ -63,8 +63,12 @@ static int run(hx_cli *cli, const char *model, const char *gpu, const char *csv,
 	if (skipped)
 		fprintf(stderr, "hexplan: %d row%s for other GPUs or models skipped\n", skipped,
 			skipped == 1 ? "" : "s");
-	if ((rc = hx_calib_fit(&m, g, pts, k, &fit, &err)))
+	if ((rc = hx_calib_fit(&m, g, pts, k, &fit, &err))) {
+		char msg[sizeof(err.msg)];
+		snprintf(msg, sizeof(msg), "%s: %.900s", hx_display_path(csv), err.msg);
+		hx_strlcpy(err.msg, msg, sizeof(err.msg));
 		goto out;
+	}
 
 	doc = json_object();
 	hx_jset_str(doc, "schema", "hexplan.calibration");

@@ -448,6 +448,26 @@ static int resolve_model(const hx_catalog *cat, const struct mode *md, const pla
 	return rc;
 }
 
+/* Write the plan to -o and the LP text to --lp (standard output for "-")
+ * in one atomic step: both are complete before either replaces its old
+ * file, so a failure leaves both old files as they were. */
+static int write_plan(const hx_plan *p, const plan_args *a, const char *lp_text, hx_err *err)
+{
+	hx_out_file f[2];
+	char *dump = NULL;
+	int n = 0, rc;
+
+	if (a->out) {
+		dump = hx_plan_dump(p);
+		f[n++] = (hx_out_file){a->out, dump, strlen(dump), 0};
+	}
+	if (a->po.lp_path && lp_text)
+		f[n++] = (hx_out_file){a->po.lp_path, lp_text, strlen(lp_text), 0};
+	rc = n ? hx_write_files_atomic(f, n, err) : HX_OK;
+	free(dump);
+	return rc;
+}
+
 int cmd_plan(hx_cli *cli, int argc, char **argv)
 {
 	plan_args a = {.mode = "baseline",
@@ -463,6 +483,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	hx_err err = {0};
 	const struct mode *md;
 	int rc, have_c = 0, have_w = 0, have_p = 0;
+	char *lp_text = NULL;
 	const double start = hx_now();
 	double limit;
 
@@ -490,6 +511,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		    {"--calibration", cli->calibration, 0},
 		    {a.out ? "-o" : "the plan (standard output without -o)",
 		     a.out ? a.out : "-", 1},
+		    {"the table (standard output)", a.out && a.table ? "-" : NULL, 1},
 		    {"--lp", a.po.lp_path, 1},
 		    {"--front", a.front_path, 1},
 		    {"--plot", a.plot_path, 1}};
@@ -497,6 +519,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 			return rc;
 	}
 	limit = a.po.time_limit_s;
+	a.po.lp_text = &lp_text;
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;
 	if ((rc = hx_cluster_load(&cluster, a.cpath, cat, &err)))
@@ -530,7 +553,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	if (rc)
 		goto out;
 	have_p = 1;
-	if (a.out && (rc = hx_plan_write(&p, a.out, &err)))
+	if ((rc = write_plan(&p, &a, lp_text, &err)))
 		goto out;
 	if (a.table || !a.out) {
 		char *text = a.table ? hx_plan_table(&p) : hx_plan_dump(&p);
@@ -538,6 +561,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		free(text);
 	}
 out:
+	free(lp_text);
 	if (rc && err.msg[0])
 		hx_cli_fail(&err);
 	if (have_p)

@@ -31,7 +31,10 @@ static int calib_key_index(const char *key)
 	return -1;
 }
 
-/* Bounds: efficiencies in (0.01, 1], the others in [0, 1e4]. */
+/* Physical bounds (hexplan-formats(5), CALIBRATION): efficiencies in
+ * [0.01, 1] (e_moe in [0, 1], 0 meaning 1); no kernel runs in under 0.1 us,
+ * and a kernel floor above 1 ms is no floor, so kernel_floor_us is in
+ * [0.1, 1000]; the other times in [0, 1e4]. */
 static void key_bounds(const char *key, double *lo, double *hi)
 {
 	if (strcmp(key, "e_moe") == 0) {
@@ -40,6 +43,9 @@ static void key_bounds(const char *key, double *lo, double *hi)
 	} else if (strncmp(key, "e_", 2) == 0) {
 		*lo = 0.01;
 		*hi = 1;
+	} else if (strcmp(key, "kernel_floor_us") == 0) {
+		*lo = 0.1;
+		*hi = 1000;
 	} else {
 		*lo = 0;
 		*hi = 1e4;
@@ -166,7 +172,7 @@ double hx_calib_to_value(const char *key, double u)
 	key_bounds(key, &lo, &hi);
 	if (strncmp(key, "e_", 2) == 0)
 		return lo + (hi - lo) / (1 + exp(-u));
-	return fmin(exp(u), hi);
+	return fmin(lo + exp(u), hi);
 }
 
 double hx_calib_to_coord(const char *key, double v)
@@ -178,7 +184,7 @@ double hx_calib_to_coord(const char *key, double v)
 		f = fmin(fmax(f, 1e-4), 1 - 1e-4);
 		return log(f / (1 - f));
 	}
-	return log(fmax(v, 1e-3));
+	return log(fmax(v - lo, 1e-3));
 }
 
 static void set_coords(fit_ctx *c, const double *u)
@@ -235,6 +241,62 @@ double hx_calib_minimize(hx_gpu *g, const char *const *keys, int nkeys, double s
 	return best;
 }
 
+/* Whether points I and J are the same measurement (a repeat identifies
+ * nothing more). */
+static int same_point(const hx_meas *a, const hx_meas *b)
+{
+	return a->tp == b->tp && a->phase == b->phase && a->batch == b->batch &&
+	       a->tokens == b->tokens && a->context == b->context;
+}
+
+/* The distinct points of X (N of them) in phases WHOLE (1: prefill and
+ * decode, 0: any). */
+static int distinct_points(const hx_meas *x, int n, int whole)
+{
+	int d = 0;
+	for (int i = 0; i < n; i++) {
+		int j;
+		if (whole && x[i].phase == HX_PHASE_LINEAR)
+			continue;
+		for (j = 0; j < i && !same_point(&x[i], &x[j]); j++)
+			;
+		d += j == i;
+	}
+	return d;
+}
+
+/* Refuse a fit that the points cannot identify: fewer distinct points than
+ * fitted keys, or fewer whole-iteration points than the keys only they
+ * identify (e_attn, iter_overhead_ms, allreduce_latency_us). */
+static int identifiable(const fit_ctx *c, hx_err *err)
+{
+	char list[256] = "", only_list[256] = "";
+	int all = distinct_points(c->x, c->n, 0), whole = distinct_points(c->x, c->n, 1);
+	int only = 0;
+
+	for (int k = 0; k < c->nkeys; k++) {
+		size_t l = strlen(list);
+		snprintf(list + l, sizeof(list) - l, "%s%s", k ? ", " : "", c->keys[k]);
+		if (k >= 3) { /* after e_compute, e_mem and kernel_floor_us */
+			l = strlen(only_list);
+			snprintf(only_list + l, sizeof(only_list) - l, "%s%s", only ? ", " : "",
+				 c->keys[k]);
+			only++;
+		}
+	}
+	if (all < c->nkeys)
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "%d distinct measurement%s cannot identify the %d fitted constants (%s): give at least %d rows of different shapes",
+		    all, all == 1 ? "" : "s", c->nkeys, list, c->nkeys);
+	if (whole < only)
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "%d distinct prefill or decode measurement%s cannot identify the %d constants only they fit (%s): give at least %d",
+		    whole, whole == 1 ? "" : "s", only, only_list, only);
+	return HX_OK;
+}
+
 static void ape_stats(const hx_meas *x, const double *pred, int n, double *med, double *p90)
 {
 	double *e = hx_xmalloc((size_t)n * sizeof(double));
@@ -279,6 +341,8 @@ int hx_calib_fit(const hx_model *m, const hx_gpu *g, const hx_meas *x, int n, hx
 				       c.keys[k]);
 		u[k] = hx_calib_to_coord(c.keys[k], *hx_gpu_field(&c.g, c.keys[k]));
 	}
+	if (identifiable(&c, err))
+		return HX_EINPUT;
 	out->before_ms = hx_xmalloc((size_t)n * sizeof(double));
 	out->after_ms = hx_xmalloc((size_t)n * sizeof(double));
 	for (int i = 0; i < n; i++)

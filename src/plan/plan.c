@@ -486,6 +486,9 @@ static json_t *predicted_json(const hx_plan *p)
 	json_object_set_new(x, "tpot_ms_p99", json_real(p->predicted.tpot_ms_p99));
 	json_object_set_new(x, "usd_per_hour", json_real(p->predicted.usd_per_hour));
 	json_object_set_new(x, "usd_per_m_tokens", json_real(p->predicted.usd_per_m_tokens));
+	if (p->predicted.owned_usd_per_hour > 0)
+		json_object_set_new(x, "owned_usd_per_hour",
+				    json_real(p->predicted.owned_usd_per_hour));
 	if (p->predicted.has_quality)
 		json_object_set_new(x, "quality", json_real(p->predicted.quality));
 	return x;
@@ -1078,11 +1081,13 @@ static int parse_routing(const hx_jr *r, const json_t *v, hx_plan *p)
 static int parse_predicted(const hx_jr *r, const json_t *v, hx_plan *p)
 {
 	static const char *const pkeys[] = {
-	    "capacity_rps", "throughput_tps",   "ttft_ms_p99", "tpot_ms_p99",
-	    "usd_per_hour", "usd_per_m_tokens", "quality",     NULL};
-	double *f[] = {&p->predicted.capacity_rps, &p->predicted.throughput_tps,
-		       &p->predicted.ttft_ms_p99,  &p->predicted.tpot_ms_p99,
-		       &p->predicted.usd_per_hour, &p->predicted.usd_per_m_tokens};
+	    "capacity_rps",       "throughput_tps", "ttft_ms_p99",
+	    "tpot_ms_p99",        "usd_per_hour",   "usd_per_m_tokens",
+	    "owned_usd_per_hour", "quality",        NULL};
+	double *f[] = {&p->predicted.capacity_rps,      &p->predicted.throughput_tps,
+		       &p->predicted.ttft_ms_p99,       &p->predicted.tpot_ms_p99,
+		       &p->predicted.usd_per_hour,      &p->predicted.usd_per_m_tokens,
+		       &p->predicted.owned_usd_per_hour};
 	int rc;
 
 	if ((rc = hx_jr_object(r, v, "/predicted", pkeys)))
@@ -1278,8 +1283,17 @@ char *hx_plan_table(const hx_plan *p)
 		      "ttft p99 %.1f ms, tpot p99 %.2f ms\n",
 		      p->predicted.capacity_rps, p->predicted.throughput_tps,
 		      p->predicted.ttft_ms_p99, p->predicted.tpot_ms_p99);
-	hx_buf_printf(&t, "cost: $%.2f/hour, $%.4f per million tokens\n",
-		      p->predicted.usd_per_hour, p->predicted.usd_per_m_tokens);
+	if (p->predicted.owned_usd_per_hour > 0)
+		hx_buf_printf(
+		    &t,
+		    "cost: $%.2f/hour of rent, $%.4f per million tokens; the owned GPUs "
+		    "used cost $%.2f/hour at the cluster's prices (free at the margin, "
+		    "not counted)\n",
+		    p->predicted.usd_per_hour, p->predicted.usd_per_m_tokens,
+		    p->predicted.owned_usd_per_hour);
+	else
+		hx_buf_printf(&t, "cost: $%.2f/hour, $%.4f per million tokens\n",
+			      p->predicted.usd_per_hour, p->predicted.usd_per_m_tokens);
 	if (p->ncascade > 0) {
 		hx_buf_printf(&t, "cascade:");
 		for (int i = 0; i < p->ncascade; i++)

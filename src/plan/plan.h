@@ -90,6 +90,9 @@ typedef struct hx_plan_rent {
 typedef struct hx_prediction {
 	double capacity_rps, throughput_tps, ttft_ms_p99, tpot_ms_p99;
 	double usd_per_hour, usd_per_m_tokens;
+	/* compose: the owned GPUs the plan uses at the cluster's prices, which
+	 * usd_per_hour (the rent) does not count; written when > 0. */
+	double owned_usd_per_hour;
 	/* Quality (0-100) of a cascade or routing split, from the workload's
 	 * quality profile; written only when has_quality. */
 	double quality;

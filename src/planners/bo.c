@@ -324,6 +324,22 @@ static int front_plans(bo *b, hx_bo_front *f, int plans, hx_plan *out, hx_err *e
 	return 0;
 }
 
+/* No random deployment was found: ERR names the rate when it rules every
+ * deployment out whatever the budget, else the budget and the GPUs.
+ * Returns HX_EINFEASIBLE. */
+static int no_start(const bo *b, hx_err *err)
+{
+	if (hx_bo_rate_binds(b))
+		return hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "the workload's rate of %g req/s binds: the GPUs carry less at the SLO with quality >= %g, whatever the budget",
+		    b->pb->workload->rate_rps, b->q->floor);
+	return hx_errf(
+	    err, HX_EINFEASIBLE,
+	    "no deployment fits the budget of $%g/h and the GPUs with quality >= %g (%d random tries)",
+	    b->budget, b->q->floor, 200);
+}
+
 int hx_plan_bo(const hx_problem *pb, const hx_plan_opts *o, const hx_bo_opts *bo_o, int plans,
 	       hx_plan *out, hx_bo_front *f, hx_err *err)
 {
@@ -347,10 +363,7 @@ int hx_plan_bo(const hx_problem *pb, const hx_plan_opts *o, const hx_bo_opts *bo
 	{
 		cfg k;
 		if (hx_bo_random_cfg(&b, &k)) {
-			rc = hx_errf(
-			    err, HX_EINFEASIBLE,
-			    "no deployment fits the budget of $%g/h and the GPUs with quality >= %g (%d random tries)",
-			    b.budget, b.q->floor, 200);
+			rc = no_start(&b, err);
 			goto out;
 		}
 	}

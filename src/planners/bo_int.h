@@ -120,6 +120,11 @@ int hx_bo_packs(bo *b, const cfg *k, int *node);
 void hx_bo_list_splits(bo *b);
 /* A random feasible configuration into K (0), or -1 after many tries. */
 int hx_bo_random_cfg(bo *b, cfg *k);
+/* Whether the rate alone rules every deployment out: for every routing
+ * split that meets the quality floor, the GPUs, each at the best capacity
+ * per GPU of the shapes searched for its model, carry less than the rate
+ * (whatever the budget). */
+int hx_bo_rate_binds(const bo *b);
 /* A feasible neighbour of K into OUT (0), or -1. */
 int hx_bo_mutate(bo *b, const cfg *k, cfg *out);
 /* The feasible configurations in a fixed order (hx_bo_enumerate: every

@@ -176,6 +176,47 @@ static int add_random_replica(bo *b, cfg *k, int m, int *use, double *left)
 	return 0;
 }
 
+int hx_bo_rate_binds(const bo *b)
+{
+	double best[MAXM], gpus = 0;
+	int u[MAXM] = {0};
+
+	for (int i = 0; i < b->ncls; i++)
+		gpus += b->cls_gpus[i];
+	for (int m = 0; m < b->nm; m++) {
+		best[m] = 0;
+		for (int c = 0; c < b->nc[m]; c++)
+			if (shape(b, m, c)->gpus > 0)
+				best[m] = fmax(best[m], shape(b, m, c)->capacity_rps /
+							    shape(b, m, c)->gpus);
+	}
+	for (;;) {
+		int sum = 0, m;
+		for (m = 0; m + 1 < b->nm; m++)
+			sum += u[m];
+		if (sum <= FSTEPS) {
+			cfg k;
+			double need = 0;
+			memset(&k, 0, sizeof(k));
+			for (m = 0; m + 1 < b->nm; m++)
+				k.u[m] = u[m];
+			k.u[b->nm - 1] = FSTEPS - sum;
+			for (m = 0; m < b->nm; m++)
+				if (k.u[m] > 0)
+					need += best[m] > 0 ? model_rate(b, &k, m) / best[m]
+							    : INFINITY;
+			if (cfg_quality(b, &k) >= b->q->floor - 1e-9 &&
+			    need <= gpus * (1 + 1e-9))
+				return 0;
+		}
+		m = 0;
+		while (m + 1 < b->nm && ++u[m] > FSTEPS)
+			u[m++] = 0;
+		if (m + 1 >= b->nm)
+			return 1;
+	}
+}
+
 /* A random feasible configuration (0), or -1 after many tries: a split
  * drawn from list_splits, then replicas of random shapes added to each
  * model (in random order) until it carries its share, then a few more at

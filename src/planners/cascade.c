@@ -211,7 +211,7 @@ static void add_even_rows(const ctx *x, hx_milp *m, cset **sets, int nm, const i
  * return *VAL is kappa (capacity) or the cost, 0 / INFINITY when no
  * deployment carries the traffic; SETS get each model's candidates and RES
  * the solution (caller frees res->x).  LP: write the model. */
-static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_milp_result *res,
+static int deploy(ctx *x, const double *theta, char **lp, cset **sets, hx_milp_result *res,
 		  double *val, hx_err *err)
 {
 	const hx_quality *q = x->q;
@@ -254,7 +254,7 @@ static int deploy(ctx *x, const double *theta, const char *lp, cset **sets, hx_m
 		return 0;
 	}
 	mo = hx_plan_milp_opts(x->o, x->final ? 0 : x->deadline);
-	mo.lp_path = lp;
+	mo.lp_text = lp;
 	m = hx_milp_new(!cost);
 	nv = add_counts(m, sets, nm, cost, base);
 	if (!cost)
@@ -400,6 +400,57 @@ static int visit(ctx *x, eval *e, eval *seen, int *nev, double fstar, double qst
 	return 1;
 }
 
+/* Whether model M has no shape at the SLO only because of the TPOT SLO:
+ * with the TPOT SLO lifted (the stage's TTFT budget kept) some shape
+ * carries traffic. */
+static int tpot_binds(ctx *x, int m)
+{
+	hx_err ignore = {0};
+	cset *c = cands(x, m, NULL, budget(x, 1), &ignore);
+	hx_problem pb = *x->pb;
+	hx_workload w;
+	hx_candset s;
+	int binds = 0;
+
+	if (!c || !c->ok || c->s.n > 0)
+		return 0;
+	w = c->w;
+	w.slo.tpot_ms = 1e12;
+	pb.model = &x->models[m];
+	pb.workload = &w;
+	if (hx_candidates(&pb, NULL, &s, NULL))
+		return 0;
+	for (int k = 0; k < s.n; k++)
+		binds |= s.c[k].capacity_rps > 0;
+	hx_candset_release(&s);
+	return binds;
+}
+
+/* No thresholds meet the floor with every model they reach served: ERR
+ * says which SLO binds (the TPOT SLO, when no shape of a model meets it)
+ * or that the floor is out of reach.  Returns HX_EINFEASIBLE. */
+static int unreachable(ctx *x, double qstar, double qreach, hx_err *err)
+{
+	const hx_quality *q = x->q;
+
+	if (qreach >= q->floor - 1e-9)
+		for (int i = 0; i < q->nmodels; i++)
+			if (tpot_binds(x, i))
+				return hx_errf(
+				    err, HX_EINFEASIBLE,
+				    "the TPOT SLO of %g ms binds: no GPU set serves %s within it, and the quality floor of %g needs it",
+				    x->pb->workload->slo.tpot_ms, x->models[i].name, q->floor);
+	if (qreach >= q->floor - 1e-9)
+		return hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "no deployment carries any traffic at the SLO with quality >= %g (a model that must serve fits no GPU set)",
+		    q->floor);
+	return hx_errf(
+	    err, HX_EINFEASIBLE,
+	    "the quality floor of %g is above what any thresholds reach (at most %.2f)",
+	    q->floor, qstar);
+}
+
 /* The routing level's search (see the header); BEST gets the chosen theta. */
 static int search(ctx *x, eval *best, hx_err *err)
 {
@@ -463,10 +514,7 @@ static int search(ctx *x, eval *best, hx_err *err)
 		    x->pb->workload->slo.percentile, x->pb->workload->slo.tpot_ms);
 	}
 	if (cur.quality < 0)
-		return hx_errf(
-		    err, HX_EINFEASIBLE,
-		    "the quality floor of %g is above what any thresholds reach (at most %.2f)",
-		    q->floor, qstar);
+		return unreachable(x, qstar, qreach, err);
 	/* The ideal: everything answered by the first model. */
 	{
 		double zero[MAXM] = {0};
@@ -646,7 +694,8 @@ static int choose(ctx *x, const double *theta, chosen *d, hx_err *err)
 	/* Once the search has an incumbent, a time limit it hit does not take
 	 * the plan away: the incumbent's solves get the whole limit again. */
 	x->final = theta || route || d->best.val > 0;
-	if ((rc = deploy(x, d->best.theta, o->lp_path, d->sets, &d->res, &d->val, err)))
+	if ((rc = deploy(x, d->best.theta, o->lp_path ? o->lp_text : NULL, d->sets, &d->res,
+			 &d->val, err)))
 		return rc;
 	/* The MILP's optimum is a bottleneck: only the model that binds kappa
 	 * needs all it has, and GPUs may be left over.  A second program keeps
@@ -681,6 +730,12 @@ static int choose(ctx *x, const double *theta, chosen *d, hx_err *err)
 			    err, HX_EINFEASIBLE,
 			    "the workload's rate of %g req/s is above what the cluster carries at the SLO with quality >= %g",
 			    x->pb->workload->rate_rps, q->floor);
+		for (int i = 0; i < q->nmodels; i++)
+			if (tpot_binds(x, i))
+				return hx_errf(
+				    err, HX_EINFEASIBLE,
+				    "the TPOT SLO of %g ms binds: no GPU set serves %s within it, and the quality floor of %g needs it",
+				    x->pb->workload->slo.tpot_ms, x->models[i].name, q->floor);
 		return hx_errf(
 		    err, HX_EINFEASIBLE,
 		    "no deployment carries any traffic at the SLO with quality >= %g (a model that must serve fits no GPU set, or its stage's TTFT budget is too short)",

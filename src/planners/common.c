@@ -199,7 +199,8 @@ double hx_plan_time_left(double deadline)
 
 hx_milp_opts hx_plan_milp_opts(const hx_plan_opts *o, double deadline)
 {
-	hx_milp_opts mo = {o->gap, o->node_limit, o->time_limit_s, o->verbose, o->lp_path};
+	hx_milp_opts mo = {o->gap, o->node_limit, o->time_limit_s, o->verbose,
+			   o->lp_path ? o->lp_text : NULL};
 
 	if (deadline > 0)
 		mo.time_limit_s = hx_plan_time_left(deadline);

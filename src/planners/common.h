@@ -35,9 +35,12 @@ typedef struct hx_plan_opts {
 			      * stops then and the plan is finished */
 	double gap;          /* relative MIP gap to stop at (0: optimal) */
 	long node_limit;     /* branch-and-bound nodes per solve (0: default) */
-	const char *lp_path; /* write the (last) MILP in CPLEX LP format */
+	const char *lp_path; /* --lp: the (last) MILP in CPLEX LP format,
+			      * rendered into *lp_text below */
 	int verbose;
 	double budget_usd_per_hour; /* compose: > 0 maximizes capacity within it */
+	char **lp_text;             /* with lp_path: the LP text, a new string (the caller
+				     * frees it and writes it to lp_path with its outputs) */
 } hx_plan_opts;
 
 /* The KV reserve (tokens) a replica of the workload's model needs: one

@@ -207,7 +207,7 @@ static int fleet_short(const hx_compose_in *in, const hx_milp_opts *mo, double u
 	hx_compose_out all = {0};
 	hx_compose_in in2 = *in;
 	hx_milp_opts mo2 = *mo;
-	mo2.lp_path = NULL;
+	mo2.lp_text = NULL;
 	in2.budget = usd_all + 1;
 	if (hx_compose_solve(&in2, &mo2, &all, NULL) == 0)
 		rc = hx_errf(
@@ -232,7 +232,7 @@ static int budget_short(const hx_compose_in *in, const hx_milp_opts *mo, double 
 	double *tiny = hx_xcalloc((size_t)in->nw, sizeof(double));
 	for (int k = 0; k < in->nw; k++)
 		tiny[k] = in->lambda[k] * 1e-6;
-	mo2.lp_path = NULL;
+	mo2.lp_text = NULL;
 	in2.budget = 0;
 	in2.lambda = tiny;
 	if (hx_compose_solve(&in2, &mo2, &least, NULL) == 0)
@@ -339,6 +339,28 @@ static int class_demand(const hx_workload *w, const hx_len_class *cls, int ncls,
 /* One composition at utilization UTIL with each candidate's capacities
  * scaled by *DERATE (allocated here, all 1, when NULL); *GCAND gets the
  * candidate of each group of P (new). */
+/* The price of the owned GPUs P places, at the prices of CL (the cluster
+ * before its offers are expanded: offer nodes are not among its nodes). */
+static double owned_usd(const hx_plan *p, const hx_cluster *cl)
+{
+	hx_map idx = {0};
+	double usd = 0;
+
+	for (int i = 0; i < cl->nnodes; i++)
+		hx_map_put(&idx, cl->nodes[i].name, i);
+	for (int g = 0; g < p->ngroups; g++)
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			for (int s = 0; s < p->groups[g].nstages; s++)
+				for (int k = 0; k < p->groups[g].replicas[r].ngpus[s]; k++) {
+					int ni = hx_map_get(
+					    &idx, p->groups[g].replicas[r].gpus[s][k].node);
+					if (ni >= 0)
+						usd += cl->nodes[ni].usd_per_hour;
+				}
+	hx_map_release(&idx);
+	return usd;
+}
+
 static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, double **derate,
 		      int **gcand, hx_plan *p, double *kappa, hx_err *err)
 {
@@ -452,10 +474,12 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 	if ((rc = hx_plan_finish(&pb2, p, 0, err)))
 		goto out;
 	hx_plan_fill_rent(p, &cl);
-	/* What the plan costs is its rent: owned GPUs are free at the margin. */
+	/* What the plan costs is its rent: owned GPUs are free at the margin,
+	 * and what they cost at the cluster's prices is stated beside it. */
 	usd = 0;
 	for (int i = 0; i < p->nrent; i++)
 		usd += p->rent[i].usd_per_hour;
+	p->predicted.owned_usd_per_hour = hx_round6(owned_usd(p, pb->cluster));
 	P = hx_dist_mean(&w->prompt);
 	O = hx_dist_mean(&w->output);
 	served = fmin(w->rate_rps * out.kappa, p->predicted.capacity_rps);

@@ -249,5 +249,11 @@ run plan -c $C -w $W --mode bo --budget 5 -o "$TMP/keep.json" --front "$TMP/keep
 expect_rc 3 "budget too small"
 expect_err_line '^hexplan: error: no deployment fits the budget of \$5/h and the GPUs with quality >= 74' "budget message"
 [ "$(cat "$TMP/keep.json")" = old ] && [ ! -e "$TMP/keep2.json" ] && ok || fail "a failed bo run wrote files"
+# A rate the GPUs cannot carry (issue 20): the rate binds, not the budget.
+sed 's/"rate_rps": 100,/"rate_rps": 100000,/' $W >"$TMP/bigrate.json"
+grep -q '"rate_rps": 100000,' "$TMP/bigrate.json" && ok || fail "bigrate workload"
+run plan -c $C -w "$TMP/bigrate.json" --mode bo --budget 1000000
+expect_rc 3 "rate too high"
+expect_err_line '^hexplan: error: the workload.s rate of 100000 req/s binds: the GPUs carry less at the SLO with quality >= 74, whatever the budget$' "rate message"
 
 finish

@@ -154,6 +154,39 @@ bad_runs badiperf.json "^hexplan: error: $TMP/s/bad-iperf/stage_1_lifecycle_metr
 bad_runs stages.json "^hexplan: error: $TMP/s/stages.json: /runs/1/stages: gives 1 stages, the result has 2$" "stage count"
 bad_runs norate.json "^hexplan: error: $TMP/s/norate.json: /runs/0: missing required key \"rate_rps\"" "no finite rate"
 
+# ---- a fit the rows cannot identify is refused, naming the file (issue
+# 20: one row used to write kernel_floor_us 8.6e-51); repeated rows count
+# once.
+H=gpu,model,tp,phase,batch,tokens,context,ms
+printf '%s\n%s\n%s\n' $H l40s,llama-3.1-8b,1,decode,8,1,300,12.5 \
+	l40s,llama-3.1-8b,1,decode,8,1,300,12.6 >"$TMP/one.csv"
+run calibrate -m llama-3.1-8b -g l40s -o "$TMP/under.json" "$TMP/one.csv"
+expect_rc 1 "one measurement"
+expect_err_line "^hexplan: error: $TMP/one.csv: 1 distinct measurement cannot identify the 4 fitted constants \(e_compute, e_mem, kernel_floor_us, iter_overhead_ms\): give at least 4 rows of different shapes\$" "one measurement message"
+if [ -e "$TMP/under.json" ]; then fail "one measurement: a calibration was written"; else ok; fi
+{
+	echo $H
+	for t in 16 64 256 1024; do echo "l40s,llama-3.1-8b,1,linear,1,$t,0,0.$t"; done
+	echo "l40s,llama-3.1-8b,1,prefill,1,512,0,30"
+} >"$TMP/phase.csv"
+run calibrate -m llama-3.1-8b -g l40s "$TMP/phase.csv"
+expect_rc 1 "one prefill row"
+expect_err_line "^hexplan: error: $TMP/phase.csv: 1 distinct prefill or decode measurement cannot identify the 2 constants only they fit \(e_attn, iter_overhead_ms\): give at least 2\$" "one prefill row message"
+
+# ---- the calibration reader enforces each key's physical bounds
+calib_bound() { # KEY VALUE RANGE
+	printf '{"schema": "hexplan.calibration", "version": 1, "gpus": {"l40s": {"%s": %s}}}\n' "$1" "$2" >"$TMP/bound.json"
+	run --calibration "$TMP/bound.json" estimate -m llama-3.1-8b -g l40s
+	expect_rc 1 "$1 $2"
+	expect_err_line "^hexplan: error: $TMP/bound.json: /gpus/l40s/$1: must be between $3, not $2\$" "$1 $2 message"
+}
+calib_bound kernel_floor_us 8.6e-51 "0.1 and 1000"
+calib_bound kernel_floor_us 2000 "0.1 and 1000"
+calib_bound e_compute 0.001 "0.01 and 1"
+calib_bound e_moe 1.5 "0 and 1"
+calib_bound iter_overhead_ms 20000 "0 and 10000"
+calib_bound seq_overhead_us -1 "0 and 10000"
+
 run calibrate --holdout "$S/holdout.json"
 expect_rc 2 "--holdout without --runs"
 run calibrate --runs "$S/runs.json" -m llama-3.1-8b

@@ -133,6 +133,14 @@ run plan -c $C -w "$TMP/wslo.json" --mode cascade
 expect_rc 3 "TTFT SLO too short for a cascade"
 expect_err_line '^hexplan: error: the TTFT SLO of 5000 ms cannot cover a request escalated through the models the quality floor of 92\.646 needs: each earlier answer may take [0-9]+ ms \([0-9]+ tokens, the p95 output, at the TPOT SLO of 30 ms\)$' "TTFT SLO too short"
 
+# A TPOT SLO no GPU set meets (issue 20): the TPOT SLO binds, not the floor.
+sed 's/"tpot_ms": 30/"tpot_ms": 2/' $W >"$TMP/wtpot.json"
+for mode in cascade route; do
+	run plan -c $C -w "$TMP/wtpot.json" --mode $mode
+	expect_rc 3 "$mode: TPOT SLO unreachable"
+	expect_err_line '^hexplan: error: the TPOT SLO of 2 ms binds: no GPU set serves qwen3-8b within it, and the quality floor of 80 needs it$' "$mode: TPOT SLO unreachable message"
+done
+
 run plan -c $C -w $W --mode cascade -m qwen3-8b
 expect_rc 2 "cascade with -m"
 head -1 "$TMP/err" | grep -q "^hexplan: error: --mode cascade takes its models from the workload's quality profile, not -m\$" && ok || fail "cascade with -m: message"

@@ -105,6 +105,16 @@ assert "classes" not in p["routing"]
 assert {r["class"] for r in p["routing"]["ingress"]} == {"short", "long"}
 PY
 
+# Owned nodes only (issue 20): the rent is $0, and the plan states what the
+# owned GPUs it uses cost at the cluster's prices (12 H100 at $2.99).
+run plan --mode compose -c examples/clusters/mixed.json -w examples/workloads/chat.json -m llama-3.1-70b --format table
+expect_rc 0 "compose on owned nodes"
+expect_out '^cost: \$0\.00/hour of rent, \$0\.0000 per million tokens; the owned GPUs used cost \$35\.88/hour at the cluster.s prices \(free at the margin, not counted\)$' "owned GPUs' price stated"
+if grep -q 'ttft p99 0\.0 ms' "$TMP/out"; then fail "compose on owned nodes: ttft p99 0.0 ms"; else ok; fi
+run plan --mode compose -c examples/clusters/mixed.json -w examples/workloads/chat.json -m llama-3.1-70b
+approx "$(jnum predicted.owned_usd_per_hour)" 35.88 1e-6 && ok || fail "owned_usd_per_hour $(jnum predicted.owned_usd_per_hour)"
+approx "$(jnum predicted.usd_per_hour)" 0 1e-9 && ok || fail "compose rent on owned nodes $(jnum predicted.usd_per_hour)"
+
 # The independent check catches a plan that rents less than it places.
 python3 - "$TMP/p.json" "$TMP/bad.json" <<'PY'
 import json, sys

@@ -157,6 +157,50 @@ expect_rc 0 "two outputs to /dev/null"
 run validate -c $C --measurements /dev/null -t /dev/null
 expect_rc 1 "one device read twice"
 
+# ---- --lp goes through the same atomic writer as -o: written with the
+# plan in one step (both old files intact when either fails), no temporary
+# file left, and '--lp -' writes the LP to standard output (never a file
+# named '-').
+LPARGS="-c $C -w $W -m llama-3.1-8b --mode colocated"
+run plan $LPARGS -o "$TMP/lp-plan.json" --lp "$TMP/model.lp"
+expect_rc 0 "plan --lp"
+if head -n 3 "$TMP/model.lp" | grep -q '^Maximize$'; then ok; else fail "plan --lp: no LP in the file"; fi
+cp "$TMP/model.lp" "$TMP/model.good"
+cp "$TMP/lp-plan.json" "$TMP/lp-plan.good"
+size=$(wc -c <"$TMP/model.lp")
+n=0
+while [ "$n" -lt "$size" ]; do
+	HEXPLAN_FAULT_WRITE=$n run plan $LPARGS --objective cost -o "$TMP/lp-plan.json" --lp "$TMP/model.lp"
+	expect_rc 1 "plan --lp, fault at $n bytes"
+	if cmp -s "$TMP/model.lp" "$TMP/model.good"; then ok; else fail "plan --lp, fault at $n: the old LP file changed"; fi
+	if cmp -s "$TMP/lp-plan.json" "$TMP/lp-plan.good"; then ok; else fail "plan --lp, fault at $n: the old plan changed"; fi
+	n=$((n + size / 8 + 1))
+done
+no_temp "$TMP" "plan --lp sweep"
+run plan -c examples/clusters/h100-node.json -w $W -m deepseek-v3 --mode colocated -o "$TMP/lp-plan.json" --lp "$TMP/model.lp"
+expect_rc 3 "plan --lp, infeasible"
+if cmp -s "$TMP/model.lp" "$TMP/model.good"; then ok; else fail "plan --lp, infeasible: the old LP file changed"; fi
+for sig in 2 15; do
+	HEXPLAN_FAULT_SIGNAL=$sig run plan $LPARGS --objective cost -o "$TMP/lp-plan.json" --lp "$TMP/model.lp"
+	expect_rc $((128 + sig)) "plan --lp, signal $sig"
+	if cmp -s "$TMP/model.lp" "$TMP/model.good"; then ok; else fail "plan --lp, signal $sig: the old LP file changed"; fi
+	no_temp "$TMP" "plan --lp, signal $sig"
+done
+mkdir "$TMP/lpdash"
+SRC=$(pwd)
+(
+	HEXPLAN=$(cd "$(dirname "$HEXPLAN")" && pwd)/$(basename "$HEXPLAN")
+	cd "$TMP/lpdash" && hx plan -c "$SRC/$C" -w "$SRC/$W" -m llama-3.1-8b --mode colocated \
+		-o plan.json --lp - >"$TMP/out" 2>"$TMP/err"
+)
+rc=$?
+expect_rc 0 "plan -o FILE --lp -"
+if head -n 3 "$TMP/out" | grep -q '^Maximize$'; then ok; else fail "plan --lp -: no LP on standard output"; fi
+if [ -e "$TMP/lpdash/-" ]; then fail "plan --lp -: a file named '-' was created"; else ok; fi
+if [ -s "$TMP/lpdash/plan.json" ]; then ok; else fail "plan --lp -: no plan in -o"; fi
+clash "plan -o X --format table --lp -" "the table (standard output) and --lp name the same file" \
+	plan $LPARGS -o "$TMP/x.json" --format table --lp -
+
 # ---- a signal while writing (issue 20): the temporary files are removed,
 # the old outputs are intact and the signal ends the run.
 for sig in 2 15 1; do

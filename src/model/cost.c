@@ -605,31 +605,51 @@ static double compound_tail(double m, const double pm[4], double x)
 	return tail;
 }
 
-/* The fraction of requests whose TPOT misses TMAX through prefill
- * interference on short outputs, at rate LAMBDA, iteration time T and decode
- * batch B (P the mean prompt tokens computed, H those cached).  Each request
- * that arrives while a tagged one decodes stalls its iterations by the time
- * its prompt adds to them (a roofline is flat at small batches, so the stall
- * of a whole prompt, not a mean token cost). */
-static double tpot_misses(const hx_replica *r, const hx_workload *w, double lambda, double t,
-			  double B, double P, double H, double tmax)
+/* What a prompt does to the iterations of a decode batch of B: an
+ * iteration of the decodes alone, and per prompt length (CAP_QUANTILES
+ * quantiles, then the percentile prompt) its chunks of at most C tokens
+ * beyond what the prefix cache holds and the time of an iteration that
+ * carries one of them.  The TPOT and the TTFT conditions both read it. */
+typedef struct prompt_steps {
+	double t_dec;
+	double chunks[CAP_QUANTILES + 1], t_chunk[CAP_QUANTILES + 1];
+} prompt_steps;
+
+static void prompt_steps_at(const hx_replica *r, const hx_workload *w, double B, double ctx,
+			    double c, double Pq, prompt_steps *ps)
 {
-	double O = hx_dist_mean(&w->output), budget = w->serving.token_budget;
-	double c = fmax(budget - B, 1), sm[4] = {1, 0, 0, 0}, t0, miss = 0, burst = 1;
-	double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
 	hx_batch b = {0};
 	hx_iter it;
 
-	hx_batch_add_decode(&b, B, P + H + O / 2);
-	t0 = hx_cost_cycle(r, &b, &it);
-	for (int i = 0; i < CAP_QUANTILES; i++) {
-		double len = hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES);
+	hx_batch_add_decode(&b, B, ctx);
+	ps->t_dec = hx_cost_cycle(r, &b, &it);
+	for (int i = 0; i <= CAP_QUANTILES; i++) {
+		double len = i < CAP_QUANTILES
+				 ? hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES)
+				 : Pq;
 		double h = hx_prefix_cached(w, len), n = len - h;
-		double chunks = fmax(1, ceil_div(n, c)), stall;
 		hx_batch bc = {0};
-		hx_batch_add_decode(&bc, B, P + H + O / 2);
+		hx_batch_add_decode(&bc, B, ctx);
 		hx_batch_add_prefill(&bc, 1, fmin(n, c), h + n / 2);
-		stall = chunks * fmax(hx_cost_cycle(r, &bc, &it) - t0, 0);
+		ps->chunks[i] = fmax(1, ceil_div(n, c));
+		ps->t_chunk[i] = hx_cost_cycle(r, &bc, &it);
+	}
+}
+
+/* The fraction of requests whose TPOT misses TMAX through prefill
+ * interference on short outputs, at rate LAMBDA and iteration time T (PS:
+ * the decode batch's iterations with and without a prompt's chunk).  Each
+ * request that arrives while a tagged one decodes stalls its iterations by
+ * the time its prompt adds to them (a roofline is flat at small batches, so
+ * the stall of a whole prompt, not a mean token cost). */
+static double tpot_misses(const hx_workload *w, double lambda, double t, double tmax,
+			  const prompt_steps *ps)
+{
+	double sm[4] = {1, 0, 0, 0}, t0 = ps->t_dec, miss = 0, burst = 1;
+	double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
+
+	for (int i = 0; i < CAP_QUANTILES; i++) {
+		double stall = ps->chunks[i] * fmax(ps->t_chunk[i] - t0, 0);
 		sm[1] += stall / CAP_QUANTILES;
 		sm[2] += stall * stall / CAP_QUANTILES;
 	}
@@ -667,8 +687,9 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 	/* A prefill-only replica has no TPOT to keep: its iterations may take
 	 * up to the TTFT SLO. */
 	double tmax = (phase == HX_SERVE_PREFILL ? w->slo.ttft_ms : w->slo.tpot_ms) * 1e-3;
-	double allow = 1 - w->slo.attainment, lo = 0, hi = tmax, B, p, t;
+	double allow = 1 - w->slo.attainment, lo = 0, hi = tmax, B, p, t, c;
 	double pm[4], om[4], miss_tpot = 0, miss_ttft = 0;
+	prompt_steps ps;
 	hx_iter it;
 
 	ev->ok = 0;
@@ -699,30 +720,28 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 	}
 	dist_moments(&w->prompt, pm);
 	dist_moments(&w->output, om);
-	if (phase == HX_SERVE_DECODE) {
-		/* KV arrives whole; no prompt stalls the decode iterations, and
-		 * TTFT is the prefill side's. */
+	{
+		/* Occupancy of the KV cache: mean and spread of an M/G/inf
+		 * system (a decode-only replica's KV arrives whole). */
 		double mean = lambda * t * ((P + H) * om[1] + om[2] / 2);
 		double second = lambda * t * (om[1] * pm[2] + om[2] * pm[1] + om[3] / 4);
-		ev->ttft = 0;
-		if (mean + 2 * sqrt(second) > kv_tokens) {
+		if (phase == HX_SERVE_DECODE)
+			ev->ttft = 0;
+		if (phase != HX_SERVE_PREFILL && mean + 2 * sqrt(second) > kv_tokens) {
 			ev->binding = "kv";
 			return;
 		}
+	}
+	if (phase == HX_SERVE_DECODE) {
+		/* No prompt stalls the decode iterations, and TTFT is the
+		 * prefill side's. */
 		ev->ok = 1;
 		return;
 	}
-	if (phase != HX_SERVE_PREFILL) {
-		/* Occupancy of the KV cache: mean and spread of an M/G/inf system. */
-		double mean = lambda * t * ((P + H) * om[1] + om[2] / 2);
-		double second = lambda * t * (om[1] * pm[2] + om[2] * pm[1] + om[3] / 4);
-		if (mean + 2 * sqrt(second) > kv_tokens) {
-			ev->binding = "kv";
-			return;
-		}
-	}
+	c = fmax(budget - B, 1);
+	prompt_steps_at(r, w, B, P + H + O / 2, c, Pq, &ps);
 	if (phase == HX_SERVE_BOTH)
-		miss_tpot = tpot_misses(r, w, lambda, t, B, P, H, tmax);
+		miss_tpot = tpot_misses(w, lambda, t, tmax, &ps);
 	if (miss_tpot > allow) {
 		ev->binding = "tpot";
 		return;
@@ -735,17 +754,15 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 	 * batch (not its share of a mean iteration, which spreads each prompt
 	 * thinly over many steps and hides the queue). */
 	{
-		double c = budget - B, m, u, service;
+		double m, u, service, scale;
 		double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
-		double cs2 = hx_dist_cv2(&w->prompt), scale;
+		double cs2 = hx_dist_cv2(&w->prompt);
 		{
-			double k = fmax(1, fmin(P, c)), t0;
-			hx_batch bd = {0}, bp = {0};
-			hx_batch_add_decode(&bd, B, P + H + O / 2);
-			t0 = B > 0 ? hx_cost_cycle(r, &bd, &it) : 0;
+			double k = fmax(1, fmin(P, c));
+			hx_batch bp = {0};
 			hx_batch_add_decode(&bp, B, P + H + O / 2);
 			hx_batch_add_prefill(&bp, 1, k, H + k / 2);
-			m = fmax(hx_cost_cycle(r, &bp, &it) - t0, 0) / k;
+			m = fmax(hx_cost_cycle(r, &bp, &it) - (B > 0 ? ps.t_dec : 0), 0) / k;
 		}
 		service = P * m;
 		u = lambda * service;
@@ -755,21 +772,12 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 			return;
 		}
 		for (int i = 0; i <= CAP_QUANTILES; i++) {
-			/* The last point is the percentile prompt, for the report. */
-			double len =
-			    i < CAP_QUANTILES
-				? hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES)
-				: Pq;
-			double h = hx_prefix_cached(w, len), n = len - h;
-			double chunks = fmax(1, ceil_div(n, c)), t_chunk, left;
-			hx_batch bc = {0};
-			hx_batch_add_decode(&bc, B, P + H + O / 2);
-			hx_batch_add_prefill(&bc, 1, fmin(n, c), h + n / 2);
-			t_chunk = fmax(t, hx_cost_cycle(r, &bc, &it));
-			/* The first token reaches the client an iteration after
+			/* The last point is the percentile prompt, for the report.
+			 * The first token reaches the client an iteration after
 			 * the step that computes it (the engine streams it out
 			 * while it runs the next). */
-			left = w->slo.ttft_ms * 1e-3 - ovh - t - chunks * t_chunk;
+			double chunks = ps.chunks[i], t_chunk = fmax(t, ps.t_chunk[i]);
+			double left = w->slo.ttft_ms * 1e-3 - ovh - t - chunks * t_chunk;
 			if (i == CAP_QUANTILES) {
 				double wq = u > 1 - q ? scale * log(u / (1 - q)) : 0;
 				ev->ttft = ovh + t + wq + chunks * t_chunk;

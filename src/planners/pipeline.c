@@ -372,15 +372,9 @@ static void find_types(pctx *c, int *mem_layers, int *served_k, double *bound)
 				c->region[i] = c->region[j];
 				break;
 			}
-		/* the most layers the node holds in any position: a middle
-		 * fragment has at most L - 2, a node that is first and last
-		 * may hold all L */
-		int k = 0;
-		for (int pos = 0; pos < 4; pos++)
-			k = c->ty[t].kmax[pos] > k ? c->ty[t].kmax[pos] : k;
-		*mem_layers += k;
+		*mem_layers += node_cap(c, i);
 		if (c->ty[t].speed > 0)
-			*served_k += k;
+			*served_k += node_cap(c, i);
 		*bound += c->ty[t].speed / L;
 	}
 }

@@ -64,8 +64,12 @@ int hx_pipe_emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value,
 	double bytes_tok = hx_cost_act_bytes_per_token(c->pb->model);
 	hx_pipe_flow fl;
 
-	hx_pipe_node_caps(c, f, l, &worst_tpot, &worst_ttft);
-	worst_tpot = worst_ttft = 0;
+	{
+		/* the capacities the search scored; the paths are taken again
+		 * below over the hops that carry flow */
+		double scored_tpot, scored_ttft;
+		hx_pipe_node_caps(c, f, l, &scored_tpot, &scored_ttft);
+	}
 	if ((rc = hx_pipe_flow_eval(&c->net, f, l, &fl, err)))
 		goto out;
 	*value = fl.value;

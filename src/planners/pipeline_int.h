@@ -54,6 +54,17 @@ static inline double node_thr(const pctx *c, int i, int k)
 	return c->ty[c->type[i]].thr[k];
 }
 
+/* The most layers node I holds in any position: a middle fragment at most
+ * L - 2, a node that is first and last all L. */
+static inline int node_cap(const pctx *c, int i)
+{
+	const ntype *t = &c->ty[c->type[i]];
+	int k = 0;
+	for (int pos = 0; pos < 4; pos++)
+		k = t->kmax[pos] > k ? t->kmax[pos] : k;
+	return k;
+}
+
 /* pipeline_search.c */
 
 /* Each node's capacity (tokens/s) under placement FIRST/LAST into

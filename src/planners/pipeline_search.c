@@ -238,16 +238,6 @@ static int chain_cap(const pctx *c, const int *nodes, int m)
 	return have;
 }
 
-/* The most layers node I holds in any position. */
-static int node_cap(const pctx *c, int i)
-{
-	const ntype *t = &c->ty[c->type[i]];
-	int k = 0;
-	for (int pos = 0; pos < 4; pos++)
-		k = t->kmax[pos] > k ? t->kmax[pos] : k;
-	return k;
-}
-
 /* (1) Separate pipelines per GPU type: each type's nodes, in the cluster's
  * order, cut into as many pipelines as hold the model. */
 static void build_per_type(pctx *c, int *first, int *last)

@@ -249,8 +249,8 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	}
 	o.keep_records = per != NULL;
 	if (capacity) {
-		if ((rc = hx_sim_capacity(&p, &w, nreq ? (int)nreq : 4000, &o, &cap_rps, &r,
-					  &err)))
+		if ((rc = hx_sim_capacity(&p, &w, nreq ? (int)nreq : HX_CAP_REQUESTS, &o,
+					  &cap_rps, &r, &err)))
 			goto plan_error;
 	} else {
 		if (tpath) {

@@ -89,7 +89,8 @@ int hx_plan_auto(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out,
 		c->ok = 1;
 		c->predicted_rps = p.predicted.capacity_rps;
 		c->usd_per_hour = p.predicted.usd_per_hour;
-		if ((rc = hx_sim_capacity(&p, w, 4000, &so, &c->simulated_rps, NULL, &e))) {
+		if ((rc = hx_sim_capacity(&p, w, HX_CAP_REQUESTS, &so, &c->simulated_rps, NULL,
+					  &e))) {
 			c->ok = 0;
 			snprintf(c->why, sizeof(c->why), "simulate: %.200s", e.msg);
 			hx_plan_release(&p);

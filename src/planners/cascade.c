@@ -426,20 +426,29 @@ static int tpot_binds(ctx *x, int m)
 	return binds;
 }
 
+/* The first model no GPU set serves within the TPOT SLO: ERR says that
+ * SLO binds and HX_EINFEASIBLE is returned; 0 when every model has a set. */
+static int tpot_binding(ctx *x, hx_err *err)
+{
+	for (int i = 0; i < x->q->nmodels; i++)
+		if (tpot_binds(x, i))
+			return hx_errf(
+			    err, HX_EINFEASIBLE,
+			    "the TPOT SLO of %g ms binds: no GPU set serves %s within it, and the quality floor of %g needs it",
+			    x->pb->workload->slo.tpot_ms, x->models[i].name, x->q->floor);
+	return 0;
+}
+
 /* No thresholds meet the floor with every model they reach served: ERR
  * says which SLO binds (the TPOT SLO, when no shape of a model meets it)
  * or that the floor is out of reach.  Returns HX_EINFEASIBLE. */
 static int unreachable(ctx *x, double qstar, double qreach, hx_err *err)
 {
 	const hx_quality *q = x->q;
+	int rc;
 
-	if (qreach >= q->floor - 1e-9)
-		for (int i = 0; i < q->nmodels; i++)
-			if (tpot_binds(x, i))
-				return hx_errf(
-				    err, HX_EINFEASIBLE,
-				    "the TPOT SLO of %g ms binds: no GPU set serves %s within it, and the quality floor of %g needs it",
-				    x->pb->workload->slo.tpot_ms, x->models[i].name, q->floor);
+	if (qreach >= q->floor - 1e-9 && (rc = tpot_binding(x, err)))
+		return rc;
 	if (qreach >= q->floor - 1e-9)
 		return hx_errf(
 		    err, HX_EINFEASIBLE,
@@ -730,12 +739,8 @@ static int choose(ctx *x, const double *theta, chosen *d, hx_err *err)
 			    err, HX_EINFEASIBLE,
 			    "the workload's rate of %g req/s is above what the cluster carries at the SLO with quality >= %g",
 			    x->pb->workload->rate_rps, q->floor);
-		for (int i = 0; i < q->nmodels; i++)
-			if (tpot_binds(x, i))
-				return hx_errf(
-				    err, HX_EINFEASIBLE,
-				    "the TPOT SLO of %g ms binds: no GPU set serves %s within it, and the quality floor of %g needs it",
-				    x->pb->workload->slo.tpot_ms, x->models[i].name, q->floor);
+		if ((rc = tpot_binding(x, err)))
+			return rc;
 		return hx_errf(
 		    err, HX_EINFEASIBLE,
 		    "no deployment carries any traffic at the SLO with quality >= %g (a model that must serve fits no GPU set, or its stage's TTFT budget is too short)",

@@ -73,6 +73,8 @@ void hx_sim_report_release(hx_sim_report *r);
 #define HX_CAP_LIVES        50
 #define HX_CAP_WARMUP_LIVES 2
 #define HX_CAP_MAX_REQUESTS 100000
+/* simulate --capacity and plan --mode auto: requests per rate unless told. */
+#define HX_CAP_REQUESTS 4000
 
 /* The highest arrival rate at which the SLO attainment after the warm-up
  * stays at or above the workload's target: bisection over simulations of

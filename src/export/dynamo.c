@@ -114,35 +114,15 @@ static int plan_limits(const hx_plan *p, const hx_export_opts *o, const hx_kgrou
 	const hx_model *first = NULL;
 	int rc = 0, models = 0;
 
-	if (p->ncascade > 0 &&
-	    (rc = hx_yaml_lose(
-		 o, out, err,
-		 "the cascade (%d steps) is not expressible: requests are not escalated between models",
-		 p->ncascade)))
-		return rc;
-	if (p->nhops > 0 &&
-	    (rc = hx_yaml_lose(
-		 o, out, err,
-		 "the %d hops between replicas' stages are not expressible: each replica runs its stages itself",
-		 p->nhops)))
+	if ((rc = hx_yaml_lose_steps(p, o, out, err)))
 		return rc;
 	for (int i = 0; i < p->ningress; i++) {
 		int g = hx_plan_group_index(p, p->ingress[i].to);
 		if (g >= 0 && p->ingress[i].weight > 0)
 			weight[g] += p->ingress[i].weight;
 	}
-	for (int i = 1; i < p->ningress; i++)
-		if (strcmp(p->ingress[i].from, p->ingress[0].from) != 0) {
-			char a[64], b[64];
-			hx_yaml_printable(a, sizeof(a), p->ingress[0].from);
-			hx_yaml_printable(b, sizeof(b), p->ingress[i].from);
-			if ((rc = hx_yaml_lose(
-				 o, out, err,
-				 "the plan routes classes \"%s\" and \"%s\" apart, and Dynamo's frontend does not see a request's class: the weights are summed over the classes",
-				 a, b)))
-				return rc;
-			break;
-		}
+	if ((rc = hx_yaml_lose_classes(p, o, "Dynamo's frontend", out, err)))
+		return rc;
 	for (int g = 0; g < p->ngroups; g++)
 		if (weight[g] > 0) {
 			if (!first)
@@ -165,20 +145,6 @@ static const char *image(const hx_export_opts *o)
 	return o->image ? o->image : HX_EXPORT_IMAGE_DYNAMO;
 }
 
-static void hf_token(hx_yw *w)
-{
-	hx_yw_item(w);
-	hx_yw_str(w, "name", "HF_TOKEN");
-	hx_yw_map(w, "valueFrom");
-	hx_yw_map(w, "secretKeyRef");
-	hx_yw_str(w, "name", "hf-token");
-	hx_yw_str(w, "key", "token");
-	hx_yw_raw(w, "optional", "true");
-	hx_yw_end(w);
-	hx_yw_end(w);
-	hx_yw_end(w);
-}
-
 static void frontend(hx_yw *w, const hx_export_opts *o)
 {
 	hx_yw_item(w);
@@ -192,26 +158,13 @@ static void frontend(hx_yw *w, const hx_export_opts *o)
 	hx_yw_str(w, "name", "main");
 	hx_yw_str(w, "image", image(o));
 	hx_yw_map(w, "env");
-	hf_token(w);
+	hx_k8s_hf_token(w);
 	hx_yw_end(w);
 	hx_yw_end(w);
 	hx_yw_end(w);
 	hx_yw_end(w);
 	hx_yw_end(w);
 	hx_yw_end(w);
-}
-
-/* S as a sequence item with '$' doubled: Kubernetes expands $(VAR) in a
- * container's args, and "$$" is its escape for "$". */
-static void item_nodollar(hx_yw *w, const char *s)
-{
-	hx_buf b = {0};
-
-	hx_buf_printf(&b, "%s", "");
-	for (; *s; s++)
-		hx_buf_printf(&b, *s == '$' ? "$$" : "%c", *s);
-	hx_yw_item_str(w, b.s);
-	hx_buf_release(&b);
 }
 
 static void arg_int(hx_yw *w, const char *flag, int n)
@@ -232,7 +185,7 @@ static void worker_args(hx_yw *w, const hx_kgroup *k)
 
 	hx_yw_map(w, "args");
 	hx_yw_item_str(w, "--model");
-	item_nodollar(w, k->repo);
+	hx_k8s_str_nodollar(w, NULL, k->repo);
 	arg_int(w, "--tensor-parallel-size", k->tp);
 	if (k->pp > 1)
 		arg_int(w, "--pipeline-parallel-size", k->pp);
@@ -257,22 +210,9 @@ static void worker_args(hx_yw *w, const hx_kgroup *k)
 static void worker_env(hx_yw *w, const hx_kgroup *k)
 {
 	hx_yw_map(w, "env");
-	if (k->pp > 1) {
-		hx_buf part = {0};
-		for (int s = 0; s < k->g->nstages; s++)
-			hx_buf_printf(&part, "%s%d", s ? "," : "",
-				      k->g->stage[s].last - k->g->stage[s].first);
-		hx_yw_item(w);
-		hx_yw_str(w, "name", "VLLM_PP_LAYER_PARTITION");
-		hx_yw_str(w, "value", part.s);
-		hx_yw_end(w);
-		hx_buf_release(&part);
-	}
-	hx_yw_item(w);
-	hx_yw_str(w, "name", "HF_HOME");
-	hx_yw_str(w, "value", HX_K8S_CACHE "/huggingface");
-	hx_yw_end(w);
-	hf_token(w);
+	hx_k8s_pp_env(w, k);
+	hx_k8s_env(w, "HF_HOME", HX_K8S_CACHE "/huggingface");
+	hx_k8s_hf_token(w);
 	hx_yw_end(w);
 }
 
@@ -280,12 +220,7 @@ static void worker_pod(hx_yw *w, const hx_kgroup *k)
 {
 	hx_yw_map(w, "podTemplate");
 	hx_yw_map(w, "metadata");
-	hx_yw_map(w, "labels");
-	hx_k8s_labels(w, k);
-	hx_yw_end(w);
-	hx_yw_map(w, "annotations");
-	hx_yw_str(w, "hexplan.dev/placement", k->placement);
-	hx_yw_end(w);
+	hx_k8s_labels_placement(w, k);
 	hx_yw_end(w);
 	hx_yw_map(w, "spec");
 	hx_k8s_pin(w, k);
@@ -310,16 +245,7 @@ static void worker_pod(hx_yw *w, const hx_kgroup *k)
 	hx_yw_end(w); /* the container */
 	hx_yw_end(w); /* containers */
 	hx_yw_map(w, "volumes");
-	hx_yw_item(w);
-	hx_yw_str(w, "name", "model-cache");
-	if (k->o->model_cache) {
-		hx_yw_map(w, "persistentVolumeClaim");
-		hx_yw_str(w, "claimName", k->o->model_cache);
-		hx_yw_end(w);
-	} else {
-		hx_yw_raw(w, "emptyDir", "{}");
-	}
-	hx_yw_end(w);
+	hx_k8s_cache_volume(w, k);
 	hx_yw_end(w);
 	hx_yw_end(w); /* spec */
 	hx_yw_end(w); /* podTemplate */

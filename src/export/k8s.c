@@ -556,7 +556,7 @@ static void preset_args(argv_t *a, const hx_kgroup *k)
 
 /* S with '$' doubled: Kubernetes expands $(VAR) in command and env values,
  * and "$$" is its escape for "$". */
-static void str_nodollar(hx_yw *w, const char *key, const char *s)
+void hx_k8s_str_nodollar(hx_yw *w, const char *key, const char *s)
 {
 	hx_buf b = {0};
 
@@ -574,11 +574,11 @@ static void str_nodollar(hx_yw *w, const char *key, const char *s)
 	hx_buf_release(&b);
 }
 
-static void env(hx_yw *w, const char *name, const char *value)
+void hx_k8s_env(hx_yw *w, const char *name, const char *value)
 {
 	hx_yw_item(w);
 	hx_yw_str(w, "name", name);
-	str_nodollar(w, "value", value);
+	hx_k8s_str_nodollar(w, "value", value);
 	hx_yw_end(w);
 }
 
@@ -638,29 +638,40 @@ static void pod_pin(hx_yw *w, const hx_kgroup *k, int kind, const hx_kpod *pod)
 static void pod_env(hx_yw *w, const hx_kgroup *k, int ngpus, int amd, int managed)
 {
 	hx_yw_map(w, "env");
-	if (k->pp > 1) {
-		hx_buf part = {0};
-		for (int s = 0; s < k->g->nstages; s++)
-			hx_buf_printf(&part, "%s%d", s ? "," : "",
-				      k->g->stage[s].last - k->g->stage[s].first);
-		env(w, "VLLM_PP_LAYER_PARTITION", part.s);
-		hx_buf_release(&part);
-	}
+	hx_k8s_pp_env(w, k);
 	if (amd) {
 		hx_buf dev = {0};
 		for (int i = 0; i < ngpus; i++)
 			hx_buf_printf(&dev, "%s%d", i ? "," : "", i);
-		env(w, "HIP_VISIBLE_DEVICES", dev.s ? dev.s : "");
+		hx_k8s_env(w, "HIP_VISIBLE_DEVICES", dev.s ? dev.s : "");
 		hx_buf_release(&dev);
 	}
 	if (k->g->role != HX_ROLE_AGGREGATED)
 		env_from(w, "VLLM_NIXL_SIDE_CHANNEL_HOST", "fieldRef", "status.podIP", NULL);
 	/* the model cache (KServe's presets keep their own under /models) */
 	if (!managed)
-		env(w, "HF_HOME", HX_K8S_CACHE "/huggingface");
+		hx_k8s_env(w, "HF_HOME", HX_K8S_CACHE "/huggingface");
+	hx_k8s_hf_token(w);
+	hx_yw_end(w);
+}
+
+void hx_k8s_pp_env(hx_yw *w, const hx_kgroup *k)
+{
+	hx_buf part = {0};
+
+	if (k->pp <= 1)
+		return;
+	for (int s = 0; s < k->g->nstages; s++)
+		hx_buf_printf(&part, "%s%d", s ? "," : "",
+			      k->g->stage[s].last - k->g->stage[s].first);
+	hx_k8s_env(w, "VLLM_PP_LAYER_PARTITION", part.s);
+	hx_buf_release(&part);
+}
+
+void hx_k8s_hf_token(hx_yw *w)
+{
 	/* gated models read the token from the Secret hf-token, when there is one */
 	env_from(w, "HF_TOKEN", "secretKeyRef", "hf-token", "token");
-	hx_yw_end(w);
 }
 
 /* The seconds a pod of K may take to start: downloading and loading its
@@ -759,17 +770,21 @@ static void pod_volumes(hx_yw *w, const hx_kgroup *k, int managed)
 	hx_yw_str(w, "medium", "Memory");
 	hx_yw_end(w);
 	hx_yw_end(w);
-	if (!managed) {
-		hx_yw_item(w);
-		hx_yw_str(w, "name", "model-cache");
-		if (k->o && k->o->model_cache) {
-			hx_yw_map(w, "persistentVolumeClaim");
-			hx_yw_str(w, "claimName", k->o->model_cache);
-			hx_yw_end(w);
-		} else {
-			hx_yw_raw(w, "emptyDir", "{}");
-		}
+	if (!managed)
+		hx_k8s_cache_volume(w, k);
+	hx_yw_end(w);
+}
+
+void hx_k8s_cache_volume(hx_yw *w, const hx_kgroup *k)
+{
+	hx_yw_item(w);
+	hx_yw_str(w, "name", "model-cache");
+	if (k->o && k->o->model_cache) {
+		hx_yw_map(w, "persistentVolumeClaim");
+		hx_yw_str(w, "claimName", k->o->model_cache);
 		hx_yw_end(w);
+	} else {
+		hx_yw_raw(w, "emptyDir", "{}");
 	}
 	hx_yw_end(w);
 }
@@ -798,7 +813,7 @@ void hx_k8s_pod_spec(hx_yw *w, const hx_kgroup *k, int kind, const char *contain
 		command(&cmd, k, kind);
 	hx_yw_map(w, preset ? "args" : "command");
 	for (int i = 0; i < cmd.n; i++)
-		str_nodollar(w, NULL, cmd.v[i]);
+		hx_k8s_str_nodollar(w, NULL, cmd.v[i]);
 	hx_yw_end(w);
 	argv_free(&cmd);
 	pod_env(w, k, ngpus, amd, managed);
@@ -852,12 +867,17 @@ static void metadata(hx_yw *w, const hx_kgroup *k)
 {
 	hx_yw_map(w, "metadata");
 	hx_yw_str(w, "name", k->name);
+	hx_k8s_labels_placement(w, k);
+	hx_yw_end(w);
+}
+
+void hx_k8s_labels_placement(hx_yw *w, const hx_kgroup *k)
+{
 	hx_yw_map(w, "labels");
 	hx_k8s_labels(w, k);
 	hx_yw_end(w);
 	hx_yw_map(w, "annotations");
 	hx_yw_str(w, "hexplan.dev/placement", k->placement);
-	hx_yw_end(w);
 	hx_yw_end(w);
 }
 
@@ -973,17 +993,7 @@ static int plan_limits(const hx_plan *p, const hx_export_opts *o, hx_export_out 
 {
 	int rc, disagg = 0;
 
-	if (p->ncascade > 0 &&
-	    (rc = hx_yaml_lose(
-		 o, out, err,
-		 "the cascade (%d steps) is not expressible: requests are not escalated between models",
-		 p->ncascade)))
-		return rc;
-	if (p->nhops > 0 &&
-	    (rc = hx_yaml_lose(
-		 o, out, err,
-		 "the %d hops between replicas' stages are not expressible: each replica runs its stages itself",
-		 p->nhops)))
+	if ((rc = hx_yaml_lose_steps(p, o, out, err)))
 		return rc;
 	for (int g = 0; g < p->ngroups; g++)
 		disagg |= p->groups[g].role != HX_ROLE_AGGREGATED;
@@ -1036,26 +1046,15 @@ static int plan_limits(const hx_plan *p, const hx_export_opts *o, hx_export_out 
 static int route_weights(const hx_plan *p, const hx_export_opts *o, double *weight,
 			 hx_export_out *out, hx_err *err)
 {
-	int models = 0, first = -1;
+	int models = 0, first = -1, rc;
 
 	for (int i = 0; i < p->ningress; i++) {
 		int g = hx_plan_group_index(p, p->ingress[i].to);
 		if (g >= 0 && p->ingress[i].weight > 0)
 			weight[g] += p->ingress[i].weight;
 	}
-	for (int i = 1; i < p->ningress; i++)
-		if (strcmp(p->ingress[i].from, p->ingress[0].from) != 0) {
-			char a[64], b[64];
-			int rc;
-			hx_yaml_printable(a, sizeof(a), p->ingress[0].from);
-			hx_yaml_printable(b, sizeof(b), p->ingress[i].from);
-			if ((rc = hx_yaml_lose(
-				 o, out, err,
-				 "the plan routes classes \"%s\" and \"%s\" apart, and an HTTPRoute does not see a request's class: the weights are summed over the classes",
-				 a, b)))
-				return rc;
-			break;
-		}
+	if ((rc = hx_yaml_lose_classes(p, o, "an HTTPRoute", out, err)))
+		return rc;
 	for (int g = 0; g < p->ngroups; g++)
 		if (weight[g] > 0) {
 			if (first < 0)

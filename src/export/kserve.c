@@ -302,17 +302,8 @@ static int units(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
 		if (g >= 0 && unit_of[g] >= 0 && p->ingress[i].weight > 0)
 			u[unit_of[g]].weight += p->ingress[i].weight;
 	}
-	for (int i = 1; i < p->ningress && !rc; i++)
-		if (strcmp(p->ingress[i].from, p->ingress[0].from) != 0) {
-			char a[64], b[64];
-			hx_yaml_printable(a, sizeof(a), p->ingress[0].from);
-			hx_yaml_printable(b, sizeof(b), p->ingress[i].from);
-			rc = hx_yaml_lose(
-			    o, out, err,
-			    "the plan routes classes \"%s\" and \"%s\" apart, and KServe does not see a request's class: the weights are summed over the classes",
-			    a, b);
-			break;
-		}
+	if (!rc)
+		rc = hx_yaml_lose_classes(p, o, "KServe", out, err);
 	{
 		int models = 0, first = -1;
 		for (int i = 0; i < n; i++)
@@ -356,17 +347,7 @@ int hx_export_kserve(const hx_plan *p, const hx_export_opts *o, hx_export_out *o
 			n++;
 			goto done;
 		}
-	if (p->ncascade > 0 &&
-	    (rc = hx_yaml_lose(
-		 o, out, err,
-		 "the cascade (%d steps) is not expressible: requests are not escalated between models",
-		 p->ncascade)))
-		goto done;
-	if (p->nhops > 0 &&
-	    (rc = hx_yaml_lose(
-		 o, out, err,
-		 "the %d hops between replicas' stages are not expressible: each replica runs its stages itself",
-		 p->nhops)))
+	if ((rc = hx_yaml_lose_steps(p, o, out, err)))
 		goto done;
 	if ((rc = units(p, o, kg, u, &nu, out, err)))
 		goto done;

@@ -189,6 +189,46 @@ static inline int hx_yaml_lose(const hx_export_opts *o, hx_export_out *out, hx_e
 	return hx_errf(err, HX_EINPUT, "%s (--lossy writes the closest form)", line);
 }
 
+/* Cascade steps and hops between replicas' stages, which no Kubernetes
+ * target expresses: refused, or noted with --lossy. */
+static inline int hx_yaml_lose_steps(const hx_plan *p, const hx_export_opts *o,
+				     hx_export_out *out, hx_err *err)
+{
+	int rc;
+
+	if (p->ncascade > 0 &&
+	    (rc = hx_yaml_lose(
+		 o, out, err,
+		 "the cascade (%d steps) is not expressible: requests are not escalated between models",
+		 p->ncascade)))
+		return rc;
+	if (p->nhops > 0 &&
+	    (rc = hx_yaml_lose(
+		 o, out, err,
+		 "the %d hops between replicas' stages are not expressible: each replica runs its stages itself",
+		 p->nhops)))
+		return rc;
+	return 0;
+}
+
+/* Ingress routes of different classes, which ROUTER ("an HTTPRoute") does
+ * not tell apart: refused, or noted with --lossy (the weights are summed). */
+static inline int hx_yaml_lose_classes(const hx_plan *p, const hx_export_opts *o,
+				       const char *router, hx_export_out *out, hx_err *err)
+{
+	for (int i = 1; i < p->ningress; i++)
+		if (strcmp(p->ingress[i].from, p->ingress[0].from) != 0) {
+			char a[64], b[64];
+			hx_yaml_printable(a, sizeof(a), p->ingress[0].from);
+			hx_yaml_printable(b, sizeof(b), p->ingress[i].from);
+			return hx_yaml_lose(
+			    o, out, err,
+			    "the plan routes classes \"%s\" and \"%s\" apart, and %s does not see a request's class: the weights are summed over the classes",
+			    a, b, router);
+		}
+	return 0;
+}
+
 /* ---- shared with export_k8s.c ---- */
 
 enum { HX_KPOD_SINGLE, HX_KPOD_LEADER, HX_KPOD_WORKER };
@@ -244,6 +284,19 @@ void hx_k8s_pod_spec(hx_yw *w, const hx_kgroup *k, int kind, const char *contain
  * limits, CPU and memory requests.  Mapping keys at W's indentation. */
 void hx_k8s_pin(hx_yw *w, const hx_kgroup *k);
 void hx_k8s_resources(hx_yw *w, const hx_kgroup *k);
+/* K's pod labels and its placement annotation: two mapping keys. */
+void hx_k8s_labels_placement(hx_yw *w, const hx_kgroup *k);
+/* Env items: NAME=VALUE; VLLM_PP_LAYER_PARTITION when K has stages; the
+ * Hugging Face token from the Secret hf-token (optional). */
+void hx_k8s_env(hx_yw *w, const char *name, const char *value);
+void hx_k8s_pp_env(hx_yw *w, const hx_kgroup *k);
+void hx_k8s_hf_token(hx_yw *w);
+/* The model-cache volume item: --model-cache's claim, else scratch. */
+void hx_k8s_cache_volume(hx_yw *w, const hx_kgroup *k);
+/* S with '$' doubled (Kubernetes expands $(VAR) in env values and args;
+ * "$$" is its escape) as KEY's value, or as a sequence item when KEY is
+ * NULL. */
+void hx_k8s_str_nodollar(hx_yw *w, const char *key, const char *s);
 /* The group of replica ID ("g0r1", or "g0r1/s0"): an index, or -1. */
 int hx_k8s_replica_group(const hx_plan *p, const char *id);
 /* WEIGHT[0..N) scaled to integers summing to 1,000,000, proportional

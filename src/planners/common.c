@@ -229,3 +229,14 @@ void hx_plan_solver_search(hx_plan *p, const char *engine, const char *status, d
 	p->solver.nodes = nodes;
 	p->solver.iterations = iterations;
 }
+
+void hx_route_set_link(hx_route *rt, const hx_cluster *cl, int a, int b)
+{
+	hx_linkspec ls = hx_cluster_link(cl, a, b);
+	char link[160];
+
+	snprintf(link, sizeof(link), "%s-%s", cl->nodes[a].name, cl->nodes[b].name);
+	hx_strlcpy(rt->link, link, sizeof(rt->link));
+	rt->bw_gbps = fmin(ls.bw_gbps, fmin(cl->nodes[a].nic_gbps, cl->nodes[b].nic_gbps));
+	rt->latency_ms = ls.latency_ms;
+}

@@ -83,4 +83,9 @@ void hx_plan_solver_search(hx_plan *p, const char *engine, const char *status, d
  * its offers expanded: per offer, the nodes used, whole. */
 void hx_plan_fill_rent(hx_plan *p, const hx_cluster *cl);
 
+/* Route RT goes over the path between nodes A and B of CL: its link named
+ * "A-B", the least of the link's bandwidth and the two NICs, and the
+ * link's latency. */
+void hx_route_set_link(hx_route *rt, const hx_cluster *cl, int a, int b);
+
 #endif

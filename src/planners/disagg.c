@@ -350,8 +350,6 @@ static int emit(dctx *d, const int *role, hx_plan *p, double *value, hx_err *err
 					 * edges is arbitrary, often all on one). */
 					double dj = 1.0 / x.nrep[b];
 					hx_route *rt;
-					hx_linkspec l = hx_cluster_link(c, a, b);
-					char link[160];
 					if (share * dj <= 0 && out > 0)
 						continue;
 					rt = hx_plan_add_route(&p->kv, &p->nkv);
@@ -360,13 +358,7 @@ static int emit(dctx *d, const int *role, hx_plan *p, double *value, hx_err *err
 						   p->groups[group_of[b]].replicas[j].id,
 						   sizeof(rt->to));
 					rt->weight = share * dj;
-					snprintf(link, sizeof(link), "%s-%s", c->nodes[a].name,
-						 c->nodes[b].name);
-					hx_strlcpy(rt->link, link, sizeof(rt->link));
-					rt->bw_gbps =
-					    fmin(l.bw_gbps, fmin(c->nodes[a].nic_gbps,
-								 c->nodes[b].nic_gbps));
-					rt->latency_ms = l.latency_ms;
+					hx_route_set_link(rt, c, a, b);
 				}
 			}
 			hx_routes_normalize(p->kv + first, p->nkv - first);

@@ -163,17 +163,7 @@ int hx_pipe_emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value,
 				snprintf(rt->to, sizeof(rt->to), "%s/s0",
 					 p->groups[gi[j]].replicas[0].id);
 				rt->weight = fl.hop[i * n + j];
-				{
-					hx_linkspec ls = hx_cluster_link(cl, i, j);
-					char link[160];
-					snprintf(link, sizeof(link), "%s-%s", cl->nodes[i].name,
-						 cl->nodes[j].name);
-					hx_strlcpy(rt->link, link, sizeof(rt->link));
-					rt->bw_gbps =
-					    fmin(ls.bw_gbps, fmin(cl->nodes[i].nic_gbps,
-								  cl->nodes[j].nic_gbps));
-					rt->latency_ms = ls.latency_ms;
-				}
+				hx_route_set_link(rt, cl, i, j);
 			}
 			hx_routes_normalize(p->hops + at, p->nhops - at);
 		}

@@ -138,13 +138,34 @@ static void set_steady(hx_serv_stage *s)
 		      s->ttft_s > HX_SERVFIT_OVERLOAD_TTFT_S || s->requests - s->failed < 1);
 }
 
+/* A vLLM result's KIND ("input", "output") lengths into D: the per-request
+ * list KIND_lens, else one length, total_KIND_tokens over COMPLETED. */
+static int result_lens(const hx_jr *r, const json_t *root, const char *kind, double completed,
+		       hx_dist *d)
+{
+	char key[32], ptr[40];
+	const json_t *v;
+	double total = 0;
+	int rc;
+
+	snprintf(key, sizeof(key), "%s_lens", kind);
+	snprintf(ptr, sizeof(ptr), "/%s", key);
+	if ((v = json_object_get(root, key)))
+		return lens_dist(r, v, ptr, d);
+	snprintf(ptr, sizeof(ptr), "/total_%s_tokens", kind);
+	if ((rc = num_at(r, root, ptr, 1, &total, NULL)))
+		return rc;
+	mean_dist(d, total / completed);
+	return 0;
+}
+
 /* vLLM's `vllm bench serve --save-result` JSON: one load. */
 static int read_vllm(const char *path, hx_serv_run *run, int lengths, double *rate_out,
 		     hx_err *err)
 {
 	hx_jr r = {hx_display_path(path), err};
 	json_t *root = hx_json_load_file(path, err), *rate;
-	double completed = 0, failed = 0, e2e = 0, ttft = 0, tin = 0, tout = 0;
+	double completed = 0, failed = 0, e2e = 0, ttft = 0;
 	hx_serv_stage *s;
 	int rc;
 
@@ -165,22 +186,11 @@ static int read_vllm(const char *path, hx_serv_run *run, int lengths, double *ra
 	}
 	rate = json_object_get(root, "request_rate");
 	*rate_out = json_is_number(rate) ? json_number_value(rate) : 0; /* "inf": none */
-	if (lengths & 1) {
-		json_t *v = json_object_get(root, "input_lens");
-		if (v ? (rc = lens_dist(&r, v, "/input_lens", &run->w.prompt))
-		      : (rc = num_at(&r, root, "/total_input_tokens", 1, &tin, NULL)))
-			goto out;
-		if (!v)
-			mean_dist(&run->w.prompt, tin / completed);
-	}
-	if (lengths & 2) {
-		json_t *v = json_object_get(root, "output_lens");
-		if (v ? (rc = lens_dist(&r, v, "/output_lens", &run->w.output))
-		      : (rc = num_at(&r, root, "/total_output_tokens", 1, &tout, NULL)))
-			goto out;
-		if (!v)
-			mean_dist(&run->w.output, tout / completed);
-	}
+	if (((lengths & 1) &&
+	     (rc = result_lens(&r, root, "input", completed, &run->w.prompt))) ||
+	    ((lengths & 2) &&
+	     (rc = result_lens(&r, root, "output", completed, &run->w.output))))
+		goto out;
 	s = run->st = hx_xcalloc(1, sizeof(hx_serv_stage));
 	run->nst = 1;
 	s->requests = (long)(completed + failed);

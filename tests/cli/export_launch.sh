@@ -248,7 +248,7 @@ run export -p "$TMP/int4.json" --to launch --checkpoint -x
 expect_rc 2 "--checkpoint starting with '-'"
 run export -p "$TMP/int4.json" --to dot --checkpoint a/b
 expect_rc 2 "--checkpoint --to dot"
-grep -q '^hexplan: error: --checkpoint is for --to launch, k8s, kserve or dynamo$' "$TMP/err" &&
+grep -q '^hexplan: error: --checkpoint is for --to launch, k8s, kserve, llm-d or dynamo$' "$TMP/err" &&
 	ok || fail "--checkpoint --to dot message"
 
 # A split between models: with --lossy each LiteLLM deployment serves the

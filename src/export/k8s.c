@@ -1025,7 +1025,7 @@ static int plan_limits(const hx_plan *p, const hx_export_opts *o, hx_export_out 
 		}
 		rc = hx_yaml_lose(
 		    o, out, err,
-		    "Kubernetes objects cannot carry the KV routes (%s): pairing prefill and decode pods is left to a prefill/decode-aware router such as llm-d's, and the HTTPRoute splits requests over the groups by the ingress weights",
+		    "Kubernetes objects cannot carry the KV routes (%s): pairing prefill and decode pods is left to a prefill/decode-aware router (--to llm-d writes llm-d's), and the HTTPRoute splits requests over the groups by the ingress weights, to prefill pods that never call a decode pod",
 		    npairs ? pairs.s : "none");
 		hx_buf_release(&pairs);
 		free(from);

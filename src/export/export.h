@@ -37,6 +37,16 @@ typedef struct hx_export_opts {
 #define HX_EXPORT_DYNAMO_VERSION "1.3.1"
 #define HX_EXPORT_IMAGE_DYNAMO   "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1"
 
+/* The llm-d router release (llm-d/llm-d-router: its endpoint picker, the
+ * EndpointPickerConfig plugins and the P/D routing sidecar's flags) the
+ * llm-d export was checked against, its images, and the Gateway API
+ * Inference Extension release whose InferencePool
+ * (inference.networking.k8s.io/v1) it writes. */
+#define HX_EXPORT_LLMD_VERSION  "0.10.0"
+#define HX_EXPORT_GIE_VERSION   "1.6.0"
+#define HX_EXPORT_IMAGE_EPP     "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0"
+#define HX_EXPORT_IMAGE_SIDECAR "ghcr.io/llm-d/llm-d-router-disagg-sidecar:v0.10.0"
+
 typedef struct hx_export_file {
 	char *name; /* a plain file name, no directory */
 	char *text;
@@ -55,6 +65,7 @@ int hx_export_launch(const hx_plan *p, const hx_export_opts *o, hx_export_out *o
 int hx_export_k8s(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err);
 int hx_export_kserve(const hx_plan *p, const hx_export_opts *o, hx_export_out *out,
 		     hx_err *err);
+int hx_export_llmd(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err);
 int hx_export_dynamo(const hx_plan *p, const hx_export_opts *o, hx_export_out *out,
 		     hx_err *err);
 int hx_export_dot(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err);
@@ -82,13 +93,15 @@ enum {
 		 HX_EXPORT_CHECKPOINT)                                                         \
 	NEXT("kserve", hx_export_kserve,                                                       \
 	     HX_EXPORT_ENGINE | HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CHECKPOINT)      \
+	NEXT("llm-d", hx_export_llmd,                                                          \
+	     HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CACHE | HX_EXPORT_CHECKPOINT)       \
 	NEXT("dynamo", hx_export_dynamo,                                                       \
 	     HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CACHE | HX_EXPORT_CHECKPOINT)       \
 	NEXT("dot", hx_export_dot, HX_EXPORT_FRAGMENTS)
 
 #define HX_EXPORT_FIRST_NAME_(name, fn, flags) name
 #define HX_EXPORT_NEXT_NAME_(name, fn, flags)  "|" name
-/* "launch|k8s|kserve|dynamo|dot": a string literal, for usage lines. */
+/* "launch|k8s|kserve|llm-d|dynamo|dot": a string literal, for usage lines. */
 #define HX_EXPORT_TARGET_NAMES HX_EXPORT_TARGETS(HX_EXPORT_FIRST_NAME_, HX_EXPORT_NEXT_NAME_)
 
 typedef struct hx_export_target {

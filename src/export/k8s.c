@@ -509,7 +509,7 @@ static void command(argv_t *a, const hx_kgroup *k, int kind)
 	argv_t serve = {0};
 
 	if (kind == HX_KPOD_SINGLE) {
-		vllm_serve(a, k, HX_K8S_PORT, 0);
+		vllm_serve(a, k, hx_k8s_port(k), 0);
 		return;
 	}
 	if (kind == HX_KPOD_WORKER) {
@@ -517,7 +517,7 @@ static void command(argv_t *a, const hx_kgroup *k, int kind)
 				   "--block; do sleep 5; done");
 	} else {
 		/* the Ray head waits for every node of the replica, then serves */
-		vllm_serve(&serve, k, HX_K8S_PORT, 1);
+		vllm_serve(&serve, k, hx_k8s_port(k), 1);
 		hx_buf_printf(&sh,
 			      "ray start --head --port=6379 && "
 			      "until python3 -c 'import ray, sys; ray.init(address=\"auto\", "
@@ -685,12 +685,12 @@ static int startup_s(const hx_kgroup *k)
 	return 300 + (int)ceil(bytes / 100e6);
 }
 
-static void probe(hx_yw *w, const char *key, int period, int failures, int timeout)
+static void probe(hx_yw *w, const char *key, int port, int period, int failures, int timeout)
 {
 	hx_yw_map(w, key);
 	hx_yw_map(w, "httpGet");
 	hx_yw_str(w, "path", "/health");
-	hx_yw_int(w, "port", HX_K8S_PORT);
+	hx_yw_int(w, "port", port);
 	hx_yw_end(w);
 	hx_yw_int(w, "periodSeconds", period);
 	if (timeout)
@@ -707,13 +707,13 @@ static void pod_probes(hx_yw *w, const hx_kgroup *k)
 	hx_yw_map(w, "ports");
 	hx_yw_item(w);
 	hx_yw_str(w, "name", "http");
-	hx_yw_int(w, "containerPort", HX_K8S_PORT);
+	hx_yw_int(w, "containerPort", hx_k8s_port(k));
 	hx_yw_str(w, "protocol", "TCP");
 	hx_yw_end(w);
 	hx_yw_end(w);
-	probe(w, "readinessProbe", 10, 0, 0);
-	probe(w, "startupProbe", 10, (startup_s(k) + 9) / 10, 0);
-	probe(w, "livenessProbe", 10, 3, 5);
+	probe(w, "readinessProbe", hx_k8s_port(k), 10, 0, 0);
+	probe(w, "startupProbe", hx_k8s_port(k), 10, (startup_s(k) + 9) / 10, 0);
+	probe(w, "livenessProbe", hx_k8s_port(k), 10, 3, 5);
 }
 
 /* Requests and limits of a pod of K with NGPUS: the GPUs, and CPU and memory
@@ -963,9 +963,8 @@ static void service(hx_yw *w, const hx_kgroup *k)
 	hx_yw_end(w);
 }
 
-/* At most one pod of K's down at a time for voluntary disruptions (node
- * drains): a drain then waits for the group to be whole again. */
-static void disruption_budget(hx_yw *w, const hx_kgroup *k)
+/* A drain then waits for the group to be whole again. */
+void hx_k8s_disruption_budget(hx_yw *w, const hx_kgroup *k)
 {
 	hx_yw_doc(w);
 	hx_yw_str(w, "apiVersion", "policy/v1");
@@ -1026,7 +1025,7 @@ static int plan_limits(const hx_plan *p, const hx_export_opts *o, hx_export_out 
 		}
 		rc = hx_yaml_lose(
 		    o, out, err,
-		    "Kubernetes objects cannot carry the KV routes (%s): pairing prefill and decode pods is left to a prefill/decode-aware router such as llm-d's, and the HTTPRoute splits requests over the groups by the ingress weights",
+		    "Kubernetes objects cannot carry the KV routes (%s): pairing prefill and decode pods is left to a prefill/decode-aware router (--to llm-d writes llm-d's), and the HTTPRoute splits requests over the groups by the ingress weights, to prefill pods that never call a decode pod",
 		    npairs ? pairs.s : "none");
 		hx_buf_release(&pairs);
 		free(from);
@@ -1037,13 +1036,7 @@ static int plan_limits(const hx_plan *p, const hx_export_opts *o, hx_export_out 
 	return 0;
 }
 
-/* The header the gateway's body-based router sets from a request's "model"
- * (Gateway API Inference Extension): what per-model rules match on. */
-#define MODEL_HEADER "X-Gateway-Model-Name"
-
-/* Ingress weights per group (summed over classes) into WEIGHT; refuses or
- * notes what an HTTPRoute cannot see.  Returns 0 or the export's error. */
-static int route_weights(const hx_plan *p, const hx_export_opts *o, double *weight,
+int hx_k8s_route_weights(const hx_plan *p, const hx_export_opts *o, double *weight,
 			 hx_export_out *out, hx_err *err)
 {
 	int models = 0, first = -1, rc;
@@ -1067,7 +1060,7 @@ static int route_weights(const hx_plan *p, const hx_export_opts *o, double *weig
 	if (models)
 		return hx_yaml_lose(
 		    o, out, err,
-		    "the ingress splits requests over models, and a request names its model: one HTTPRoute rule per model, matching the " MODEL_HEADER
+		    "the ingress splits requests over models, and a request names its model: one HTTPRoute rule per model, matching the " HX_K8S_MODEL_HEADER
 		    " header that the gateway's body-based router sets, splits that model's requests over its groups by their weights");
 	return 0;
 }
@@ -1095,7 +1088,7 @@ static void route_rule(hx_yw *w, const hx_plan *p, const hx_kgroup *kg, const do
 		hx_yw_map(w, "headers");
 		hx_yw_item(w);
 		hx_yw_str(w, "type", "Exact");
-		hx_yw_str(w, "name", MODEL_HEADER);
+		hx_yw_str(w, "name", HX_K8S_MODEL_HEADER);
 		hx_yw_str(w, "value", header);
 		hx_yw_end(w);
 		hx_yw_end(w);
@@ -1158,7 +1151,7 @@ static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_k
 	int rc = 0, nmodels = 0;
 	double total = 0;
 
-	if ((rc = route_weights(p, o, weight, out, err)))
+	if ((rc = hx_k8s_route_weights(p, o, weight, out, err)))
 		goto done;
 	for (int g = 0; g < p->ngroups; g++)
 		if (weight[g] > 0) {
@@ -1248,7 +1241,7 @@ int hx_export_k8s(const hx_plan *p, const hx_export_opts *o, hx_export_out *out,
 	for (int g = 0; g < p->ngroups; g++) {
 		workload(&w, &kg[g]);
 		service(&w, &kg[g]);
-		disruption_budget(&w, &kg[g]);
+		hx_k8s_disruption_budget(&w, &kg[g]);
 	}
 	if ((rc = route(&w, p, o, kg, out, err)))
 		goto done;

@@ -29,9 +29,11 @@
  * engines want one TP size: the lossy form runs the smallest), a replica
  * whose ranks do not fill its nodes in order and evenly (the engines give
  * every node world/nnodes consecutive ranks), a replica that mixes GPU
- * vendors, per-class ingress weights, a split of requests between models,
- * cascades and cross-replica hops.  Uneven layer splits are expressed
- * (VLLM_PP_LAYER_PARTITION, SGLANG_PP_LAYER_PARTITION).
+ * vendors, per-class ingress weights, a split of requests between models
+ * (but where LiteLLM fronts them all: vLLM and aggregated groups, whose
+ * replicas then also form the model group "hexplan", weighted by their
+ * share of all the requests), cascades and cross-replica hops.  Uneven layer splits are
+ * expressed (VLLM_PP_LAYER_PARTITION, SGLANG_PP_LAYER_PARTITION).
  *
  * JSON: one object per process per line, then one {"router": ...} line per
  * router.  Shell: launch-<host>.sh per host and router.sh (+ router.yaml
@@ -58,8 +60,12 @@
 #define PORT_MASTER    29500
 #define PORT_LITELLM   4000
 #define PORT_ROUTER    30000
-#define MAX_PER_HOST   500 /* keeps the port ranges apart */
-#define MAX_ROUTERS    1000
+
+/* The LiteLLM model group of a plan that splits requests between models:
+ * what clients ask for to be spread over the models by the plan's weights. */
+#define MODEL_GROUP  "hexplan"
+#define MAX_PER_HOST 500 /* keeps the port ranges apart */
+#define MAX_ROUTERS  1000
 
 typedef struct arg {
 	char *s;
@@ -127,6 +133,7 @@ typedef struct ctx {
 	deployment *dep;
 	int ndep;
 	int litellm; /* a LiteLLM router is written */
+	int group;   /* the models' replicas also form the model group MODEL_GROUP */
 	int nports;  /* routers on PORT_ROUTER + n */
 } ctx;
 
@@ -728,6 +735,17 @@ static int model_routers(ctx *c, const hx_model *m, int *list)
 				d->has_weight = total > 0;
 				d->weight =
 				    hx_round6(ingress_weight(c->p, g->name) / g->nreplicas);
+				if (c->group && d->weight > 0) {
+					/* the same replica in the group of every model,
+					 * weighted by its share of all the requests */
+					deployment *e;
+					c->dep = hx_xrealloc(c->dep, (size_t)(c->ndep + 1) *
+									 sizeof(*c->dep));
+					e = &c->dep[c->ndep++];
+					*e = c->dep[c->ndep - 2];
+					e->model_name = MODEL_GROUP;
+					e->api_base = xprintf("%s", e->api_base);
+				}
 			}
 		}
 		if (!c->litellm) {
@@ -769,8 +787,22 @@ static int model_routers(ctx *c, const hx_model *m, int *list)
 	return 0;
 }
 
-/* What no router expresses: per-class weights, splits between models,
- * cascades, hops. */
+/* A split between models that LiteLLM's model group expresses: vLLM, and
+ * every group that takes ingress aggregated (behind the LiteLLM proxy, not
+ * a prefill/decode router). */
+static int model_group_ok(const ctx *c)
+{
+	if (!c->vllm)
+		return 0;
+	for (int g = 0; g < c->p->ngroups; g++)
+		if (c->p->groups[g].role != HX_ROLE_AGGREGATED &&
+		    ingress_weight(c->p, c->p->groups[g].name) > 0)
+			return 0;
+	return 1;
+}
+
+/* What no router expresses: per-class weights, splits between models
+ * (but LiteLLM's model group), cascades, hops. */
 static int plan_routing(ctx *c)
 {
 	int rc, nmodels = 0;
@@ -804,11 +836,13 @@ static int plan_routing(ctx *c)
 			 "the plan is a cascade of %d models, and the router does not escalate requests by judge score",
 			 c->p->ncascade)))
 			return rc;
+	} else if (nmodels > 1 && model_group_ok(c)) {
+		c->group = 1; /* LiteLLM's model group spreads them */
 	} else if (
 	    nmodels > 1 &&
 	    (rc = cannot(
 		 c, "route each request to the model it names",
-		 "the plan splits requests between models (%s), and clients choose the model at the router",
+		 "the plan splits requests between models (%s), and only vLLM's LiteLLM router, in front of aggregated groups, spreads one model group over several models",
 		 split)))
 		return rc;
 	if (c->p->nhops > 0 &&
@@ -1030,8 +1064,14 @@ static char *router_yaml(const ctx *c)
 	hx_buf b = {0};
 
 	hx_buf_printf(&b, "# LiteLLM proxy config written by hexplan export --to launch: one\n"
-			  "# deployment per replica, weighted by the plan's ingress share.\n"
-			  "model_list:\n");
+			  "# deployment per replica, weighted by the plan's ingress share.\n");
+	if (c->group)
+		hx_buf_printf(
+		    &b,
+		    "# Clients ask for model \"%s\" to be spread over the plan's models\n"
+		    "# by its weights, or name one model.\n",
+		    MODEL_GROUP);
+	hx_buf_printf(&b, "model_list:\n");
 	for (int i = 0; i < c->ndep; i++) {
 		const deployment *d = &c->dep[i];
 		char *model = xprintf("hosted_vllm/%s", d->model);

@@ -261,7 +261,19 @@ typedef struct hx_kgroup {
 	int worker_nproducts;
 	const char *worker_products[8];
 	char *placement; /* every replica's GPUs, for an annotation */
+	int port;        /* where vLLM listens: 0 for HX_K8S_PORT (llm-d's decode
+			  * pods: its routing sidecar takes that one) */
 } hx_kgroup;
+
+/* The port K's vLLM listens on, probed and declared. */
+static inline int hx_k8s_port(const hx_kgroup *k)
+{
+	return k->port ? k->port : HX_K8S_PORT;
+}
+
+/* The header the gateway's body-based router sets from a request's "model"
+ * (Gateway API Inference Extension): what per-model rules match on. */
+#define HX_K8S_MODEL_HEADER "X-Gateway-Model-Name"
 
 /* The unique keys of the plan's groups (KEY[i] for group i). */
 void hx_k8s_keys(const hx_plan *p, char (*key)[56]);
@@ -299,6 +311,14 @@ void hx_k8s_cache_volume(hx_yw *w, const hx_kgroup *k);
 void hx_k8s_str_nodollar(hx_yw *w, const char *key, const char *s);
 /* The group of replica ID ("g0r1", or "g0r1/s0"): an index, or -1. */
 int hx_k8s_replica_group(const hx_plan *p, const char *id);
+/* A PodDisruptionBudget for K: at most one of its pods down at a time for
+ * voluntary disruptions (node drains). */
+void hx_k8s_disruption_budget(hx_yw *w, const hx_kgroup *k);
+/* Ingress weights per group (summed over classes) into WEIGHT[ngroups],
+ * zeroed by the caller; refuses or notes (OUT) what an HTTPRoute cannot see:
+ * per-class routes, a split over models.  Returns 0 or HX_EINPUT (ERR). */
+int hx_k8s_route_weights(const hx_plan *p, const hx_export_opts *o, double *weight,
+			 hx_export_out *out, hx_err *err);
 /* WEIGHT[0..N) scaled to integers summing to 1,000,000, proportional
  * (largest remainder); all 0 when the weights sum to 0. */
 void hx_k8s_scale(const double *weight, int n, long *out);

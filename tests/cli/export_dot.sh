@@ -146,7 +146,7 @@ expect_err_line '^hexplan: error: .*missing/plan\.dot' "-o into a missing direct
 # usage error naming the targets that do, exit 2, nothing written.
 for o in --lossy --engine --format; do
 	case $o in
-	--lossy) args=--lossy what=--lossy list="launch, k8s, kserve or dynamo" ;;
+	--lossy) args=--lossy what=--lossy list="launch, k8s, kserve, llm-d or dynamo" ;;
 	--engine) args="--engine vllm" what=--engine list="launch, k8s or kserve" ;;
 	--format) args="--format json" what="--format json|sh" list=launch ;;
 	esac

@@ -248,11 +248,14 @@ run export -p "$TMP/int4.json" --to launch --checkpoint -x
 expect_rc 2 "--checkpoint starting with '-'"
 run export -p "$TMP/int4.json" --to dot --checkpoint a/b
 expect_rc 2 "--checkpoint --to dot"
-grep -q '^hexplan: error: --checkpoint is for --to launch, k8s, kserve or dynamo$' "$TMP/err" &&
+grep -q '^hexplan: error: --checkpoint is for --to launch, k8s, kserve, llm-d or dynamo$' "$TMP/err" &&
 	ok || fail "--checkpoint --to dot message"
 
-# A split between models: with --lossy each LiteLLM deployment serves the
-# model it is named for, so a request reaches only that model's servers.
+# A split between models: one LiteLLM model group, "hexplan", holds every
+# replica of every model weighted by its share of all the requests, so
+# clients ask for one name and the split happens as planned; each model's
+# own deployments still serve requests that name it.  SGLang has no such
+# router: refused, and with --lossy each request goes to the model it names.
 python3 - $D/baseline.json "$TMP/two.json" <<'PY'
 import copy, json, sys
 p = json.load(open(sys.argv[1]))
@@ -263,22 +266,45 @@ p["groups"][2]["model"] = "other"
 json.dump(p, open(sys.argv[2], "w"), indent=2)
 PY
 run export -p "$TMP/two.json" --to launch
-expect_rc 1 "two models --to launch"
-run export -p "$TMP/two.json" --to launch --lossy
-expect_rc 0 "two models --to launch --lossy"
-python3 - "$TMP/out" <<'PY' && ok || fail "two models: each deployment serves its own model"
+expect_rc 0 "two models --to launch"
+[ -s "$TMP/err" ] && fail "two models: stderr is not empty" || ok
+python3 - "$TMP/out" "$TMP/two.json" <<'PY' && ok || fail "two models: the model group and each model's deployments"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
+plan = json.load(open(sys.argv[2]))
 serves = {o["url"] + "/v1": o["argv"][2] for o in lines if "router" not in o and o["url"]}
 repo = {"llama-3.1-70b": "meta-llama/Llama-3.1-70B-Instruct", "other": "org/other-70b"}
 [r] = [o["router"] for o in lines if "router" in o]
-names = set()
+assert r["config"]["router_settings"] == {"routing_strategy": "simple-shuffle"}
+own, group = {}, {}
 for d in r["config"]["model_list"]:
     lp = d["litellm_params"]
-    assert serves[lp["api_base"]] == repo[d["model_name"]] and lp["model"] == "hosted_vllm/" + repo[d["model_name"]], d
-    names.add(d["model_name"])
-assert names == set(repo), names
+    assert lp["model"] == "hosted_vllm/" + serves[lp["api_base"]], d
+    if d["model_name"] == "hexplan":
+        m = [k for k, v in repo.items() if v == serves[lp["api_base"]]][0]
+        group[m] = group.get(m, 0) + lp["weight"]
+    else:
+        assert serves[lp["api_base"]] == repo[d["model_name"]], d
+        own[d["model_name"]] = own.get(d["model_name"], 0) + 1
+assert own == {"llama-3.1-70b": 24, "other": 4}, own
+# the group's weights per model are the plan's fractions
+share = {"llama-3.1-70b": 0, "other": 0}
+model = {g["name"]: g["model"] for g in plan["groups"]}
+for x in plan["routing"]["ingress"]:
+    share[model[x["group"]]] += x["weight"]
+for m in repo:
+    assert abs(group[m] - share[m]) < 1e-5, (group, share)
 PY
+run export -p "$TMP/two.json" --to launch --format sh -o "$TMP/two-sh"
+expect_rc 0 "two models --format sh"
+grep -q '^# Clients ask for model "hexplan" to be spread over the plan.s models$' "$TMP/two-sh/router.yaml" &&
+	[ "$(grep -c 'model_name: "hexplan"' "$TMP/two-sh/router.yaml")" = 28 ] && ok ||
+	fail "two models --format sh: the group in router.yaml"
+run export -p "$TMP/two.json" --to launch --engine sglang
+expect_rc 1 "two models --engine sglang"
+expect_err_line '^hexplan: error: the plan splits requests between models \(llama-3.1-70b 0.95759, other 0.04241\), and only vLLM.s LiteLLM router, in front of aggregated groups, spreads one model group over several models \(with --lossy the launch commands route each request to the model it names\)$' "two models --engine sglang: message"
+run export -p "$TMP/two.json" --to launch --engine sglang --lossy
+expect_rc 0 "two models --engine sglang --lossy"
 
 # Several files need a directory; output is written atomically into it.
 run export -p $D/baseline.json --to launch --format sh

@@ -138,6 +138,16 @@ const char *hx_export_host(const hx_export_opts *o, const char *node)
 	return node;
 }
 
+const char *hx_export_iface(const hx_export_opts *o, const char *node)
+{
+	if (o && o->cluster)
+		for (int i = 0; i < o->cluster->nnodes; i++)
+			if (strcmp(o->cluster->nodes[i].name, node) == 0 &&
+			    o->cluster->nodes[i].iface[0])
+				return o->cluster->nodes[i].iface;
+	return NULL;
+}
+
 int hx_export_precision_args(int engine, hx_dtype wdt, hx_dtype kvdt, const char *args[4])
 {
 	int n = 0;

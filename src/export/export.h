@@ -142,6 +142,8 @@ char *hx_shell_quote(const char *s);
 void hx_dns_label(char *out, size_t n, const char *s);
 /* The address of node NODE: the cluster's "host" when given, else the name. */
 const char *hx_export_host(const hx_export_opts *o, const char *node);
+/* The cluster's "interface" of NODE, or NULL when it names none. */
+const char *hx_export_iface(const hx_export_opts *o, const char *node);
 /* The cluster's profile of NODE's GPU, else the plan's profile named GPU. */
 const hx_gpu *hx_export_gpu(const hx_plan *p, const hx_export_opts *o, const char *node,
 			    const char *gpu);

@@ -93,7 +93,7 @@ typedef struct proc {
 	int amd;
 	int port; /* HTTP; 0 on a non-serving rank */
 	char *url;
-	envvar env[6];
+	envvar env[9];
 	int nenv;
 	args argv;
 } proc;
@@ -465,10 +465,19 @@ static void fill_procs(ctx *c)
 		int pd = g->role != HX_ROLE_AGGREGATED;
 		hx_buf dev = {0};
 		char *part = layer_partition(g);
+		const char *iface;
 
 		for (int k = 0; k < x->ngpus; k++)
 			hx_buf_printf(&dev, "%s%d", k ? "," : "", x->gpus[k]);
 		add_env(x, x->amd ? "HIP_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES", dev.s);
+		if ((iface = hx_export_iface(c->o, x->node))) {
+			/* the node's interface for the collectives' bootstrap (NCCL
+			 * or RCCL, Gloo) and, in a P/D pair, NIXL's UCX transport */
+			add_env(x, "NCCL_SOCKET_IFNAME", hx_xstrdup(iface));
+			add_env(x, "GLOO_SOCKET_IFNAME", hx_xstrdup(iface));
+			if (pd)
+				add_env(x, "UCX_NET_DEVICES", hx_xstrdup(iface));
+		}
 		if (x->rank == 0) {
 			x->port = PORT_HTTP + x->slot;
 			x->url = host_port("http://", addr, x->port);

@@ -60,10 +60,41 @@ static int index_cluster(hx_cluster *c)
 	return dup;
 }
 
+/* A node's "interface": a Linux network interface name (at most 15 bytes of
+ * letters, digits, '_', '.', ':' and '-', not starting with '-'), which
+ * launch scripts give NCCL, Gloo and UCX. */
+static int parse_iface(const hx_jr *r, const json_t *v, const char *p, hx_node *nd)
+{
+	const json_t *x = json_object_get(v, "interface");
+	char pk[96];
+	const char *s;
+	size_t n;
+
+	if (!x)
+		return 0;
+	hx_ptr_key(pk, sizeof(pk), p, "interface");
+	if (!json_is_string(x))
+		return hx_jr_fail(r, pk, "must be a string");
+	s = json_string_value(x);
+	n = strlen(s);
+	if (n == 0 || n > 15 || n != json_string_length(x))
+		return hx_jr_fail(r, pk,
+				  "must be a network interface name of 1 to 15 characters");
+	if (s[0] == '-' || strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				     "0123456789_.:-") != n)
+		return hx_jr_fail(r, pk,
+				  "\"%s\" is not a network interface name (letters, digits, "
+				  "'_', '.', ':' and '-', not starting with '-')",
+				  s);
+	memcpy(nd->iface, s, n + 1);
+	return 0;
+}
+
 static int parse_nodes(const hx_jr *r, const json_t *list, const hx_catalog *cat, hx_cluster *c)
 {
-	static const char *const keys[] = {"name", "gpu",      "count",        "region",
-					   "host", "nic_gbps", "usd_per_hour", NULL};
+	static const char *const keys[] = {"name",         "gpu",       "count",
+					   "region",       "host",      "nic_gbps",
+					   "usd_per_hour", "interface", NULL};
 	size_t n, i;
 	int rc;
 
@@ -103,7 +134,8 @@ static int parse_nodes(const hx_jr *r, const json_t *list, const hx_catalog *cat
 		    (rc = hx_jr_str(r, v, p, "region", 0, nd->region, sizeof(nd->region))) ||
 		    (rc = hx_jr_str(r, v, p, "host", 0, nd->host, sizeof(nd->host))) ||
 		    (rc = hx_jr_pos(r, v, p, "nic_gbps", 0, &nd->nic_gbps)) ||
-		    (rc = hx_jr_num(r, v, p, "usd_per_hour", 0, 0, 1e6, &nd->usd_per_hour)))
+		    (rc = hx_jr_num(r, v, p, "usd_per_hour", 0, 0, 1e6, &nd->usd_per_hour)) ||
+		    (rc = parse_iface(r, v, p, nd)))
 			return rc;
 		nd->count = (int)count;
 		c->nnodes++;

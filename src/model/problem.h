@@ -42,6 +42,7 @@ typedef struct hx_node {
 	char name[64];
 	char region[64];
 	char host[256];
+	char iface[16]; /* the network interface its collectives use ("" none) */
 	hx_gpu gpu;
 	int count;           /* GPUs */
 	double nic_gbps;     /* per node, to the network */

@@ -324,6 +324,34 @@ run export -p $D/pipeline.json -c $PC --to launch -o "$TMP/one.jsonl"
 expect_rc 0 "json to a file"
 hx export -p $D/pipeline.json -c $PC --to launch | cmp -s - "$TMP/one.jsonl" && ok || fail "json file = stdout"
 
+# A node's "interface" reaches its processes as NCCL's and Gloo's socket
+# interface; a name that is not one is refused with its place.
+python3 - $PC "$TMP/if-cluster.json" "$TMP/if-bad.json" "$TMP/if-long.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["nodes"][0]["interface"], c["nodes"][1]["interface"] = "ens5", "bond0.100"
+json.dump(c, open(sys.argv[2], "w"))
+c["nodes"][1]["interface"] = "-eth0"
+json.dump(c, open(sys.argv[3], "w"))
+c["nodes"][1]["interface"] = "e" * 16
+json.dump(c, open(sys.argv[4], "w"))
+PY
+run export -p $D/pipeline.json -c "$TMP/if-cluster.json" --to launch
+expect_rc 0 "interfaces"
+python3 - "$TMP/out" <<'PY' && ok || fail "interfaces: NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME per node"
+import json, sys
+a, b, r = [json.loads(l) for l in open(sys.argv[1])]
+for o, i in ((a, "ens5"), (b, "bond0.100")):
+    assert o["env"]["NCCL_SOCKET_IFNAME"] == i and o["env"]["GLOO_SOCKET_IFNAME"] == i, o["env"]
+    assert "UCX_NET_DEVICES" not in o["env"], o["env"]
+PY
+run export -p $D/pipeline.json -c "$TMP/if-bad.json" --to launch
+expect_rc 1 "interface starting with '-'"
+expect_err_line "^hexplan: error: $TMP/if-bad.json: /nodes/1/interface: \"-eth0\" is not a network interface name \(letters, digits, '_', '.', ':' and '-', not starting with '-'\)$" "bad interface message"
+run export -p $D/pipeline.json -c "$TMP/if-long.json" --to launch
+expect_rc 1 "interface of 16 characters"
+expect_err_line "^hexplan: error: $TMP/if-long.json: /nodes/1/interface: must be a network interface name of 1 to 15 characters$" "long interface message"
+
 # Options that start with '-' would be read as flags: refused.
 python3 - $PC "$TMP/dash-cluster.json" <<'PY'
 import json, sys

@@ -234,21 +234,46 @@ static int sim_picks(const hx_problem *pb, double deadline, hx_candset *s,
 	return 0;
 }
 
+/* Scale the shapes not simulated yet by what the simulated ones showed (the
+ * ratio of their summed simulated to summed predicted capacities, PRED the
+ * cost model's), so the MILP does not swap a checked shape for an unchecked
+ * one that the cost model overrates alike. */
+static void scale_unsimulated(hx_candset *s, const double *pred, const double *simcap)
+{
+	double a = 0, b = 0;
+
+	for (int c = 0; c < s->n; c++)
+		if (simcap[c] >= 0) {
+			a += simcap[c];
+			b += pred[c];
+		}
+	if (b <= 0)
+		return;
+	for (int c = 0; c < s->n; c++)
+		if (simcap[c] < 0)
+			s->c[c].capacity_rps = pred[c] * a / b;
+}
+
 /* The simulator's check of RES (objective capacity or cost): correct the
  * chosen shapes' capacities and solve again while they move. */
 static int sim_check(const hx_problem *pb, const hx_plan_opts *o, double deadline,
 		     hx_candset *s, int objective, double *simcap, hx_milp_result *res,
 		     hx_err *err)
 {
+	double *pred = hx_xmalloc((size_t)s->n * sizeof(double) + 1);
+	int rc = 0, moved;
+
+	for (int c = 0; c < s->n; c++)
+		pred[c] = s->c[c].capacity_rps;
 	for (int round = 0; round < COLO_SIM_ROUNDS; round++) {
 		hx_milp_result r2 = {0};
-		int moved, rc;
 		if ((rc = sim_picks(pb, deadline, s, res, simcap, &moved, err)))
-			return rc;
+			goto out;
 		if (!moved || hx_past(deadline) || round + 1 == COLO_SIM_ROUNDS)
 			break;
+		scale_unsimulated(s, pred, simcap);
 		if ((rc = solve(pb, o, deadline, s, NULL, objective, &r2, err)))
-			return rc;
+			goto out;
 		if (r2.status > HX_MILP_TIME_LIMIT) {
 			free(r2.x); /* the corrected MILP has no plan: keep RES */
 			break;
@@ -257,10 +282,10 @@ static int sim_check(const hx_problem *pb, const hx_plan_opts *o, double deadlin
 		*res = r2;
 	}
 	/* The shapes of a last re-solve, for the record. */
-	{
-		int moved;
-		return sim_picks(pb, deadline, s, res, simcap, &moved, err);
-	}
+	rc = sim_picks(pb, deadline, s, res, simcap, &moved, err);
+out:
+	free(pred);
+	return rc;
 }
 
 /* Split the ingress by the groups' simulated capacities (group i holds

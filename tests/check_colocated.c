@@ -225,7 +225,7 @@ START_TEST(test_sim_check)
 	ck_assert(hx_model_resolve(&cat, "llama-3.1-8b", &m, &err) == 0);
 	pb = (hx_problem){&cat, &c, &chat, &m, 1, path, path, NULL};
 	ck_assert_msg(hx_plan_colocated(&pb, &o, &p, &err) == 0, "%s", err.msg);
-	ck_assert_int_eq(p.simulated.requests, 1000);
+	ck_assert_int_eq(p.simulated.requests, 500);
 	ck_assert_str_eq(p.simulated.method, "replicas");
 	ck_assert(p.simulated.capacity_rps > 0);
 	ck_assert(hx_verify_plan(&p, &c, &v, &nv) == 0);

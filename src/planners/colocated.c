@@ -182,9 +182,13 @@ typedef struct pick {
 
 #define COLO_SIM_ROUNDS 4
 #define COLO_SIM_TOL    0.05
-#define COLO_SIM_REQUESTS                                                                      \
-	1000 /* per rate; hx_sim_capacity raises it to its                                     \
-	      * two minutes or HX_CAP_LIVES lives */
+/* A quick check: 500 requests per rate, or a minute or 20 request lives of
+ * arrivals when that is more, bisected to 2% (simulate --capacity: 4000,
+ * two minutes, 50 lives, 1%). */
+#define COLO_SIM_REQUESTS 500
+#define COLO_SIM_LIVES    20
+#define COLO_SIM_MIN_S    60
+#define COLO_SIM_TOL_BIS  0.02
 
 /* The capacity at the SLO of one replica of candidate C alone, in the
  * simulator, on requests drawn with the problem's seed. */
@@ -193,7 +197,8 @@ static int shape_sim(const hx_problem *pb, const hx_candset *s, int c, double *r
 	const hx_cluster *cl = pb->cluster;
 	int *free_gpus = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int));
 	int *next = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int));
-	hx_sim_opts so = {pb->seed, 0, NULL, NULL};
+	hx_sim_opts so = {pb->seed,        0, NULL, NULL, COLO_SIM_LIVES, COLO_SIM_MIN_S,
+			  COLO_SIM_TOL_BIS};
 	hx_plan q;
 	int rc;
 

@@ -16,6 +16,7 @@
 #include "planners/disagg.h"
 #include "planners/pipeline.h"
 #include "plan/verify.h"
+#include "sim/sim.h"
 #include "check_util.h"
 
 static hx_catalog cat;
@@ -83,7 +84,7 @@ static void one_case(const char *json, const char *model, int objective, double 
 	hx_problem pb;
 	hx_candset s;
 	hx_plan p;
-	hx_plan_opts o = {objective, 0, 0, 0, NULL, 0, 0};
+	hx_plan_opts o = {objective, 0, 0, 0, NULL, 0, 0, NULL, 1};
 	hx_err err = {0};
 	hx_violation *v = NULL;
 	int nv = 0, left[64];
@@ -203,6 +204,47 @@ START_TEST(test_asymmetric_pipeline)
 }
 END_TEST
 
+/* The simulator's check: the plan records what its replicas sustain in the
+ * simulator, the whole plan simulated agrees with that sum, and the ingress
+ * splits by it. */
+START_TEST(test_sim_check)
+{
+	const char *path = write_cluster(small[1]);
+	hx_cluster c;
+	hx_model m;
+	hx_problem pb;
+	hx_plan p;
+	hx_plan_opts o = {HX_OBJ_CAPACITY, 0, 0, 0, NULL, 0, 0};
+	hx_sim_opts so = {1, 0, NULL, NULL};
+	hx_err err = {0};
+	hx_violation *v = NULL;
+	int nv = 0;
+	double whole = 0, sum = 0;
+
+	ck_assert(hx_cluster_load(&c, path, &cat, &err) == 0);
+	ck_assert(hx_model_resolve(&cat, "llama-3.1-8b", &m, &err) == 0);
+	pb = (hx_problem){&cat, &c, &chat, &m, 1, path, path, NULL};
+	ck_assert_msg(hx_plan_colocated(&pb, &o, &p, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(p.simulated.requests, 500);
+	ck_assert_str_eq(p.simulated.method, "replicas");
+	ck_assert(p.simulated.capacity_rps > 0);
+	ck_assert(hx_verify_plan(&p, &c, &v, &nv) == 0);
+	ck_assert_msg(nv == 0, "%s", nv ? v[0].msg : "");
+	for (int i = 0; i < p.ningress; i++)
+		sum += p.ingress[i].weight;
+	ck_assert(fabs(sum - 1) < 1e-9);
+	ck_assert_msg(hx_sim_capacity(&p, &chat, 1000, &so, &whole, NULL, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_msg(fabs(whole / p.simulated.capacity_rps - 1) < 0.15,
+		      "whole plan %.3f vs replicas %.3f req/s", whole,
+		      p.simulated.capacity_rps);
+	free(v);
+	hx_plan_release(&p);
+	hx_cluster_release(&c);
+	unlink(path);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("colocated");
@@ -213,6 +255,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_cost_equals_exhaustive);
 	tcase_add_test(tc, test_rate_too_high);
 	tcase_add_test(tc, test_asymmetric_pipeline);
+	tcase_add_test(tc, test_sim_check);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -523,6 +523,17 @@ static json_t *solver_json(const hx_plan *p)
 	return x;
 }
 
+static json_t *simulated_json(const hx_plan *p)
+{
+	json_t *x = json_object();
+
+	json_object_set_new(x, "capacity_rps", json_real(hx_round6(p->simulated.capacity_rps)));
+	hx_jset_str(x, "method", p->simulated.method);
+	hx_jset_int(x, "requests", p->simulated.requests);
+	json_object_set_new(x, "seed", json_integer((json_int_t)p->simulated.seed));
+	return x;
+}
+
 /* The plan's keys in the fixed order of formats(5); each part its own helper. */
 static json_t *plan_json(const hx_plan *p)
 {
@@ -557,6 +568,8 @@ static json_t *plan_json(const hx_plan *p)
 	if (p->nrent > 0)
 		json_object_set_new(o, "rent", rent_json(p));
 	json_object_set_new(o, "predicted", predicted_json(p));
+	if (p->simulated.requests > 0)
+		json_object_set_new(o, "simulated", simulated_json(p));
 	if (p->shortage.on)
 		json_object_set_new(o, "shortfall", shortfall_json(p));
 	json_object_set_new(o, "solver", solver_json(p));
@@ -1170,12 +1183,33 @@ static int parse_solver(const hx_jr *r, const json_t *v, hx_plan *p)
 	return 0;
 }
 
+static int parse_simulated(const hx_jr *r, const json_t *v, hx_plan *p)
+{
+	static const char *const keys[] = {"capacity_rps", "method", "requests", "seed", NULL};
+	static const char *const methods[] = {"replicas", "plan", NULL};
+	long seed = 1;
+	int rc, idx = 0;
+
+	if ((rc = hx_jr_object(r, v, "/simulated", keys)) ||
+	    (rc = hx_jr_num(r, v, "/simulated", "capacity_rps", 1, 0, 1e15,
+			    &p->simulated.capacity_rps)) ||
+	    (rc = hx_jr_enum(r, v, "/simulated", "method", 1, methods, &idx)) ||
+	    (rc = hx_jr_int(r, v, "/simulated", "requests", 1, 1, 1000000000L,
+			    &p->simulated.requests)) ||
+	    (rc = hx_jr_int(r, v, "/simulated", "seed", 1, 0, 0x7fffffffffffffffL, &seed)))
+		return rc;
+	strcpy(p->simulated.method, methods[idx]);
+	p->simulated.seed = (uint64_t)seed;
+	return 0;
+}
+
 /* The parts in the order the writer puts them; each part its own helper. */
 static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 {
-	static const char *const top[] = {
-	    "schema", "version", "mode", "status",    "inputs",    "models", "gpus",
-	    "groups", "routing", "rent", "predicted", "shortfall", "solver", NULL};
+	static const char *const top[] = {"schema",    "version", "mode",      "status",
+					  "inputs",    "models",  "gpus",      "groups",
+					  "routing",   "rent",    "predicted", "simulated",
+					  "shortfall", "solver",  NULL};
 	char schema[32];
 	json_t *v;
 	int rc;
@@ -1197,6 +1231,8 @@ static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 	if ((v = json_object_get(root, "rent")) && (rc = parse_rent(r, v, p)))
 		return rc;
 	if ((v = json_object_get(root, "predicted")) && (rc = parse_predicted(r, v, p)))
+		return rc;
+	if ((v = json_object_get(root, "simulated")) && (rc = parse_simulated(r, v, p)))
 		return rc;
 	if ((rc = parse_shortfall(r, root, p)))
 		return rc;
@@ -1283,6 +1319,12 @@ char *hx_plan_table(const hx_plan *p)
 		      "ttft p99 %.1f ms, tpot p99 %.2f ms\n",
 		      p->predicted.capacity_rps, p->predicted.throughput_tps,
 		      p->predicted.ttft_ms_p99, p->predicted.tpot_ms_p99);
+	if (p->simulated.requests > 0)
+		hx_buf_printf(&t,
+			      "simulated: capacity %.3f req/s at the SLO (%s, seed %llu, %ld "
+			      "requests per rate at least)\n",
+			      p->simulated.capacity_rps, p->simulated.method,
+			      (unsigned long long)p->simulated.seed, p->simulated.requests);
 	if (p->predicted.owned_usd_per_hour > 0)
 		hx_buf_printf(
 		    &t,

@@ -99,6 +99,19 @@ typedef struct hx_prediction {
 	int has_quality;
 } hx_prediction;
 
+/* The simulator's check of a plan (DESIGN §8): the capacity at the SLO it
+ * confirms, from requests drawn with SEED, at least REQUESTS per rate
+ * (hx_sim_capacity); METHOD "replicas" when it is the sum over groups of
+ * replicas times one replica's simulated capacity (the router spreads
+ * requests at random, so each replica sees its share of the arrivals as
+ * they come).  Written as "simulated" when REQUESTS > 0. */
+typedef struct hx_plan_sim {
+	double capacity_rps;
+	long requests;
+	uint64_t seed;
+	char method[16];
+} hx_plan_sim;
+
 /* A best-effort plan (replan) that carries less than its workload needs:
  * ON set, RATE_RPS the workload's rate, UTILIZATION the margin the rate
  * needs (capacity at least rate / utilization), SHORTFALL_RPS what the
@@ -137,6 +150,7 @@ typedef struct hx_plan {
 	hx_plan_rent *rent;
 	int nrent;
 	hx_prediction predicted;
+	hx_plan_sim simulated;
 	hx_plan_short shortage;
 	hx_solver_record solver;
 	/* Group names to indexes, kept by parse_groups for plans read from a

@@ -11,6 +11,13 @@
  * nodes keep the MILP small whatever the GPU count, and packing the chosen
  * replicas onto concrete nodes is exact (powers of two, first fit
  * decreasing), so the MILP's optimum is the plan's.
+ *
+ * The simulator checks the MILP's choice (DESIGN §8): each chosen shape's
+ * capacity is replaced by what one replica of it sustains in the simulator,
+ * and where that moves a capacity by more than COLO_SIM_TOL the MILP is
+ * solved again, for at most COLO_SIM_ROUNDS rounds.  The ingress splits by
+ * the simulated capacities, and the plan records their sum beside the cost
+ * model's.
  */
 #include "config.h"
 
@@ -20,6 +27,7 @@
 #include <string.h>
 
 #include "planners/candidates.h"
+#include "sim/sim.h"
 #include "solver/milp.h"
 #include "planners/colocated.h"
 
@@ -170,6 +178,144 @@ typedef struct pick {
 	int cand, n, width;
 } pick;
 
+/* ---- the simulator's check ------------------------------------------------ */
+
+#define COLO_SIM_ROUNDS 4
+#define COLO_SIM_TOL    0.05
+/* A quick check: 500 requests per rate, or a minute or 20 request lives of
+ * arrivals when that is more, bisected to 2% (simulate --capacity: 4000,
+ * two minutes, 50 lives, 1%). */
+#define COLO_SIM_REQUESTS 500
+#define COLO_SIM_LIVES    20
+#define COLO_SIM_MIN_S    60
+#define COLO_SIM_TOL_BIS  0.02
+
+/* The capacity at the SLO of one replica of candidate C alone, in the
+ * simulator, on requests drawn with the problem's seed. */
+static int shape_sim(const hx_problem *pb, const hx_candset *s, int c, double *rps, hx_err *err)
+{
+	const hx_cluster *cl = pb->cluster;
+	int *free_gpus = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int));
+	int *next = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int));
+	hx_sim_opts so = {pb->seed,        0, NULL, NULL, COLO_SIM_LIVES, COLO_SIM_MIN_S,
+			  COLO_SIM_TOL_BIS};
+	hx_plan q;
+	int rc;
+
+	hx_plan_init(&q);
+	strcpy(q.mode, "colocated");
+	for (int i = 0; i < cl->nnodes; i++)
+		free_gpus[i] = cl->nodes[i].count;
+	hx_cand_place(pb, s, &s->c[c], 1, free_gpus, next, &q);
+	rc = hx_plan_finish(pb, &q, HX_FINISH_WEIGHTS, err);
+	if (!rc)
+		rc = hx_sim_capacity(&q, pb->workload, COLO_SIM_REQUESTS, &so, rps, NULL, err);
+	hx_plan_release(&q);
+	free(free_gpus);
+	free(next);
+	return rc;
+}
+
+/* Simulate the shapes RES chose that SIMCAP (< 0: not yet) lacks and put
+ * their simulated capacities into S; MOVED is set when one moved by more
+ * than COLO_SIM_TOL.  Stops at the deadline (the rest stay unsimulated). */
+static int sim_picks(const hx_problem *pb, double deadline, hx_candset *s,
+		     const hx_milp_result *res, double *simcap, int *moved, hx_err *err)
+{
+	*moved = 0;
+	for (int c = 0; c < s->n; c++) {
+		double rps = 0, cap = s->c[c].capacity_rps;
+		int rc;
+		if (floor(res->x[c] + 0.5) < 1 || simcap[c] >= 0)
+			continue;
+		if (hx_past(deadline))
+			return 0;
+		if ((rc = shape_sim(pb, s, c, &rps, err)))
+			return rc;
+		simcap[c] = rps;
+		*moved |= fabs(rps - cap) > COLO_SIM_TOL * cap;
+		s->c[c].capacity_rps = rps;
+	}
+	return 0;
+}
+
+/* Scale the shapes not simulated yet by what the simulated ones showed (the
+ * ratio of their summed simulated to summed predicted capacities, PRED the
+ * cost model's), so the MILP does not swap a checked shape for an unchecked
+ * one that the cost model overrates alike. */
+static void scale_unsimulated(hx_candset *s, const double *pred, const double *simcap)
+{
+	double a = 0, b = 0;
+
+	for (int c = 0; c < s->n; c++)
+		if (simcap[c] >= 0) {
+			a += simcap[c];
+			b += pred[c];
+		}
+	if (b <= 0)
+		return;
+	for (int c = 0; c < s->n; c++)
+		if (simcap[c] < 0)
+			s->c[c].capacity_rps = pred[c] * a / b;
+}
+
+/* The simulator's check of RES (objective capacity or cost): correct the
+ * chosen shapes' capacities and solve again while they move. */
+static int sim_check(const hx_problem *pb, const hx_plan_opts *o, double deadline,
+		     hx_candset *s, int objective, double *simcap, hx_milp_result *res,
+		     hx_err *err)
+{
+	double *pred = hx_xmalloc((size_t)s->n * sizeof(double) + 1);
+	int rc = 0, moved;
+
+	for (int c = 0; c < s->n; c++)
+		pred[c] = s->c[c].capacity_rps;
+	for (int round = 0; round < COLO_SIM_ROUNDS; round++) {
+		hx_milp_result r2 = {0};
+		if ((rc = sim_picks(pb, deadline, s, res, simcap, &moved, err)))
+			goto out;
+		if (!moved || hx_past(deadline) || round + 1 == COLO_SIM_ROUNDS)
+			break;
+		scale_unsimulated(s, pred, simcap);
+		if ((rc = solve(pb, o, deadline, s, NULL, objective, &r2, err)))
+			goto out;
+		if (r2.status > HX_MILP_TIME_LIMIT) {
+			free(r2.x); /* the corrected MILP has no plan: keep RES */
+			break;
+		}
+		free(res->x);
+		*res = r2;
+	}
+	/* The shapes of a last re-solve, for the record. */
+	rc = sim_picks(pb, deadline, s, res, simcap, &moved, err);
+out:
+	free(pred);
+	return rc;
+}
+
+/* Split the ingress by the groups' simulated capacities (group i holds
+ * PICKS[i]) and record their sum, when every chosen shape was simulated. */
+static void sim_record(const hx_problem *pb, const pick *picks, int npicks,
+		       const double *simcap, hx_plan *p)
+{
+	double total = 0;
+
+	for (int i = 0; i < npicks; i++) {
+		if (simcap[picks[i].cand] < 0)
+			return;
+		total += picks[i].n * simcap[picks[i].cand];
+	}
+	p->simulated.capacity_rps = total;
+	p->simulated.requests = COLO_SIM_REQUESTS;
+	p->simulated.seed = pb->seed;
+	strcpy(p->simulated.method, "replicas");
+	if (total <= 0 || p->ningress != npicks)
+		return;
+	for (int i = 0; i < npicks; i++)
+		p->ingress[i].weight = picks[i].n * simcap[picks[i].cand] / total;
+	hx_routes_normalize(p->ingress, p->ningress);
+}
+
 static int cmp_pick(const void *a, const void *b)
 {
 	const pick *x = a, *y = b;
@@ -239,7 +385,7 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, 
 	hx_milp_result res = {0};
 	pick *picks = NULL;
 	int npicks = 0, rc, *free_gpus = NULL, *next = NULL;
-	double lambda = pb->workload->rate_rps;
+	double lambda = pb->workload->rate_rps, *simcap = NULL;
 
 	hx_plan_init(p);
 	strcpy(p->mode, "colocated");
@@ -295,6 +441,14 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, 
 			res.bound = max_capacity(&s);
 		greedy(&s, o->objective == HX_OBJ_COST ? lambda : 0, &res);
 	}
+	if (res.status <= HX_MILP_TIME_LIMIT && o->objective != HX_OBJ_LATENCY &&
+	    !o->no_sim_check) {
+		simcap = hx_xmalloc((size_t)s.n * sizeof(double) + 1);
+		for (int c = 0; c < s.n; c++)
+			simcap[c] = -1;
+		if ((rc = sim_check(pb, o, deadline, &s, o->objective, simcap, &res, err)))
+			goto out;
+	}
 	if (res.status > HX_MILP_TIME_LIMIT) {
 		rc = res.status == HX_MILP_NO_SOLUTION
 			 ? hx_errf(err, HX_ELIMIT,
@@ -328,9 +482,12 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, 
 		strcpy(p->solver.status, "time_limit"); /* not every shape was tried */
 	if ((rc = hx_plan_finish(pb, p, HX_FINISH_WEIGHTS, err)))
 		goto out;
+	if (simcap)
+		sim_record(pb, picks, npicks, simcap, p);
 	/* hx_plan_finish sets the objective to the capacity; keep the MILP's. */
 	p->solver.objective = hx_round6(res.objective);
 out:
+	free(simcap);
 	free(picks);
 	free(free_gpus);
 	free(next);

@@ -1320,10 +1320,12 @@ static int try_rate(const hx_plan *p, const hx_workload *w, int n, const hx_sim_
 {
 	hx_sim_opts so = {o ? o->seed : 1, 1, NULL, NULL};
 	double life = request_life_s(p, w), warm, met = 0, counted = 0;
+	double min_s = o && o->cap_min_s > 0 ? o->cap_min_s : 120;
+	int lives = o && o->cap_lives > 0 ? o->cap_lives : HX_CAP_LIVES;
 	hx_trace t;
 	int rc;
 
-	n = (int)fmax(n, fmin(rate * fmax(120, HX_CAP_LIVES * life), HX_CAP_MAX_REQUESTS));
+	n = (int)fmax(n, fmin(rate * fmax(min_s, lives * life), HX_CAP_MAX_REQUESTS));
 	if ((rc = hx_gen_workload(w, rate, n, 0, so.seed, &t, err)))
 		return rc;
 	rc = hx_simulate(p, w, &t, &so, r, err);
@@ -1353,6 +1355,7 @@ int hx_sim_capacity(const hx_plan *p, const hx_workload *w, int n, const hx_sim_
 {
 	double lo = 0,
 	       hi = p->predicted.capacity_rps > 0 ? p->predicted.capacity_rps * 1.25 : 1;
+	double tol = o && o->cap_tol > 0 ? o->cap_tol : 0.01;
 	hx_sim_report best = {0}, r;
 	int rc, ok, i;
 
@@ -1370,7 +1373,7 @@ int hx_sim_capacity(const hx_plan *p, const hx_workload *w, int n, const hx_sim_
 		lo = hi;
 		hi *= 2;
 	}
-	while (hi - lo > 0.01 * hi && hi > 1e-6) {
+	while (hi - lo > tol * hi && hi > 1e-6) {
 		double mid = (lo + hi) / 2;
 		if ((rc = try_rate(p, w, n, o, mid, &r, &ok, err)))
 			goto fail;

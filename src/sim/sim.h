@@ -29,6 +29,10 @@ typedef struct hx_sim_opts {
 	/* Called now and then with the fraction of requests done (may be NULL). */
 	void (*progress)(double done, void *ctx);
 	void *progress_ctx;
+	/* hx_sim_capacity's run length and precision (0: HX_CAP_LIVES lives,
+	 * two minutes, 1%): a planner's quick check asks for less. */
+	int cap_lives;
+	double cap_min_s, cap_tol;
 } hx_sim_opts;
 
 typedef struct hx_sim_record {

@@ -866,9 +866,9 @@ static int route_new(hx_plan *p, const hx_plan *old, const hx_cluster *cl, const
 	return hx_plan_finish(pb, p, 0, err);
 }
 
-int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
-	      const hx_problem *pb0, const hx_plan_opts *o, const hx_replan_opts *ro,
-	      hx_plan *p, hx_moves *mv, hx_err *err)
+static int replan_one(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
+		      const hx_problem *pb0, const hx_plan_opts *o, const hx_replan_opts *ro,
+		      hx_plan *p, hx_moves *mv, hx_err *err)
 {
 	hx_cluster cl;
 	hx_problem pb = *pb0;
@@ -958,5 +958,27 @@ out:
 		hx_plan_release(p);
 		hx_moves_release(mv);
 	}
+	return rc;
+}
+
+/* Replicas started on other GPU types than those of the replicas that
+ * stopped: P lists the substitutions against OLD (the plan it adapts,
+ * which is what P would be had the lost GPUs' type had spares). */
+static void replan_spill(const hx_plan *old, hx_plan *p, const hx_moves *mv)
+{
+	free(p->spill.subst);
+	memset(&p->spill, 0, sizeof(p->spill));
+	if (mv->started > 0)
+		hx_plan_spill_against(p, old, old->predicted.usd_per_hour);
+}
+
+int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
+	      const hx_problem *pb0, const hx_plan_opts *o, const hx_replan_opts *ro,
+	      hx_plan *p, hx_moves *mv, hx_err *err)
+{
+	int rc = replan_one(old, cl0, w, pb0, o, ro, p, mv, err);
+
+	if (rc == 0)
+		replan_spill(old, p, mv);
 	return rc;
 }

@@ -338,6 +338,38 @@ run replan -p "$TMP/rt.json" -c "$TMP/no8b.json" -w $CW
 expect_rc 3 "a model of a route plan lost every replica"
 expect_err_line '^hexplan: error: model qwen3-8b lost every replica; replan keeps a cascade.s thresholds and a route plan.s fractions and starts no replicas for them$' "lost model message"
 
+# Spill-over (issue 18): a composed plan of l40s GPUs at 22 req/s loses
+# offer2-1 (the l40s offer cut to 4 GPUs, all of them in use): with no
+# l40s to spare, replan rents another type, says so, lists the
+# substitutions against the plan it adapts, and check accepts it.
+sed 's/"rate_rps": 20/"rate_rps": 22/' examples/workloads/chat.json >"$TMP/w22.json"
+python3 - examples/clusters/cloud-offers.json "$TMP/l40s-4.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["offers"][2]["max_count"] = 4
+json.dump(c, open(sys.argv[2], "w"))
+PY
+run plan -c examples/clusters/cloud-offers.json -w "$TMP/w22.json" -m llama-3.1-8b --mode compose -o "$TMP/sp.json"
+expect_rc 0 "compose plan of l40s"
+run replan -p "$TMP/sp.json" -c "$TMP/l40s-4.json" -w "$TMP/w22.json" -o "$TMP/sp2.json"
+expect_rc 0 "replan spills over to another type"
+[ "$(wc -l <"$TMP/err")" -eq 2 ] && ok || fail "replan: two lines on stderr"
+tail -1 "$TMP/err" >"$TMP/err1" && mv "$TMP/err1" "$TMP/err"
+expect_err_line '^hexplan: replan: spill-over: short: l40s \(4 GPUs of the [0-9]+ preferred\); used instead: [a-z0-9-]+ \([0-9]+ GPUs, 0 preferred\); \+[0-9.]+ USD/h against the preferred plan.s [0-9.]+ USD/h$' "replan spill-over note"
+run check -p "$TMP/sp2.json" -c "$TMP/l40s-4.json"
+expect_rc 0 "check accepts the replan with substitutions"
+python3 - "$TMP/sp.json" "$TMP/sp2.json" <<'PY' && ok || fail "replan substitutions"
+import json, sys
+old, p = (json.load(open(f)) for f in sys.argv[1:3])
+assert {r["gpu"] for r in old["rent"]} == {"l40s"}, old["rent"]
+s = p["substitutions"]
+assert abs(s["preferred_usd_per_hour"] - old["predicted"]["usd_per_hour"]) < 1e-6, s
+rows = {r["gpu"]: r for r in s["gpus"]}
+assert rows["l40s"]["gpus"] == 4 < rows["l40s"]["preferred_gpus"], rows
+assert any(g != "l40s" and r["gpus"] > 0 for g, r in rows.items()), rows
+assert "status" not in p, p.get("status")
+PY
+
 # Bad inputs.
 run replan -p "$TMP/old.json"
 expect_rc 2 "replan without -c"

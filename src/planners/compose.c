@@ -579,6 +579,7 @@ static void spill_over(const hx_problem *pb, const hx_plan_opts *o, const hx_pla
 {
 	hx_cluster cl = *pb->cluster;
 	hx_problem pb2 = *pb;
+	hx_plan_opts o2 = *o;
 	hx_plan pref, r0;
 	double *derate = NULL, kappa = 1;
 	int *gcand = NULL, total = 0, raised = 0;
@@ -597,8 +598,11 @@ static void spill_over(const hx_problem *pb, const hx_plan_opts *o, const hx_pla
 			cl.offers[i].max_count = total;
 	}
 	pb2.cluster = &cl;
+	/* --lp writes the plan's own program, not this one */
+	o2.lp_path = NULL;
+	o2.lp_text = NULL;
 	if (raised &&
-	    compose_at(&pb2, o, COMPOSE_UTIL, &derate, &gcand, &pref, &kappa, NULL) == 0) {
+	    compose_at(&pb2, &o2, COMPOSE_UTIL, &derate, &gcand, &pref, &kappa, NULL) == 0) {
 		if (plan_copy(round0, &r0, NULL) == 0) {
 			if (hx_plan_spill_against(&r0, &pref, pref.predicted.usd_per_hour) > 0)
 				hx_plan_spill_against(p, &pref, pref.predicted.usd_per_hour);

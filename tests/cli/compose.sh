@@ -174,8 +174,11 @@ PY
 run plan -c $S -w $W -m llama-3.1-8b --mode compose -o "$TMP/pref.json"
 expect_rc 0 "compose with every offer available"
 [ ! -s "$TMP/err" ] && ok || fail "no spill-over note when nothing is short: $(cat "$TMP/err")"
-run plan -c "$TMP/soldout.json" -w $W -m llama-3.1-8b --mode compose -o "$TMP/spill.json"
+run plan -c "$TMP/soldout.json" -w $W -m llama-3.1-8b --mode compose -o "$TMP/spill.json" --lp "$TMP/spill.lp"
 expect_rc 0 "compose with the l40s offer sold out"
+# --lp is the plan's own program: no pool of l40s nodes (4 at 0.86 USD/h)
+# from the preferred plan's
+grep -q '3\.44 x_' "$TMP/spill.lp" && fail "--lp wrote the preferred plan's program" || ok
 expect_err_line '^hexplan: plan: spill-over: short: l40s \(0 GPUs of the [0-9]+ preferred\); used instead: [a-z0-9-]+ \([0-9]+ GPUs, 0 preferred\); \+[0-9.]+ USD/h against the preferred plan.s [0-9.]+ USD/h$' "spill-over note"
 run check -p "$TMP/spill.json" -c "$TMP/soldout.json"
 expect_rc 0 "check accepts the plan with substitutions"

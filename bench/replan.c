@@ -1,20 +1,22 @@
 /*
  * replan: one node failure on a 256-GPU plan of each kind (colocated,
- * disaggregated, pipeline, cascade, route): the time replan takes (median
- * of 3), the share of replicas kept, what starts, the predicted capacity
- * and the simulated capacity at the SLO (hx_sim_capacity, as `simulate
+ * disaggregated, pipeline, cascade, route, compose on owned nodes): the time replan takes
+ * (median of 3), the share of replicas kept, what starts, the predicted capacity and the
+ * simulated capacity at the SLO (hx_sim_capacity, as `simulate
  * --capacity`) before and after, and whether the new plan is short of the
  * rate.  The failed node is the one under the plan's first replica.
  * Target: replan <= 1 s.
  *
- * usage: bench/replan [REQUESTS]   (from the top of the tree; REQUESTS per
- * simulated capacity probe, default 2000)
+ * usage: bench/replan [REQUESTS [KIND]]   (from the top of the tree;
+ * REQUESTS per simulated capacity probe, default 2000; KIND: only that
+ * kind)
  */
 #include "config.h"
 
 #include <math.h>
 
 #include "bench_util.h"
+#include "planners/compose.h"
 #include "planners/replan.h"
 #include "sim/sim.h"
 
@@ -65,6 +67,8 @@ static int make_plan(const kind *k, const hx_problem *pb, hx_plan *p, hx_err *er
 		return hx_plan_cascade(pb, &o, p, err);
 	if (strcmp(k->name, "route") == 0)
 		return hx_plan_route(pb, &o, p, err);
+	if (strcmp(k->name, "compose") == 0)
+		return hx_plan_compose(pb, &o, p, err);
 	return hx_plan_colocated(pb, &o, p, err);
 }
 
@@ -102,6 +106,10 @@ static void run_kind(const hx_catalog *cat, const kind *k, double rate_frac, int
 		exit(1);
 	}
 	pb = (hx_problem){cat, &c, &w, &m, 1, cpath, k->wpath, NULL};
+	/* compose plans for the workload's rate: one that fills most of the
+	 * cluster */
+	if (strcmp(k->name, "compose") == 0)
+		w.rate_rps = 100;
 	if (make_plan(k, &pb, &p, &err)) {
 		fprintf(stderr, "replan: %s plan: %s\n", k->name, err.msg);
 		exit(1);
@@ -154,6 +162,7 @@ int main(int argc, char **argv)
 	    {"pipeline", "llama-2-70b", "examples/workloads/pipeline.json", helix, 4, 64, 4},
 	    {"cascade", "qwen3-8b", "examples/workloads/cascade.json", h100, 1, 32, 8},
 	    {"route", "qwen3-8b", "examples/workloads/cascade.json", h100, 1, 32, 8},
+	    {"compose", "llama-3.1-70b", "examples/workloads/chat.json", five, 5, 32, 8},
 	};
 	hx_catalog cat;
 	hx_err err = {0};
@@ -171,7 +180,8 @@ int main(int argc, char **argv)
 	       "gpus", "reps", "gone", "replan_s", "kept", "start", "pred_bef", "pred_aft",
 	       "sim_bef", "sim_aft", "plan");
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		run_kind(&cat, &kinds[i], 0.8, nreq);
+		if (argc < 3 || strcmp(argv[2], kinds[i].name) == 0)
+			run_kind(&cat, &kinds[i], 0.8, nreq);
 	hx_catalog_release(&cat);
 	return 0;
 }

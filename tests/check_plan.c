@@ -125,6 +125,58 @@ START_TEST(test_round_trip)
 }
 END_TEST
 
+/* Substitutions: none against the plan itself, none when a plan only has
+ * fewer GPUs (nothing stands in), a row per type whose count differs when
+ * another type stands in, sorted by name, written and read back. */
+START_TEST(test_spill_against)
+{
+	hx_plan p, q, r;
+	hx_err err = {0};
+	char *a, *b;
+	const char *type;
+	int n0, moved = 0;
+
+	baseline("examples/clusters/mixed.json", "examples/workloads/chat.json",
+		 "llama-3.1-70b", &p);
+	ck_assert_int_eq(hx_plan_spill_against(&p, &p, p.predicted.usd_per_hour), 0);
+	ck_assert_int_eq(p.spill.nsubst, 0);
+	a = hx_plan_dump(&p);
+	ck_assert(strstr(a, "substitutions") == NULL);
+	ck_assert_msg(hx_plan_parse_text(&q, a, "plan", &err) == 0, "%s", err.msg);
+	q.groups[0].nreplicas--; /* fewer GPUs of one type, nothing instead */
+	ck_assert_int_eq(hx_plan_spill_against(&q, &p, 1), 0);
+	q.groups[0].nreplicas++;
+	type = p.groups[0].stage[0].gpu;
+	n0 = hx_plan_gpus_of(&p, type);
+	for (int s = 0; s < q.groups[0].nstages; s++)
+		if (strcmp(q.groups[0].stage[s].gpu, type) == 0) {
+			strcpy(q.groups[0].stage[s].gpu, "zz-stand-in");
+			for (int k = 0; k < q.groups[0].nreplicas; k++)
+				moved += q.groups[0].replicas[k].ngpus[s];
+		}
+	q.predicted.usd_per_hour = p.predicted.usd_per_hour + 2.5;
+	ck_assert_int_eq(hx_plan_spill_against(&q, &p, p.predicted.usd_per_hour), 2);
+	ck_assert_str_eq(q.spill.subst[0].gpu, type);
+	ck_assert_int_eq(q.spill.subst[0].preferred_gpus, n0);
+	ck_assert_int_eq(q.spill.subst[0].gpus, n0 - moved);
+	ck_assert_str_eq(q.spill.subst[1].gpu, "zz-stand-in");
+	ck_assert_int_eq(q.spill.subst[1].preferred_gpus, 0);
+	ck_assert_int_eq(q.spill.subst[1].gpus, moved);
+	ck_assert(fabs(q.spill.usd_per_hour_delta - 2.5) < 1e-6);
+	b = hx_plan_dump(&q);
+	ck_assert_msg(hx_plan_parse_text(&r, b, "plan", &err) == 0, "%s", err.msg);
+	free(a);
+	a = hx_plan_dump(&r);
+	ck_assert_str_eq(a, b);
+	ck_assert_int_eq(r.spill.nsubst, 2);
+	free(a);
+	free(b);
+	hx_plan_release(&r);
+	hx_plan_release(&q);
+	hx_plan_release(&p);
+}
+END_TEST
+
 /* Every GPU once, power-of-two TP, weights proportional to capacity. */
 START_TEST(test_baseline_rules)
 {
@@ -273,6 +325,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_sha256);
 	tcase_add_test(tc, test_round_trip);
+	tcase_add_test(tc, test_spill_against);
 	tcase_add_test(tc, test_baseline_rules);
 	tcase_add_test(tc, test_baseline_pipeline);
 	tcase_add_test(tc, test_reader_rejects);

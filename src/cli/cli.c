@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "model/calib.h"
+#include "plan/plan.h"
 
 int hx_cli_global(hx_cli *cli, int opt, const char *arg)
 {
@@ -208,4 +209,30 @@ int hx_cli_output(const char *path, const char *text)
 	if (hx_write_atomic(path ? path : "-", text, strlen(text), &err))
 		return hx_cli_fail(&err);
 	return 0;
+}
+
+void hx_cli_spill_note(const char *cmd, const hx_plan *p)
+{
+	const hx_plan_spill *s = &p->spill;
+	const char *sep = "";
+
+	if (s->nsubst == 0)
+		return;
+	fprintf(stderr, "hexplan: %s: spill-over: short:", cmd);
+	for (int i = 0; i < s->nsubst; i++)
+		if (s->subst[i].gpus < s->subst[i].preferred_gpus) {
+			fprintf(stderr, "%s %s (%d GPUs of the %d preferred)", sep,
+				s->subst[i].gpu, s->subst[i].gpus, s->subst[i].preferred_gpus);
+			sep = ",";
+		}
+	fprintf(stderr, "; used instead:");
+	sep = "";
+	for (int i = 0; i < s->nsubst; i++)
+		if (s->subst[i].gpus > s->subst[i].preferred_gpus) {
+			fprintf(stderr, "%s %s (%d GPUs, %d preferred)", sep, s->subst[i].gpu,
+				s->subst[i].gpus, s->subst[i].preferred_gpus);
+			sep = ",";
+		}
+	fprintf(stderr, "; %+.3f USD/h against the preferred plan's %.3f USD/h\n",
+		s->usd_per_hour_delta, s->preferred_usd_per_hour);
 }

@@ -128,6 +128,11 @@ typedef struct hx_cli_file {
  * HX_EUSAGE with the usage error printed. */
 int hx_cli_check_files(const char *cmd, const hx_cli_file *f, int n);
 
+/* When plan P substituted GPU types (P->spill), say which and what that
+ * costs against the preferred plan, one line on stderr after
+ * "hexplan: CMD: ". */
+void hx_cli_spill_note(const char *cmd, const struct hx_plan *p);
+
 /* Write a finished text to PATH ("-" or NULL: stdout), atomically. */
 int hx_cli_output(const char *path, const char *text);
 

@@ -156,6 +156,7 @@ int cmd_replan(hx_cli *cli, int argc, char **argv)
 	    mv.kept, mv.replicas_before, mv.stopped, mv.started, mv.roles_flipped,
 	    mv.weights_changed, mv.bytes_to_load, mv.capacity_before_rps,
 	    mv.capacity_after_rps);
+	hx_cli_spill_note("replan", &p);
 	if (p.shortage.on)
 		fprintf(
 		    stderr,

@@ -225,7 +225,7 @@ static int parse_offers(const hx_jr *r, const json_t *list, const hx_catalog *ca
 			return rc;
 		o->usd_per_hour = o->gpu.usd_per_hour;
 		strcpy(o->region, "default");
-		if ((rc = hx_jr_int(r, v, p, "max_count", 1, 1, HX_MAX_OFFER_GPUS,
+		if ((rc = hx_jr_int(r, v, p, "max_count", 1, 0, HX_MAX_OFFER_GPUS,
 				    &max_count)) ||
 		    (rc = hx_jr_int(r, v, p, "gpus_per_node", 0, 1, 64, &per_node)) ||
 		    (rc = hx_jr_num(r, v, p, "usd_per_hour", 0, 0, 1e6, &o->usd_per_hour)) ||

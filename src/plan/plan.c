@@ -50,7 +50,71 @@ void hx_plan_release(hx_plan *p)
 	free(p->cascade);
 	free(p->classes);
 	free(p->rent);
+	free(p->spill.subst);
 	hx_plan_init(p);
+}
+
+int hx_plan_gpus_of(const hx_plan *p, const char *gpu)
+{
+	int n = 0;
+	for (int g = 0; g < p->ngroups; g++)
+		for (int s = 0; s < p->groups[g].nstages; s++)
+			if (strcmp(p->groups[g].stage[s].gpu, gpu) == 0)
+				for (int r = 0; r < p->groups[g].nreplicas; r++)
+					n += p->groups[g].replicas[r].ngpus[s];
+	return n;
+}
+
+static int cmp_subst(const void *a, const void *b)
+{
+	return strcmp(((const hx_plan_subst *)a)->gpu, ((const hx_plan_subst *)b)->gpu);
+}
+
+/* Add GPU to the distinct types in ROWS (room for them all). */
+static void subst_type(hx_plan_subst *rows, int *n, const char *gpu)
+{
+	for (int i = 0; i < *n; i++)
+		if (strcmp(rows[i].gpu, gpu) == 0)
+			return;
+	hx_strlcpy(rows[(*n)++].gpu, gpu, sizeof(rows[0].gpu));
+}
+
+int hx_plan_spill_against(hx_plan *p, const hx_plan *pref, double pref_usd)
+{
+	int room = 1, n = 0, k = 0, less = 0, more = 0;
+	hx_plan_subst *rows;
+
+	free(p->spill.subst);
+	memset(&p->spill, 0, sizeof(p->spill));
+	for (int g = 0; g < p->ngroups; g++)
+		room += p->groups[g].nstages;
+	for (int g = 0; g < pref->ngroups; g++)
+		room += pref->groups[g].nstages;
+	rows = hx_xcalloc((size_t)room, sizeof(*rows));
+	for (int g = 0; g < p->ngroups; g++)
+		for (int s = 0; s < p->groups[g].nstages; s++)
+			subst_type(rows, &n, p->groups[g].stage[s].gpu);
+	for (int g = 0; g < pref->ngroups; g++)
+		for (int s = 0; s < pref->groups[g].nstages; s++)
+			subst_type(rows, &n, pref->groups[g].stage[s].gpu);
+	for (int i = 0; i < n; i++) {
+		rows[i].gpus = hx_plan_gpus_of(p, rows[i].gpu);
+		rows[i].preferred_gpus = hx_plan_gpus_of(pref, rows[i].gpu);
+		less |= rows[i].gpus < rows[i].preferred_gpus;
+		more |= rows[i].gpus > rows[i].preferred_gpus;
+		if (rows[i].gpus != rows[i].preferred_gpus)
+			rows[k++] = rows[i];
+	}
+	if (!less || !more) {
+		free(rows);
+		return 0;
+	}
+	qsort(rows, (size_t)k, sizeof(*rows), cmp_subst);
+	p->spill.subst = rows;
+	p->spill.nsubst = k;
+	p->spill.preferred_usd_per_hour = hx_round6(pref_usd);
+	p->spill.usd_per_hour_delta = hx_round6(p->predicted.usd_per_hour - pref_usd);
+	return k;
 }
 
 hx_model *hx_plan_add_model(hx_plan *p, const hx_model *m)
@@ -505,6 +569,24 @@ static json_t *shortfall_json(const hx_plan *p)
 	return x;
 }
 
+static json_t *spill_json(const hx_plan *p)
+{
+	json_t *x = json_object(), *a = json_array();
+
+	json_object_set_new(x, "preferred_usd_per_hour",
+			    json_real(p->spill.preferred_usd_per_hour));
+	json_object_set_new(x, "usd_per_hour_delta", json_real(p->spill.usd_per_hour_delta));
+	for (int i = 0; i < p->spill.nsubst; i++) {
+		json_t *c = json_object();
+		hx_jset_str(c, "gpu", p->spill.subst[i].gpu);
+		hx_jset_int(c, "preferred_gpus", p->spill.subst[i].preferred_gpus);
+		hx_jset_int(c, "gpus", p->spill.subst[i].gpus);
+		json_array_append_new(a, c);
+	}
+	json_object_set_new(x, "gpus", a);
+	return x;
+}
+
 static json_t *solver_json(const hx_plan *p)
 {
 	json_t *x = json_object(), *a;
@@ -572,6 +654,8 @@ static json_t *plan_json(const hx_plan *p)
 		json_object_set_new(o, "simulated", simulated_json(p));
 	if (p->shortage.on)
 		json_object_set_new(o, "shortfall", shortfall_json(p));
+	if (p->spill.nsubst > 0)
+		json_object_set_new(o, "substitutions", spill_json(p));
 	json_object_set_new(o, "solver", solver_json(p));
 	return o;
 }
@@ -1149,6 +1233,51 @@ static int parse_shortfall(const hx_jr *r, const json_t *root, hx_plan *p)
 	return 0;
 }
 
+/* "substitutions": the preferred plan's price, the difference, and at
+ * least one row per GPU type (each type once). */
+static int parse_spill(const hx_jr *r, const json_t *v, hx_plan *p)
+{
+	static const char *const keys[] = {"preferred_usd_per_hour", "usd_per_hour_delta",
+					   "gpus", NULL};
+	static const char *const rkeys[] = {"gpu", "preferred_gpus", "gpus", NULL};
+	json_t *a;
+	size_t n;
+	int rc;
+
+	if ((rc = hx_jr_object(r, v, "/substitutions", keys)) ||
+	    (rc = hx_jr_num(r, v, "/substitutions", "preferred_usd_per_hour", 1, 0, 1e12,
+			    &p->spill.preferred_usd_per_hour)) ||
+	    (rc = hx_jr_num(r, v, "/substitutions", "usd_per_hour_delta", 1, -1e12, 1e12,
+			    &p->spill.usd_per_hour_delta)))
+		return rc;
+	a = json_object_get(v, "gpus");
+	if (!a)
+		return hx_jr_fail(r, "/substitutions", "needs \"gpus\"");
+	if ((rc = hx_jr_array(r, a, "/substitutions/gpus", 1, &n)))
+		return rc;
+	p->spill.subst = hx_xcalloc(n, sizeof(*p->spill.subst));
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_array_get(a, i);
+		hx_plan_subst *k = &p->spill.subst[i];
+		long pg = 0, g = 0;
+		char p1[128];
+		hx_ptr_index(p1, sizeof(p1), "/substitutions/gpus", i);
+		if ((rc = hx_jr_object(r, e, p1, rkeys)) ||
+		    (rc = hx_jr_str(r, e, p1, "gpu", 1, k->gpu, sizeof(k->gpu))) ||
+		    (rc = hx_jr_int(r, e, p1, "preferred_gpus", 1, 0, 100000000, &pg)) ||
+		    (rc = hx_jr_int(r, e, p1, "gpus", 1, 0, 100000000, &g)))
+			return rc;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(p->spill.subst[j].gpu, k->gpu) == 0)
+				return hx_jr_fail(r, p1, "GPU type \"%s\" is listed twice",
+						  k->gpu);
+		k->preferred_gpus = (int)pg;
+		k->gpus = (int)g;
+		p->spill.nsubst++;
+	}
+	return 0;
+}
+
 static int parse_solver(const hx_jr *r, const json_t *v, hx_plan *p)
 {
 	static const char *const skeys[] = {"engine", "status", "objective", "bound",
@@ -1206,10 +1335,10 @@ static int parse_simulated(const hx_jr *r, const json_t *v, hx_plan *p)
 /* The parts in the order the writer puts them; each part its own helper. */
 static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 {
-	static const char *const top[] = {"schema",    "version", "mode",      "status",
-					  "inputs",    "models",  "gpus",      "groups",
-					  "routing",   "rent",    "predicted", "simulated",
-					  "shortfall", "solver",  NULL};
+	static const char *const top[] = {
+	    "schema",    "version",       "mode",    "status", "inputs",    "models",
+	    "gpus",      "groups",        "routing", "rent",   "predicted", "simulated",
+	    "shortfall", "substitutions", "solver",  NULL};
 	char schema[32];
 	json_t *v;
 	int rc;
@@ -1235,6 +1364,8 @@ static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 	if ((v = json_object_get(root, "simulated")) && (rc = parse_simulated(r, v, p)))
 		return rc;
 	if ((rc = parse_shortfall(r, root, p)))
+		return rc;
+	if ((v = json_object_get(root, "substitutions")) && (rc = parse_spill(r, v, p)))
 		return rc;
 	if ((v = json_object_get(root, "solver")) && (rc = parse_solver(r, v, p)))
 		return rc;
@@ -1354,6 +1485,14 @@ char *hx_plan_table(const hx_plan *p)
 			      "utilization; %.1f%% of the offered traffic served at the SLO\n",
 			      p->shortage.shortfall_rps, p->shortage.rate_rps,
 			      100 * p->shortage.utilization, 100 * p->shortage.served_share);
+	for (int i = 0; i < p->spill.nsubst; i++)
+		hx_buf_printf(&t, "substitution: %s, %d GPUs (preferred: %d)\n",
+			      p->spill.subst[i].gpu, p->spill.subst[i].gpus,
+			      p->spill.subst[i].preferred_gpus);
+	if (p->spill.nsubst > 0)
+		hx_buf_printf(
+		    &t, "substitutions cost: %+.2f $/hour against the preferred plan's $%.2f\n",
+		    p->spill.usd_per_hour_delta, p->spill.preferred_usd_per_hour);
 	hx_buf_printf(&t, "solver: %s, %s, seed %llu\n", p->solver.engine, p->solver.status,
 		      (unsigned long long)p->solver.seed);
 	free(gw);

@@ -123,6 +123,25 @@ typedef struct hx_plan_short {
 	double rate_rps, utilization, shortfall_rps, served_share;
 } hx_plan_short;
 
+/* Spill-over: the GPUs of one type that a plan uses against those of its
+ * preferred plan (the plan it would be with every offer's availability
+ * ignored, or, for a replan, the plan it adapts), one per type whose counts
+ * differ.  A type with fewer GPUS than PREFERRED_GPUS ran short; one with
+ * more stands in for it. */
+typedef struct hx_plan_subst {
+	char gpu[48];
+	int preferred_gpus, gpus;
+} hx_plan_subst;
+
+/* Written as "substitutions" only when NSUBST > 0: the rows, and the
+ * preferred plan's price (USD_PER_HOUR_DELTA = predicted.usd_per_hour
+ * less it). */
+typedef struct hx_plan_spill {
+	hx_plan_subst *subst;
+	int nsubst;
+	double preferred_usd_per_hour, usd_per_hour_delta;
+} hx_plan_spill;
+
 typedef struct hx_solver_record {
 	char engine[16];
 	char status[16]; /* optimal gap_limit work_limit time_limit heuristic */
@@ -152,6 +171,7 @@ typedef struct hx_plan {
 	hx_prediction predicted;
 	hx_plan_sim simulated;
 	hx_plan_short shortage;
+	hx_plan_spill spill;
 	hx_solver_record solver;
 	/* Group names to indexes, kept by parse_groups for plans read from a
 	 * file (50,000 groups); valid while ngroups == ngroups_indexed, and
@@ -202,6 +222,15 @@ int hx_gpu_ref_parse(const char *s, hx_gpu_ref *out);
 
 /* JSON.  The writer rounds nothing: planners store figures already rounded
  * (hx_round6) so that a plan read back is equal to the one written. */
+/* GPUs of type GPU that P's replicas use. */
+int hx_plan_gpus_of(const hx_plan *p, const char *gpu);
+
+/* Fill P->spill against PREF (the preferred plan, priced at PREF_USD per
+ * hour): a row per GPU type whose counts differ, only when some type ran
+ * short and another stands in for it (else P->spill stays empty).  Returns
+ * the rows' count. */
+int hx_plan_spill_against(hx_plan *p, const hx_plan *pref, double pref_usd);
+
 char *hx_plan_dump(const hx_plan *p); /* new string */
 int hx_plan_write(const hx_plan *p, const char *path, hx_err *err);
 int hx_plan_load(hx_plan *p, const char *path, hx_err *err);

@@ -11,9 +11,9 @@
 #include <string.h>
 
 static const char *const vclass_names[HX_V_NCLASSES] = {
-    "unknown-gpu", "gpu-twice",  "gpu-type",   "tp-count", "layers", "tp-heads",
-    "memory",      "cross-node", "undeclared", "routing",  "roles",  "duplicate-replica",
-    "rent",        "short",
+    "unknown-gpu", "gpu-twice",  "gpu-type",     "tp-count", "layers", "tp-heads",
+    "memory",      "cross-node", "undeclared",   "routing",  "roles",  "duplicate-replica",
+    "rent",        "short",      "substitution",
 };
 
 const char *hx_vclass_name(hx_vclass c)
@@ -846,6 +846,30 @@ static void check_short(const hx_plan *p, vlist *l)
 		    s->served_share, cap, s->rate_rps, share);
 }
 
+/* Substitutions state what the plan uses: each row's GPUs are the plan's
+ * GPUs of that type, and the difference is the plan's price less the
+ * preferred plan's. */
+static void check_spill(const hx_plan *p, vlist *l)
+{
+	const hx_plan_spill *s = &p->spill;
+	double delta = p->predicted.usd_per_hour - s->preferred_usd_per_hour;
+	char ptr[96];
+
+	for (int i = 0; i < s->nsubst; i++) {
+		int have = hx_plan_gpus_of(p, s->subst[i].gpu);
+		snprintf(ptr, sizeof(ptr), "/substitutions/gpus/%d/gpus", i);
+		if (have != s->subst[i].gpus)
+			add(l, HX_V_SPILL, ptr, "%d, but the plan uses %d %s GPUs",
+			    s->subst[i].gpus, have, s->subst[i].gpu);
+	}
+	if (s->nsubst > 0 && !near6(s->usd_per_hour_delta, delta,
+				    p->predicted.usd_per_hour + s->preferred_usd_per_hour))
+		add(l, HX_V_SPILL, "/substitutions/usd_per_hour_delta",
+		    "%.6g, but the plan costs %.6g USD/h and the preferred plan %.6g: %+.6g",
+		    s->usd_per_hour_delta, p->predicted.usd_per_hour, s->preferred_usd_per_hour,
+		    delta);
+}
+
 int hx_verify_plan(const hx_plan *p, const hx_cluster *c, hx_violation **out, int *n)
 {
 	vlist l = {NULL, 0, 0, {0}, NULL, NULL};
@@ -864,6 +888,7 @@ int hx_verify_plan(const hx_plan *p, const hx_cluster *c, hx_violation **out, in
 	check_roles(p, &l);
 	check_rent(p, c, &l);
 	check_short(p, &l);
+	check_spill(p, &l);
 	hx_map_release(&l.ids);
 	free(l.id_g);
 	free(l.id_r);

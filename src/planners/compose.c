@@ -559,13 +559,69 @@ static int judge(const hx_plan *p, const hx_workload *w, double rate, uint64_t s
 	return rc;
 }
 
+/* A copy of P (new; hx_plan_release). */
+static int plan_copy(const hx_plan *p, hx_plan *out, hx_err *err)
+{
+	char *text = hx_plan_dump(p);
+	int rc = hx_plan_parse_text(out, text, "plan", err);
+	free(text);
+	return rc;
+}
+
+/* Spill-over: the composition with every offer's availability ignored
+ * (each offer as large as the whole cluster, owned GPUs and offers
+ * together) is the preferred plan.  When ROUND0 (the first composition on
+ * the real offers, before the simulator derated any shape) uses other GPU
+ * types than it, P lists the substitutions against it.  Nothing changes
+ * when the preferred plan cannot be made. */
+static void spill_over(const hx_problem *pb, const hx_plan_opts *o, const hx_plan *round0,
+		       hx_plan *p)
+{
+	hx_cluster cl = *pb->cluster;
+	hx_problem pb2 = *pb;
+	hx_plan_opts o2 = *o;
+	hx_plan pref, r0;
+	double *derate = NULL, kappa = 1;
+	int *gcand = NULL, total = 0, raised = 0;
+
+	for (int i = 0; i < cl.nnodes; i++)
+		total += cl.nodes[i].count;
+	for (int i = 0; i < cl.noffers; i++)
+		total += cl.offers[i].max_count;
+	if (total > HX_MAX_OFFER_GPUS)
+		total = HX_MAX_OFFER_GPUS;
+	cl.offers = hx_xcalloc((size_t)cl.noffers + 1, sizeof(hx_offer));
+	for (int i = 0; i < cl.noffers; i++) {
+		cl.offers[i] = pb->cluster->offers[i];
+		raised |= cl.offers[i].max_count < total;
+		if (cl.offers[i].max_count < total)
+			cl.offers[i].max_count = total;
+	}
+	pb2.cluster = &cl;
+	/* --lp writes the plan's own program, not this one */
+	o2.lp_path = NULL;
+	o2.lp_text = NULL;
+	if (raised &&
+	    compose_at(&pb2, &o2, COMPOSE_UTIL, &derate, &gcand, &pref, &kappa, NULL) == 0) {
+		if (plan_copy(round0, &r0, NULL) == 0) {
+			if (hx_plan_spill_against(&r0, &pref, pref.predicted.usd_per_hour) > 0)
+				hx_plan_spill_against(p, &pref, pref.predicted.usd_per_hour);
+			hx_plan_release(&r0);
+		}
+		hx_plan_release(&pref);
+	}
+	free(derate);
+	free(gcand);
+	free(cl.offers);
+}
+
 int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_err *err)
 {
 	const hx_workload *w = pb->workload;
 	double *derate = NULL, best_attain = -1;
 	const double deadline = hx_deadline(o->time_limit_s);
-	int rc = 0, have_best = 0, stale = 0;
-	hx_plan best;
+	int rc = 0, have_best = 0, stale = 0, have_r0 = 0;
+	hx_plan best, r0;
 	hx_plan_opts o2 = *o;
 
 	for (int round = 0; round < COMPOSE_ROUNDS && stale < 2; round++) {
@@ -579,6 +635,12 @@ int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_
 			o2.time_limit_s = hx_plan_time_left(deadline);
 		if ((rc = compose_at(pb, &o2, COMPOSE_UTIL, &derate, &gcand, p, &kappa, err)))
 			break;
+		if (round == 0 && pb->cluster->noffers > 0 && (rc = plan_copy(p, &r0, err))) {
+			free(gcand);
+			hx_plan_release(p);
+			break;
+		}
+		have_r0 |= round == 0 && pb->cluster->noffers > 0;
 		if (hx_past(deadline)) {
 			/* no time left to judge it in the simulator: the plan as
 			 * the cost model sees it (or the best judged before) */
@@ -627,9 +689,15 @@ int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_
 	if (rc) {
 		if (have_best)
 			hx_plan_release(&best);
+		if (have_r0)
+			hx_plan_release(&r0);
 		return rc;
 	}
 	*p = best;
+	if (have_r0) {
+		spill_over(pb, &o2, &r0, p);
+		hx_plan_release(&r0);
+	}
 	if (hx_past(deadline))
 		/* the time limit cut the shapes, the MILP or the rounds */
 		strcpy(p->solver.status, "time_limit");

@@ -279,15 +279,34 @@ static int flip(hx_plan *p, int g, const hx_cluster *cl, const hx_problem *pb, h
 	return hx_plan_finish(pb, p, 0, err);
 }
 
-/* Flip whole groups' roles, the one that raises the capacity most at a time,
- * while the plan falls short of NEED req/s and a flip helps. */
+/* What disaggregated plan P carries at PB's workload: its aggregated
+ * groups' capacity plus what its prefill and decode replicas pass through
+ * the KV links (hx_replan_kv_flow), in *CAP.  Returns 0 or an error. */
+static int link_capacity(hx_plan *p, const hx_cluster *cl, const hx_problem *pb, double *cap,
+			 hx_err *err)
+{
+	double flow = 0;
+	int rc = hx_replan_kv_flow(p, cl, pb->workload, 0, &flow, err);
+
+	*cap = flow;
+	for (int g = 0; g < p->ngroups; g++)
+		if (p->groups[g].role == HX_ROLE_AGGREGATED)
+			*cap += p->groups[g].capacity_rps * p->groups[g].nreplicas;
+	*cap = fmin(*cap, total_capacity(p));
+	return rc;
+}
+
+/* Flip whole groups' roles, the one that raises the capacity (through the
+ * KV links) most at a time, while the plan falls short of NEED req/s and
+ * a flip helps. */
 static int flip_roles(hx_plan *p, const hx_cluster *cl, const hx_problem *pb, double need,
 		      hx_moves *mv, hx_err *err)
 {
-	int rc = 0;
+	double cap = 0;
+	int rc = link_capacity(p, cl, pb, &cap, err);
 
-	while (total_capacity(p) < need) {
-		double best_cap = total_capacity(p) * (1 + 1e-9) + 1e-9;
+	while (!rc && cap < need) {
+		double best_cap = cap * (1 + 1e-9) + 1e-9, c = 0;
 		int best = -1;
 		for (int g = 0; g < p->ngroups && !rc; g++) {
 			hx_plan t;
@@ -299,14 +318,16 @@ static int flip_roles(hx_plan *p, const hx_cluster *cl, const hx_problem *pb, do
 			free(text);
 			if (rc)
 				break;
-			if (!(rc = flip(&t, g, cl, pb, err)) && total_capacity(&t) > best_cap) {
-				best_cap = total_capacity(&t);
+			if (!(rc = flip(&t, g, cl, pb, err)) &&
+			    !(rc = link_capacity(&t, cl, pb, &c, err)) && c > best_cap) {
+				best_cap = c;
 				best = g;
 			}
 			hx_plan_release(&t);
 		}
 		if (rc || best < 0)
 			break;
+		cap = best_cap;
 		if ((rc = flip(p, best, cl, pb, err)))
 			break;
 		for (int r = 0; r < p->groups[best].nreplicas; r++) {
@@ -540,14 +561,21 @@ static int choose_counts(const hx_candset *s, const roles *R, const hx_plan *p,
 }
 
 /* Each candidate's capacity at the SLO in each role of R: aggregated
- * (R->n 1: the candidates' own) or prefill and decode (R->n 2). */
-static void role_capacities(const hx_problem *pb, const hx_candset *s, roles *R)
+ * (R->n 1: the candidates' own) or prefill and decode (R->n 2), the latter
+ * no more than the KV its node's NIC and links to P's replicas of the
+ * other role move (hx_replan_kv_limit; a class's nodes share their
+ * links), as the disagg planner's flow would carry. */
+static void role_capacities(const hx_problem *pb, const hx_candset *s, const hx_plan *p,
+			    roles *R)
 {
+	double kv_bytes = R->n == 2 ? hx_replan_kv_bytes(p, pb->workload) : 0;
+
 	for (int k = 0; k < R->n; k++) {
 		R->cap[k] = hx_xcalloc((size_t)s->n + 1, sizeof(double));
 		for (int c = 0; c < s->n; c++) {
 			hx_replica rep;
 			hx_capacity cp;
+			int node = s->cls[s->c[c].st[0].cls].nodes[0];
 			if (R->n == 1) {
 				R->cap[k][c] = s->c[c].capacity_rps;
 				continue;
@@ -556,7 +584,8 @@ static void role_capacities(const hx_problem *pb, const hx_candset *s, roles *R)
 			hx_cost_capacity_phase(&rep, pb->workload,
 					       k == 0 ? HX_SERVE_PREFILL : HX_SERVE_DECODE,
 					       &cp);
-			R->cap[k][c] = cp.rps;
+			R->cap[k][c] = fmin(
+			    cp.rps, hx_replan_kv_limit(p, pb->cluster, node, k == 0, kv_bytes));
 		}
 	}
 }
@@ -592,7 +621,7 @@ static int place_new(hx_plan *p, const hx_cluster *cl, const hx_problem *pb0,
 	pb.workload = w;
 	if ((rc = hx_candidates(&pb, &co, &s, err)))
 		goto out;
-	role_capacities(&pb, &s, R);
+	role_capacities(&pb, &s, p, R);
 	if ((rc = choose_counts(&s, R, p, w, o, best_effort, &res, err)) || !res.x)
 		goto out;
 	*cut = res.status == HX_MILP_TIME_LIMIT;
@@ -770,17 +799,24 @@ static int make_up(hx_plan *p, const hx_cluster *cl, const hx_problem *pb, const
 		   const hx_plan_opts *o, int disagg, int strict, hx_moves *mv, int *cut,
 		   hx_err *err)
 {
-	double need = w->rate_rps / HX_REPLAN_UTIL, agg = 0;
+	double need = w->rate_rps / HX_REPLAN_UTIL, agg = 0, cap = total_capacity(p), lost;
 	roles R = {1, {NULL, NULL}, {total_capacity(p), 0}, {need, 0}};
 	int rc;
 
-	if (total_capacity(p) >= need)
-		return 0;
-	if (disagg && (rc = flip_roles(p, cl, pb, need, mv, err)))
+	if (disagg && (rc = link_capacity(p, cl, pb, &cap, err)))
 		return rc;
-	if (total_capacity(p) >= need)
+	if (cap >= need)
+		return 0;
+	if (disagg && ((rc = flip_roles(p, cl, pb, need, mv, err)) ||
+		       (rc = link_capacity(p, cl, pb, &cap, err))))
+		return rc;
+	if (cap >= need)
 		return 0;
 	if (disagg) {
+		/* What the KV links hold back of the weaker role, both roles
+		 * must make up (new replicas beside the old ones, or behind
+		 * other links). */
+		lost = total_capacity(p) - cap;
 		R.n = 2;
 		R.have[0] = R.have[1] = 0;
 		for (int g = 0; g < p->ngroups; g++) {
@@ -793,6 +829,8 @@ static int make_up(hx_plan *p, const hx_cluster *cl, const hx_problem *pb, const
 				agg += c;
 		}
 		R.need[0] = R.need[1] = need - agg;
+		R.have[0] -= lost;
+		R.have[1] -= lost;
 	}
 	return place_new(p, cl, pb, w, o, &R, !strict, mv, cut, err);
 }
@@ -866,9 +904,35 @@ static int route_new(hx_plan *p, const hx_plan *old, const hx_cluster *cl, const
 	return hx_plan_finish(pb, p, 0, err);
 }
 
-int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
-	      const hx_problem *pb0, const hx_plan_opts *o, const hx_replan_opts *ro,
-	      hx_plan *p, hx_moves *mv, hx_err *err)
+/* P's capacity when disaggregated: what its aggregated groups carry plus,
+ * with W, the max-flow of its prefill and decode replicas through the KV
+ * links (the ingress and kv routes by that flow, and the predictions
+ * again, when MV started replicas or flipped roles), else its weaker
+ * role's. */
+static int kv_capacity(hx_plan *p, const hx_cluster *cl, const hx_problem *pb,
+		       const hx_workload *w, const hx_moves *mv, hx_err *err)
+{
+	int moved = mv->started > 0 || mv->roles_flipped > 0, rc;
+	double agg = 0, flow = 0;
+
+	if (!w) {
+		p->predicted.capacity_rps = hx_round6(total_capacity(p));
+		return 0;
+	}
+	if ((rc = hx_replan_kv_flow(p, cl, w, moved, &flow, err)))
+		return rc;
+	if (moved && (rc = hx_plan_finish(pb, p, 0, err)))
+		return rc;
+	for (int g = 0; g < p->ngroups; g++)
+		if (p->groups[g].role == HX_ROLE_AGGREGATED)
+			agg += p->groups[g].capacity_rps * p->groups[g].nreplicas;
+	p->predicted.capacity_rps = hx_round6(fmin(total_capacity(p), agg + flow));
+	return 0;
+}
+
+static int replan_one(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
+		      const hx_problem *pb0, const hx_plan_opts *o, const hx_replan_opts *ro,
+		      hx_plan *p, hx_moves *mv, hx_err *err)
 {
 	hx_cluster cl;
 	hx_problem pb = *pb0;
@@ -940,10 +1004,11 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 		hx_replan_recorded_predictions(p, &cl);
 	if (compose || p->nrent > 0)
 		recount_rent(p, &cl, compose);
-	/* A disaggregated plan carries what its weaker role does (the KV
-	 * links' limits left out). */
-	if (disagg)
-		p->predicted.capacity_rps = hx_round6(total_capacity(p));
+	/* A disaggregated plan carries what its weaker role does, and no more
+	 * than the KV links move (routes by the flow where replicas started
+	 * or roles flipped). */
+	if (disagg && (rc = kv_capacity(p, &cl, &pb, w, mv, err)))
+		goto out;
 	if (w)
 		hx_replan_mark_short(p, w);
 	/* Kept replicas and new ones are not one optimization's result. */
@@ -958,5 +1023,27 @@ out:
 		hx_plan_release(p);
 		hx_moves_release(mv);
 	}
+	return rc;
+}
+
+/* Replicas started on other GPU types than those of the replicas that
+ * stopped: P lists the substitutions against OLD (the plan it adapts,
+ * which is what P would be had the lost GPUs' type had spares). */
+static void replan_spill(const hx_plan *old, hx_plan *p, const hx_moves *mv)
+{
+	free(p->spill.subst);
+	memset(&p->spill, 0, sizeof(p->spill));
+	if (mv->started > 0)
+		hx_plan_spill_against(p, old, old->predicted.usd_per_hour);
+}
+
+int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
+	      const hx_problem *pb0, const hx_plan_opts *o, const hx_replan_opts *ro,
+	      hx_plan *p, hx_moves *mv, hx_err *err)
+{
+	int rc = replan_one(old, cl0, w, pb0, o, ro, p, mv, err);
+
+	if (rc == 0)
+		replan_spill(old, p, mv);
 	return rc;
 }

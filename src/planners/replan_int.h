@@ -63,4 +63,24 @@ int hx_replan_pipeline(const hx_plan *old, const hx_cluster *cl, const hx_worklo
 		       const hx_problem *pb, const hx_replan_opts *ro, hx_plan *p, hx_moves *mv,
 		       hx_err *err);
 
+/* The KV links' limits on disaggregated plans (replan_kv.c).  The KV
+ * bytes of a mean prompt of W for P's model (at its prefill groups'
+ * KV dtype). */
+double hx_replan_kv_bytes(const hx_plan *p, const hx_workload *w);
+
+/* The requests/s whose KV a replica on node NODE of CL could move to (a
+ * PREFILL one) or from (a decode one) the replicas of the other role in
+ * P: its NIC and the links to their nodes (bandwidth / KV_BYTES), and
+ * unbounded when one of them shares its node. */
+double hx_replan_kv_limit(const hx_plan *p, const hx_cluster *cl, int node, int prefill,
+			  double kv_bytes);
+
+/* What P's prefill and decode replicas carry through the NICs and links
+ * of CL between them (a max-flow in requests/s, as the disagg planner
+ * scores a plan) in *CAP; with REROUTE, the ingress to the prefill groups
+ * and the kv routes follow the flow.  Returns 0 or the flow solver's
+ * error. */
+int hx_replan_kv_flow(hx_plan *p, const hx_cluster *cl, const hx_workload *w, int reroute,
+		      double *cap, hx_err *err);
+
 #endif

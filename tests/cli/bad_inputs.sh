@@ -94,7 +94,7 @@ v -c cluster-zero-bandwidth.json ": /links/0/bw_gbps: must be a positive number,
 v -c cluster-unknown-link-node.json ": /links/0/b: unknown node \"n9\""
 v -c cluster-link-self.json ": /links/0/b: a link must join two different nodes"
 v -c cluster-negative-latency.json ": /defaults/same_region/latency_ms: must be between 0 and 1e\+06, not -1"
-v -c cluster-offer-zero-max.json ": /offers/0/max_count: must be a positive integer, not 0"
+v -c cluster-offer-negative-max.json ": /offers/0/max_count: must be between 0 and 65536, not -1"
 
 # ---- workload ---------------------------------------------------------------
 v -w workload-missing-colon.json ":3:14: ':' expected near '5'"
@@ -295,7 +295,7 @@ p plan-weight-string.json ": /routing/ingress/0/weight: must be a number, not a 
 v -c cluster-links-not-array.json ": /links: must be an array, not an object"
 v -c cluster-link-number.json ": /links/0: must be an object, not an integer"
 v -c cluster-defaults-zero-bw.json ": /defaults/cross_region/bw_gbps: must be a positive number, not 0"
-v -c cluster-offer-max-count-huge.json ": /offers/0/max_count: must be between 1 and 65536, not 65537"
+v -c cluster-offer-max-count-huge.json ": /offers/0/max_count: must be between 0 and 65536, not 65537"
 v -c cluster-too-many-offers.json ": /offers: 257 offers are more than hexplan's limit of 256"
 v -c cluster-offer-per-node-65.json ": /offers/0/gpus_per_node: must be between 1 and 64, not 65"
 v -c cluster-offer-negative-price.json ": /offers/0/usd_per_hour: must be between 0 and 1e\\+06, not -1"

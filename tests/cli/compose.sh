@@ -160,4 +160,58 @@ run plan -c "$TMP/clash.json" -w $W --mode compose
 expect_rc 1 "a node named like an offer's node"
 expect_err_line '^hexplan: error: node "offer0-0" bears a name that offers' "name clash message"
 
+# Spill-over (issue 18): the l40s offer sold out (max_count 0), compose
+# rents another type, says so on stderr and lists the substitutions against
+# the preferred plan (availability ignored: the l40s one), and check
+# accepts the plan.
+S=examples/clusters/cloud-offers.json
+python3 - "$S" "$TMP/soldout.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["offers"][2]["max_count"] = 0
+json.dump(c, open(sys.argv[2], "w"))
+PY
+run plan -c $S -w $W -m llama-3.1-8b --mode compose -o "$TMP/pref.json"
+expect_rc 0 "compose with every offer available"
+[ ! -s "$TMP/err" ] && ok || fail "no spill-over note when nothing is short: $(cat "$TMP/err")"
+run plan -c "$TMP/soldout.json" -w $W -m llama-3.1-8b --mode compose -o "$TMP/spill.json" --lp "$TMP/spill.lp"
+expect_rc 0 "compose with the l40s offer sold out"
+# --lp is the plan's own program: no pool of l40s nodes (4 at 0.86 USD/h)
+# from the preferred plan's
+grep -q '3\.44 x_' "$TMP/spill.lp" && fail "--lp wrote the preferred plan's program" || ok
+expect_err_line '^hexplan: plan: spill-over: short: l40s \(0 GPUs of the [0-9]+ preferred\); used instead: [a-z0-9-]+ \([0-9]+ GPUs, 0 preferred\); \+[0-9.]+ USD/h against the preferred plan.s [0-9.]+ USD/h$' "spill-over note"
+run check -p "$TMP/spill.json" -c "$TMP/soldout.json"
+expect_rc 0 "check accepts the plan with substitutions"
+python3 - "$TMP/pref.json" "$TMP/spill.json" <<'PY' && ok || fail "substitutions against the preferred plan"
+import json, sys
+pref, p = (json.load(open(f)) for f in sys.argv[1:3])
+assert "substitutions" not in pref
+assert {r["gpu"] for r in pref["rent"]} == {"l40s"}, pref["rent"]
+assert all(r["gpu"] != "l40s" for r in p["rent"]), p["rent"]
+s = p["substitutions"]
+assert abs(s["preferred_usd_per_hour"] - pref["predicted"]["usd_per_hour"]) < 1e-6, s
+assert abs(s["usd_per_hour_delta"] - (p["predicted"]["usd_per_hour"] - s["preferred_usd_per_hour"])) < 1e-6, s
+rows = {r["gpu"]: r for r in s["gpus"]}
+used = sum(len(st) for g in pref["groups"] for r in g["replicas"] for st in r["placement"])
+assert rows["l40s"] == {"gpu": "l40s", "preferred_gpus": used, "gpus": 0}, rows
+other = [r for r in s["gpus"] if r["gpu"] != "l40s"]
+assert other and all(r["gpus"] > r["preferred_gpus"] == 0 for r in other), other
+PY
+# A row that disagrees with the placements, and a type listed twice.
+python3 - "$TMP/spill.json" "$TMP/spill-bad.json" "$TMP/spill-twice.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["substitutions"]["gpus"][0]["gpus"] += 1
+json.dump(p, open(sys.argv[2], "w"))
+p["substitutions"]["gpus"][0]["gpus"] -= 1
+p["substitutions"]["gpus"].append(p["substitutions"]["gpus"][0])
+json.dump(p, open(sys.argv[3], "w"))
+PY
+run check -p "$TMP/spill-bad.json" -c "$TMP/soldout.json"
+expect_rc 1 "check: substitutions that disagree with the placements"
+grep -Eq '^hexplan: error: .*spill-bad.json: /substitutions/gpus/0/gpus: [0-9]+, but the plan uses [0-9]+ [a-z0-9-]+ GPUs$' "$TMP/err" && ok || fail "substitution violation message: $(cat "$TMP/err")"
+run check -p "$TMP/spill-twice.json" -c "$TMP/soldout.json"
+expect_rc 1 "a GPU type listed twice"
+expect_err_line '^hexplan: error: .*spill-twice.json: /substitutions/gpus/[0-9]+: GPU type "[a-z0-9-]+" is listed twice$' "listed twice message"
+
 finish

@@ -41,7 +41,7 @@ cat >"$TMP/c5.json" <<'J'
 J
 run validate -c "$TMP/c5.json"
 expect_rc 1 "10^9 GPUs offered"
-expect_err_line "^hexplan: error: $TMP/c5.json: /offers/0/max_count: must be between 1 and 65536, not 1000000000$" "offer limit message"
+expect_err_line "^hexplan: error: $TMP/c5.json: /offers/0/max_count: must be between 0 and 65536, not 1000000000$" "offer limit message"
 
 python3 -c 'import json; print(json.dumps({"version": 1, "rate_rps": 1,
   "prompt_tokens": {"buckets": [[i + 1, 1] for i in range(100001)]},

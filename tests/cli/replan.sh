@@ -108,7 +108,8 @@ assert {r["class"] for r in new["routing"]["ingress"]} == names, new["routing"][
 PY
 
 # A disaggregated plan loses its H100 prefill nodes under a heavier load:
-# a decode group turns prefill; no replica moves or starts.
+# a decode group turns prefill; no replica moves or starts.  (The rate is
+# what the A100 nodes' NICs pass of the KV: 115 req/s.)
 hx plan -c $C -w examples/workloads/code.json -m llama-3.1-8b --mode disagg -o "$TMP/dg.json" || fail "disagg plan"
 python3 - $C "$TMP/noh100.json" <<'PY'
 import json, sys
@@ -116,8 +117,8 @@ c = json.load(open(sys.argv[1]))
 c["nodes"] = [n for n in c["nodes"] if n["name"] not in ("h100-0", "h100-1")]
 json.dump(c, open(sys.argv[2], "w"))
 PY
-sed 's/"rate_rps": 10/"rate_rps": 120/' examples/workloads/code.json >"$TMP/code120.json"
-run replan -p "$TMP/dg.json" -c "$TMP/noh100.json" -w "$TMP/code120.json" -o "$TMP/dg2.json" --moves "$TMP/dgm.json"
+sed 's/"rate_rps": 10/"rate_rps": 115/' examples/workloads/code.json >"$TMP/code115.json"
+run replan -p "$TMP/dg.json" -c "$TMP/noh100.json" -w "$TMP/code115.json" -o "$TMP/dg2.json" --moves "$TMP/dgm.json"
 expect_rc 0 "replan a disaggregated plan"
 run check -p "$TMP/dg2.json" -c "$TMP/noh100.json"
 expect_rc 0 "check accepts the re-roled plan"
@@ -133,13 +134,13 @@ for g in new["groups"]:
     if any(x["group"] == g["name"] for x in flips):
         assert roles[g["name"]] == "decode" and g["role"] == "prefill", g["name"]
 p = new["predicted"]
-assert p["capacity_rps"] >= 120 / 0.9, p
+assert p["capacity_rps"] >= 115 / 0.9, p
 PY
-run simulate -p "$TMP/dg2.json" -w "$TMP/code120.json" --requests 3000
+run simulate -p "$TMP/dg2.json" -w "$TMP/code115.json" --requests 3000
 expect_rc 0 "simulate the re-roled plan"
 
-# The disaggregated plan loses its H100 nodes and gains an A100 node at 150
-# req/s: flips alone fall short, so new prefill or decode replicas start on
+# The disaggregated plan loses its H100 nodes and gains an A100 node at 130
+# req/s (more than flips pass through the NICs): flips alone fall short, so new prefill or decode replicas start on
 # the new node; the kept replicas stay, and the plan carries the rate.
 python3 - $C "$TMP/swap.json" <<'PY'
 import json, sys
@@ -149,8 +150,8 @@ n = dict(next(x for x in c["nodes"] if x["name"] == "a100-0"), name="a100-4")
 c["nodes"].append(n)
 json.dump(c, open(sys.argv[2], "w"))
 PY
-sed 's/"rate_rps": 10/"rate_rps": 150/' examples/workloads/code.json >"$TMP/code150.json"
-run replan -p "$TMP/dg.json" -c "$TMP/swap.json" -w "$TMP/code150.json" -o "$TMP/dg3.json" --moves "$TMP/dgm3.json"
+sed 's/"rate_rps": 10/"rate_rps": 130/' examples/workloads/code.json >"$TMP/code130.json"
+run replan -p "$TMP/dg.json" -c "$TMP/swap.json" -w "$TMP/code130.json" -o "$TMP/dg3.json" --moves "$TMP/dgm3.json"
 expect_rc 0 "replan a disaggregated plan with new replicas"
 run check -p "$TMP/dg3.json" -c "$TMP/swap.json"
 expect_rc 0 "check accepts it"
@@ -165,7 +166,7 @@ assert all(roles[g] in ("prefill", "decode") for g in starts), roles
 for g in p["groups"]:
     if g["name"] in starts:
         assert all(ref.startswith("a100-4:") for r in g["replicas"] for st in r["placement"] for ref in st)
-assert "status" not in p and p["predicted"]["capacity_rps"] >= 150 / 0.9, p["predicted"]
+assert "status" not in p and p["predicted"]["capacity_rps"] >= 130 / 0.9, p["predicted"]
 PY
 
 # Short of capacity with no free GPU: the kept replicas as they are, marked
@@ -337,6 +338,78 @@ PY
 run replan -p "$TMP/rt.json" -c "$TMP/no8b.json" -w $CW
 expect_rc 3 "a model of a route plan lost every replica"
 expect_err_line '^hexplan: error: model qwen3-8b lost every replica; replan keeps a cascade.s thresholds and a route plan.s fractions and starts no replicas for them$' "lost model message"
+
+# Spill-over (issue 18): a composed plan of l40s GPUs at 22 req/s loses
+# offer2-1 (the l40s offer cut to 4 GPUs, all of them in use): with no
+# l40s to spare, replan rents another type, says so, lists the
+# substitutions against the plan it adapts, and check accepts it.
+sed 's/"rate_rps": 20/"rate_rps": 22/' examples/workloads/chat.json >"$TMP/w22.json"
+python3 - examples/clusters/cloud-offers.json "$TMP/l40s-4.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["offers"][2]["max_count"] = 4
+json.dump(c, open(sys.argv[2], "w"))
+PY
+run plan -c examples/clusters/cloud-offers.json -w "$TMP/w22.json" -m llama-3.1-8b --mode compose -o "$TMP/sp.json"
+expect_rc 0 "compose plan of l40s"
+run replan -p "$TMP/sp.json" -c "$TMP/l40s-4.json" -w "$TMP/w22.json" -o "$TMP/sp2.json"
+expect_rc 0 "replan spills over to another type"
+[ "$(wc -l <"$TMP/err")" -eq 2 ] && ok || fail "replan: two lines on stderr"
+tail -1 "$TMP/err" >"$TMP/err1" && mv "$TMP/err1" "$TMP/err"
+expect_err_line '^hexplan: replan: spill-over: short: l40s \(4 GPUs of the [0-9]+ preferred\); used instead: [a-z0-9-]+ \([0-9]+ GPUs, 0 preferred\); \+[0-9.]+ USD/h against the preferred plan.s [0-9.]+ USD/h$' "replan spill-over note"
+run check -p "$TMP/sp2.json" -c "$TMP/l40s-4.json"
+expect_rc 0 "check accepts the replan with substitutions"
+python3 - "$TMP/sp.json" "$TMP/sp2.json" <<'PY' && ok || fail "replan substitutions"
+import json, sys
+old, p = (json.load(open(f)) for f in sys.argv[1:3])
+assert {r["gpu"] for r in old["rent"]} == {"l40s"}, old["rent"]
+s = p["substitutions"]
+assert abs(s["preferred_usd_per_hour"] - old["predicted"]["usd_per_hour"]) < 1e-6, s
+rows = {r["gpu"]: r for r in s["gpus"]}
+assert rows["l40s"]["gpus"] == 4 < rows["l40s"]["preferred_gpus"], rows
+assert any(g != "l40s" and r["gpus"] > 0 for g, r in rows.items()), rows
+assert "status" not in p, p.get("status")
+PY
+
+# KV links (issue 18): a disaggregated plan on three A100 nodes (decode
+# on p0, prefill on d0 and d1) loses d0 at 80 req/s; node x (H100s, more
+# capacity per replica) is behind 1 Gb/s links, node y (A100s) is not.
+# The new prefill replicas go to y, their KV over y's link; with only x
+# left free, the plan is short and its capacity is what the slow link
+# lets through (not the H100s' prefill capacity).
+run plan -c tests/data/replan/kv-three.json -w examples/workloads/chat.json -m llama-3.1-8b --mode disagg -o "$TMP/kv.json"
+expect_rc 0 "disagg plan on three nodes"
+sed 's/"rate_rps": 20/"rate_rps": 80/' examples/workloads/chat.json >"$TMP/w80.json"
+run replan -p "$TMP/kv.json" -c tests/data/replan/kv-slow-x.json -w "$TMP/w80.json" -o "$TMP/kv2.json"
+expect_rc 0 "replan adds prefill replicas away from the slow link"
+run check -p "$TMP/kv2.json" -c tests/data/replan/kv-slow-x.json
+expect_rc 0 "check accepts it"
+python3 - "$TMP/kv2.json" <<'PY' && ok || fail "new replicas and kv routes avoid the slow link"
+import json, sys
+p = json.load(open(sys.argv[1]))
+new = [g for g in p["groups"] if g["name"].startswith("g")]
+assert new and all(g["role"] == "prefill" for g in new), new
+ids = {r["id"] for g in new for r in g["replicas"]}
+assert all(ref.startswith("y:") for g in new for r in g["replicas"] for st in r["placement"] for ref in st), new
+kv = [k for k in p["routing"]["kv"] if k["from"] in ids]
+assert kv and all(k["link"] == "y-p0" and k["bw_gbps"] == 100 for k in kv), kv
+assert p["predicted"]["capacity_rps"] >= 80 / 0.9, p["predicted"]
+PY
+run replan -p "$TMP/kv.json" -c tests/data/replan/kv-slow-x-only.json -w "$TMP/w80.json" -o "$TMP/kv3.json"
+expect_rc 5 "only the slow node left: short"
+run check -p "$TMP/kv3.json" -c tests/data/replan/kv-slow-x-only.json
+expect_rc 0 "check accepts the short plan"
+python3 - "$TMP/kv3.json" <<'PY' && ok || fail "capacity within what the slow link carries"
+import json, sys
+p = json.load(open(sys.argv[1]))
+pre = {g["name"]: g for g in p["groups"] if g["role"] == "prefill"}
+kept = pre["p2"]["predicted"]["capacity_rps"] * len(pre["p2"]["replicas"])
+cap = p["predicted"]["capacity_rps"]
+# 1 Gb/s of KV is under 1 req/s of chat prompts for Llama 3.1 8B
+assert kept < cap < kept + 1, (kept, cap)
+ids = {r["id"] for g in p["groups"] if g["name"].startswith("g") for r in g["replicas"]}
+assert all(k["bw_gbps"] == 1 for k in p["routing"]["kv"] if k["from"] in ids)
+PY
 
 # Bad inputs.
 run replan -p "$TMP/old.json"

@@ -20,6 +20,7 @@ typedef struct hx_pipe_net {
 	int layers;       /* L */
 	double *node_tps; /* per node: capacity for its range (tokens/s) */
 	double *link_tps; /* n * n: capacity of the link i -> j (tokens/s) */
+	int overlap;      /* hops also where first(j) < last(i) < last(j) (Helix's rule) */
 } hx_pipe_net;
 
 typedef struct hx_pipe_flow {
@@ -46,6 +47,10 @@ typedef struct hx_pipe_opts {
 	int no_search; /* the best construction alone */
 	const char
 	    *layer_costs; /* a layer-cost CSV to use instead of the cost model (may be NULL) */
+	int throughput;   /* no latency SLO: plain max-flow (set from --objective throughput) */
+	double weights_mem_frac; /* weights take at most this share of a GPU's memory (0: 1) */
+	const char
+	    *placement; /* evaluate this placement (CSV node,first,last) instead of searching */
 } hx_pipe_opts;
 
 typedef struct hx_pipe_stats {

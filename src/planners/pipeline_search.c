@@ -33,19 +33,19 @@ static void worst_paths(const pctx *c, const int *f, const int *l, double *tpot_
 	double *a = c->path_tpot, *b = c->path_ttft;
 
 	*tpot_s = *ttft_s = 0;
-	/* layers only grow along a path: relax the nodes by first layer */
-	for (int start = 0; start < L; start++)
+	/* the last layer grows along a path: relax the nodes by it */
+	for (int end = 1; end <= L; end++)
 		for (int i = 0; i < n; i++) {
 			const ntype *t;
 			int k;
-			if (f[i] != start)
+			if (f[i] < 0 || l[i] != end)
 				continue;
 			t = &c->ty[c->type[i]];
 			k = l[i] - f[i];
-			a[i] = start == 0 ? HX_PIPE_WAIT * t->iter_s[k] : -1;
-			b[i] = start == 0 ? t->pre_s[k] : -1;
+			a[i] = f[i] == 0 ? HX_PIPE_WAIT * t->iter_s[k] : -1;
+			b[i] = f[i] == 0 ? t->pre_s[k] : -1;
 			for (int j = 0; j < n; j++) {
-				if (f[j] < 0 || l[j] != start || a[j] < 0)
+				if (!pipe_feeds(c, f, l, j, i) || a[j] < 0)
 					continue;
 				a[i] = fmax(a[i], a[j] + HX_PIPE_WAIT * t->iter_s[k] +
 						      c->lat_s[j * n + i] +
@@ -98,9 +98,10 @@ double hx_pipe_score(pctx *c, const int *first, const int *last, hx_pipe_flow *k
 		return -1;
 	}
 	v = f.value;
-	if (tpot * 1e3 > slo->tpot_ms)
+	/* --objective throughput: no latency SLO */
+	if (!c->throughput && tpot * 1e3 > slo->tpot_ms)
 		v *= pow(slo->tpot_ms / (tpot * 1e3), 4);
-	if (ttft * 1e3 > slo->ttft_ms)
+	if (!c->throughput && ttft * 1e3 > slo->ttft_ms)
 		v *= pow(slo->ttft_ms / (ttft * 1e3), 4);
 	if (keep)
 		*keep = f;

@@ -18,10 +18,10 @@
  * embedding when it holds layer 0, the head when it holds the last).
  *
  * A placement is scored by the max-flow of the node-split graph (pipeline.h).
- * Search: three constructions (separate pipelines per GPU type; balanced
+ * Search: four constructions (separate pipelines per GPU type; balanced
  * pipelines for every pipeline count, Parallax-style, with water-filled
- * splits; a greedy fill by speed), then a seeded local search scored by
- * max-flow from the best of them (move a shared boundary, resize a range,
+ * splits; a greedy fill by speed; Swarm-style stages), then a seeded local
+ * search scored by max-flow from the two best of them (move a shared boundary, resize a range,
  * re-home a node after another, copy another node's range, swap two nodes,
  * drop a node) bounded by a number of flow evaluations; --time-limit stops
  * it early (solver.status time_limit).  Bound: sum_i max_k k thr_i(k) / L.
@@ -515,33 +515,53 @@ static int load_placement(const pctx *c, const char *path, int *first, int *last
 	return rc;
 }
 
-/* The best of the constructions, then the local search from it, into
- * BF/BL (flow *BEST); the moves made into *MOVES.  TF/TL: scratch. */
+/* The constructions, then the local search from the two that flow most
+ * (half the budget each: the landscape has wide plateaus, and two starts
+ * of unlike shape, say chains and stages, end on unlike optima), the best
+ * into BF/BL (flow *BEST); the moves made into *MOVES.  TF/TL: scratch. */
 static void search(pctx *c, const hx_pipe_opts *po, int *bf, int *bl, int *tf, int *tl,
 		   double *best, long *moves, hx_pipe_stats *st)
 {
+	int n = c->n, *cf = hx_xmalloc((size_t)n * HX_PIPE_NCONSTRUCTIONS * sizeof(int)),
+	    *cl = hx_xmalloc((size_t)n * HX_PIPE_NCONSTRUCTIONS * sizeof(int)), starts = 0;
+	double cv[HX_PIPE_NCONSTRUCTIONS];
 	long work;
 
 	hx_pipe_clear(c, bf, bl);
-	for (int k = 0; k < HX_PIPE_NCONSTRUCTIONS; k++) {
-		double v;
-		hx_pipe_construct(c, k, tf, tl);
-		v = hx_pipe_score(c, tf, tl, NULL);
-		if (c->failed)
-			return;
+	for (int k = 0; k < HX_PIPE_NCONSTRUCTIONS && !c->failed; k++) {
+		hx_pipe_construct(c, k, cf + k * n, cl + k * n);
+		cv[k] = hx_pipe_score(c, cf + k * n, cl + k * n, NULL);
 		if (st)
-			st->construction[k] = v;
-		if (v > *best * (1 + 1e-9)) {
-			*best = v;
-			memcpy(bf, tf, (size_t)c->n * sizeof(int));
-			memcpy(bl, tl, (size_t)c->n * sizeof(int));
+			st->construction[k] = cv[k];
+		starts += cv[k] > 0;
+		if (cv[k] > *best * (1 + 1e-9)) {
+			*best = cv[k];
+			memcpy(bf, cf + k * n, (size_t)n * sizeof(int));
+			memcpy(bl, cl + k * n, (size_t)n * sizeof(int));
 		}
 	}
-	work = po && po->work > 0 ? po->work : 2000L * c->n + 20000;
+	work = po && po->work > 0 ? po->work : 2000L * n + 20000;
 	if (work > 150000 && !(po && po->work > 0))
 		work = 150000;
-	if (!(po && po->no_search) && *best > 0)
-		*moves = hx_pipe_search(c, bf, bl, best, work);
+	starts = starts < 2 ? starts : 2;
+	for (int k = 0; k < HX_PIPE_NCONSTRUCTIONS && !c->failed && !c->timed_out; k++) {
+		double v = cv[k];
+		int above = 0; /* constructions that flow more (the earlier among equals) */
+		for (int q = 0; q < HX_PIPE_NCONSTRUCTIONS; q++)
+			above += cv[q] > cv[k] || (cv[q] == cv[k] && q < k);
+		if (po->no_search || v <= 0 || above >= starts)
+			continue;
+		memcpy(tf, cf + k * n, (size_t)n * sizeof(int));
+		memcpy(tl, cl + k * n, (size_t)n * sizeof(int));
+		*moves += hx_pipe_search(c, tf, tl, &v, work / starts);
+		if (v > *best * (1 + 1e-9)) {
+			*best = v;
+			memcpy(bf, tf, (size_t)n * sizeof(int));
+			memcpy(bl, tl, (size_t)n * sizeof(int));
+		}
+	}
+	free(cf);
+	free(cl);
 }
 
 int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_pipe_opts *po,

@@ -38,7 +38,7 @@ int hx_pipe_flow_eval(const hx_pipe_net *net, const int *first, const int *last,
 void hx_pipe_flow_release(hx_pipe_flow *f);
 
 /* The planner with what bench/ and tests look at. */
-#define HX_PIPE_NCONSTRUCTIONS 3 /* per-type, balanced, greedy */
+#define HX_PIPE_NCONSTRUCTIONS 4 /* per-type, balanced, greedy, staged */
 const char *hx_pipe_construction_name(int k);
 
 typedef struct hx_pipe_opts {

@@ -1,5 +1,5 @@
 /* The pipeline planner's search (pipeline.c has the overview): placements
- * scored by their flow, three constructions and a seeded local search. */
+ * scored by their flow, four constructions and a seeded local search. */
 #include "config.h"
 
 #include <math.h>
@@ -346,8 +346,55 @@ static void build_greedy(pctx *c, int *first, int *last)
 	free(v);
 }
 
+/* (4) Stages, Swarm-style: the layers cut into stages of k layers (the last
+ * shorter), each usable node (fastest first) given the stage it can hold
+ * whose capacity so far is least, every node of a stage passing to every
+ * node of the next; the k whose placement flows most wins. */
+static void build_staged(pctx *c, int *first, int *last)
+{
+	int n = c->n, L = c->L, *v = hx_xmalloc((size_t)n * sizeof(int)), m = usable(c, v);
+	int *pf = hx_xmalloc((size_t)n * sizeof(int)),
+	    *pl = hx_xmalloc((size_t)n * sizeof(int));
+	double best = -1, *cap = hx_xcalloc((size_t)L + 1, sizeof(double));
+
+	hx_pipe_clear(c, first, last);
+	for (int k = 1; k <= L && !c->failed; k++) {
+		int S = (L + k - 1) / k, whole = 1;
+		double sc;
+		hx_pipe_clear(c, pf, pl);
+		for (int s = 0; s < S; s++)
+			cap[s] = 0;
+		for (int j = 0; j < m; j++) {
+			int i = v[j], bs = -1;
+			for (int s = 0; s < S; s++)
+				if (holds(c, i, s * k, s * k + k < L ? s * k + k : L) &&
+				    (bs < 0 || cap[s] < cap[bs]))
+					bs = s;
+			if (bs < 0)
+				continue;
+			pf[i] = bs * k;
+			pl[i] = bs * k + k < L ? bs * k + k : L;
+			cap[bs] += node_thr(c, i, pl[i] - pf[i]);
+		}
+		for (int s = 0; s < S; s++)
+			whole &= cap[s] > 0;
+		if (!whole)
+			continue;
+		sc = hx_pipe_score(c, pf, pl, NULL);
+		if (sc > best * (1 + 1e-9)) {
+			best = sc;
+			memcpy(first, pf, (size_t)n * sizeof(int));
+			memcpy(last, pl, (size_t)n * sizeof(int));
+		}
+	}
+	free(cap);
+	free(pl);
+	free(pf);
+	free(v);
+}
+
 static const char *const construction_names[HX_PIPE_NCONSTRUCTIONS] = {"per-type", "balanced",
-								       "greedy"};
+								       "greedy", "staged"};
 
 const char *hx_pipe_construction_name(int k)
 {
@@ -360,8 +407,10 @@ void hx_pipe_construct(pctx *c, int k, int *first, int *last)
 		build_per_type(c, first, last);
 	else if (k == 1)
 		build_balanced(c, first, last);
-	else
+	else if (k == 2)
 		build_greedy(c, first, last);
+	else
+		build_staged(c, first, last);
 }
 
 /* ---- local search -------------------------------------------------------------- */

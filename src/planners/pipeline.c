@@ -21,9 +21,10 @@
  * Search: four constructions (separate pipelines per GPU type; balanced
  * pipelines for every pipeline count, Parallax-style, with water-filled
  * splits; a greedy fill by speed; Swarm-style stages), then a seeded local
- * search scored by max-flow from the two best of them (move a shared boundary, resize a range,
- * re-home a node after another, copy another node's range, swap two nodes,
- * drop a node) bounded by a number of flow evaluations; --time-limit stops
+ * search scored by max-flow from the best of them (stages, and the search
+ * from the two best, with --objective throughput only; see search()): move
+ * a shared boundary, resize a range, re-home a node after another, copy
+ * another node's range, swap two nodes, drop a node; bounded by a number of flow evaluations; --time-limit stops
  * it early (solver.status time_limit).  Bound: sum_i max_k k thr_i(k) / L.
  *
  * This file prices the nodes, computes a placement's flow and runs the
@@ -515,10 +516,13 @@ static int load_placement(const pctx *c, const char *path, int *first, int *last
 	return rc;
 }
 
-/* The constructions, then the local search from the two that flow most
- * (half the budget each: the landscape has wide plateaus, and two starts
- * of unlike shape, say chains and stages, end on unlike optima), the best
- * into BF/BL (flow *BEST); the moves made into *MOVES.  TF/TL: scratch. */
+/* The constructions, then the local search from the best, the best end
+ * into BF/BL (flow *BEST); the moves made into *MOVES.  TF/TL: scratch.
+ * With no latency SLO (--objective throughput) the stages construction
+ * too, and the search from the two that flow most, half the budget each
+ * (two starts of unlike shape, chains and stages, end on unlike optima);
+ * under an SLO stages' long paths lose (on the helix examples the search
+ * from them ends 10-50% lower), so the search keeps one start. */
 static void search(pctx *c, const hx_pipe_opts *po, int *bf, int *bl, int *tf, int *tl,
 		   double *best, long *moves, hx_pipe_stats *st)
 {
@@ -529,6 +533,9 @@ static void search(pctx *c, const hx_pipe_opts *po, int *bf, int *bl, int *tf, i
 
 	hx_pipe_clear(c, bf, bl);
 	for (int k = 0; k < HX_PIPE_NCONSTRUCTIONS && !c->failed; k++) {
+		cv[k] = 0;
+		if (k == HX_PIPE_STAGED && !c->throughput)
+			continue;
 		hx_pipe_construct(c, k, cf + k * n, cl + k * n);
 		cv[k] = hx_pipe_score(c, cf + k * n, cl + k * n, NULL);
 		if (st)
@@ -543,7 +550,7 @@ static void search(pctx *c, const hx_pipe_opts *po, int *bf, int *bl, int *tf, i
 	work = po && po->work > 0 ? po->work : 2000L * n + 20000;
 	if (work > 150000 && !(po && po->work > 0))
 		work = 150000;
-	starts = starts < 2 ? starts : 2;
+	starts = starts < 2 ? starts : c->throughput ? 2 : 1;
 	for (int k = 0; k < HX_PIPE_NCONSTRUCTIONS && !c->failed && !c->timed_out; k++) {
 		double v = cv[k];
 		int above = 0; /* constructions that flow more (the earlier among equals) */

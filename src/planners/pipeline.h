@@ -39,6 +39,7 @@ void hx_pipe_flow_release(hx_pipe_flow *f);
 
 /* The planner with what bench/ and tests look at. */
 #define HX_PIPE_NCONSTRUCTIONS 4 /* per-type, balanced, greedy, staged */
+#define HX_PIPE_STAGED         3 /* built with --objective throughput only */
 const char *hx_pipe_construction_name(int k);
 
 typedef struct hx_pipe_opts {

@@ -24,8 +24,9 @@
  * search scored by max-flow from the best of them (stages, and the search
  * from the two best, with --objective throughput only; see search()): move
  * a shared boundary, resize a range, re-home a node after another, copy
- * another node's range, swap two nodes, drop a node; bounded by a number of flow evaluations; --time-limit stops
- * it early (solver.status time_limit).  Bound: sum_i max_k k thr_i(k) / L.
+ * another node's range, swap two nodes, drop a node; bounded by a number
+ * of flow evaluations; --time-limit stops it early (solver.status
+ * time_limit).  Bound: sum_i max_k k thr_i(k) / L.
  *
  * This file prices the nodes, computes a placement's flow and runs the
  * planner; pipeline_search.c has the constructions and the local search,

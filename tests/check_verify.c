@@ -305,7 +305,7 @@ START_TEST(test_hops)
 	v = verify(&p, &mixed, 2, &n);
 	ck_assert_str_eq(v[0].ptr, "/routing/hops/1");
 	ck_assert_str_eq(v[0].msg,
-			 "goes from a stage ending at layer 80 to one starting at layer 0");
+			 "goes from a stage ending at layer 80 to one holding layers [0, 40)");
 	ck_assert_str_eq(v[1].ptr, "/routing/hops/2/from");
 	ck_assert_str_eq(v[1].msg, "replica \"g2r0\" has no stage 2 (its group has 2)");
 	free(v);

@@ -28,7 +28,9 @@ enum {
 	OPT_GAP,
 	OPT_LP,
 	OPT_LAYER_COSTS,
-	OPT_BUDGET
+	OPT_BUDGET,
+	OPT_WEIGHTS_MEM_FRAC,
+	OPT_PLACEMENT
 };
 /* --mode bo's own */
 enum { OPT_PREFER = 2300, OPT_FRONT, OPT_PLOT, OPT_MAX_EVALS, OPT_EVALUATE };
@@ -75,7 +77,8 @@ enum {
 	TAKES_MILP = 2,    /* --objective, --gap, --lp: it solves a MILP */
 	TAKES_QUALITY = 4, /* its models come from the workload's quality profile */
 	TAKES_BO = 8, /* --prefer, --front, --plot, --max-evals, --evaluate: a Pareto search */
-	TAKES_LAYER_COSTS = 16, /* --layer-costs: it cuts a model into layer ranges */
+	TAKES_LAYER_COSTS = 16, /* --layer-costs, --weights-mem-frac, --placement,
+				 * --objective throughput: it cuts a model into layer ranges */
 	TAKES_BUDGET = 32,      /* --budget */
 };
 
@@ -107,9 +110,10 @@ const char *const hx_plan_usage[] = {
     "hexplan plan -c cluster.json -w workload.json [-m MODEL] [--mode " HX_PLAN_MODES(
 	MODE_FIRST_NAME,
 	MODE_NEXT_NAME) "] "
-			"[--objective capacity|cost|latency] [--budget USD_PER_H] "
+			"[--objective capacity|cost|latency|throughput] [--budget USD_PER_H] "
 			"[--time-limit S] [--gap G] [--seed N] [-o plan.json] "
-			"[--lp FILE] [--layer-costs FILE] [--prefer "
+			"[--lp FILE] [--layer-costs FILE] [--weights-mem-frac F] "
+			"[--placement FILE] [--prefer "
 			"balanced|cost|latency|quality] [--max-evals N] [--evaluate model|sim] "
 			"[--front FILE] [--plot FILE] "
 			"[--format json|table]",
@@ -246,7 +250,8 @@ static int show(const char *path, int table)
 /* What the command line says. */
 typedef struct plan_args {
 	const char *cpath, *wpath, *model, *ppath, *out;
-	const char *mode, *layer_costs, *front_path, *plot_path;
+	const char *mode, *layer_costs, *front_path, *plot_path, *placement;
+	double weights_mem_frac; /* 0: not given */
 	hx_bo_opts bo;
 	int bo_given, table;
 	long seed;
@@ -271,6 +276,8 @@ static int parse_args(hx_cli *cli, int argc, char **argv, plan_args *a)
 	    {"lp", required_argument, NULL, OPT_LP},
 	    {"layer-costs", required_argument, NULL, OPT_LAYER_COSTS},
 	    {"budget", required_argument, NULL, OPT_BUDGET},
+	    {"weights-mem-frac", required_argument, NULL, OPT_WEIGHTS_MEM_FRAC},
+	    {"placement", required_argument, NULL, OPT_PLACEMENT},
 	    {"prefer", required_argument, NULL, OPT_PREFER},
 	    {"front", required_argument, NULL, OPT_FRONT},
 	    {"plot", required_argument, NULL, OPT_PLOT},
@@ -304,12 +311,25 @@ static int parse_args(hx_cli *cli, int argc, char **argv, plan_args *a)
 				po->objective = HX_OBJ_COST;
 			else if (strcmp(optarg, "latency") == 0)
 				po->objective = HX_OBJ_LATENCY;
+			else if (strcmp(optarg, "throughput") == 0)
+				po->objective = HX_OBJ_THROUGHPUT;
 			else
 				return hx_cli_usage_error(
 				    CMD,
-				    "--objective must be capacity, cost or latency, not \"%s\"",
+				    "--objective must be capacity, cost, latency or throughput, not \"%s\"",
 				    optarg);
 			break;
+		case OPT_WEIGHTS_MEM_FRAC:
+			if ((rc = hx_cli_num(CMD, "--weights-mem-frac", optarg, 0, 1,
+					     &a->weights_mem_frac)))
+				return rc;
+			if (a->weights_mem_frac <= 0)
+				return hx_cli_usage_error(
+				    CMD,
+				    "--weights-mem-frac must be above 0 (the share of each GPU's memory the weights may take), not \"%s\"",
+				    optarg);
+			break;
+		case OPT_PLACEMENT: a->placement = optarg; break;
 		case OPT_TIME_LIMIT:
 			if ((rc = hx_cli_num(CMD, "--time-limit", optarg, 1e-3, 1e7,
 					     &po->time_limit_s)))
@@ -386,6 +406,9 @@ static int check_mode_opts(const plan_args *a, const struct mode *md)
 	const hx_plan_opts *po = &a->po;
 	int rc;
 
+	if ((rc = mode_refuses(md, TAKES_LAYER_COSTS, po->objective == HX_OBJ_THROUGHPUT,
+			       "--objective throughput is for --mode")))
+		return rc;
 	if (!(md->takes & TAKES_MILP) &&
 	    (po->objective != HX_OBJ_CAPACITY || po->lp_path || po->gap > 0)) {
 		char list[256];
@@ -409,7 +432,11 @@ static int check_mode_opts(const plan_args *a, const struct mode *md)
 			     (a->front_path && strcmp(a->plot_path, a->front_path) == 0)))
 		return hx_cli_usage_error(CMD, "--plot names the same file as -o or --front");
 	if ((rc = mode_refuses(md, TAKES_LAYER_COSTS, a->layer_costs != NULL,
-			       "--layer-costs is for --mode")))
+			       "--layer-costs is for --mode")) ||
+	    (rc = mode_refuses(md, TAKES_LAYER_COSTS, a->weights_mem_frac > 0,
+			       "--weights-mem-frac is for --mode")) ||
+	    (rc = mode_refuses(md, TAKES_LAYER_COSTS, a->placement != NULL,
+			       "--placement is for --mode")))
 		return rc;
 	return mode_refuses(md, TAKES_BUDGET, po->budget_usd_per_hour > 0,
 			    "--budget needs --mode");
@@ -508,6 +535,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		    {"-w", a.wpath, 0},
 		    {"-m", a.model, 0},
 		    {"--layer-costs", a.layer_costs, 0},
+		    {"--placement", a.placement, 0},
 		    {"--calibration", cli->calibration, 0},
 		    {a.out ? "-o" : "the plan (standard output without -o)",
 		     a.out ? a.out : "-", 1},
@@ -544,8 +572,8 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		    plan_bo(&pb, &a.po, &a.bo, a.out, a.front_path, a.plot_path, a.table, &err);
 		goto out;
 	}
-	if (a.layer_costs) {
-		hx_pipe_opts xo = {0, 0, a.layer_costs};
+	if (md->takes & TAKES_LAYER_COSTS) {
+		hx_pipe_opts xo = {0, 0, a.layer_costs, 0, a.weights_mem_frac, a.placement};
 		rc = hx_plan_pipeline_run(&pb, &a.po, &xo, &p, NULL, &err);
 	} else {
 		rc = md->run(&pb, &a.po, &p, &err);

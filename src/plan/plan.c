@@ -553,6 +553,11 @@ static json_t *predicted_json(const hx_plan *p)
 	if (p->predicted.owned_usd_per_hour > 0)
 		json_object_set_new(x, "owned_usd_per_hour",
 				    json_real(p->predicted.owned_usd_per_hour));
+	if (p->predicted.flow_tps > 0) {
+		json_object_set_new(x, "flow_tps", json_real(p->predicted.flow_tps));
+		json_object_set_new(x, "flow_total_tps",
+				    json_real(p->predicted.flow_total_tps));
+	}
 	if (p->predicted.has_quality)
 		json_object_set_new(x, "quality", json_real(p->predicted.quality));
 	return x;
@@ -1177,14 +1182,22 @@ static int parse_routing(const hx_jr *r, const json_t *v, hx_plan *p)
 
 static int parse_predicted(const hx_jr *r, const json_t *v, hx_plan *p)
 {
-	static const char *const pkeys[] = {
-	    "capacity_rps",       "throughput_tps", "ttft_ms_p99",
-	    "tpot_ms_p99",        "usd_per_hour",   "usd_per_m_tokens",
-	    "owned_usd_per_hour", "quality",        NULL};
-	double *f[] = {&p->predicted.capacity_rps,      &p->predicted.throughput_tps,
-		       &p->predicted.ttft_ms_p99,       &p->predicted.tpot_ms_p99,
-		       &p->predicted.usd_per_hour,      &p->predicted.usd_per_m_tokens,
-		       &p->predicted.owned_usd_per_hour};
+	static const char *const pkeys[] = {"capacity_rps",
+					    "throughput_tps",
+					    "ttft_ms_p99",
+					    "tpot_ms_p99",
+					    "usd_per_hour",
+					    "usd_per_m_tokens",
+					    "owned_usd_per_hour",
+					    "flow_tps",
+					    "flow_total_tps",
+					    "quality",
+					    NULL};
+	double *f[] = {&p->predicted.capacity_rps,       &p->predicted.throughput_tps,
+		       &p->predicted.ttft_ms_p99,        &p->predicted.tpot_ms_p99,
+		       &p->predicted.usd_per_hour,       &p->predicted.usd_per_m_tokens,
+		       &p->predicted.owned_usd_per_hour, &p->predicted.flow_tps,
+		       &p->predicted.flow_total_tps};
 	int rc;
 
 	if ((rc = hx_jr_object(r, v, "/predicted", pkeys)))
@@ -1456,6 +1469,13 @@ char *hx_plan_table(const hx_plan *p)
 			      "requests per rate at least)\n",
 			      p->simulated.capacity_rps, p->simulated.method,
 			      (unsigned long long)p->simulated.seed, p->simulated.requests);
+	if (p->predicted.flow_tps > 0)
+		hx_buf_printf(
+		    &t,
+		    "flow: %.1f generated tokens/s, %.1f prompt + generated tokens/s, "
+		    "%.3f req/s\n",
+		    p->predicted.flow_tps, p->predicted.flow_total_tps,
+		    p->predicted.capacity_rps);
 	if (p->predicted.owned_usd_per_hour > 0)
 		hx_buf_printf(
 		    &t,

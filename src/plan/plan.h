@@ -93,6 +93,9 @@ typedef struct hx_prediction {
 	/* compose: the owned GPUs the plan uses at the cluster's prices, which
 	 * usd_per_hour (the rent) does not count; written when > 0. */
 	double owned_usd_per_hour;
+	/* pipeline: the max-flow of the placement, generated tokens/s and
+	 * prompt + generated tokens/s (Helix's unit); written when > 0. */
+	double flow_tps, flow_total_tps;
 	/* Quality (0-100) of a cascade or routing split, from the workload's
 	 * quality profile; written only when has_quality. */
 	double quality;

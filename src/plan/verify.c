@@ -566,10 +566,13 @@ static void check_routing(const hx_plan *p, vlist *l)
 				add(l, HX_V_ROUTING, ptr,
 				    "joins stages of two models (%s and %s)", a->model,
 				    b->model);
-			else if (a->stage[fs].last != b->stage[ts].first)
+			else if (a->stage[fs].last < b->stage[ts].first ||
+				 a->stage[fs].last >= b->stage[ts].last)
+				/* the next stage runs from the layer the hop
+				 * brings: it may hold more before it (Helix) */
 				add(l, HX_V_ROUTING, ptr,
-				    "goes from a stage ending at layer %d to one starting at layer %d",
-				    a->stage[fs].last, b->stage[ts].first);
+				    "goes from a stage ending at layer %d to one holding layers [%d, %d)",
+				    a->stage[fs].last, b->stage[ts].first, b->stage[ts].last);
 		}
 	}
 	check_sums(p->hops, p->nhops, "/routing/hops", 0, l);
@@ -586,8 +589,8 @@ static void check_routing(const hx_plan *p, vlist *l)
 /* Plans with hops (pipeline plans): traffic enters at layer 0, every
  * replica it reaches either ends at the model's last layer or hands on to
  * another hop, and every group is reached.  With check_routing's rule that
- * a hop joins a stage ending at layer x to one starting at x, every path
- * from ingress to an exit then covers each layer exactly once. */
+ * a hop joins a stage ending at layer x to one holding x (and running from
+ * it), every path from ingress to an exit then runs each layer exactly once. */
 static void check_paths(const hx_plan *p, vlist *l)
 {
 	int nrep = 0, *base, *seen, *queue, qh = 0, qt = 0;

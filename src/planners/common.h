@@ -27,7 +27,8 @@ typedef struct hx_problem {
 	const char *cluster_path, *workload_path, *calibration_path; /* for digests */
 } hx_problem;
 
-enum { HX_OBJ_CAPACITY, HX_OBJ_COST, HX_OBJ_LATENCY };
+/* HX_OBJ_THROUGHPUT: the pipeline mode alone, no latency SLO (Helix). */
+enum { HX_OBJ_CAPACITY, HX_OBJ_COST, HX_OBJ_LATENCY, HX_OBJ_THROUGHPUT };
 
 typedef struct hx_plan_opts {
 	int objective;       /* HX_OBJ_* */

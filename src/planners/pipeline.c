@@ -18,13 +18,15 @@
  * embedding when it holds layer 0, the head when it holds the last).
  *
  * A placement is scored by the max-flow of the node-split graph (pipeline.h).
- * Search: three constructions (separate pipelines per GPU type; balanced
+ * Search: four constructions (separate pipelines per GPU type; balanced
  * pipelines for every pipeline count, Parallax-style, with water-filled
- * splits; a greedy fill by speed), then a seeded local search scored by
- * max-flow from the best of them (move a shared boundary, resize a range,
- * re-home a node after another, copy another node's range, swap two nodes,
- * drop a node) bounded by a number of flow evaluations; --time-limit stops
- * it early (solver.status time_limit).  Bound: sum_i max_k k thr_i(k) / L.
+ * splits; a greedy fill by speed; Swarm-style stages), then a seeded local
+ * search scored by max-flow from the best of them (stages, and the search
+ * from the two best, with --objective throughput only; see search()): move
+ * a shared boundary, resize a range, re-home a node after another, copy
+ * another node's range, swap two nodes, drop a node; bounded by a number
+ * of flow evaluations; --time-limit stops it early (solver.status
+ * time_limit).  Bound: sum_i max_k k thr_i(k) / L.
  *
  * This file prices the nodes, computes a placement's flow and runs the
  * planner; pipeline_search.c has the constructions and the local search,
@@ -84,8 +86,12 @@ int hx_pipe_flow_eval(const hx_pipe_net *net, const int *first, const int *last,
 		if (last[i] == L)
 			hx_graph_add_edge(&g, 3 + 2 * i, 1, inf);
 		else
-			for (int k = 0; k < nby[last[i]]; k++) {
-				int j = by_first[last[i]][k];
+			for (int k = 0; k < (net->overlap ? n : nby[last[i]]); k++) {
+				int j = net->overlap ? k : by_first[last[i]][k];
+				if (net->overlap &&
+				    (j == i || first[j] < 0 || first[j] > last[i] ||
+				     last[j] <= last[i] || last[j] > L))
+					continue;
 				hop_e = hx_xrealloc(hop_e, (size_t)(nhop + 1) * sizeof(int));
 				hop_from =
 				    hx_xrealloc(hop_from, (size_t)(nhop + 1) * sizeof(int));
@@ -216,7 +222,7 @@ static double kv_tokens(const pctx *c, const ntype *t, int f, int k)
 	int si = view(c, &t->proto->gpu, t->tp, f, k, &r);
 
 	hx_cost_memory(&r, c->pb->workload->serving.mem_util, &mem);
-	if (mem.st[si].kv_b < 0)
+	if (mem.st[si].kv_b < 0 || mem.st[si].weights_b > c->wfrac * mem.st[si].capacity_b)
 		return -1;
 	return mem.st[si].kv_tokens;
 }
@@ -285,7 +291,7 @@ static void price_type(pctx *c, ntype *t)
 	for (int k = 1; k <= L; k++) {
 		int f = k <= L - 2 ? 1 : 0, si, lo, hi;
 		hx_replica r;
-		double kv, budget = w->slo.tpot_ms * 1e-3 * k / L,
+		double kv, budget = c->throughput ? INFINITY : w->slo.tpot_ms * 1e-3 * k / L,
 			   over = t->proto->gpu.iter_overhead_ms * 1e-3;
 
 		if (k > t->kmax[0] && k > t->kmax[1] && k > t->kmax[2] && k > t->kmax[3])
@@ -415,6 +421,8 @@ static int ctx_init(pctx *c, const hx_problem *pb, const hx_pipe_opts *po, int *
 	c->n = n;
 	c->L = pb->model->a.layers;
 	c->err = err;
+	c->throughput = po && po->throughput;
+	c->wfrac = po && po->weights_mem_frac > 0 ? po->weights_mem_frac : 1;
 	c->tok_bytes = hx_cost_act_bytes_per_token(pb->model) * (1 + P / O);
 	if (po && po->layer_costs) {
 		hx_layer_cost *lc = NULL;
@@ -439,6 +447,131 @@ static int ctx_init(pctx *c, const hx_problem *pb, const hx_pipe_opts *po, int *
 	return 0;
 }
 
+static int can_hold(const pctx *c, int i, int f, int l);
+
+/* One line "NODE,FIRST,LAST" of a placement file (SHOWN, line LINENO) into
+ * FIRST/LAST; 0 or an error naming the line. */
+static int placement_line(const pctx *c, char *line, const char *shown, int lineno, int *first,
+			  int *last, hx_err *err)
+{
+	const hx_cluster *cl = c->pb->cluster;
+	char *f1 = strchr(line, ','), *f2 = f1 ? strchr(f1 + 1, ',') : NULL, *end;
+	long a, b;
+	int i = 0;
+
+	if (!f1 || !f2 || strchr(f2 + 1, ','))
+		return hx_errf(err, HX_EINPUT, "%s:%d: expected 3 fields", shown, lineno);
+	*f1++ = *f2++ = '\0';
+	while (i < c->n && strcmp(cl->nodes[i].name, line) != 0)
+		i++;
+	if (i == c->n)
+		return hx_errf(err, HX_EINPUT, "%s:%d: no node \"%.64s\" in the cluster", shown,
+			       lineno, line);
+	if (first[i] >= 0)
+		return hx_errf(err, HX_EINPUT, "%s:%d: node \"%.64s\" placed twice", shown,
+			       lineno, line);
+	a = strtol(f1, &end, 10);
+	if (!*f1 || *end || a < 0 || a >= c->L)
+		return hx_errf(err, HX_EINPUT, "%s:%d: first must be a layer from 0 to %d",
+			       shown, lineno, c->L - 1);
+	b = strtol(f2, &end, 10);
+	if (!*f2 || *end || b <= a || b > c->L)
+		return hx_errf(err, HX_EINPUT,
+			       "%s:%d: last must be a layer after first, at most %d", shown,
+			       lineno, c->L);
+	if (!can_hold(c, i, (int)a, (int)b))
+		return hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "%s:%d: node \"%.64s\" cannot hold layers [%ld, %ld) of %s (memory, with a KV reserve of %.0f tokens)",
+		    shown, lineno, line, a, b, c->pb->model->name, kv_reserve(c));
+	first[i] = (int)a;
+	last[i] = (int)b;
+	return 0;
+}
+
+/* The placement of file PATH (header "node,first,last", then a node's
+ * layers [first, last) a line) into FIRST/LAST; 0 or an error. */
+static int load_placement(const pctx *c, const char *path, int *first, int *last, hx_err *err)
+{
+	char *text, *cur, *nl;
+	const char *shown = hx_display_path(path);
+	int lineno = 0, rc = 0;
+
+	hx_pipe_clear(c, first, last);
+	if (!(text = hx_read_text_max(path, HX_MAX_CSV_BYTES, NULL, err)))
+		return HX_EINPUT;
+	for (cur = text; cur && *cur && !rc; cur = nl) {
+		char *line = cur;
+		if ((nl = strchr(cur, '\n')))
+			*nl++ = '\0';
+		lineno++;
+		if (*line && line[strlen(line) - 1] == '\r')
+			line[strlen(line) - 1] = '\0';
+		if (lineno == 1 && strcmp(line, "node,first,last") != 0)
+			rc = hx_errf(err, HX_EINPUT,
+				     "%s:1: expected the header \"node,first,last\"", shown);
+		else if (lineno > 1 && *line)
+			rc = placement_line(c, line, shown, lineno, first, last, err);
+	}
+	free(text);
+	return rc;
+}
+
+/* The constructions, then the local search from the best, the best end
+ * into BF/BL (flow *BEST); the moves made into *MOVES.  TF/TL: scratch.
+ * With no latency SLO (--objective throughput) the stages construction
+ * too, and the search from the two that flow most, half the budget each
+ * (two starts of unlike shape, chains and stages, end on unlike optima);
+ * under an SLO stages' long paths lose (on the helix examples the search
+ * from them ends 10-50% lower), so the search keeps one start. */
+static void search(pctx *c, const hx_pipe_opts *po, int *bf, int *bl, int *tf, int *tl,
+		   double *best, long *moves, hx_pipe_stats *st)
+{
+	int n = c->n, *cf = hx_xmalloc((size_t)n * HX_PIPE_NCONSTRUCTIONS * sizeof(int)),
+	    *cl = hx_xmalloc((size_t)n * HX_PIPE_NCONSTRUCTIONS * sizeof(int)), starts = 0;
+	double cv[HX_PIPE_NCONSTRUCTIONS];
+	long work;
+
+	hx_pipe_clear(c, bf, bl);
+	for (int k = 0; k < HX_PIPE_NCONSTRUCTIONS && !c->failed; k++) {
+		cv[k] = 0;
+		if (k == HX_PIPE_STAGED && !c->throughput)
+			continue;
+		hx_pipe_construct(c, k, cf + k * n, cl + k * n);
+		cv[k] = hx_pipe_score(c, cf + k * n, cl + k * n, NULL);
+		if (st)
+			st->construction[k] = cv[k];
+		starts += cv[k] > 0;
+		if (cv[k] > *best * (1 + 1e-9)) {
+			*best = cv[k];
+			memcpy(bf, cf + k * n, (size_t)n * sizeof(int));
+			memcpy(bl, cl + k * n, (size_t)n * sizeof(int));
+		}
+	}
+	work = po && po->work > 0 ? po->work : 2000L * n + 20000;
+	if (work > 150000 && !(po && po->work > 0))
+		work = 150000;
+	starts = starts < 2 ? starts : c->throughput ? 2 : 1;
+	for (int k = 0; k < HX_PIPE_NCONSTRUCTIONS && !c->failed && !c->timed_out; k++) {
+		double v = cv[k];
+		int above = 0; /* constructions that flow more (the earlier among equals) */
+		for (int q = 0; q < HX_PIPE_NCONSTRUCTIONS; q++)
+			above += cv[q] > cv[k] || (cv[q] == cv[k] && q < k);
+		if (po->no_search || v <= 0 || above >= starts)
+			continue;
+		memcpy(tf, cf + k * n, (size_t)n * sizeof(int));
+		memcpy(tl, cl + k * n, (size_t)n * sizeof(int));
+		*moves += hx_pipe_search(c, tf, tl, &v, work / starts);
+		if (v > *best * (1 + 1e-9)) {
+			*best = v;
+			memcpy(bf, tf, (size_t)n * sizeof(int));
+			memcpy(bl, tl, (size_t)n * sizeof(int));
+		}
+	}
+	free(cf);
+	free(cl);
+}
+
 int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_pipe_opts *po,
 			 hx_plan *p, hx_pipe_stats *st, hx_err *err)
 {
@@ -448,17 +581,22 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	    *tl = NULL;
 	double best = -1, bound = 0, value = 0;
 	double t0 = hx_now();
-	long work, moves = 0;
+	long moves = 0;
 	int mem_layers = 0, served_k = 0;
+	hx_pipe_opts xo = {0};
 
 	hx_plan_init(p);
 	strcpy(p->mode, "pipeline");
 	if (st)
 		memset(st, 0, sizeof(*st));
-	if (o->objective != HX_OBJ_CAPACITY)
+	if (o->objective != HX_OBJ_CAPACITY && o->objective != HX_OBJ_THROUGHPUT)
 		return hx_errf(
 		    err, HX_EINPUT,
-		    "the pipeline mode maximizes throughput: it takes --objective capacity only");
+		    "the pipeline mode maximizes throughput: it takes --objective capacity or throughput only");
+	if (po)
+		xo = *po;
+	xo.throughput |= o->objective == HX_OBJ_THROUGHPUT;
+	po = &xo;
 	if (o->lp_path)
 		return hx_errf(err, HX_EINPUT,
 			       "the pipeline mode solves no MILP: it has no --lp to write");
@@ -490,30 +628,24 @@ int hx_plan_pipeline_run(const hx_problem *pb, const hx_plan_opts *o, const hx_p
 	bl = hx_xmalloc((size_t)n * sizeof(int));
 	tf = hx_xmalloc((size_t)n * sizeof(int));
 	tl = hx_xmalloc((size_t)n * sizeof(int));
-	hx_pipe_clear(&c, bf, bl);
-	for (int k = 0; k < HX_PIPE_NCONSTRUCTIONS; k++) {
-		double v;
-		hx_pipe_construct(&c, k, tf, tl);
-		v = hx_pipe_score(&c, tf, tl, NULL);
-		if (c.failed) {
-			rc = HX_EINPUT;
+	if (po->placement) {
+		/* evaluate the given placement, by Helix's rule for hops */
+		c.net.overlap = 1;
+		if ((rc = load_placement(&c, po->placement, bf, bl, err)))
 			goto out;
-		}
-		if (st)
-			st->construction[k] = v;
-		if (v > best * (1 + 1e-9)) {
-			best = v;
-			memcpy(bf, tf, (size_t)n * sizeof(int));
-			memcpy(bl, tl, (size_t)n * sizeof(int));
-		}
+		best = hx_pipe_score(&c, bf, bl, NULL);
+	} else {
+		search(&c, po, bf, bl, tf, tl, &best, &moves, st);
 	}
-	work = po && po->work > 0 ? po->work : 2000L * n + 20000;
-	if (work > 150000 && !(po && po->work > 0))
-		work = 150000;
-	if (!(po && po->no_search) && best > 0)
-		moves = hx_pipe_search(&c, bf, bl, &best, work);
 	if (c.failed) {
 		rc = HX_EINPUT;
+		goto out;
+	}
+	if (best <= 0 && po->placement) {
+		rc = hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "%s: the placement carries no traffic (no chain of its nodes covers the %d layers of %s)",
+		    hx_display_path(po->placement), L, pb->model->name);
 		goto out;
 	}
 	if (best <= 0) {

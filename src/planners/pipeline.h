@@ -20,6 +20,7 @@ typedef struct hx_pipe_net {
 	int layers;       /* L */
 	double *node_tps; /* per node: capacity for its range (tokens/s) */
 	double *link_tps; /* n * n: capacity of the link i -> j (tokens/s) */
+	int overlap;      /* hops also where first(j) < last(i) < last(j) (Helix's rule) */
 } hx_pipe_net;
 
 typedef struct hx_pipe_flow {
@@ -37,7 +38,8 @@ int hx_pipe_flow_eval(const hx_pipe_net *net, const int *first, const int *last,
 void hx_pipe_flow_release(hx_pipe_flow *f);
 
 /* The planner with what bench/ and tests look at. */
-#define HX_PIPE_NCONSTRUCTIONS 3 /* per-type, balanced, greedy */
+#define HX_PIPE_NCONSTRUCTIONS 4 /* per-type, balanced, greedy, staged */
+#define HX_PIPE_STAGED         3 /* built with --objective throughput only */
 const char *hx_pipe_construction_name(int k);
 
 typedef struct hx_pipe_opts {
@@ -46,6 +48,10 @@ typedef struct hx_pipe_opts {
 	int no_search; /* the best construction alone */
 	const char
 	    *layer_costs; /* a layer-cost CSV to use instead of the cost model (may be NULL) */
+	int throughput;   /* no latency SLO: plain max-flow (set from --objective throughput) */
+	double weights_mem_frac; /* weights take at most this share of a GPU's memory (0: 1) */
+	const char
+	    *placement; /* evaluate this placement (CSV node,first,last) instead of searching */
 } hx_pipe_opts;
 
 typedef struct hx_pipe_stats {

@@ -48,6 +48,50 @@ static void prune(const pctx *c, const int *f, const int *l, const hx_pipe_flow 
 			hop_kept[i * n + j] &= kept[i] && kept[j];
 }
 
+/* The slowest path over the nodes and hops kept: *TPOT_S (one decode step)
+ * and *TTFT_S (the percentile prompt's prefill); nodes relaxed by their
+ * last layer, which grows along every path. */
+static void kept_paths(const pctx *c, const int *f, const int *l, const int *kept,
+		       const int *hop_kept, double *tpot_s, double *ttft_s)
+{
+	const hx_cluster *cl = c->pb->cluster;
+	const hx_workload *w = c->pb->workload;
+	int n = c->n;
+	double Pq = hx_dist_quantile(&w->prompt, w->slo.percentile / 100);
+	double bytes_tok = hx_cost_act_bytes_per_token(c->pb->model);
+	double *tpot = hx_xcalloc((size_t)n + 1, sizeof(double)),
+	       *ttft = hx_xcalloc((size_t)n + 1, sizeof(double));
+
+	*tpot_s = *ttft_s = 0;
+	for (int end = 1; end <= c->L; end++)
+		for (int i = 0; i < n; i++) {
+			const ntype *t = &c->ty[c->type[i]];
+			int k = l[i] - f[i];
+			if (!kept[i] || l[i] != end)
+				continue;
+			tpot[i] = HX_PIPE_WAIT * t->iter_s[k];
+			ttft[i] = t->pre_s[k];
+			for (int j = 0; j < n; j++) {
+				double bw;
+				if (!hop_kept[j * n + i])
+					continue;
+				bw = hx_gbps_bytes_s(hx_cluster_link(cl, j, i).bw_gbps);
+				tpot[i] =
+				    fmax(tpot[i], HX_PIPE_WAIT * t->iter_s[k] + tpot[j] +
+						      link_latency_s(c, j, i) + bytes_tok / bw);
+				ttft[i] = fmax(ttft[i], t->pre_s[k] + ttft[j] +
+							    link_latency_s(c, j, i) +
+							    Pq * bytes_tok / bw);
+			}
+			if (l[i] == c->L) {
+				*tpot_s = fmax(*tpot_s, tpot[i]);
+				*ttft_s = fmax(*ttft_s, ttft[i]);
+			}
+		}
+	free(tpot);
+	free(ttft);
+}
+
 int hx_pipe_emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value, hx_err *err)
 {
 	const hx_cluster *cl = c->pb->cluster;
@@ -57,11 +101,7 @@ int hx_pipe_emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value,
 	int *hop_kept = hx_xcalloc((size_t)n * n + 1, sizeof(int)),
 	    *order = hx_xmalloc((size_t)n * sizeof(int));
 	double O = hx_dist_mean(&w->output), P = hx_dist_mean(&w->prompt);
-	double Pq = hx_dist_quantile(&w->prompt, w->slo.percentile / 100);
-	double *tpot = hx_xcalloc((size_t)n, sizeof(double)),
-	       *ttft = hx_xcalloc((size_t)n, sizeof(double));
 	double usd = 0, worst_tpot = 0, worst_ttft = 0, served;
-	double bytes_tok = hx_cost_act_bytes_per_token(c->pb->model);
 	hx_pipe_flow fl;
 
 	{
@@ -122,25 +162,8 @@ int hx_pipe_emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value,
 		usd += cl->nodes[i].usd_per_hour * t->tp;
 		if (!hx_plan_gpu(p, cl->nodes[i].gpu.name))
 			hx_plan_add_gpu(p, &cl->nodes[i].gpu);
-		/* path latencies: the slowest way here (groups come in layer order) */
-		tpot[i] = HX_PIPE_WAIT * t->iter_s[k];
-		ttft[i] = t->pre_s[k];
-		for (int j = 0; j < n; j++) {
-			double bw;
-			if (!hop_kept[j * n + i])
-				continue;
-			bw = hx_gbps_bytes_s(hx_cluster_link(cl, j, i).bw_gbps);
-			tpot[i] = fmax(tpot[i], HX_PIPE_WAIT * t->iter_s[k] + tpot[j] +
-						    link_latency_s(c, j, i) + bytes_tok / bw);
-			ttft[i] =
-			    fmax(ttft[i], t->pre_s[k] + ttft[j] + link_latency_s(c, j, i) +
-					      Pq * bytes_tok / bw);
-		}
-		if (l[i] == c->L) {
-			worst_tpot = fmax(worst_tpot, tpot[i]);
-			worst_ttft = fmax(worst_ttft, ttft[i]);
-		}
 	}
+	kept_paths(c, f, l, kept, hop_kept, &worst_tpot, &worst_ttft);
 	for (int q = 0; q < n; q++) {
 		int i = order[q];
 		if (!kept[i])
@@ -171,6 +194,8 @@ int hx_pipe_emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value,
 	hx_routes_normalize(p->ingress, p->ningress);
 	served = fmin(w->rate_rps, fl.value / O);
 	p->predicted.capacity_rps = hx_round6(fl.value / O);
+	p->predicted.flow_tps = hx_round6(fl.value);
+	p->predicted.flow_total_tps = hx_round6(fl.value * (P + O) / O);
 	p->predicted.throughput_tps = hx_round6(served * O);
 	p->predicted.ttft_ms_p99 = hx_round6(worst_ttft * 1e3);
 	p->predicted.tpot_ms_p99 = hx_round6(worst_tpot * 1e3);
@@ -178,8 +203,6 @@ int hx_pipe_emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value,
 	p->predicted.usd_per_m_tokens = hx_round6(hx_usd_per_mtok(usd, served, P + O));
 	hx_pipe_flow_release(&fl);
 out:
-	free(tpot);
-	free(ttft);
 	free(order);
 	free(hop_kept);
 	free(gi);

@@ -46,7 +46,18 @@ typedef struct pctx {
 	int failed;
 	const hx_layer_cost *lc; /* measured per-layer costs (may be NULL) */
 	int nlc;
+	int throughput; /* --objective throughput: no latency SLO (Helix) */
+	double wfrac;   /* weights fit in this share of a GPU's memory (1: all) */
 } pctx;
+
+/* Whether J passes tokens to I in placement F/L: J ends where I starts,
+ * or (C->net.overlap, Helix's rule) inside I's range, I running from there. */
+static inline int pipe_feeds(const pctx *c, const int *f, const int *l, int j, int i)
+{
+	if (f[j] < 0 || f[i] < 0 || j == i)
+		return 0;
+	return c->net.overlap ? f[i] <= l[j] && l[j] < l[i] : l[j] == f[i];
+}
 
 /* Capacity (tokens/s) of node I holding K layers. */
 static inline double node_thr(const pctx *c, int i, int k)

@@ -1,5 +1,5 @@
 /* The pipeline planner's search (pipeline.c has the overview): placements
- * scored by their flow, three constructions and a seeded local search. */
+ * scored by their flow, four constructions and a seeded local search. */
 #include "config.h"
 
 #include <math.h>
@@ -33,19 +33,19 @@ static void worst_paths(const pctx *c, const int *f, const int *l, double *tpot_
 	double *a = c->path_tpot, *b = c->path_ttft;
 
 	*tpot_s = *ttft_s = 0;
-	/* layers only grow along a path: relax the nodes by first layer */
-	for (int start = 0; start < L; start++)
+	/* the last layer grows along a path: relax the nodes by it */
+	for (int end = 1; end <= L; end++)
 		for (int i = 0; i < n; i++) {
 			const ntype *t;
 			int k;
-			if (f[i] != start)
+			if (f[i] < 0 || l[i] != end)
 				continue;
 			t = &c->ty[c->type[i]];
 			k = l[i] - f[i];
-			a[i] = start == 0 ? HX_PIPE_WAIT * t->iter_s[k] : -1;
-			b[i] = start == 0 ? t->pre_s[k] : -1;
+			a[i] = f[i] == 0 ? HX_PIPE_WAIT * t->iter_s[k] : -1;
+			b[i] = f[i] == 0 ? t->pre_s[k] : -1;
 			for (int j = 0; j < n; j++) {
-				if (f[j] < 0 || l[j] != start || a[j] < 0)
+				if (!pipe_feeds(c, f, l, j, i) || a[j] < 0)
 					continue;
 				a[i] = fmax(a[i], a[j] + HX_PIPE_WAIT * t->iter_s[k] +
 						      c->lat_s[j * n + i] +
@@ -98,9 +98,10 @@ double hx_pipe_score(pctx *c, const int *first, const int *last, hx_pipe_flow *k
 		return -1;
 	}
 	v = f.value;
-	if (tpot * 1e3 > slo->tpot_ms)
+	/* --objective throughput: no latency SLO */
+	if (!c->throughput && tpot * 1e3 > slo->tpot_ms)
 		v *= pow(slo->tpot_ms / (tpot * 1e3), 4);
-	if (ttft * 1e3 > slo->ttft_ms)
+	if (!c->throughput && ttft * 1e3 > slo->ttft_ms)
 		v *= pow(slo->ttft_ms / (ttft * 1e3), 4);
 	if (keep)
 		*keep = f;
@@ -345,8 +346,55 @@ static void build_greedy(pctx *c, int *first, int *last)
 	free(v);
 }
 
+/* (4) Stages, Swarm-style: the layers cut into stages of k layers (the last
+ * shorter), each usable node (fastest first) given the stage it can hold
+ * whose capacity so far is least, every node of a stage passing to every
+ * node of the next; the k whose placement flows most wins. */
+static void build_staged(pctx *c, int *first, int *last)
+{
+	int n = c->n, L = c->L, *v = hx_xmalloc((size_t)n * sizeof(int)), m = usable(c, v);
+	int *pf = hx_xmalloc((size_t)n * sizeof(int)),
+	    *pl = hx_xmalloc((size_t)n * sizeof(int));
+	double best = -1, *cap = hx_xcalloc((size_t)L + 1, sizeof(double));
+
+	hx_pipe_clear(c, first, last);
+	for (int k = 1; k <= L && !c->failed; k++) {
+		int S = (L + k - 1) / k, whole = 1;
+		double sc;
+		hx_pipe_clear(c, pf, pl);
+		for (int s = 0; s < S; s++)
+			cap[s] = 0;
+		for (int j = 0; j < m; j++) {
+			int i = v[j], bs = -1;
+			for (int s = 0; s < S; s++)
+				if (holds(c, i, s * k, s * k + k < L ? s * k + k : L) &&
+				    (bs < 0 || cap[s] < cap[bs]))
+					bs = s;
+			if (bs < 0)
+				continue;
+			pf[i] = bs * k;
+			pl[i] = bs * k + k < L ? bs * k + k : L;
+			cap[bs] += node_thr(c, i, pl[i] - pf[i]);
+		}
+		for (int s = 0; s < S; s++)
+			whole &= cap[s] > 0;
+		if (!whole)
+			continue;
+		sc = hx_pipe_score(c, pf, pl, NULL);
+		if (sc > best * (1 + 1e-9)) {
+			best = sc;
+			memcpy(first, pf, (size_t)n * sizeof(int));
+			memcpy(last, pl, (size_t)n * sizeof(int));
+		}
+	}
+	free(cap);
+	free(pl);
+	free(pf);
+	free(v);
+}
+
 static const char *const construction_names[HX_PIPE_NCONSTRUCTIONS] = {"per-type", "balanced",
-								       "greedy"};
+								       "greedy", "staged"};
 
 const char *hx_pipe_construction_name(int k)
 {
@@ -359,8 +407,10 @@ void hx_pipe_construct(pctx *c, int k, int *first, int *last)
 		build_per_type(c, first, last);
 	else if (k == 1)
 		build_balanced(c, first, last);
-	else
+	else if (k == 2)
 		build_greedy(c, first, last);
+	else
+		build_staged(c, first, last);
 }
 
 /* ---- local search -------------------------------------------------------------- */

@@ -95,7 +95,7 @@ grep -Eq 'dead end: replica "g[0-9]+r0" ends at layer [0-9]+ of 80 and no hop le
 # Errors.
 run plan -c examples/clusters/helix-24.json -w $W --mode pipeline --objective cost
 expect_rc 1 "--objective cost"
-expect_err_line '^hexplan: error: the pipeline mode maximizes throughput: it takes --objective capacity only$' "objective message"
+expect_err_line '^hexplan: error: the pipeline mode maximizes throughput: it takes --objective capacity or throughput only$' "objective message"
 run plan -c examples/clusters/helix-24.json -w $W --mode pipeline --lp "$TMP/x.lp"
 expect_rc 1 "--lp"
 expect_err_line '^hexplan: error: the pipeline mode solves no MILP: it has no --lp to write$' "lp message"

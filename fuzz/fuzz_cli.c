@@ -15,8 +15,9 @@
  * empty and standard output and error go to /dev/null.  A command must
  * return an exit status and release all it took, never crash, hang or
  * leak.  Runs are kept short: an input with a number above 500 is skipped
- * (a trace of a million requests is slow, not wrong), and plan gets
- * --time-limit 1 unless it names one.
+ * (a trace of a million requests is slow, not wrong), so is --capacity
+ * (simulate runs dozens of simulations), and plan gets --time-limit 1
+ * unless it names one.
  */
 #include "config.h"
 
@@ -56,6 +57,14 @@ static int big_number(const char *s)
 	double v = strtod(s, &end);
 
 	return end != s && !*end && !(fabs(v) <= 500);
+}
+
+/* Whether S is --capacity, or an abbreviation getopt_long takes for it. */
+static int capacity(const char *s)
+{
+	size_t n = strcspn(s, "=");
+
+	return n >= 5 && strncmp(s, "--capacity", n < 10 ? n : 10) == 0 && (n <= 10);
 }
 
 /* The argument for token T: a path for @1..@4, @o, @p; T itself else. */
@@ -144,7 +153,7 @@ static void hx_fuzz_one(const char *path)
 	}
 	argv[0] = hx_xstrdup("hexplan");
 	for (p = strtok(text, " \t\n"); p && !skip; p = strtok(NULL, " \t\n")) {
-		if (argc >= MAX_ARGS || big_number(p)) {
+		if (argc >= MAX_ARGS || big_number(p) || capacity(p)) {
 			skip = 1;
 			break;
 		}

@@ -67,10 +67,8 @@ char *hx_json_dump(const json_t *v)
 	size_t n;
 	char *out;
 
-	if (!s) {
-		fprintf(stderr, "hexplan: error: out of memory\n");
-		abort();
-	}
+	if (!s)
+		hx_oom(0);
 	n = strlen(s);
 	out = hx_xmalloc(n + 2);
 	memcpy(out, s, n);

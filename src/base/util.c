@@ -28,33 +28,65 @@ int hx_errf(hx_err *err, int code, const char *fmt, ...)
 	return code;
 }
 
-static void oom(size_t n)
+static void remove_temps(void);
+
+void hx_oom(size_t n)
 {
+	/* The temporary files being written go first: abort() is not one of
+	 * the signals whose handler removes them. */
+	remove_temps();
 	fprintf(stderr, "hexplan: error: out of memory (%zu bytes)\n", n);
 	abort();
 }
 
+/* Testing hooks, not for users (tests/cli/fault_sweep.sh sweeps them):
+ * HEXPLAN_FAULT_ALLOC=N makes the Nth allocation through hx_xmalloc,
+ * hx_xcalloc, hx_xrealloc (and jansson's, which main routes through
+ * hx_xmalloc) fail as if memory ran out; HEXPLAN_FAULT_WRITE=N makes the
+ * disk fill once N bytes in all have gone to the output files of the run.
+ * Each is read once; the counts are the only state they keep. */
+static long fault_env(const char *name)
+{
+	const char *s = getenv(name);
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return -1;
+	v = strtol(s, &end, 10);
+	return *end || v < 0 ? -1 : v;
+}
+
+static int alloc_fails(void)
+{
+	static long left = -2;
+
+	if (left == -2)
+		left = fault_env("HEXPLAN_FAULT_ALLOC");
+	return left > 0 && --left == 0;
+}
+
 void *hx_xmalloc(size_t n)
 {
-	void *p = malloc(n ? n : 1);
+	void *p = alloc_fails() ? NULL : malloc(n ? n : 1);
 	if (!p)
-		oom(n);
+		hx_oom(n);
 	return p;
 }
 
 void *hx_xcalloc(size_t n, size_t size)
 {
-	void *p = calloc(n ? n : 1, size ? size : 1);
+	void *p = alloc_fails() ? NULL : calloc(n ? n : 1, size ? size : 1);
 	if (!p)
-		oom(n * size);
+		hx_oom(n * size);
 	return p;
 }
 
 void *hx_xrealloc(void *p, size_t n)
 {
-	void *q = realloc(p, n ? n : 1);
+	void *q = alloc_fails() ? NULL : realloc(p, n ? n : 1);
 	if (!q)
-		oom(n);
+		hx_oom(n);
 	return q;
 }
 
@@ -222,11 +254,16 @@ static int write_in_place(const char *path, const char *data, size_t len, hx_err
 static char *volatile temps[MAX_TEMPS];
 static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP};
 
-static void on_signal(int sig)
+static void remove_temps(void)
 {
 	for (int i = 0; i < MAX_TEMPS; i++)
 		if (temps[i])
 			unlink(temps[i]);
+}
+
+static void on_signal(int sig)
+{
+	remove_temps();
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -309,14 +346,13 @@ static void fault_signal(void)
 static int stage(const char *path, const char *data, size_t len, char **tmp_out, hx_err *err)
 {
 	char *dir = NULL, *tmp = NULL;
-	const char *fault;
-	long fault_after = -1;
+	static long fault_left = -2; /* bytes to go before the disk fills */
 	int fd = -1, rc = HX_EINPUT;
 	size_t off = 0;
 
 	*tmp_out = NULL;
-	if ((fault = getenv("HEXPLAN_FAULT_WRITE")) && *fault)
-		fault_after = strtol(fault, NULL, 10);
+	if (fault_left == -2)
+		fault_left = fault_env("HEXPLAN_FAULT_WRITE");
 	dir = hx_dirname(path);
 	tmp = hx_xmalloc(strlen(path) + 16);
 	sprintf(tmp, "%s.tmpXXXXXX", path);
@@ -339,15 +375,17 @@ static int stage(const char *path, const char *data, size_t len, char **tmp_out,
 	}
 	while (off < len) {
 		ssize_t w;
-		if (fault_after >= 0 && off + (len - off) > (size_t)fault_after) {
-			/* HEXPLAN_FAULT_WRITE=N (tests): the disk fills after N bytes. */
-			if (off < (size_t)fault_after &&
-			    write(fd, data + off, (size_t)fault_after - off) > 0)
-				off = (size_t)fault_after;
+		if (fault_left >= 0 && len - off > (size_t)fault_left) {
+			/* HEXPLAN_FAULT_WRITE: the disk fills part way. */
+			if (fault_left > 0 && write(fd, data + off, (size_t)fault_left) > 0)
+				off += (size_t)fault_left;
+			fault_left = 0;
 			hx_errf(err, HX_EINPUT, "%s: %s", path, strerror(ENOSPC));
 			goto out;
 		}
 		w = write(fd, data + off, len - off);
+		if (w > 0 && fault_left >= 0)
+			fault_left -= w;
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;

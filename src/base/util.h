@@ -32,7 +32,9 @@ typedef struct hx_err {
 /* Fill ERR (may be NULL) with CODE and a printf-style message; return CODE. */
 int hx_errf(hx_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Allocation that never returns NULL: prints one line and aborts. */
+/* Allocation that never returns NULL: out of memory, hx_oom removes the
+ * temporary files being written, prints one line and aborts. */
+void hx_oom(size_t n) __attribute__((noreturn));
 void *hx_xmalloc(size_t n);
 void *hx_xcalloc(size_t n, size_t size);
 void *hx_xrealloc(void *p, size_t n);

@@ -3,7 +3,7 @@
  * options (--catalog, --calibration), the lazily loaded catalog, argument
  * parsing and the one place that prints errors.
  *
- * The command layer (src/cli/: main.c with the command table, cli.c, one
+ * The command layer (src/cli/: main.c, commands.c with the command table, cli.c, one
  * cmd_<name>.c per command with its own usage text) is the only one that
  * prints, reads options and picks exit codes; it may include every layer.
  */
@@ -30,6 +30,10 @@ typedef struct hx_command {
 } hx_command;
 
 extern const hx_command hx_commands[];
+
+/* Parse the global options of ARGV and run its command; returns the exit
+ * status (commands.c).  Called once per process but by the fuzz harness. */
+int hx_main(int argc, char **argv);
 
 /* The commands and their synopsis lines (cmd_<name>.c). */
 int cmd_estimate(hx_cli *cli, int argc, char **argv);

@@ -68,6 +68,28 @@ static json_t *moves_json(const hx_moves *mv, const char *plan_path, const char 
 	return o;
 }
 
+/* -o and --moves together: both files are replaced, or neither. */
+static int write_outputs(const hx_plan *p, const hx_moves *mv, const char *out,
+			 const char *mpath, const char *digest, hx_err *err)
+{
+	hx_out_file f[2];
+	char *plan = out ? hx_plan_dump(p) : NULL, *moves = NULL;
+	int n = 0, rc;
+
+	if (plan)
+		f[n++] = (hx_out_file){out, plan, strlen(plan), 0};
+	if (mpath) {
+		json_t *j = moves_json(mv, out ? out : "-", digest);
+		moves = hx_json_dump(j);
+		json_decref(j);
+		f[n++] = (hx_out_file){mpath, moves, strlen(moves), 0};
+	}
+	rc = n ? hx_write_files_atomic(f, n, err) : HX_OK;
+	free(plan);
+	free(moves);
+	return rc;
+}
+
 int cmd_replan(hx_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {{"plan", required_argument, NULL, 'p'},
@@ -141,15 +163,8 @@ int cmd_replan(hx_cli *cli, int argc, char **argv)
 	if ((rc = hx_replan(&old, &cl, have_w ? &w : NULL, &pb, &po, &ro, &p, &mv, &err)))
 		goto out;
 	have_p = 1;
-	if (out && (rc = hx_plan_write(&p, out, &err)))
+	if ((rc = write_outputs(&p, &mv, out, mpath, digest, &err)))
 		goto out;
-	if (mpath) {
-		json_t *j = moves_json(&mv, out ? out : "-", digest);
-		rc = hx_json_write(j, mpath, &err);
-		json_decref(j);
-		if (rc)
-			goto out;
-	}
 	fprintf(
 	    stderr,
 	    "hexplan: replan: kept %d of %d replicas; stopped %d, started %d, roles flipped %d, weights changed %d; %.0f bytes of weights to load; capacity %.3f -> %.3f req/s\n",

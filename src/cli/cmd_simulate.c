@@ -170,6 +170,24 @@ static int check_files(const hx_cli *cli, const char *ppath, const char *wpath,
 	return hx_cli_check_files(CMD, files, (int)HX_ARRAY_LEN(files));
 }
 
+/* --per-request and -o together: both files are replaced, or neither. */
+static int write_outputs(const hx_plan *p, const hx_sim_report *r, const json_t *doc,
+			 const char *per, const char *out, hx_err *err)
+{
+	hx_out_file f[2];
+	char *csv = per ? records_csv(p, r) : NULL, *rep = out ? hx_json_dump(doc) : NULL;
+	int n = 0, rc;
+
+	if (csv)
+		f[n++] = (hx_out_file){per, csv, strlen(csv), 0};
+	if (rep)
+		f[n++] = (hx_out_file){out, rep, strlen(rep), 0};
+	rc = n ? hx_write_files_atomic(f, n, err) : HX_OK;
+	free(csv);
+	free(rep);
+	return rc;
+}
+
 int cmd_simulate(hx_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -284,15 +302,8 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 			goto plan_error;
 	}
 	have_r = 1;
-	if (per) {
-		char *csv = records_csv(&p, &r);
-		rc = hx_write_atomic(per, csv, strlen(csv), &err);
-		free(csv);
-		if (rc)
-			goto out;
-	}
 	doc = report_json(&p, &w, &r, capacity, cap_rps);
-	if (out && (rc = hx_json_write(doc, out, &err)))
+	if ((rc = write_outputs(&p, &r, doc, per, out, &err)))
 		goto out;
 	if (table || !out) {
 		text = table ? report_table(&p, &w, &r, capacity, cap_rps) : hx_json_dump(doc);

@@ -1,12 +1,13 @@
 #!/bin/sh
 # The fuzz seed corpus (tests/fuzz/corpus/HARNESS/) and every crash the
 # fuzzers found (tests/fuzz/regress/HARNESS/) run once through each loader
-# harness.  Under the sanitizer builds and valgrind this is what keeps a
+# harness, and through the command layer's (cli: a command line and its
+# files).  Under the sanitizer builds and valgrind this is what keeps a
 # fixed crash fixed; a harness aborts on a crash, a leak or a plan that
 # does not read back the same.
 . "${top_srcdir:-.}/tests/lib.sh"
 
-for h in cluster workload trace meas hfconfig plan layercosts; do
+for h in cluster workload trace meas hfconfig plan layercosts cli; do
 	bin="$top_builddir/fuzz/fuzz_$h"
 	if [ ! -x "$bin" ]; then
 		fail "fuzz/fuzz_$h is not built"

@@ -49,8 +49,7 @@
 #include "export/yaml.h"
 #include "model/cost.h"
 
-#define GATEWAY      "hexplan-gateway"
-#define MAX_BACKENDS 16 /* backendRefs per HTTPRoute rule */
+#define MAX_BACKENDS HX_K8S_MAX_RULES
 
 /* ---- names ---- */
 
@@ -1140,40 +1139,22 @@ static int route_limit(const hx_plan *p, const hx_export_opts *o, const hx_kgrou
 	return 0;
 }
 
-/* The HTTPRoute: the Services of the groups that take ingress, weighted;
- * one rule per model when several take it. */
-static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
-		 hx_export_out *out, hx_err *err)
+int hx_k8s_httproute_open(hx_yw *w, int nmodels, const hx_export_opts *o, hx_export_out *out,
+			  hx_err *err)
 {
-	double *weight = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*weight));
-	int *keep = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*keep));
-	const hx_model **models = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*models));
-	int rc = 0, nmodels = 0;
-	double total = 0;
+	int rc;
 
-	if ((rc = hx_k8s_route_weights(p, o, weight, out, err)))
-		goto done;
-	for (int g = 0; g < p->ngroups; g++)
-		if (weight[g] > 0) {
-			int seen = 0;
-			total += weight[g];
-			for (int i = 0; i < nmodels && !seen; i++)
-				seen = models[i] == kg[g].m;
-			if (!seen)
-				models[nmodels++] = kg[g].m;
-		}
-	if (!(total > 0)) {
+	if (nmodels == 0) {
 		rc = hx_yaml_lose(o, out, err,
 				  "the plan routes no requests: no HTTPRoute is written");
-		goto done;
+		return rc ? rc : 1;
 	}
-	if (nmodels > MAX_BACKENDS &&
+	if (nmodels > HX_K8S_MAX_RULES &&
 	    (rc = hx_yaml_lose(
 		 o, out, err,
 		 "%d models take requests, and an HTTPRoute holds %d rules: the first %d models are routed",
-		 nmodels, MAX_BACKENDS, MAX_BACKENDS)))
-		goto done;
-
+		 nmodels, HX_K8S_MAX_RULES, HX_K8S_MAX_RULES)))
+		return rc;
 	hx_yw_doc(w);
 	hx_yw_str(w, "apiVersion", "gateway.networking.k8s.io/v1");
 	hx_yw_str(w, "kind", "HTTPRoute");
@@ -1186,10 +1167,38 @@ static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_k
 	hx_yw_map(w, "spec");
 	hx_yw_map(w, "parentRefs");
 	hx_yw_item(w);
-	hx_yw_str(w, "name", GATEWAY);
+	hx_yw_str(w, "name", HX_K8S_GATEWAY);
 	hx_yw_end(w);
 	hx_yw_end(w);
 	hx_yw_map(w, "rules");
+	return 0;
+}
+
+/* The HTTPRoute: the Services of the groups that take ingress, weighted;
+ * one rule per model when several take it. */
+static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
+		 hx_export_out *out, hx_err *err)
+{
+	double *weight = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*weight));
+	int *keep = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*keep));
+	const hx_model **models = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*models));
+	int rc = 0, nmodels = 0;
+
+	if ((rc = hx_k8s_route_weights(p, o, weight, out, err)))
+		goto done;
+	for (int g = 0; g < p->ngroups; g++)
+		if (weight[g] > 0) {
+			int seen = 0;
+			for (int i = 0; i < nmodels && !seen; i++)
+				seen = models[i] == kg[g].m;
+			if (!seen)
+				models[nmodels++] = kg[g].m;
+		}
+	if ((rc = hx_k8s_httproute_open(w, nmodels, o, out, err))) {
+		if (rc == 1)
+			rc = 0;
+		goto done;
+	}
 	for (int i = 0; i < nmodels && i < MAX_BACKENDS; i++) {
 		const hx_model *m = nmodels > 1 ? models[i] : NULL;
 		int g0 = 0;

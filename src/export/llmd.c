@@ -48,8 +48,7 @@
 #include "export/export.h"
 #include "export/yaml.h"
 
-#define GATEWAY      "hexplan-gateway"
-#define MAX_BACKENDS 16   /* backendRefs per HTTPRoute rule */
+#define MAX_BACKENDS HX_K8S_MAX_RULES
 #define DECODE_PORT  8200 /* vLLM behind the routing sidecar */
 #define EPP_PORT     9002 /* the EPP's ext-proc gRPC */
 #define EPP_HEALTH   9003
@@ -674,33 +673,11 @@ static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_k
 			if (!seen)
 				models[nmodels++] = kg[u[i].first].m;
 		}
-	if (nmodels == 0) {
-		rc = hx_yaml_lose(o, out, err,
-				  "the plan routes no requests: no HTTPRoute is written");
+	if ((rc = hx_k8s_httproute_open(w, nmodels, o, out, err))) {
+		if (rc == 1)
+			rc = 0;
 		goto done;
 	}
-	if (nmodels > MAX_BACKENDS &&
-	    (rc = hx_yaml_lose(
-		 o, out, err,
-		 "%d models take requests, and an HTTPRoute holds %d rules: the first %d models are routed",
-		 nmodels, MAX_BACKENDS, MAX_BACKENDS)))
-		goto done;
-	hx_yw_doc(w);
-	hx_yw_str(w, "apiVersion", "gateway.networking.k8s.io/v1");
-	hx_yw_str(w, "kind", "HTTPRoute");
-	hx_yw_map(w, "metadata");
-	hx_yw_str(w, "name", "hexplan");
-	hx_yw_map(w, "labels");
-	hx_yw_str(w, "app.kubernetes.io/part-of", "hexplan");
-	hx_yw_end(w);
-	hx_yw_end(w);
-	hx_yw_map(w, "spec");
-	hx_yw_map(w, "parentRefs");
-	hx_yw_item(w);
-	hx_yw_str(w, "name", GATEWAY);
-	hx_yw_end(w);
-	hx_yw_end(w);
-	hx_yw_map(w, "rules");
 	for (int i = 0; i < nmodels && i < MAX_BACKENDS; i++) {
 		int first = 0;
 		route_keep(kg, u, nu, models[i], keep, o, out, err, &rc);

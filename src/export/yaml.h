@@ -322,5 +322,14 @@ int hx_k8s_route_weights(const hx_plan *p, const hx_export_opts *o, double *weig
 /* WEIGHT[0..N) scaled to integers summing to 1,000,000, proportional
  * (largest remainder); all 0 when the weights sum to 0. */
 void hx_k8s_scale(const double *weight, int n, long *out);
+/* The head of the plan's one HTTPRoute, on the hexplan gateway, up to its
+ * open "rules" list (HX_K8S_GATEWAY); first the refusals (or notes, OUT)
+ * when NMODELS models take requests: none routes no requests, and more
+ * than HX_K8S_MAX_RULES get that many rules.  Returns 0, 1 when nothing is
+ * to be written (no requests, OUT noted), or HX_EINPUT (ERR). */
+#define HX_K8S_GATEWAY   "hexplan-gateway"
+#define HX_K8S_MAX_RULES 16 /* backendRefs per HTTPRoute rule, and rules */
+int hx_k8s_httproute_open(hx_yw *w, int nmodels, const hx_export_opts *o, hx_export_out *out,
+			  hx_err *err);
 
 #endif

@@ -1064,18 +1064,8 @@ int hx_k8s_route_weights(const hx_plan *p, const hx_export_opts *o, double *weig
 	return 0;
 }
 
-/* One rule of the HTTPRoute: the groups in KEEP of model M (all of them when
- * HEADER is NULL), WEIGHT scaled among them. */
-static void route_rule(hx_yw *w, const hx_plan *p, const hx_kgroup *kg, const double *weight,
-		       const int *keep, const hx_model *m, const char *header)
+void hx_k8s_rule_open(hx_yw *w, const char *header)
 {
-	double *sub = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*sub));
-	long *scaled = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*scaled));
-
-	for (int g = 0; g < p->ngroups; g++)
-		if (keep[g] && (!header || kg[g].m == m))
-			sub[g] = weight[g];
-	hx_k8s_scale(sub, p->ngroups, scaled);
 	hx_yw_item(w);
 	hx_yw_map(w, "matches");
 	hx_yw_item(w);
@@ -1095,6 +1085,32 @@ static void route_rule(hx_yw *w, const hx_plan *p, const hx_kgroup *kg, const do
 	hx_yw_end(w);
 	hx_yw_end(w);
 	hx_yw_map(w, "backendRefs");
+}
+
+void hx_k8s_keep_largest(const double *weight, int *keep, int n, int kept, int max)
+{
+	for (; kept > max; kept--) {
+		int least = -1;
+		for (int i = 0; i < n; i++)
+			if (keep[i] && (least < 0 || weight[i] <= weight[least]))
+				least = i;
+		keep[least] = 0;
+	}
+}
+
+/* One rule of the HTTPRoute: the groups in KEEP of model M (all of them when
+ * HEADER is NULL), WEIGHT scaled among them. */
+static void route_rule(hx_yw *w, const hx_plan *p, const hx_kgroup *kg, const double *weight,
+		       const int *keep, const hx_model *m, const char *header)
+{
+	double *sub = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*sub));
+	long *scaled = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*scaled));
+
+	for (int g = 0; g < p->ngroups; g++)
+		if (keep[g] && (!header || kg[g].m == m))
+			sub[g] = weight[g];
+	hx_k8s_scale(sub, p->ngroups, scaled);
+	hx_k8s_rule_open(w, header);
 	for (int g = 0; g < p->ngroups; g++) {
 		if (!(sub[g] > 0))
 			continue;
@@ -1129,13 +1145,7 @@ static int route_limit(const hx_plan *p, const hx_export_opts *o, const hx_kgrou
 		 "%d groups take requests, and an HTTPRoute rule holds %d backends: the %d with the largest weights take them all",
 		 nin, MAX_BACKENDS, MAX_BACKENDS)))
 		return rc;
-	for (int n = nin; n > MAX_BACKENDS; n--) {
-		int least = -1;
-		for (int g = 0; g < p->ngroups; g++)
-			if (keep[g] && (least < 0 || weight[g] <= weight[least]))
-				least = g;
-		keep[least] = 0;
-	}
+	hx_k8s_keep_largest(weight, keep, p->ngroups, nin, MAX_BACKENDS);
 	return 0;
 }
 

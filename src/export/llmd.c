@@ -598,12 +598,13 @@ static int route_keep(const hx_kgroup *kg, const unit *u, int nu, const hx_model
 		 "%d InferencePools take requests, and an HTTPRoute rule holds %d backends: the %d with the largest weights take them all",
 		 n, MAX_BACKENDS, MAX_BACKENDS)))
 		return 0;
-	for (; n > MAX_BACKENDS; n--) {
-		int least = -1;
+	if (n > MAX_BACKENDS) {
+		double *wt = hx_xcalloc((size_t)nu + 1, sizeof(*wt));
 		for (int i = 0; i < nu; i++)
-			if (keep[i] && (least < 0 || u[i].weight <= u[least].weight))
-				least = i;
-		keep[least] = 0;
+			wt[i] = u[i].weight;
+		hx_k8s_keep_largest(wt, keep, nu, n, MAX_BACKENDS);
+		free(wt);
+		n = MAX_BACKENDS;
 	}
 	return n;
 }
@@ -618,25 +619,7 @@ static void route_rule(hx_yw *w, unit *u, int nu, const int *keep, const char *h
 	for (int i = 0; i < nu; i++)
 		sub[i] = keep[i] ? u[i].weight : 0;
 	hx_k8s_scale(sub, nu, scaled);
-	hx_yw_item(w);
-	hx_yw_map(w, "matches");
-	hx_yw_item(w);
-	hx_yw_map(w, "path");
-	hx_yw_str(w, "type", "PathPrefix");
-	hx_yw_str(w, "value", "/");
-	hx_yw_end(w);
-	if (header) {
-		hx_yw_map(w, "headers");
-		hx_yw_item(w);
-		hx_yw_str(w, "type", "Exact");
-		hx_yw_str(w, "name", HX_K8S_MODEL_HEADER);
-		hx_yw_str(w, "value", header);
-		hx_yw_end(w);
-		hx_yw_end(w);
-	}
-	hx_yw_end(w);
-	hx_yw_end(w);
-	hx_yw_map(w, "backendRefs");
+	hx_k8s_rule_open(w, header);
 	for (int i = 0; i < nu; i++) {
 		if (!keep[i])
 			continue;

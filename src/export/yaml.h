@@ -322,6 +322,12 @@ int hx_k8s_route_weights(const hx_plan *p, const hx_export_opts *o, double *weig
 /* WEIGHT[0..N) scaled to integers summing to 1,000,000, proportional
  * (largest remainder); all 0 when the weights sum to 0. */
 void hx_k8s_scale(const double *weight, int n, long *out);
+/* One HTTPRoute rule's head: a path match on "/" and, when HEADER, an exact
+ * match of the model header on it; leaves its "backendRefs" list open. */
+void hx_k8s_rule_open(hx_yw *w, const char *header);
+/* Clear the smallest of WEIGHT[0..N) flagged in KEEP (KEPT of them) until
+ * MAX are left; ties go to the later index. */
+void hx_k8s_keep_largest(const double *weight, int *keep, int n, int kept, int max);
 /* The head of the plan's one HTTPRoute, on the hexplan gateway, up to its
  * open "rules" list (HX_K8S_GATEWAY); first the refusals (or notes, OUT)
  * when NMODELS models take requests: none routes no requests, and more

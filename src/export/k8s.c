@@ -795,10 +795,10 @@ void hx_k8s_pod_spec(hx_yw *w, const hx_kgroup *k, int kind, const char *contain
 	int amd = is_amd(pod->gpu);
 	/* KServe's preset runs a single pod's vLLM: only its arguments here */
 	int preset = managed && kind == HX_KPOD_SINGLE;
-	const char *image = k->o && k->o->image ? k->o->image
-			    : amd               ? HX_EXPORT_IMAGE_AMD
-						: HX_EXPORT_IMAGE_NVIDIA;
+	char image[256];
 	argv_t cmd = {0};
+
+	hx_export_vllm_image(k->o, amd, image, sizeof(image));
 
 	pod_pin(w, k, kind, pod);
 	hx_yw_map(w, "containers");
@@ -1251,12 +1251,16 @@ int hx_export_k8s(const hx_plan *p, const hx_export_opts *o, hx_export_out *out,
 		hx_buf_printf(&w.b,
 			      "# Written by hexplan export --to k8s: image %s (--image).\n",
 			      o->image);
-	else
+	else {
+		char image[256];
+		hx_export_vllm_image(o, 0, image, sizeof(image));
 		hx_buf_printf(
 		    &w.b,
 		    "# Written by hexplan export --to k8s for vLLM %s: images %s and,\n"
 		    "# on AMD GPUs, %s (the defaults; --image replaces them).\n",
-		    HX_EXPORT_VLLM_VERSION, HX_EXPORT_IMAGE_NVIDIA, HX_EXPORT_IMAGE_AMD);
+		    hx_export_engine_version(o, HX_EXPORT_VLLM_VERSION), image,
+		    HX_EXPORT_IMAGE_AMD);
+	}
 	for (int g = 0; g < p->ngroups; g++) {
 		workload(&w, &kg[g]);
 		service(&w, &kg[g]);

@@ -318,6 +318,36 @@ expect_rc 2 "--model-cache --to kserve"
 run export -p $D/baseline.json --to k8s --image 'x $(id)'
 expect_rc 2 "--image with a blank and a substitution"
 
+# --engine-version: the NVIDIA pods run vllm/vllm-openai at that release and
+# the header records it; without it, the release the flags were checked
+# against (0.11.0); a release older than the oldest known, or no release
+# number, is a usage error; dynamo (Dynamo's runtime picks vLLM), kserve
+# (KServe's preset does) and dot take none.
+run export -p $D/baseline.json --to k8s --engine-version 0.12.0
+expect_rc 0 "--engine-version 0.12.0"
+cp "$TMP/out" "$TMP/ver.yaml"
+valid "$TMP/ver.yaml" "--engine-version 0.12.0"
+head -1 "$TMP/ver.yaml" | grep -qx '# Written by hexplan export --to k8s for vLLM 0.12.0: images vllm/vllm-openai:v0.12.0 and,' &&
+	ok || fail "--engine-version: the header records the release and its image"
+[ "$(grep -c 'image: "vllm/vllm-openai:v0.12.0"' "$TMP/ver.yaml")" = "$(grep -c 'image:' "$TMP/ver.yaml")" ] &&
+	sed -e 's/0\.12\.0/0.11.0/g' "$TMP/ver.yaml" >"$TMP/ver-back.yaml" &&
+	cmp -s "$TMP/ver-back.yaml" "$G/baseline.k8s.yaml" && ok ||
+	fail "--engine-version: only the release and the image tag change"
+run export -p $D/baseline.json --to k8s --engine-version 0.10.0
+expect_rc 2 "--engine-version older than the oldest"
+head -1 "$TMP/err" | grep -qxF 'hexplan: error: --engine-version 0.10.0: vLLM releases before 0.10.1 are not supported (their flags were not checked)' &&
+	ok || fail "--engine-version older than the oldest: message"
+run export -p $D/baseline.json --to k8s --engine-version v0.11
+expect_rc 2 "--engine-version not a release number"
+head -1 "$TMP/err" | grep -qxF 'hexplan: error: --engine-version must be a release number such as 0.11.0, not "v0.11"' &&
+	ok || fail "--engine-version not a release number: message"
+for to in kserve dynamo dot; do
+	run export -p $D/baseline.json --to $to --engine-version 0.11.0
+	expect_rc 2 "--engine-version --to $to"
+	head -1 "$TMP/err" | grep -qxF 'hexplan: error: --engine-version is for --to launch, k8s or llm-d' &&
+		ok || fail "--engine-version --to $to: message"
+done
+
 # Variants of the fixtures, made here.
 python3 - "$D" "$TMP" <<'PY' || fail "making the variant plans"
 import copy, json, sys

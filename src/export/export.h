@@ -47,6 +47,14 @@ typedef struct hx_export_opts {
 #define HX_EXPORT_IMAGE_NVIDIA      HX_EXPORT_IMAGE_NVIDIA_REPO ":v" HX_EXPORT_VLLM_VERSION
 #define HX_EXPORT_IMAGE_AMD         "rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909"
 
+/* The LiteLLM release whose proxy config (model_list, litellm_params
+ * model/api_base/weight, router_settings.routing_strategy simple-shuffle)
+ * and health endpoints (/health/liveliness, /health/readiness) the
+ * Kubernetes router of a multi-model plan was checked against, and its
+ * image (the tag LiteLLM's Helm chart of that release runs). */
+#define HX_EXPORT_LITELLM_VERSION "1.80.12"
+#define HX_EXPORT_IMAGE_LITELLM   "ghcr.io/berriai/litellm:main-v" HX_EXPORT_LITELLM_VERSION
+
 /* The NVIDIA Dynamo release whose DynamoGraphDeployment (nvidia.com/v1beta1)
  * and vLLM worker arguments the dynamo export was checked against, and its
  * vLLM runtime image, the default. */

@@ -758,7 +758,7 @@ int hx_export_llmd(const hx_plan *p, const hx_export_opts *o, hx_export_out *out
 			goto done;
 		}
 	if ((rc = hx_yaml_lose_steps(p, o, out, err)) ||
-	    (rc = hx_k8s_route_weights(p, o, weight, out, err)))
+	    (rc = hx_k8s_route_weights(p, o, 0, weight, out, err)))
 		goto done;
 	units_find(p, kg, weight, u, &nu, unit_of);
 	for (int i = 0; i < nu; i++)

@@ -66,11 +66,12 @@ static int check_words(const hx_export_opts *eo)
 }
 
 /* --engine-version: a usage error unless it is a release number no older
- * than the oldest release of the engine whose flags the exports know. */
-static int check_version(const hx_export_opts *eo)
+ * than the oldest release of the engine whose flags target T knows (only
+ * launch runs SGLang: the other targets' pods are vLLM's, --lossy or not). */
+static int check_version(const hx_export_opts *eo, const hx_export_target *t)
 {
 	const char *v = eo->engine_version;
-	int sglang = eo->engine == HX_ENGINE_SGLANG;
+	int sglang = eo->engine == HX_ENGINE_SGLANG && strcmp(t->name, "launch") == 0;
 	const char *oldest = sglang ? HX_EXPORT_SGLANG_OLDEST : HX_EXPORT_VLLM_OLDEST;
 
 	if (!v)
@@ -169,7 +170,7 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 	    (rc = target_refuses(t, HX_EXPORT_VERSION, eo.engine_version != NULL,
 				 "--engine-version")))
 		return rc;
-	if ((rc = check_version(&eo)))
+	if ((rc = check_version(&eo, t)))
 		return rc;
 	if ((rc = check_words(&eo)))
 		return rc;

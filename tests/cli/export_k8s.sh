@@ -333,6 +333,12 @@ head -1 "$TMP/ver.yaml" | grep -qx '# Written by hexplan export --to k8s for vLL
 	sed -e 's/0\.12\.0/0.11.0/g' "$TMP/ver.yaml" >"$TMP/ver-back.yaml" &&
 	cmp -s "$TMP/ver-back.yaml" "$G/baseline.k8s.yaml" && ok ||
 	fail "--engine-version: only the release and the image tag change"
+run export -p $D/baseline.json --to k8s --engine sglang --lossy --engine-version 0.12.0
+expect_rc 0 "--engine sglang --lossy --engine-version: the release of the vLLM pods"
+head -1 "$TMP/out" | grep -qx '# Written by hexplan export --to k8s for vLLM 0.12.0: images vllm/vllm-openai:v0.12.0 and,' &&
+	ok || fail "--engine sglang --lossy --engine-version: vLLM's release"
+run export -p $D/baseline.json --to k8s --engine sglang --lossy --engine-version 0.5.0
+expect_rc 2 "--engine sglang --lossy --engine-version 0.5.0: an old vLLM"
 run export -p $D/baseline.json --to k8s --engine-version 0.10.0
 expect_rc 2 "--engine-version older than the oldest"
 head -1 "$TMP/err" | grep -qxF 'hexplan: error: --engine-version 0.10.0: vLLM releases before 0.10.1 are not supported (their flags were not checked)' &&

@@ -273,13 +273,14 @@ const char *hx_export_engine_version(const hx_export_opts *o, const char *dflt)
 	return o && o->engine_version ? o->engine_version : dflt;
 }
 
-void hx_export_vllm_image(const hx_export_opts *o, int amd, char *out, size_t n)
+const char *hx_export_vllm_image(const hx_export_opts *o, int amd, char *out, size_t n)
 {
 	if (o && o->image)
-		snprintf(out, n, "%s", o->image);
-	else if (amd)
-		snprintf(out, n, "%s", HX_EXPORT_IMAGE_AMD);
-	else
-		snprintf(out, n, "%s:v%s", HX_EXPORT_IMAGE_NVIDIA_REPO,
-			 hx_export_engine_version(o, HX_EXPORT_VLLM_VERSION));
+		return o->image;
+	if (amd)
+		return HX_EXPORT_IMAGE_AMD;
+	/* a release number (checked) is short: no truncation */
+	snprintf(out, n, "%s:v%s", HX_EXPORT_IMAGE_NVIDIA_REPO,
+		 hx_export_engine_version(o, HX_EXPORT_VLLM_VERSION));
+	return out;
 }

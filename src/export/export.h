@@ -200,10 +200,10 @@ int hx_export_version_cmp(const char *a, const char *b);
 /* The release of the engine (HX_ENGINE_*) whose flags a target writes:
  * --engine-version, else DFLT (borrowed). */
 const char *hx_export_engine_version(const hx_export_opts *o, const char *dflt);
-/* The vLLM image of a pod on AMD or NVIDIA GPUs into OUT[N]: --image, else
- * the ROCm image (AMD), else vllm/vllm-openai at --engine-version's release
- * or the default. */
-void hx_export_vllm_image(const hx_export_opts *o, int amd, char *out, size_t n);
+/* The vLLM image of a pod on AMD or NVIDIA GPUs: --image (borrowed), else
+ * the ROCm image (AMD, static), else vllm/vllm-openai at --engine-version's
+ * release or the default, written into OUT[N] (N >= 64) and returned. */
+const char *hx_export_vllm_image(const hx_export_opts *o, int amd, char *out, size_t n);
 
 /* The context length an engine should allow a replica of group G: the
  * model's, or what the replica's KV cache holds when that is less (an

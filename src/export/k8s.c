@@ -801,10 +801,9 @@ void hx_k8s_pod_spec(hx_yw *w, const hx_kgroup *k, int kind, const char *contain
 	int amd = is_amd(pod->gpu);
 	/* KServe's preset runs a single pod's vLLM: only its arguments here */
 	int preset = managed && kind == HX_KPOD_SINGLE;
-	char image[256];
+	char buf[64];
+	const char *image = hx_export_vllm_image(k->o, amd, buf, sizeof(buf));
 	argv_t cmd = {0};
-
-	hx_export_vllm_image(k->o, amd, image, sizeof(image));
 
 	pod_pin(w, k, kind, pod);
 	hx_yw_map(w, "containers");
@@ -1440,8 +1439,8 @@ int hx_export_k8s(const hx_plan *p, const hx_export_opts *o, hx_export_out *out,
 			      "# Written by hexplan export --to k8s: image %s (--image).\n",
 			      o->image);
 	else {
-		char image[256];
-		hx_export_vllm_image(o, 0, image, sizeof(image));
+		char buf[64];
+		const char *image = hx_export_vllm_image(o, 0, buf, sizeof(buf));
 		hx_buf_printf(
 		    &w.b,
 		    "# Written by hexplan export --to k8s for vLLM %s: images %s and,\n"

@@ -682,9 +682,9 @@ done:
 
 static void header(hx_buf *b, const hx_export_opts *o)
 {
-	char image[256];
+	char buf[64];
+	const char *image = hx_export_vllm_image(o, 0, buf, sizeof(buf));
 
-	hx_export_vllm_image(o, 0, image, sizeof(image));
 	hx_buf_printf(
 	    b,
 	    "# Written by hexplan export --to llm-d for llm-d-router %s, the Gateway\n"

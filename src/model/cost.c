@@ -677,6 +677,30 @@ static double tpot_misses(const hx_workload *w, double lambda, double t, double 
 	return miss;
 }
 
+/* The fraction of requests whose TPOT misses TMAX on a decode-only replica
+ * of iteration time T and B sequences in flight.  A request's KV arrives
+ * from a prefill replica with its first token already out (the simulator's
+ * TTFT ends there); it waits for the running iteration to end (a residual
+ * uniform on [0, T] while the replica is busy, which it is unless none of
+ * the B sequences is in flight: 1 - e^-B), then its n = o - 1 tokens take n
+ * iterations and the last reaches the client one iteration later (streamed
+ * while the next runs).  So TPOT = (R + (n + 1) T) / n: up to 3 T for a
+ * two-token answer, T for long ones. */
+static double kv_arrival_misses(const hx_workload *w, double B, double t, double tmax)
+{
+	double busy = 1 - exp(-B), miss = 0;
+
+	for (int i = 0; i < CAP_QUANTILES; i++) {
+		double o = floor(hx_dist_quantile(&w->output, (i + 0.5) / CAP_QUANTILES) + 0.5);
+		double n = o - 1, x;
+		if (n < 1)
+			continue;
+		x = n * tmax - (n + 1) * t; /* the residual it can afford */
+		miss += (x < 0 ? 1 : busy * fmin(fmax((t - x) / t, 0), 1)) / CAP_QUANTILES;
+	}
+	return miss;
+}
+
 static void cap_check(const hx_replica *r, const hx_workload *w, int phase, double kv_tokens,
 		      double lambda, cap_eval *ev)
 {
@@ -734,7 +758,12 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 	}
 	if (phase == HX_SERVE_DECODE) {
 		/* No prompt stalls the decode iterations, and TTFT is the
-		 * prefill side's. */
+		 * prefill side's; but short outputs pay for joining a
+		 * running batch. */
+		if (kv_arrival_misses(w, B, t, tmax) > allow) {
+			ev->binding = "tpot";
+			return;
+		}
 		ev->ok = 1;
 		return;
 	}

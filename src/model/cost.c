@@ -395,7 +395,8 @@ hx_batch hx_batch_scale(const hx_batch *b, double f)
  *     efficiency of a grouped GEMM by tokens per expert;
  *   - two micro-batches (micro_batches = 2): while one computes, the
  *     other's dispatch or combine runs, so a layer takes twice the larger
- *     of one micro-batch's compute and its all-to-all, not their sum.
+ *     of one micro-batch's compute and its all-to-all, not their sum
+ *     (where that is less than the whole batch's sum).
  *
  * Constants, fixed before any comparison:
  *   HX_GROUPED_GEMM_ROWS 128: DeepGEMM's grouped GEMM (contiguous layout,
@@ -558,20 +559,31 @@ static void ep_micro_s(const hx_replica *r, const hx_stage *s, int layer, const 
 static double ep_layer_s(const hx_replica *r, const hx_stage *s, int layer, const hx_batch *b,
 			 hx_breakdown *bd)
 {
-	double tokens = b->prefill_tokens + b->decode_seqs, c, x, t;
-	int m = s->micro_batches >= 2 && tokens >= 2 ? 2 : 1;
-	hx_breakdown one = {0};
-	hx_batch mb = m > 1 ? hx_batch_scale(b, 1.0 / m) : *b;
+	double tokens = b->prefill_tokens + b->decode_seqs, c, x, t, c2, x2;
+	hx_breakdown one = {0}, two = {0};
+	hx_batch mb;
 
-	ep_micro_s(r, s, layer, &mb, &c, &x, &one);
-	/* Overlapped, each resource is busy m times its micro-batch's share;
-	 * alone, the all-to-all waits for the compute and the other way. */
-	t = m > 1 ? m * fmax(c, x) : c + x;
+	ep_micro_s(r, s, layer, b, &c, &x, &one);
+	t = c + x; /* alone, the all-to-all waits for the compute and back */
+	if (s->micro_batches >= 2 && tokens >= 2) {
+		/* Two micro-batches: each resource is busy twice its half's
+		 * share.  Halves read the weights twice, so at small batches
+		 * the overlap loses; an engine runs it where it gains
+		 * (SGLang's TBO has a token threshold), and so does the model. */
+		mb = hx_batch_scale(b, 0.5);
+		ep_micro_s(r, s, layer, &mb, &c2, &x2, &two);
+		if (2 * fmax(c2, x2) < t) {
+			t = 2 * fmax(c2, x2);
+			one.linear_s = 2 * two.linear_s;
+			one.attention_s = 2 * two.attention_s;
+			one.a2a_s = 2 * two.a2a_s;
+		}
+	}
 	if (bd) {
-		bd->linear_s += m * one.linear_s;
-		bd->attention_s += m * one.attention_s;
-		bd->comm_s += t - m * (one.linear_s + one.attention_s);
-		bd->a2a_s += m * one.a2a_s;
+		bd->linear_s += one.linear_s;
+		bd->attention_s += one.attention_s;
+		bd->comm_s += t - one.linear_s - one.attention_s;
+		bd->a2a_s += one.a2a_s;
 	}
 	return t;
 }
@@ -608,13 +620,18 @@ static int ep_check(const hx_replica *r, const hx_stage *s, hx_err *err)
 			       "%d redundant",
 			       ep, a->experts, r->model->name, s->redundant_experts);
 	}
-	if (s->tp % dp || a->heads % (s->tp / dp))
-		return hx_errf(err, HX_EINPUT,
-			       "data-parallel attention of %d ranks does not fit on %d GPUs: "
-			       "the ranks must divide the GPUs and each rank's %d GPUs the %d "
-			       "attention heads of %s",
-			       dp, s->tp, s->tp % dp ? 0 : s->tp / dp, a->heads,
-			       r->model->name);
+	if (s->tp % dp)
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "data-parallel attention of %d ranks does not fit on %d GPUs: the "
+		    "ranks must divide the GPUs",
+		    dp, s->tp);
+	if (a->heads % (s->tp / dp))
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "attention tensor parallel degree %d (%d GPUs over %d ranks) must "
+		    "divide the %d attention heads of %s",
+		    s->tp / dp, s->tp, dp, a->heads, r->model->name);
 	return 0;
 }
 

@@ -41,7 +41,7 @@ typedef struct est_args {
 	/* Expert parallelism and DP attention (0: off; issue 21). */
 	long ep, dp, redundant;
 	int dp_attn, tp_given;
-	double imbalance, nic_gbps;
+	double imbalance, nic_gbps; /* imbalance 0: the default */
 } est_args;
 
 /* Whether A asks for an EP / DP-attention stage. */
@@ -106,7 +106,8 @@ static json_t *estimate_json(const est_args *a, const est *e)
 		hx_jset_int(o, "dp_attention", hx_stage_dp(s));
 		hx_jset_int(o, "attention_tp", s->tp / hx_stage_dp(s));
 		hx_jset_int(o, "redundant_experts", s->redundant_experts);
-		hx_jset_num(o, "eplb_imbalance", s->imbalance);
+		hx_jset_num(o, "eplb_imbalance",
+			    s->imbalance > 0 ? s->imbalance : HX_EPLB_IMBALANCE);
 		hx_jset_num(o, "nic_gbps", s->nic_gbps);
 	}
 	x = json_object();
@@ -368,24 +369,14 @@ int cmd_estimate(hx_cli *cli, int argc, char **argv)
 	    {"format", required_argument, NULL, HX_OPT_FORMAT},
 	    HX_GLOBAL_LONGOPTS,
 	    {NULL, 0, NULL, 0}};
-	est_args a = {NULL,
-		      NULL,
-		      NULL,
-		      1,
-		      1,
-		      1,
-		      512,
-		      128,
-		      -1,
-		      -1,
-		      0,
-		      0,
-		      0,
-		      0,
-		      0,
-		      0,
-		      HX_EPLB_IMBALANCE,
-		      HX_DEFAULT_NIC_GBPS};
+	est_args a = {.tp = 1,
+		      .pp = 1,
+		      .batch = 1,
+		      .input = 512,
+		      .output = 128,
+		      .wdt = -1,
+		      .kvdt = -1,
+		      .nic_gbps = HX_DEFAULT_NIC_GBPS};
 	int c, rc;
 
 	optind = 1;
@@ -454,7 +445,7 @@ int cmd_estimate(hx_cli *cli, int argc, char **argv)
 		return hx_cli_usage_error(CMD, "-m MODEL and -g GPU are required");
 	if (a.dp > 0 && !a.dp_attn)
 		return hx_cli_usage_error(CMD, "--dp needs --dp-attention");
-	if ((a.redundant > 0 || a.imbalance != HX_EPLB_IMBALANCE) && a.ep == 0)
+	if ((a.redundant > 0 || a.imbalance > 0) && a.ep == 0)
 		return hx_cli_usage_error(CMD,
 					  "--redundant-experts and --eplb-imbalance need --ep");
 	if (a.ep > 0) { /* the experts are split over all the stage's GPUs */

@@ -277,12 +277,12 @@ static int run(hx_cli *cli, const est_args *a)
 	wdt = a->wdt >= 0 ? (hx_dtype)a->wdt : m.a.dtype;
 	kvdt = a->kvdt >= 0 ? (hx_dtype)a->kvdt : HX_DT_FP16;
 	/* Stages of one node talk over its intra-node link; more GPUs than a
-	 * node holds go over a 100 Gb/s network. */
+	 * node holds go over the network (--nic-gbps, 100 Gb/s by default). */
 	if (a->tp * a->pp <= 8) {
 		bw_gbps = g->intra_bw_gb_s * 8;
 		lat_ms = g->intra_latency_us * 1e-3;
 	} else {
-		bw_gbps = HX_DEFAULT_NIC_GBPS;
+		bw_gbps = a->nic_gbps;
 		lat_ms = 0.02;
 	}
 	if (est_ep(a)) {
@@ -291,10 +291,10 @@ static int run(hx_cli *cli, const est_args *a)
 	} else if ((rc = hx_replica_uniform(&r, &m, g, (int)a->tp, (int)a->pp, wdt, kvdt,
 					    bw_gbps, lat_ms, &err)))
 		return hx_cli_usage_error(CMD, "%s", err.msg);
-	if (a->tp > 8 &&
-	    !est_ep(a)) /* a TP group larger than a node all-reduces over the network */
+	/* A TP group larger than a node all-reduces over the network. */
+	if (a->tp > 8 && !est_ep(a))
 		for (int i = 0; i < r.nstages; i++) {
-			r.stage[i].tp_bw_gb_s = HX_DEFAULT_NIC_GBPS / 8.0;
+			r.stage[i].tp_bw_gb_s = a->nic_gbps / 8.0;
 			r.stage[i].tp_latency_us = 20;
 		}
 	if (a->workload) {

@@ -500,6 +500,8 @@ static void ep_micro_s(const hx_replica *r, const hx_stage *s, int layer, const 
 	const hx_gpu *g = s->gpu;
 	int dp = hx_stage_dp(s), atp = s->tp / dp, moe = hx_layer_is_moe(a, layer);
 	double tokens = b->prefill_tokens + b->decode_seqs, rt = tokens / dp;
+	/* DeepEP's normal (prefill) dispatch cannot run in a CUDA graph, its
+	 * low-latency (decode) one can. */
 	double fl = b->prefill_tokens > 0 ? g->kernel_floor_us * 1e-6 : floor_s(g, rt);
 	double h = a->hidden, heads = (double)a->heads / atp, kvh = kv_heads_gpu(a, atp);
 	double lin = 0, att, comm, up = a->gated_mlp ? 3 : 2, inter, x = 0;
@@ -607,6 +609,12 @@ static int ep_check(const hx_replica *r, const hx_stage *s, hx_err *err)
 		return hx_errf(err, HX_EINPUT,
 			       "expert parallel size %d must equal the stage's %d GPUs", ep,
 			       s->tp);
+	if (dp > 1 && ep <= 1 && a->experts > 1)
+		/* Its experts would be whole on every GPU: not modelled. */
+		return hx_errf(err, HX_EINPUT,
+			       "data-parallel attention on %s, a mixture of experts, needs "
+			       "expert parallelism",
+			       r->model->name);
 	if (s->redundant_experts > 0 && ep <= 1)
 		return hx_errf(err, HX_EINPUT, "redundant experts need expert parallelism");
 	if (ep > 1 && (a->experts + s->redundant_experts) % ep) {

@@ -105,6 +105,14 @@ run estimate -m deepseek-v3 -g h100-sxm --ep 8 --dp-attention
 expect_rc 3 "dp attention that does not fit in memory"
 expect_err_line '^hexplan: error: deepseek-v3 does not fit on 8 x h100-sxm \(tp 8, pp 1\): .*short by [0-9.]+ GiB$' "dp attention memory message"
 
+run estimate -m mixtral-8x7b -g h100-sxm --tp 8 --dp-attention
+expect_rc 2 "dp attention on a MoE model without ep"
+err_first '^hexplan: error: data-parallel attention on mixtral-8x7b, a mixture of experts, needs expert parallelism$' "dp without ep message"
+
+run estimate -m llama-3.1-8b -g h100-sxm --tp 8 --dp-attention --dp 4 --batch 8
+expect_rc 0 "dp attention on a dense model"
+[ "$(jnum attention_tp)" = 2 ] && ok || fail "dense dp attention tp"
+
 run estimate -m mixtral-8x7b -g h100-sxm --tp 4 --ep 8
 expect_rc 2 "tp other than ep"
 err_first '^hexplan: error: --tp 4 must equal --ep 8 \(the GPUs of each stage\)$' "tp ep message"

@@ -191,7 +191,12 @@ static double linear_s(const hx_model *m, const hx_gpu *g, int tp, hx_dtype wdt,
 	return t;
 }
 
-static double attention_s(const hx_replica *r, const hx_stage *s, const hx_batch *b)
+/* Attention kernels of stage S on batch B.  MHA_PREFILL: an MLA model's
+ * prompt chunks attend in the decompressed multi-head form (QK width
+ * qk_nope + qk_rope, V width v_head_dim a head), as engines run MLA
+ * prefill, rather than over the latent. */
+static double attention_s_mla(const hx_replica *r, const hx_stage *s, const hx_batch *b,
+			      int mha_prefill)
 {
 	const hx_arch *a = &r->model->a;
 	const hx_gpu *g = s->gpu;
@@ -204,9 +209,14 @@ static double attention_s(const hx_replica *r, const hx_stage *s, const hx_batch
 
 	if (b->prefill_tokens > 0) {
 		/* QK^T and PV over the chunk and what it attends to. */
-		double flops = 2 * b->prefill_attn * heads * (qk + v);
+		double pqk = qk, pv = v, flops;
+		if (mha_prefill && a->kv_lora_rank > 0) {
+			pqk = a->qk_nope_head_dim + a->qk_rope_head_dim;
+			pv = a->v_head_dim;
+		}
+		flops = 2 * b->prefill_attn * heads * (pqk + pv);
 		t += kernel_s(g, flops, peak, g->e_attn,
-			      b->prefill_tokens * heads * (qk + v) * 2 * 2, fl);
+			      b->prefill_tokens * heads * (pqk + pv) * 2 * 2, fl);
 	}
 	if (b->decode_seqs > 0) {
 		double bytes = b->decode_ctx * kv_token_layer_gpu(a, s->tp, r->kvdt);
@@ -214,6 +224,11 @@ static double attention_s(const hx_replica *r, const hx_stage *s, const hx_batch
 		t += kernel_s(g, flops, peak, g->e_attn, bytes, fl);
 	}
 	return t;
+}
+
+static double attention_s(const hx_replica *r, const hx_stage *s, const hx_batch *b)
+{
+	return attention_s_mla(r, s, b, 0);
 }
 
 static double allreduce_s(const hx_stage *s, double bytes)
@@ -384,7 +399,8 @@ hx_batch hx_batch_scale(const hx_batch *b, double f)
  * Parallelism on 96 H100 GPUs", 2025-05-05):
  *   - attention: each of dp ranks (tp / dp GPUs, heads split by that TP)
  *     for its own 1/dp of the sequences, its KV cache only on its GPUs
- *     (an MLA latent unsplit, as under TP); the dense MLPs, the router,
+ *     (an MLA latent unsplit, as under TP; MLA decode attends over the
+ *     latent, MLA prefill in the multi-head form); the dense MLPs, the router,
  *     the shared experts and the LM head are data parallel alike;
  *   - routed experts: (experts + redundant) / ep on each GPU; every token
  *     goes to experts_per_tok of them by an all-to-all dispatch and comes
@@ -529,7 +545,7 @@ static void ep_micro_s(const hx_replica *r, const hx_stage *s, int layer, const 
 	if (inter > 0)
 		lin += elementwise_s(g, rt * inter * up * 2, fl);
 	lin += 2 * elementwise_s(g, rt * h * 2 * 3, fl);
-	att = attention_s(r, &rs, &rb);
+	att = attention_s_mla(r, &rs, &rb, 1);
 	/* The attention rank's all-reduces: two on a dense layer, one (after
 	 * attention) where the combine ends the MoE block. */
 	comm = (moe ? 1 : 2) * allreduce_s(&rs, rt * h * 2);

@@ -917,13 +917,31 @@ static double request_overhead_s(const hx_replica *r)
 }
 
 /* Iteration time at rate LAMBDA if iterations took T: T(B, p) above; P the
- * prompt tokens computed, H those the prefix cache holds. */
-static double iter_at(const hx_replica *r, int phase, double lambda, double P, double H,
-		      double O, double t)
+ * prompt tokens computed, H those the prefix cache holds.  An aggregated
+ * replica's prompts do not spread thinly over its decode iterations: each
+ * arrives whole and runs in chunks of up to the token budget left beside
+ * the B decodes, and a chunk costs what it adds to a decode iteration (at
+ * small batches a roofline is flat, so a thin share of a prompt would ride
+ * almost free on the weights' read, which no engine sees).  Over a long
+ * run, decode iterations of T_dec(B) and the stalls the prompts add (S each,
+ * LAMBDA of them a second) fill the time, so the mean iteration takes
+ * T_dec / (1 - LAMBDA S). */
+static double iter_at(const hx_replica *r, const hx_workload *w, int phase, double lambda,
+		      double P, double H, double O, double t)
 {
 	hx_batch b = {0};
 	hx_iter it;
 
+	if (phase == HX_SERVE_BOTH) {
+		double B = lambda * O * t, c = fmax(w->serving.token_budget - B, 1), td, stall;
+		hx_batch bc = {0};
+		hx_batch_add_decode(&b, B, P + H + O / 2);
+		td = hx_cost_cycle(r, &b, &it);
+		hx_batch_add_decode(&bc, B, P + H + O / 2);
+		hx_batch_add_prefill(&bc, 1, fmin(P, c), H + fmin(P, c) / 2);
+		stall = fmax(1, ceil(P / c)) * fmax(hx_cost_cycle(r, &bc, &it) - td, 0);
+		return lambda * stall >= 1 ? INFINITY : td / (1 - lambda * stall);
+	}
 	if (phase != HX_SERVE_PREFILL)
 		hx_batch_add_decode(&b, lambda * O * t, P + H + O / 2);
 	if (phase != HX_SERVE_DECODE)
@@ -1074,13 +1092,13 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 	ev->ttft = INFINITY;
 	ev->t = INFINITY;
 	P -= H; /* from here on, P is the prompt tokens computed */
-	if (iter_at(r, phase, lambda, P, H, O, tmax) > tmax) {
+	if (iter_at(r, w, phase, lambda, P, H, O, tmax) > tmax) {
 		ev->binding = phase == HX_SERVE_PREFILL ? "ttft" : "tpot";
 		return;
 	}
 	for (int i = 0; i < 60; i++) {
 		double mid = (lo + hi) / 2;
-		if (iter_at(r, phase, lambda, P, H, O, mid) > mid)
+		if (iter_at(r, w, phase, lambda, P, H, O, mid) > mid)
 			lo = mid;
 		else
 			hi = mid;

@@ -106,13 +106,25 @@ assert {r["class"] for r in p["routing"]["ingress"]} == {"short", "long"}
 PY
 
 # Owned nodes only (issue 20): the rent is $0, and the plan states what the
-# owned GPUs it uses cost at the cluster's prices (12 H100 at $2.99).
+# owned GPUs it uses cost at the cluster's prices (the GPUs its replicas
+# hold, each at its profile's price).
 run plan --mode compose -c examples/clusters/mixed.json -w examples/workloads/chat.json -m llama-3.1-70b --format table
 expect_rc 0 "compose on owned nodes"
-expect_out '^cost: \$0\.00/hour of rent, \$0\.0000 per million tokens; the owned GPUs used cost \$35\.88/hour at the cluster.s prices \(free at the margin, not counted\)$' "owned GPUs' price stated"
+expect_out '^cost: \$0\.00/hour of rent, \$0\.0000 per million tokens; the owned GPUs used cost \$[0-9]+\.[0-9][0-9]/hour at the cluster.s prices \(free at the margin, not counted\)$' "owned GPUs' price stated"
+table_owned=$(sed -n 's/.*the owned GPUs used cost \$\([0-9.]*\)\/hour.*/\1/p' "$TMP/out")
 if grep -q 'ttft p99 0\.0 ms' "$TMP/out"; then fail "compose on owned nodes: ttft p99 0.0 ms"; else ok; fi
 run plan --mode compose -c examples/clusters/mixed.json -w examples/workloads/chat.json -m llama-3.1-70b
-approx "$(jnum predicted.owned_usd_per_hour)" 35.88 1e-6 && ok || fail "owned_usd_per_hour $(jnum predicted.owned_usd_per_hour)"
+cp "$TMP/out" "$TMP/owned.json"
+python3 - "$TMP/owned.json" profiles/gpus.json "$table_owned" <<'PY' && ok || fail "owned_usd_per_hour is the used GPUs' price"
+import json, sys
+p, g = (json.load(open(f)) for f in sys.argv[1:3])
+price = {x["name"]: x["usd_per_hour"] for x in g["gpus"]}
+usd = sum(price[st["gpu"]] * len(ref) for gr in p["groups"] for r in gr["replicas"]
+          for st, ref in zip(gr["stages"], r["placement"]))
+owned = p["predicted"]["owned_usd_per_hour"]
+assert usd > 0 and abs(owned - usd) <= 1e-6 * usd, (owned, usd)
+assert abs(float(sys.argv[3]) - owned) <= 0.005, (sys.argv[3], owned)
+PY
 approx "$(jnum predicted.usd_per_hour)" 0 1e-9 && ok || fail "compose rent on owned nodes $(jnum predicted.usd_per_hour)"
 
 # The independent check catches a plan that rents less than it places.

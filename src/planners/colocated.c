@@ -194,13 +194,14 @@ typedef struct pick {
 
 /* The capacity at the SLO of one replica of candidate C alone, in the
  * simulator, on requests drawn with the problem's seed. */
-static int shape_sim(const hx_problem *pb, const hx_candset *s, int c, double *rps, hx_err *err)
+static int shape_sim(const hx_problem *pb, const hx_candset *s, int c, double deadline,
+		     double *rps, hx_err *err)
 {
 	const hx_cluster *cl = pb->cluster;
 	int *free_gpus = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int));
 	int *next = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int));
-	hx_sim_opts so = {pb->seed,        0, NULL, NULL, COLO_SIM_LIVES, COLO_SIM_MIN_S,
-			  COLO_SIM_TOL_BIS};
+	hx_sim_opts so = {pb->seed,         0,       NULL, NULL, COLO_SIM_LIVES, COLO_SIM_MIN_S,
+			  COLO_SIM_TOL_BIS, deadline};
 	hx_plan q;
 	int rc;
 
@@ -232,8 +233,8 @@ static int sim_picks(const hx_problem *pb, double deadline, hx_candset *s,
 			continue;
 		if (hx_past(deadline))
 			return 0;
-		if ((rc = shape_sim(pb, s, c, &rps, err)))
-			return rc;
+		if ((rc = shape_sim(pb, s, c, deadline, &rps, err)))
+			return rc == HX_ELIMIT ? 0 : rc; /* the rest stay unsimulated */
 		simcap[c] = rps;
 		*moved |= fabs(rps - cap) > COLO_SIM_TOL * cap;
 		s->c[c].capacity_rps = rps;
@@ -450,9 +451,10 @@ out:
 
 /* The whole plan P in the simulator, searched as simulate --capacity does
  * (the shapes' quick check is too coarse, about 10%, to rank two plans). */
-static int plan_sim(const hx_problem *pb, const hx_plan *p, double *rps, hx_err *err)
+static int plan_sim(const hx_problem *pb, const hx_plan *p, double deadline, double *rps,
+		    hx_err *err)
 {
-	hx_sim_opts so = {pb->seed, 0, NULL, NULL, 0, 0, 0};
+	hx_sim_opts so = {pb->seed, 0, NULL, NULL, 0, 0, 0, deadline};
 	return hx_sim_capacity(p, pb->workload, HX_CAP_REQUESTS, &so, rps, NULL, err);
 }
 
@@ -493,9 +495,10 @@ static int keep_better(const hx_problem *pb, const hx_plan_opts *o, const hx_can
 		if (place(pb, s, raw, NULL, deadline, &q, &e2))
 			return 0; /* RAW does not place: keep CHECKED */
 	}
-	if ((rc = plan_sim(pb, p, &cp, err)) || (rc = plan_sim(pb, &q, &cq, err))) {
+	if ((rc = plan_sim(pb, p, deadline, &cp, err)) ||
+	    (rc = plan_sim(pb, &q, deadline, &cq, err))) {
 		hx_plan_release(&q);
-		return rc;
+		return rc == HX_ELIMIT ? 0 : rc; /* out of time: keep CHECKED */
 	}
 	if (better(pb, o->objective, &q, cq, p, cp)) {
 		hx_plan_sim rec = p->simulated;

@@ -538,12 +538,13 @@ static int build_plan(dctx *d, const int *role, int cut, long iterations, hx_pla
 
 /* The simulator's check (DESIGN §8): the best few role assignments TK,
  * built and simulated whole with the search of simulate --capacity while
- * the time limit allows (the best by flow always); P gets the one whose
- * simulated capacity is highest, with that figure recorded. */
+ * the time limit allows; P gets the one whose simulated capacity is
+ * highest, with that figure recorded.  When the limit leaves no room to
+ * simulate even the first (the best by flow), P is that one, unrecorded. */
 static int sim_check(dctx *d, const topk *tk, int cut, long iterations, double deadline,
 		     hx_plan *p, hx_err *err)
 {
-	hx_sim_opts so = {d->pb->seed, 0, NULL, NULL, 0, 0, 0};
+	hx_sim_opts so = {d->pb->seed, 0, NULL, NULL, 0, 0, 0, deadline};
 	double best = -1;
 	int rc;
 
@@ -554,9 +555,16 @@ static int sim_check(dctx *d, const topk *tk, int cut, long iterations, double d
 			break;
 		if ((rc = build_plan(d, tk->role[i], cut, iterations, &q, err)))
 			return rc;
-		if ((rc = hx_sim_capacity(&q, d->pb->workload, HX_CAP_REQUESTS, &so, &rps, NULL,
-					  err))) {
+		rc =
+		    hx_sim_capacity(&q, d->pb->workload, HX_CAP_REQUESTS, &so, &rps, NULL, err);
+		if (rc == HX_ELIMIT && i == 0) {
+			*p = q; /* out of time: the best by flow, unchecked */
+			return 0;
+		}
+		if (rc) {
 			hx_plan_release(&q);
+			if (rc == HX_ELIMIT)
+				break;
 			return rc;
 		}
 		if (rps > best) {

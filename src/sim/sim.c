@@ -1253,6 +1253,13 @@ int hx_simulate(const hx_plan *p, const hx_workload *w, const hx_trace *t, const
 			route(&s, next++);
 			if (o && o->progress && next % step == 0)
 				o->progress((double)next / t->n, o->progress_ctx);
+			/* A planner's deadline: stop within a few hundred arrivals. */
+			if (o && o->deadline > 0 && next % 256 == 0 && hx_past(o->deadline)) {
+				teardown(&s);
+				return hx_errf(
+				    err, HX_ELIMIT,
+				    "the time limit was reached during a simulation");
+			}
 			continue;
 		}
 		event e = pop(&s);
@@ -1350,6 +1357,16 @@ static int try_rate(const hx_plan *p, const hx_workload *w, int n, const hx_sim_
 	return 0;
 }
 
+/* A planner's deadline in O, passed: HX_ELIMIT. */
+static int cap_past(const hx_sim_opts *o, hx_err *err)
+{
+	if (o && o->deadline > 0 && hx_past(o->deadline))
+		return hx_errf(
+		    err, HX_ELIMIT,
+		    "the time limit was reached during the simulator's capacity search");
+	return 0;
+}
+
 int hx_sim_capacity(const hx_plan *p, const hx_workload *w, int n, const hx_sim_opts *o,
 		    double *rps, hx_sim_report *at, hx_err *err)
 {
@@ -1362,7 +1379,7 @@ int hx_sim_capacity(const hx_plan *p, const hx_workload *w, int n, const hx_sim_
 	/* Double hi while the SLO holds there, then bisect to 1%.  Every rate
 	 * uses the same seed: the same requests, only closer together. */
 	for (i = 0; i < 40; i++) {
-		if ((rc = try_rate(p, w, n, o, hi, &r, &ok, err)))
+		if ((rc = cap_past(o, err)) || (rc = try_rate(p, w, n, o, hi, &r, &ok, err)))
 			goto fail;
 		if (!ok) {
 			hx_sim_report_release(&r);
@@ -1375,7 +1392,7 @@ int hx_sim_capacity(const hx_plan *p, const hx_workload *w, int n, const hx_sim_
 	}
 	while (hi - lo > tol * hi && hi > 1e-6) {
 		double mid = (lo + hi) / 2;
-		if ((rc = try_rate(p, w, n, o, mid, &r, &ok, err)))
+		if ((rc = cap_past(o, err)) || (rc = try_rate(p, w, n, o, mid, &r, &ok, err)))
 			goto fail;
 		if (ok) {
 			hx_sim_report_release(&best);

@@ -33,6 +33,9 @@ typedef struct hx_sim_opts {
 	 * two minutes, 1%): a planner's quick check asks for less. */
 	int cap_lives;
 	double cap_min_s, cap_tol;
+	/* hx_sim_capacity stops with HX_ELIMIT once past this deadline
+	 * (hx_deadline; 0: none), checked before each rate it tries. */
+	double deadline;
 } hx_sim_opts;
 
 typedef struct hx_sim_record {

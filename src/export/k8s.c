@@ -1226,18 +1226,30 @@ static void litellm_config(hx_buf *b, const hx_plan *p, const hx_kgroup *kg,
 	hx_buf_printf(b, "    router_settings:\n      routing_strategy: simple-shuffle\n");
 }
 
+/* KEY: the LiteLLM router's labels, a map of their own. */
+static void litellm_labels(hx_yw *w, const char *key)
+{
+	hx_yw_map(w, key);
+	hx_yw_str(w, "app.kubernetes.io/name", "litellm");
+	hx_yw_str(w, "app.kubernetes.io/part-of", "hexplan");
+	hx_yw_end(w);
+}
+
+/* The metadata of each of the router's objects: its name and labels. */
+static void litellm_meta(hx_yw *w)
+{
+	hx_yw_map(w, "metadata");
+	hx_yw_str(w, "name", HX_K8S_LITELLM);
+	litellm_labels(w, "labels");
+	hx_yw_end(w);
+}
+
 void hx_k8s_litellm(hx_yw *w, const hx_plan *p, const hx_kgroup *kg, const double *weight)
 {
 	hx_yw_doc(w);
 	hx_yw_str(w, "apiVersion", "v1");
 	hx_yw_str(w, "kind", "ConfigMap");
-	hx_yw_map(w, "metadata");
-	hx_yw_str(w, "name", HX_K8S_LITELLM);
-	hx_yw_map(w, "labels");
-	hx_yw_str(w, "app.kubernetes.io/name", "litellm");
-	hx_yw_str(w, "app.kubernetes.io/part-of", "hexplan");
-	hx_yw_end(w);
-	hx_yw_end(w);
+	litellm_meta(w);
 	hx_yw_map(w, "data");
 	hx_yw_lead(w);
 	hx_buf_printf(&w->b, "config.yaml: |\n");
@@ -1247,27 +1259,15 @@ void hx_k8s_litellm(hx_yw *w, const hx_plan *p, const hx_kgroup *kg, const doubl
 	hx_yw_doc(w);
 	hx_yw_str(w, "apiVersion", "apps/v1");
 	hx_yw_str(w, "kind", "Deployment");
-	hx_yw_map(w, "metadata");
-	hx_yw_str(w, "name", HX_K8S_LITELLM);
-	hx_yw_map(w, "labels");
-	hx_yw_str(w, "app.kubernetes.io/name", "litellm");
-	hx_yw_str(w, "app.kubernetes.io/part-of", "hexplan");
-	hx_yw_end(w);
-	hx_yw_end(w);
+	litellm_meta(w);
 	hx_yw_map(w, "spec");
 	hx_yw_int(w, "replicas", 1);
 	hx_yw_map(w, "selector");
-	hx_yw_map(w, "matchLabels");
-	hx_yw_str(w, "app.kubernetes.io/name", "litellm");
-	hx_yw_str(w, "app.kubernetes.io/part-of", "hexplan");
-	hx_yw_end(w);
+	litellm_labels(w, "matchLabels");
 	hx_yw_end(w);
 	hx_yw_map(w, "template");
 	hx_yw_map(w, "metadata");
-	hx_yw_map(w, "labels");
-	hx_yw_str(w, "app.kubernetes.io/name", "litellm");
-	hx_yw_str(w, "app.kubernetes.io/part-of", "hexplan");
-	hx_yw_end(w);
+	litellm_labels(w, "labels");
 	hx_yw_end(w);
 	hx_yw_map(w, "spec");
 	hx_yw_map(w, "containers");
@@ -1322,18 +1322,9 @@ void hx_k8s_litellm(hx_yw *w, const hx_plan *p, const hx_kgroup *kg, const doubl
 	hx_yw_doc(w);
 	hx_yw_str(w, "apiVersion", "v1");
 	hx_yw_str(w, "kind", "Service");
-	hx_yw_map(w, "metadata");
-	hx_yw_str(w, "name", HX_K8S_LITELLM);
-	hx_yw_map(w, "labels");
-	hx_yw_str(w, "app.kubernetes.io/name", "litellm");
-	hx_yw_str(w, "app.kubernetes.io/part-of", "hexplan");
-	hx_yw_end(w);
-	hx_yw_end(w);
+	litellm_meta(w);
 	hx_yw_map(w, "spec");
-	hx_yw_map(w, "selector");
-	hx_yw_str(w, "app.kubernetes.io/name", "litellm");
-	hx_yw_str(w, "app.kubernetes.io/part-of", "hexplan");
-	hx_yw_end(w);
+	litellm_labels(w, "selector");
 	hx_yw_map(w, "ports");
 	hx_yw_item(w);
 	hx_yw_str(w, "name", "http");

@@ -294,12 +294,6 @@ int hx_jr_str(const hx_jr *r, const json_t *obj, const char *ptr, const char *ke
 		return hx_jr_fail(r, p, "must not be empty");
 	if (strlen(json_string_value(v)) != json_string_length(v))
 		return hx_jr_fail(r, p, "must not contain NUL characters");
-	/* Names and addresses end up in shell scripts, YAML, CSV and terminal
-	 * tables, where a newline or an escape sequence would change them. */
-	for (const unsigned char *c = (const unsigned char *)json_string_value(v); *c; c++)
-		if (*c < 0x20 || *c == 0x7f)
-			return hx_jr_fail(r, p, "must not contain control characters (\\x%02x)",
-					  *c);
 	if (hx_strlcpy(buf, json_string_value(v), n) != 0)
 		return hx_jr_fail(r, p, "is longer than %zu characters", n - 1);
 	return 0;

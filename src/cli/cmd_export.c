@@ -147,6 +147,10 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 	if ((rc = hx_plan_load(&p, ppath, &err)))
 		goto out;
 	have_p = 1;
+	/* A picture may show a broken plan (dot draws a route to no group in
+	 * red); what is deployed may not. */
+	if (strcmp(t->name, "dot") != 0 && (rc = hx_cli_plan_whole(&p, ppath, &err)))
+		goto out;
 	if (cpath) {
 		const hx_catalog *cat = hx_cli_catalog(cli, &rc);
 		if (!cat)

@@ -90,23 +90,6 @@ static int parse_iface(const hx_jr *r, const json_t *v, const char *p, hx_node *
 	return 0;
 }
 
-/* A node's "host" goes into URLs and launch commands: a DNS name or an IPv4
- * or IPv6 address, not a shell word or a path. */
-static int check_host(const hx_jr *r, const char *p, const char *host)
-{
-	char pk[96];
-
-	if (!*host || (host[0] != '-' && host[0] != '.' &&
-		       strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				    "0123456789_.:-[]") == strlen(host)))
-		return 0;
-	hx_ptr_key(pk, sizeof(pk), p, "host");
-	return hx_jr_fail(r, pk,
-			  "\"%s\" is not a host name or address (letters, digits, '_', '.', "
-			  "':', '-', '[' and ']', not starting with '-' or '.')",
-			  host);
-}
-
 static int parse_nodes(const hx_jr *r, const json_t *list, const hx_catalog *cat, hx_cluster *c)
 {
 	static const char *const keys[] = {"name",         "gpu",       "count",
@@ -152,7 +135,7 @@ static int parse_nodes(const hx_jr *r, const json_t *list, const hx_catalog *cat
 		    (rc = hx_jr_str(r, v, p, "host", 0, nd->host, sizeof(nd->host))) ||
 		    (rc = hx_jr_pos(r, v, p, "nic_gbps", 0, &nd->nic_gbps)) ||
 		    (rc = hx_jr_num(r, v, p, "usd_per_hour", 0, 0, 1e6, &nd->usd_per_hour)) ||
-		    (rc = parse_iface(r, v, p, nd)) || (rc = check_host(r, p, nd->host)))
+		    (rc = parse_iface(r, v, p, nd)))
 			return rc;
 		nd->count = (int)count;
 		c->nnodes++;

@@ -348,8 +348,11 @@ int hx_gpu_ref_parse(const char *s, hx_gpu_ref *out)
 
 	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(out->node))
 		return -1;
+	/* The index is decimal digits only (strtol also takes " +1"). */
+	if (!colon[1] || colon[1 + strspn(colon + 1, "0123456789")])
+		return -1;
 	idx = strtol(colon + 1, &end, 10);
-	if (!colon[1] || *end || idx < 0 || idx > 1000000)
+	if (*end || idx < 0 || idx > 1000000)
 		return -1;
 	memcpy(out->node, s, (size_t)(colon - s));
 	out->node[colon - s] = '\0';

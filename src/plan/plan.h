@@ -220,7 +220,8 @@ int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan
 int hx_plan_fragment_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan_replica *r,
 			  hx_replica *out, int *offset, hx_err *err);
 
-/* Parse "node:index". */
+/* Parse "node:index" (the index in
+ * decimal digits, 0 to 1000000): 0, or -1 if S is not such a reference. */
 int hx_gpu_ref_parse(const char *s, hx_gpu_ref *out);
 
 /* JSON.  The writer rounds nothing: planners store figures already rounded

@@ -612,6 +612,38 @@ ex plan-kv-negative-weight.json ": /routing/kv/0/weight: is negative \\(-1\\)"
 sm plan-tp-not-dividing-heads.json ": /groups/0/stages: tensor parallel degree 3 must divide the 32 attention heads of llama-3\\.1-8b"
 rp plan-weights-sum-half.json ": /routing/ingress: the weights for all traffic sum to 0\\.5, not 1"
 
+# Hugging Face configs and catalogs.
+v -m hf-config-heads-not-dividing-hidden.json ": /num_attention_heads: must divide hidden_size \\(3584\\) when head_dim is not given, not 27"
+v -m hf-config-zero-heads.json ": /num_attention_heads: must be an integer of at least 1"
+v -m hf-config-hidden-string.json ": /hidden_size: must be an integer of at least 1"
+v -m hf-config-layers-huge.json ": /num_hidden_layers: must be at most 100000000, not 1000000000"
+v -m hf-config-vocab-huge.json ": /vocab_size: must be at most 100000000, not 1000000000000"
+v -m hf-config-intermediate-zero.json ": /intermediate_size: must be an integer of at least 1"
+v -m hf-config-max-position-zero.json ": /max_position_embeddings: must be an integer of at least 1"
+v -m hf-config-top-level-array.json ": must be an object \\(a Hugging Face config\\.json\\)"
+v -m hf-config-truncated.json ":17:19: premature end of input near '\"num_key_value_he'"
+v -m hf-config-head-dim-zero.json ": /head_dim: must be an integer of at least 1"
+v -m hf-config-kv-heads-above-heads.json ": /num_key_value_heads: must divide num_attention_heads \\(28\\), not 56"
+v -m hf-config-hidden-real.json ": /hidden_size: must be an integer of at least 1"
+v -m hf-config-layers-negative.json ": /num_hidden_layers: must be an integer of at least 1"
+v -m hf-config-tie-string.json ": /tie_word_embeddings: must be true or false"
+v -m hf-config-mla-no-v-head-dim.json ": an MLA model needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim"
+v -m hf-config-mla-no-nope.json ": an MLA model needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim"
+v -m hf-config-moe-experts-negative.json ": /n_routed_experts: must be an integer of at least 0"
+v -m hf-config-moe-dense-layers-past-end.json ": /first_k_dense_replace: must be below num_hidden_layers \\(61\\), not 62"
+run --catalog "$B/catalog-no-models" profiles list
+bad_file 1 catalog-no-models "/models\\.json: No such file or directory"
+run --catalog "$B/catalog-kv-heads-not-dividing" profiles list
+bad_file 1 catalog-kv-heads-not-dividing "/models\\.json: /models/0/arch: kv_heads \\(3\\) must divide heads \\(4\\)"
+run --catalog "$B/catalog-gpu-negative-mem" profiles list
+bad_file 1 catalog-gpu-negative-mem "/gpus\\.json: /gpus/0/mem_gib: must be between 0\\.001 and 1e\\+07, not -80"
+run --catalog "$B/catalog-duplicate-model" profiles list
+bad_file 1 catalog-duplicate-model "/models\\.json: /models/1: duplicate model name \"tiny\""
+run --catalog "$B/catalog-models-truncated" profiles list
+bad_file 1 catalog-models-truncated "/models\\.json:10:2: string or '\\}' expected near end of file"
+run --catalog "$B/catalog-gpu-empty-list" profiles list
+bad_file 1 catalog-gpu-empty-list "/gpus\\.json: /gpus: must have at least 1 item"
+
 # ---- missing files and stdin -----------------------------------------------------------
 run validate -c "$B/does-not-exist.json"
 expect_rc 1 "missing file"

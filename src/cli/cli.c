@@ -185,7 +185,10 @@ int hx_cli_num(const char *cmd, const char *opt, const char *s, double lo, doubl
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (!*s || *end || errno || !isfinite(v) || v < lo || v > hi)
+	/* Decimal only, as in every input file: strtod also reads "0x10",
+	 * " 5" and "infinity". */
+	if (!*s || *end || errno || !isfinite(v) || v < lo || v > hi ||
+	    s[strspn(s, "0123456789.eE+-")])
 		return hx_cli_usage_error(cmd, "%s must be a number from %g to %g, not \"%s\"",
 					  opt, lo, hi, s);
 	*out = v;

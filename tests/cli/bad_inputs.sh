@@ -718,6 +718,58 @@ usage "unknown command" "^hexplan: error: 'frobnicate' is not a hexplan command 
 usage "--catalog without value" "^hexplan: error: --catalog needs an argument\$" \
 	--catalog
 
+# Option values (issue 20): decimal numbers in range, and no two files of
+# a command the same (two outputs, an output and an input, '-' twice).
+C=examples/clusters/h100-node.json W=examples/workloads/chat.json
+PL=tests/data/plans/mixed-baseline.json
+num="must be a number from"
+usage "--time-limit hex" "^hexplan: error: --time-limit $num 0\.001 to 1e\+07, not \"0x10\"\$" \
+	plan -c $C -w $W --mode colocated --time-limit 0x10
+usage "--time-limit negative" "^hexplan: error: --time-limit $num 0\.001 to 1e\+07, not \"-1\"\$" \
+	plan -c $C -w $W --mode colocated --time-limit -1
+usage "--time-limit nan" "^hexplan: error: --time-limit $num 0\.001 to 1e\+07, not \"nan\"\$" \
+	plan -c $C -w $W --mode colocated --time-limit nan
+usage "--time-limit empty" "^hexplan: error: --time-limit $num 0\.001 to 1e\+07, not \"\"\$" \
+	plan -c $C -w $W --mode colocated --time-limit ''
+usage "--gap 2" "^hexplan: error: --gap $num 0 to 1, not \"2\"\$" \
+	plan -c $C -w $W --mode colocated --gap 2
+usage "--budget negative" "^hexplan: error: --budget $num 1e-06 to 1e\+09, not \"-5\"\$" \
+	plan -c $C -w $W --budget -5
+usage "--seed negative" "^hexplan: error: --seed must be an integer from 0 to 2147483647, not \"-1\"\$" \
+	plan -c $C -w $W --seed -1
+usage "--seed overflow" "^hexplan: error: --seed must be an integer from 0 to 2147483647, not \"99999999999999999999999\"\$" \
+	plan -c $C -w $W --seed 99999999999999999999999
+usage "--weights-mem-frac 1.5" "^hexplan: error: --weights-mem-frac $num 0 to 1, not \"1\.5\"\$" \
+	plan -c $C -w $W --weights-mem-frac 1.5
+usage "--requests 0" "^hexplan: error: --requests must be an integer from 1 to 50000000, not \"0\"\$" \
+	simulate -p $PL -w $W --requests 0
+usage "--requests 60000000" "^hexplan: error: --requests must be an integer from 1 to 50000000, not \"60000000\"\$" \
+	simulate -p $PL -w $W --requests 60000000
+usage "--rate subnormal" "^hexplan: error: --rate $num 1e-09 to 1e\+09, not \"1e-320\"\$" \
+	simulate -p $PL -w $W --rate 1e-320
+usage "--rate hex" "^hexplan: error: --rate $num 1e-09 to 1e\+09, not \"0x1p3\"\$" \
+	simulate -p $PL -w $W --rate 0x1p3
+usage "--duration 0" "^hexplan: error: --duration $num 1e-06 to 1e\+08, not \"0\"\$" \
+	trace -w $W --duration 0
+usage "--seed abc" "^hexplan: error: --seed must be an integer from 0 to 9223372036854775807, not \"abc\"\$" \
+	trace -w $W --duration 10 --seed abc
+usage "--pp 1000" "^hexplan: error: --pp must be an integer from 1 to 64, not \"1000\"\$" \
+	estimate -m llama-3.1-8b -g l4 --pp 1000
+usage "-o and --per-request" "^hexplan: error: -o and --per-request name the same file\$" \
+	simulate -p $PL -w $W -o "$TMP/same" --per-request "$TMP/same"
+usage "-o and --moves" "^hexplan: error: -o and --moves name the same file\$" \
+	replan -p $PL -c $C -o "$TMP/same" --moves "$TMP/same"
+usage "-o and --lp" "^hexplan: error: -o and --lp name the same file\$" \
+	plan -c $C -w $W --mode colocated -o "$TMP/same" --lp "$TMP/same"
+usage "-o is -p" "^hexplan: error: -p and -o name the same file\$" \
+	export -p $PL --to launch -o $PL
+usage "trace -o is -w" "^hexplan: error: -w and -o name the same file\$" \
+	trace -w $W --duration 10 -o $W
+usage "-c - -w -" "^hexplan: error: -c and -w both read standard input \('-' can be read once\)\$" \
+	validate -c - -w -
+usage "-p - -w -" "^hexplan: error: -p and -w both read standard input \('-' can be read once\)\$" \
+	simulate -p - -w -
+
 # ---- every file under tests/data/bad/ was tried -----------------------------------------------
 for f in "$B"/*; do
 	name=${f##*/}

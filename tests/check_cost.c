@@ -220,6 +220,185 @@ START_TEST(test_capacity)
 }
 END_TEST
 
+/* An EP stage of Mixtral-8x7B over 8 H100 of one node (bf16, fp16 KV): EP
+ * 8, DP attention over R ranks. */
+static void ep_mixtral(hx_replica *r, int ep, int dp, int redundant)
+{
+	hx_err err = {0};
+	uniform(r, "mixtral-8x7b", "h100-sxm", 8, 1);
+	r->stage[0].ep = ep;
+	r->stage[0].dp = dp;
+	r->stage[0].redundant_experts = redundant;
+	r->stage[0].gpus_per_node = 8;
+	ck_assert_msg(hx_replica_check(r, &err) == 0, "%s", err.msg);
+}
+
+/* Hand-computed: one GPU of EP 8 / DP 8 holds, per layer, attention (qkv
+ * 4096 x (32 + 2 * 8) * 128, o 4096 x 4096) and the router (4096 x 8)
+ * whole, its 8 / 8 = 1 expert (3 x 4096 x 14336), two RMSNorms, at 2
+ * bytes; plus the whole embedding and head (32000 x 4096 each).  Its KV
+ * is 2 * 8 heads * 128 * 2 bytes a token a layer, for its own sequences:
+ * the replica holds 8 times one GPU's. */
+START_TEST(test_ep_memory)
+{
+	hx_replica r;
+	hx_memory mem;
+	double layer = (4096.0 * 48 * 128 + 4096.0 * 4096 + 4096.0 * 8) * 2 +
+		       3.0 * 4096 * 14336 * 2 + 2.0 * 4096 * 2;
+	double want = 32 * layer + 2 * 32000.0 * 4096 * 2, kv_b, tokens;
+
+	ck_assert_double_eq(want, 14485553152.0);
+	ep_mixtral(&r, 8, 8, 0);
+	hx_cost_memory(&r, 0.9, &mem);
+	ck_assert_double_eq_tol(mem.st[0].weights_b, want, 1);
+	ck_assert_double_eq_tol(mem.weights_b, 8 * want, 8);
+	kv_b = 79.6 * HX_GIB * 0.9 - want - 2.0 * HX_GIB;
+	tokens = 8 * floor(kv_b / (2.0 * 8 * 128 * 2 * 32));
+	ck_assert_double_eq_tol(mem.kv_tokens, tokens, 0.5);
+	/* Under TP 8 Mixtral's 8 KV heads are one a GPU, not duplicated:
+	 * DP attention saves no KV there and holds the attention whole, so
+	 * it holds fewer tokens. */
+	{
+		hx_replica t;
+		hx_memory tm;
+		uniform(&t, "mixtral-8x7b", "h100-sxm", 8, 1);
+		hx_cost_memory(&t, 0.9, &tm);
+		ck_assert(mem.st[0].weights_b > tm.st[0].weights_b);
+		ck_assert(mem.kv_tokens < tm.kv_tokens);
+	}
+	/* 8 redundant experts: two per GPU, 32 layers of one more expert. */
+	ep_mixtral(&r, 8, 8, 8);
+	hx_cost_memory(&r, 0.9, &mem);
+	ck_assert_double_eq_tol(mem.st[0].weights_b, want + 32 * 3.0 * 4096 * 14336 * 2, 1);
+	/* EP with TP attention (dp 1): attention and head split by 8. */
+	ep_mixtral(&r, 8, 0, 0);
+	hx_cost_memory(&r, 0.9, &mem);
+	layer = (4096.0 * 48 * 128 + 4096.0 * 4096 + 4096.0 * 8 * 8) * 2 / 8 +
+		3.0 * 4096 * 14336 * 2 + 2.0 * 4096 * 2;
+	ck_assert_double_eq_tol(mem.st[0].weights_b, 32 * layer + 2 * 32000.0 * 4096 * 2 / 8,
+				1);
+}
+END_TEST
+
+/* Hand-computed all-to-all volumes and times. */
+START_TEST(test_ep_all_to_all)
+{
+	hx_replica r;
+	double d, c, t;
+	const hx_gpu *g = G("h100-sxm");
+
+	ep_mixtral(&r, 8, 8, 0);
+	/* 1024 tokens over 8 GPUs, 4096 hidden, 2 experts a token, 2 bytes. */
+	hx_cost_a2a_bytes(&r, &r.stage[0], 1024, &d, &c);
+	ck_assert_double_eq(d, 128.0 * 4096 * 2 * 2);
+	ck_assert_double_eq(c, 128.0 * 4096 * 2 * 2);
+	/* FP8 weights dispatch in FP8, combine in BF16. */
+	r.wdt = HX_DT_FP8;
+	hx_cost_a2a_bytes(&r, &r.stage[0], 1024, &d, &c);
+	ck_assert_double_eq(d, 128.0 * 4096 * 2);
+	ck_assert_double_eq(c, 128.0 * 4096 * 2 * 2);
+	/* One node: NVLink only. */
+	t = hx_cost_a2a_s(&r.stage[0], 1e6);
+	ck_assert_double_eq_tol(t, g->intra_latency_us * 1e-6 + 1e6 / (g->intra_bw_gb_s * 1e9),
+				1e-12);
+	/* Two nodes of 8 (EP 16 over 16 GPUs, 400 Gb/s NICs): half the bytes
+	 * leave the node, 8 GPUs' worth through one NIC. */
+	r.stage[0].tp = 16;
+	r.stage[0].ep = 16;
+	r.stage[0].nic_gbps = 400;
+	r.stage[0].nic_latency_us = 20;
+	t = hx_cost_a2a_s(&r.stage[0], 1e6);
+	ck_assert_double_eq_tol(t, 20e-6 + 1e6 * 0.5 * 8 / 50e9, 1e-12);
+	/* The cross-node fraction is (nodes - 1) / nodes: 3/4 on 4 nodes. */
+	r.stage[0].tp = 32;
+	t = hx_cost_a2a_s(&r.stage[0], 1e6);
+	ck_assert_double_eq_tol(t, 20e-6 + 1e6 * 0.75 * 8 / 50e9, 1e-12);
+}
+END_TEST
+
+/* The shape rules of EP and DP attention. */
+START_TEST(test_ep_check)
+{
+	hx_replica r;
+	hx_err err = {0};
+
+	uniform(&r, "mixtral-8x7b", "h100-sxm", 2, 1);
+	r.stage[0].tp = 6;
+	r.stage[0].ep = 6;
+	r.stage[0].dp = 6;
+	ck_assert_int_eq(hx_replica_check(&r, &err), HX_EINPUT);
+	ck_assert_str_eq(err.msg,
+			 "expert parallel size 6 must divide the 8 experts of mixtral-8x7b");
+	r.stage[0].redundant_experts = 4; /* 12 physical experts: 2 a GPU */
+	ck_assert_int_eq(hx_replica_check(&r, &err), 0);
+	r.stage[0].redundant_experts = 2;
+	ck_assert_int_eq(hx_replica_check(&r, &err), HX_EINPUT);
+	ck_assert_str_eq(err.msg, "expert parallel size 6 must divide the 8 experts of "
+				  "mixtral-8x7b plus 2 redundant");
+	r.stage[0].redundant_experts = 0;
+	r.stage[0].tp = r.stage[0].ep = 8;
+	r.stage[0].dp = 3;
+	ck_assert_int_eq(hx_replica_check(&r, &err), HX_EINPUT);
+	ck_assert_str_eq(err.msg, "data-parallel attention of 3 ranks does not fit on 8 GPUs: "
+				  "the ranks must divide the GPUs");
+	r.stage[0].ep = 4;
+	r.stage[0].dp = 8;
+	ck_assert_int_eq(hx_replica_check(&r, &err), HX_EINPUT);
+	uniform(&r, "llama-3.1-8b", "h100-sxm", 8, 1);
+	r.stage[0].ep = 8;
+	ck_assert_int_eq(hx_replica_check(&r, &err), HX_EINPUT);
+	ck_assert_str_eq(
+	    err.msg,
+	    "expert parallelism needs a mixture-of-experts model: llama-3.1-8b is dense");
+}
+END_TEST
+
+/* EP off (0 or 1) is the plain TP stage; two micro-batches hide the
+ * smaller of compute and all-to-all. */
+START_TEST(test_ep_cost)
+{
+	hx_replica r, e;
+	hx_batch b = {0};
+	hx_iter a, x;
+	hx_breakdown bd = {0};
+	double c1, c2;
+
+	uniform(&r, "mixtral-8x7b", "h100-sxm", 8, 1);
+	hx_batch_add_decode(&b, 64, 1000);
+	hx_cost_iter(&r, &b, &a);
+	e = r;
+	e.stage[0].ep = e.stage[0].dp = 1;
+	hx_cost_iter(&e, &b, &x);
+	ck_assert(a.latency_s == x.latency_s);
+	ck_assert(!hx_stage_is_ep(&e.stage[0]));
+
+	ep_mixtral(&e, 8, 8, 0);
+	e.stage[0].micro_batches = 1;
+	c1 = hx_cost_layer(&e, &e.stage[0], 5, &b, &bd);
+	ck_assert(bd.a2a_s > 0 && bd.a2a_s < c1);
+	e.stage[0].micro_batches = 2;
+	c2 = hx_cost_layer(&e, &e.stage[0], 5, &b, NULL);
+	ck_assert_msg(c2 <= c1, "overlap %g vs %g", c2, c1);
+	/* Across 4 nodes of 100 Gb/s the all-to-all dominates and the
+	 * overlap hides the compute: twice one micro-batch's all-to-all. */
+	e.stage[0].tp = e.stage[0].ep = e.stage[0].dp = 32;
+	e.stage[0].redundant_experts = 24;
+	e.stage[0].nic_gbps = 100;
+	{
+		hx_batch p = {0}, mb;
+		hx_breakdown h = {0};
+		hx_batch_add_prefill(&p, 16, 2048, 0);
+		mb = hx_batch_scale(&p, 0.5);
+		e.stage[0].micro_batches = 1;
+		hx_cost_layer(&e, &e.stage[0], 5, &mb, &h);
+		e.stage[0].micro_batches = 2;
+		c2 = hx_cost_layer(&e, &e.stage[0], 5, &p, NULL);
+		ck_assert(h.a2a_s > h.linear_s + h.attention_s + h.comm_s - h.a2a_s);
+		ck_assert_double_eq_tol(c2, 2 * h.a2a_s, 1e-12);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("cost");
@@ -234,6 +413,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_moe_active_experts);
 	tcase_add_test(tc, test_uniform_shapes);
 	tcase_add_test(tc, test_capacity);
+	tcase_add_test(tc, test_ep_memory);
+	tcase_add_test(tc, test_ep_all_to_all);
+	tcase_add_test(tc, test_ep_check);
+	tcase_add_test(tc, test_ep_cost);
 	suite_add_tcase(s, tc);
 	return s;
 }

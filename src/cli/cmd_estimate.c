@@ -13,25 +13,52 @@
 
 const char *const hx_estimate_usage[] = {
     "hexplan estimate -m MODEL -g GPU [--tp N] [--pp N] [--batch B] [--input N] "
-    "[--output N] [--weights bf16|fp8|int4] [--kv fp16|fp8] [-w workload.json] "
+    "[--output N] [--weights bf16|fp8|int4] [--kv fp16|fp8] [--ep N [--redundant-experts N] "
+    "[--eplb-imbalance F]] [--dp-attention [--dp N]] [--nic-gbps G] [-w workload.json] "
     "[--format json|table]",
     NULL};
 
-enum { OPT_TP = 2000, OPT_PP, OPT_BATCH, OPT_INPUT, OPT_OUTPUT, OPT_WEIGHTS, OPT_KV };
+enum {
+	OPT_TP = 2000,
+	OPT_PP,
+	OPT_BATCH,
+	OPT_INPUT,
+	OPT_OUTPUT,
+	OPT_WEIGHTS,
+	OPT_KV,
+	OPT_EP,
+	OPT_DP_ATTN,
+	OPT_DP,
+	OPT_REDUNDANT,
+	OPT_IMBALANCE,
+	OPT_NIC
+};
 
 typedef struct est_args {
 	const char *model, *gpu, *workload;
 	long tp, pp, batch, input, output;
 	int wdt, kvdt, table;
+	/* Expert parallelism and DP attention (0: off; issue 21). */
+	long ep, dp, redundant;
+	int dp_attn, tp_given;
+	double imbalance, nic_gbps; /* imbalance 0: the default */
 } est_args;
 
-static json_t *breakdown_json(const hx_breakdown *b, int layers)
+/* Whether A asks for an EP / DP-attention stage. */
+static int est_ep(const est_args *a)
+{
+	return a->ep > 0 || a->dp_attn;
+}
+
+static json_t *breakdown_json(const hx_breakdown *b, int layers, int ep)
 {
 	json_t *o = json_object();
 	hx_jset_num(o, "linear", b->linear_s * 1e3 / layers);
 	hx_jset_num(o, "attention", b->attention_s * 1e3 / layers);
 	hx_jset_num(o, "communication", b->comm_s * 1e3 / layers);
 	hx_jset_num(o, "overhead", b->overhead_s * 1e3 / layers);
+	if (ep) /* dispatch + combine before overlap; what is not hidden is in communication */
+		hx_jset_num(o, "all_to_all", b->a2a_s * 1e3 / layers);
 	return o;
 }
 
@@ -73,17 +100,27 @@ static json_t *estimate_json(const est_args *a, const est *e)
 	hx_jset_int(o, "output_tokens", a->output);
 	hx_jset_str(o, "weights", hx_dtype_name(e->wdt));
 	hx_jset_str(o, "kv", hx_dtype_name(e->kvdt));
+	if (est_ep(a)) {
+		const hx_stage *s = &e->r->stage[0];
+		hx_jset_int(o, "ep", s->ep > 1 ? s->ep : 1);
+		hx_jset_int(o, "dp_attention", hx_stage_dp(s));
+		hx_jset_int(o, "attention_tp", s->tp / hx_stage_dp(s));
+		hx_jset_int(o, "redundant_experts", s->redundant_experts);
+		hx_jset_num(o, "eplb_imbalance",
+			    s->imbalance > 0 ? s->imbalance : HX_EPLB_IMBALANCE);
+		hx_jset_num(o, "nic_gbps", s->nic_gbps);
+	}
 	x = json_object();
 	hx_jset_num(x, "latency_ms", e->pre->latency_s * 1e3);
 	hx_jset_int(x, "tokens", a->batch * a->input);
 	hx_jset_num(x, "tokens_per_s", a->batch * a->input / e->pre->latency_s);
-	json_object_set_new(x, "per_layer_ms", breakdown_json(&e->pre->sum, layers));
+	json_object_set_new(x, "per_layer_ms", breakdown_json(&e->pre->sum, layers, est_ep(a)));
 	json_object_set_new(o, "prefill", x);
 	x = json_object();
 	hx_jset_num(x, "step_ms", e->dec->cycle_s * 1e3);
 	hx_jset_num(x, "context", e->ctx);
 	hx_jset_num(x, "tokens_per_s", a->batch / e->dec->cycle_s);
-	json_object_set_new(x, "per_layer_ms", breakdown_json(&e->dec->sum, layers));
+	json_object_set_new(x, "per_layer_ms", breakdown_json(&e->dec->sum, layers, est_ep(a)));
 	json_object_set_new(o, "decode", x);
 	x = json_object();
 	hx_jset_num(x, "e2e_ms", (e->pre->latency_s + (a->output - 1) * e->dec->cycle_s) * 1e3);
@@ -138,15 +175,28 @@ static char *estimate_table(const est_args *a, const est *e)
 	const int layers = e->m->a.layers;
 	hx_buf t = {0};
 
-	hx_buf_printf(&t, "%s on %ld x %s (tp %ld, pp %ld), weights %s, kv %s\n", e->m->name,
-		      a->tp * a->pp, e->g->name, a->tp, a->pp, hx_dtype_name(e->wdt),
-		      hx_dtype_name(e->kvdt));
+	if (est_ep(a))
+		hx_buf_printf(
+		    &t,
+		    "%s on %ld x %s (tp %ld, pp %ld, ep %d, dp attention %d), weights "
+		    "%s, kv %s\n",
+		    e->m->name, a->tp * a->pp, e->g->name, a->tp, a->pp,
+		    e->r->stage[0].ep > 1 ? e->r->stage[0].ep : 1, hx_stage_dp(&e->r->stage[0]),
+		    hx_dtype_name(e->wdt), hx_dtype_name(e->kvdt));
+	else
+		hx_buf_printf(&t, "%s on %ld x %s (tp %ld, pp %ld), weights %s, kv %s\n",
+			      e->m->name, a->tp * a->pp, e->g->name, a->tp, a->pp,
+			      hx_dtype_name(e->wdt), hx_dtype_name(e->kvdt));
 	hx_buf_printf(&t, "prefill   %ld x %ld tokens: %.3f ms\n", a->batch, a->input,
 		      e->pre->latency_s * 1e3);
 	hx_buf_printf(&t, "decode    batch %ld at context %.0f: %.3f ms/step, %.1f tokens/s\n",
 		      a->batch, e->ctx, e->dec->cycle_s * 1e3, a->batch / e->dec->cycle_s);
 	table_breakdown(&t, "prefill", &e->pre->sum, layers);
 	table_breakdown(&t, "decode", &e->dec->sum, layers);
+	if (est_ep(a))
+		hx_buf_printf(
+		    &t, "  all-to-all prefill %.4f  decode %.4f ms/layer before overlap\n",
+		    e->pre->sum.a2a_s * 1e3 / layers, e->dec->sum.a2a_s * 1e3 / layers);
 	hx_buf_printf(
 	    &t,
 	    "memory    %.1f GiB weights per GPU, %.1f GiB KV: %.0f tokens, max batch %.0f\n",
@@ -163,6 +213,37 @@ static char *estimate_table(const est_args *a, const est *e)
 		    &t, "capacity  0 req/s: even one request misses the SLO (bound by %s)\n",
 		    e->cap->binding);
 	return t.s;
+}
+
+/* R: A's EP / DP-attention shape, PP stages of A->tp GPUs each (nodes of
+ * 8 GPUs, as the rest of estimate assumes).  0, or HX_EINPUT with ERR. */
+static int ep_replica(const est_args *a, const hx_model *m, const hx_gpu *g, hx_dtype wdt,
+		      hx_dtype kvdt, double bw_gbps, double lat_ms, hx_replica *r, hx_err *err)
+{
+	int dp = a->dp_attn ? (int)(a->dp > 0 ? a->dp : a->tp) : 0, atp;
+
+	/* The heads check of a plain TP stage does not apply here: the
+	 * attention runs at tp / dp (checked below). */
+	if (hx_replica_uniform(r, m, g, 1, (int)a->pp, wdt, kvdt, bw_gbps, lat_ms, err))
+		return HX_EINPUT;
+	atp = dp > 0 && a->tp % dp == 0 ? (int)a->tp / dp : (int)a->tp;
+	for (int i = 0; i < r->nstages; i++) {
+		hx_stage *s = &r->stage[i];
+		s->tp = (int)a->tp;
+		s->ep = (int)a->ep;
+		s->dp = dp;
+		s->redundant_experts = (int)a->redundant;
+		s->gpus_per_node = 8;
+		s->nic_gbps = a->nic_gbps;
+		s->nic_latency_us = HX_EP_NIC_LATENCY_US;
+		s->imbalance = a->imbalance;
+		s->micro_batches = 2; /* two-batch overlap, as deployed */
+		if (atp > 8) {        /* an attention TP group larger than a node */
+			s->tp_bw_gb_s = a->nic_gbps / 8.0;
+			s->tp_latency_us = 20;
+		}
+	}
+	return hx_replica_check(r, err);
 }
 
 static int run(hx_cli *cli, const est_args *a)
@@ -196,20 +277,24 @@ static int run(hx_cli *cli, const est_args *a)
 	wdt = a->wdt >= 0 ? (hx_dtype)a->wdt : m.a.dtype;
 	kvdt = a->kvdt >= 0 ? (hx_dtype)a->kvdt : HX_DT_FP16;
 	/* Stages of one node talk over its intra-node link; more GPUs than a
-	 * node holds go over a 100 Gb/s network. */
+	 * node holds go over the network (--nic-gbps, 100 Gb/s by default). */
 	if (a->tp * a->pp <= 8) {
 		bw_gbps = g->intra_bw_gb_s * 8;
 		lat_ms = g->intra_latency_us * 1e-3;
 	} else {
-		bw_gbps = HX_DEFAULT_NIC_GBPS;
+		bw_gbps = a->nic_gbps;
 		lat_ms = 0.02;
 	}
-	if ((rc = hx_replica_uniform(&r, &m, g, (int)a->tp, (int)a->pp, wdt, kvdt, bw_gbps,
-				     lat_ms, &err)))
+	if (est_ep(a)) {
+		if ((rc = ep_replica(a, &m, g, wdt, kvdt, bw_gbps, lat_ms, &r, &err)))
+			return hx_cli_usage_error(CMD, "%s", err.msg);
+	} else if ((rc = hx_replica_uniform(&r, &m, g, (int)a->tp, (int)a->pp, wdt, kvdt,
+					    bw_gbps, lat_ms, &err)))
 		return hx_cli_usage_error(CMD, "%s", err.msg);
-	if (a->tp > 8) /* a TP group larger than a node all-reduces over the network */
+	/* A TP group larger than a node all-reduces over the network. */
+	if (a->tp > 8 && !est_ep(a))
 		for (int i = 0; i < r.nstages; i++) {
-			r.stage[i].tp_bw_gb_s = HX_DEFAULT_NIC_GBPS / 8.0;
+			r.stage[i].tp_bw_gb_s = a->nic_gbps / 8.0;
 			r.stage[i].tp_latency_us = 20;
 		}
 	if (a->workload) {
@@ -264,20 +349,34 @@ out:
 
 int cmd_estimate(hx_cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {{"model", required_argument, NULL, 'm'},
-					     {"gpu", required_argument, NULL, 'g'},
-					     {"workload", required_argument, NULL, 'w'},
-					     {"tp", required_argument, NULL, OPT_TP},
-					     {"pp", required_argument, NULL, OPT_PP},
-					     {"batch", required_argument, NULL, OPT_BATCH},
-					     {"input", required_argument, NULL, OPT_INPUT},
-					     {"output", required_argument, NULL, OPT_OUTPUT},
-					     {"weights", required_argument, NULL, OPT_WEIGHTS},
-					     {"kv", required_argument, NULL, OPT_KV},
-					     {"format", required_argument, NULL, HX_OPT_FORMAT},
-					     HX_GLOBAL_LONGOPTS,
-					     {NULL, 0, NULL, 0}};
-	est_args a = {NULL, NULL, NULL, 1, 1, 1, 512, 128, -1, -1, 0};
+	static const struct option opts[] = {
+	    {"model", required_argument, NULL, 'm'},
+	    {"gpu", required_argument, NULL, 'g'},
+	    {"workload", required_argument, NULL, 'w'},
+	    {"tp", required_argument, NULL, OPT_TP},
+	    {"pp", required_argument, NULL, OPT_PP},
+	    {"batch", required_argument, NULL, OPT_BATCH},
+	    {"input", required_argument, NULL, OPT_INPUT},
+	    {"output", required_argument, NULL, OPT_OUTPUT},
+	    {"weights", required_argument, NULL, OPT_WEIGHTS},
+	    {"kv", required_argument, NULL, OPT_KV},
+	    {"ep", required_argument, NULL, OPT_EP},
+	    {"dp-attention", no_argument, NULL, OPT_DP_ATTN},
+	    {"dp", required_argument, NULL, OPT_DP},
+	    {"redundant-experts", required_argument, NULL, OPT_REDUNDANT},
+	    {"eplb-imbalance", required_argument, NULL, OPT_IMBALANCE},
+	    {"nic-gbps", required_argument, NULL, OPT_NIC},
+	    {"format", required_argument, NULL, HX_OPT_FORMAT},
+	    HX_GLOBAL_LONGOPTS,
+	    {NULL, 0, NULL, 0}};
+	est_args a = {.tp = 1,
+		      .pp = 1,
+		      .batch = 1,
+		      .input = 512,
+		      .output = 128,
+		      .wdt = -1,
+		      .kvdt = -1,
+		      .nic_gbps = HX_DEFAULT_NIC_GBPS};
 	int c, rc;
 
 	optind = 1;
@@ -288,7 +387,23 @@ int cmd_estimate(hx_cli *cli, int argc, char **argv)
 		case 'm': a.model = optarg; break;
 		case 'g': a.gpu = optarg; break;
 		case 'w': a.workload = optarg; break;
-		case OPT_TP: rc = hx_cli_int(CMD, "--tp", optarg, 1, 1024, &a.tp); break;
+		case OPT_TP:
+			rc = hx_cli_int(CMD, "--tp", optarg, 1, 1024, &a.tp);
+			a.tp_given = 1;
+			break;
+		case OPT_EP: rc = hx_cli_int(CMD, "--ep", optarg, 1, 1024, &a.ep); break;
+		case OPT_DP_ATTN: a.dp_attn = 1; break;
+		case OPT_DP: rc = hx_cli_int(CMD, "--dp", optarg, 1, 1024, &a.dp); break;
+		case OPT_REDUNDANT:
+			rc = hx_cli_int(CMD, "--redundant-experts", optarg, 0, 4096,
+					&a.redundant);
+			break;
+		case OPT_IMBALANCE:
+			rc = hx_cli_num(CMD, "--eplb-imbalance", optarg, 1, 100, &a.imbalance);
+			break;
+		case OPT_NIC:
+			rc = hx_cli_num(CMD, "--nic-gbps", optarg, 0.001, 1e6, &a.nic_gbps);
+			break;
 		case OPT_PP:
 			rc = hx_cli_int(CMD, "--pp", optarg, 1, HX_MAX_STAGES, &a.pp);
 			break;
@@ -328,5 +443,17 @@ int cmd_estimate(hx_cli *cli, int argc, char **argv)
 		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
 	if (!a.model || !a.gpu)
 		return hx_cli_usage_error(CMD, "-m MODEL and -g GPU are required");
+	if (a.dp > 0 && !a.dp_attn)
+		return hx_cli_usage_error(CMD, "--dp needs --dp-attention");
+	if ((a.redundant > 0 || a.imbalance > 0) && a.ep == 0)
+		return hx_cli_usage_error(CMD,
+					  "--redundant-experts and --eplb-imbalance need --ep");
+	if (a.ep > 0) { /* the experts are split over all the stage's GPUs */
+		if (a.tp_given && a.tp != a.ep)
+			return hx_cli_usage_error(
+			    CMD, "--tp %ld must equal --ep %ld (the GPUs of each stage)", a.tp,
+			    a.ep);
+		a.tp = a.ep;
+	}
 	return run(cli, &a);
 }

@@ -15,10 +15,18 @@
 const char *const hx_export_usage[] = {
     "hexplan export -p plan.json --to " HX_EXPORT_TARGET_NAMES " [-c cluster.json] "
     "[--engine vllm|sglang] [--format json|sh] [--lossy] [--image IMAGE] "
-    "[--model-cache PVC] [--checkpoint REPO] [-o DIR|FILE|-]",
+    "[--model-cache PVC] [--checkpoint REPO] [--engine-version VER] [-o DIR|FILE|-]",
     NULL};
 
-enum { OPT_TO = 2400, OPT_ENGINE, OPT_LOSSY, OPT_IMAGE, OPT_CACHE, OPT_CHECKPOINT };
+enum {
+	OPT_TO = 2400,
+	OPT_ENGINE,
+	OPT_LOSSY,
+	OPT_IMAGE,
+	OPT_CACHE,
+	OPT_CHECKPOINT,
+	OPT_VERSION
+};
 
 /* A usage error when an option (WHAT) was GIVEN but target T's flags lack
  * FLAG, naming the targets that take it ("a, b or c"); else 0. */
@@ -57,6 +65,29 @@ static int check_words(const hx_export_opts *eo)
 	return 0;
 }
 
+/* --engine-version: a usage error unless it is a release number no older
+ * than the oldest release of the engine whose flags target T knows (only
+ * launch runs SGLang: the other targets' pods are vLLM's, --lossy or not). */
+static int check_version(const hx_export_opts *eo, const hx_export_target *t)
+{
+	const char *v = eo->engine_version;
+	int sglang = eo->engine == HX_ENGINE_SGLANG && strcmp(t->name, "launch") == 0;
+	const char *oldest = sglang ? HX_EXPORT_SGLANG_OLDEST : HX_EXPORT_VLLM_OLDEST;
+
+	if (!v)
+		return 0;
+	if (!hx_export_version_valid(v))
+		return hx_cli_usage_error(
+		    CMD, "--engine-version must be a release number such as %s, not \"%s\"",
+		    sglang ? HX_EXPORT_SGLANG_VERSION : HX_EXPORT_VLLM_VERSION, v);
+	if (hx_export_version_cmp(v, oldest) < 0)
+		return hx_cli_usage_error(
+		    CMD,
+		    "--engine-version %s: %s releases before %s are not supported (their flags were not checked)",
+		    v, sglang ? "SGLang" : "vLLM", oldest);
+	return 0;
+}
+
 int cmd_export(hx_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -69,11 +100,12 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 	    {"image", required_argument, NULL, OPT_IMAGE},
 	    {"model-cache", required_argument, NULL, OPT_CACHE},
 	    {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
+	    {"engine-version", required_argument, NULL, OPT_VERSION},
 	    {"format", required_argument, NULL, HX_OPT_FORMAT},
 	    HX_GLOBAL_LONGOPTS,
 	    {NULL, 0, NULL, 0}};
 	const char *ppath = NULL, *cpath = NULL, *out = NULL, *to = NULL, *format = NULL;
-	hx_export_opts eo = {HX_ENGINE_VLLM, 0, 0, NULL, NULL, NULL, NULL};
+	hx_export_opts eo = {HX_ENGINE_VLLM, 0, 0, NULL, NULL, NULL, NULL, NULL};
 	hx_export_out xo = {0};
 	hx_plan p;
 	hx_cluster cl;
@@ -93,6 +125,7 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 		case OPT_IMAGE: eo.image = optarg; break;
 		case OPT_CACHE: eo.model_cache = optarg; break;
 		case OPT_CHECKPOINT: eo.checkpoint = optarg; break;
+		case OPT_VERSION: eo.engine_version = optarg; break;
 		case HX_OPT_FORMAT: format = optarg; break;
 		case OPT_ENGINE:
 			have_engine = 1;
@@ -133,7 +166,11 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 	    (rc =
 		 target_refuses(t, HX_EXPORT_CACHE, eo.model_cache != NULL, "--model-cache")) ||
 	    (rc = target_refuses(t, HX_EXPORT_CHECKPOINT, eo.checkpoint != NULL,
-				 "--checkpoint")))
+				 "--checkpoint")) ||
+	    (rc = target_refuses(t, HX_EXPORT_VERSION, eo.engine_version != NULL,
+				 "--engine-version")))
+		return rc;
+	if ((rc = check_version(&eo, t)))
 		return rc;
 	if ((rc = check_words(&eo)))
 		return rc;

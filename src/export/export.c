@@ -233,3 +233,54 @@ int hx_export_int4_unmapped(const hx_plan *p, const hx_export_opts *o, const hx_
 			*c = '?';
 	return 1;
 }
+
+int hx_export_version_valid(const char *v)
+{
+	int parts = 0;
+
+	while (parts < 3) {
+		int digits = 0;
+		while (isdigit((unsigned char)*v) && digits <= 6) {
+			v++;
+			digits++;
+		}
+		if (digits == 0 || digits > 6)
+			return 0;
+		parts++;
+		if (*v != '.')
+			break;
+		v++;
+	}
+	return *v == '\0' && parts >= 2;
+}
+
+int hx_export_version_cmp(const char *a, const char *b)
+{
+	for (int i = 0; i < 3; i++) {
+		long x = strtol(a, (char **)&a, 10), y = strtol(b, (char **)&b, 10);
+		if (x != y)
+			return x < y ? -1 : 1;
+		if (*a == '.')
+			a++;
+		if (*b == '.')
+			b++;
+	}
+	return 0;
+}
+
+const char *hx_export_engine_version(const hx_export_opts *o, const char *dflt)
+{
+	return o && o->engine_version ? o->engine_version : dflt;
+}
+
+const char *hx_export_vllm_image(const hx_export_opts *o, int amd, char *out, size_t n)
+{
+	if (o && o->image)
+		return o->image;
+	if (amd)
+		return HX_EXPORT_IMAGE_AMD;
+	/* a release number (checked) is short: no truncation */
+	snprintf(out, n, "%s:v%s", HX_EXPORT_IMAGE_NVIDIA_REPO,
+		 hx_export_engine_version(o, HX_EXPORT_VLLM_VERSION));
+	return out;
+}

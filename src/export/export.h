@@ -23,13 +23,37 @@ typedef struct hx_export_opts {
 	const char *image;         /* k8s, kserve: the container image, or NULL (default) */
 	const char *model_cache; /* k8s: a PersistentVolumeClaim for the model cache, or NULL */
 	const char *checkpoint;  /* a pre-quantized repository for int4 weights, or NULL */
+	const char *engine_version; /* --engine-version: the engine's release, or NULL (the
+				       target's default, hx_export_engine_version) */
 } hx_export_opts;
 
+/* The engine releases whose flags the exports were checked against, the
+ * defaults of --engine-version.  Pods (k8s, llm-d) run vLLM 0.11.0, the
+ * release of the pinned image; launch writes for 0.11.1, the first vLLM that
+ * runs a replica over several nodes without Ray (--nnodes, --node-rank,
+ * --master-addr, --master-port: vLLM pull request 23691), and refuses such a
+ * replica for an older one.  No flag hexplan writes differs between the
+ * oldest releases accepted here and the defaults otherwise. */
+#define HX_EXPORT_VLLM_VERSION        "0.11.0"
+#define HX_EXPORT_VLLM_LAUNCH_VERSION "0.11.1"
+#define HX_EXPORT_VLLM_MP_NODES       "0.11.1" /* first with --nnodes and --node-rank */
+#define HX_EXPORT_VLLM_OLDEST         "0.10.1" /* the ROCm image's release */
+#define HX_EXPORT_SGLANG_VERSION      "0.5.0"
+#define HX_EXPORT_SGLANG_OLDEST       "0.5.0"
 /* The images the k8s export runs unless --image names one: pinned to the
- * release whose flags the exports were checked against. */
-#define HX_EXPORT_VLLM_VERSION "0.11"
-#define HX_EXPORT_IMAGE_NVIDIA "vllm/vllm-openai:v0.11.0"
-#define HX_EXPORT_IMAGE_AMD    "rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909"
+ * release whose flags the exports were checked against (--engine-version
+ * VER picks vllm/vllm-openai:vVER on NVIDIA GPUs). */
+#define HX_EXPORT_IMAGE_NVIDIA_REPO "vllm/vllm-openai"
+#define HX_EXPORT_IMAGE_NVIDIA      HX_EXPORT_IMAGE_NVIDIA_REPO ":v" HX_EXPORT_VLLM_VERSION
+#define HX_EXPORT_IMAGE_AMD         "rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909"
+
+/* The LiteLLM release whose proxy config (model_list, litellm_params
+ * model/api_base/weight, router_settings.routing_strategy simple-shuffle)
+ * and health endpoints (/health/liveliness, /health/readiness) the
+ * Kubernetes router of a multi-model plan was checked against, and its
+ * image (the tag LiteLLM's Helm chart of that release runs). */
+#define HX_EXPORT_LITELLM_VERSION "1.80.12"
+#define HX_EXPORT_IMAGE_LITELLM   "ghcr.io/berriai/litellm:main-v" HX_EXPORT_LITELLM_VERSION
 
 /* The NVIDIA Dynamo release whose DynamoGraphDeployment (nvidia.com/v1beta1)
  * and vLLM worker arguments the dynamo export was checked against, and its
@@ -73,13 +97,14 @@ int hx_export_dot(const hx_plan *p, const hx_export_opts *o, hx_export_out *out,
 /* What a target reads from the options besides the plan and the cluster;
  * the command refuses an option its target's flags lack (a usage error). */
 enum {
-	HX_EXPORT_ENGINE = 1,     /* --engine: the engine its commands or pods run */
-	HX_EXPORT_FORMAT = 2,     /* --format json|sh */
-	HX_EXPORT_LOSSY = 4,      /* --lossy: the closest form instead of a refusal */
-	HX_EXPORT_FRAGMENTS = 8,  /* it expresses a pipeline plan's layer fragments */
-	HX_EXPORT_IMAGE = 16,     /* --image: the containers' image */
-	HX_EXPORT_CACHE = 32,     /* --model-cache PVC */
-	HX_EXPORT_CHECKPOINT = 64 /* --checkpoint REPO: int4 weights' repository */
+	HX_EXPORT_ENGINE = 1,      /* --engine: the engine its commands or pods run */
+	HX_EXPORT_FORMAT = 2,      /* --format json|sh */
+	HX_EXPORT_LOSSY = 4,       /* --lossy: the closest form instead of a refusal */
+	HX_EXPORT_FRAGMENTS = 8,   /* it expresses a pipeline plan's layer fragments */
+	HX_EXPORT_IMAGE = 16,      /* --image: the containers' image */
+	HX_EXPORT_CACHE = 32,      /* --model-cache PVC */
+	HX_EXPORT_CHECKPOINT = 64, /* --checkpoint REPO: int4 weights' repository */
+	HX_EXPORT_VERSION = 128    /* --engine-version VER: the engine release's flags */
 };
 
 /* The targets, in the order usage and errors name them: the one list of
@@ -87,14 +112,16 @@ enum {
  * that HX_EXPORT_TARGET_NAMES joins the names with '|' at compile time. */
 #define HX_EXPORT_TARGETS(FIRST, NEXT)                                                         \
 	FIRST("launch", hx_export_launch,                                                      \
-	      HX_EXPORT_ENGINE | HX_EXPORT_FORMAT | HX_EXPORT_LOSSY | HX_EXPORT_CHECKPOINT)    \
+	      HX_EXPORT_ENGINE | HX_EXPORT_FORMAT | HX_EXPORT_LOSSY | HX_EXPORT_CHECKPOINT |   \
+		  HX_EXPORT_VERSION)                                                           \
 	NEXT("k8s", hx_export_k8s,                                                             \
 	     HX_EXPORT_ENGINE | HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CACHE |          \
-		 HX_EXPORT_CHECKPOINT)                                                         \
+		 HX_EXPORT_CHECKPOINT | HX_EXPORT_VERSION)                                     \
 	NEXT("kserve", hx_export_kserve,                                                       \
 	     HX_EXPORT_ENGINE | HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CHECKPOINT)      \
 	NEXT("llm-d", hx_export_llmd,                                                          \
-	     HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CACHE | HX_EXPORT_CHECKPOINT)       \
+	     HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CACHE | HX_EXPORT_CHECKPOINT |      \
+		 HX_EXPORT_VERSION)                                                            \
 	NEXT("dynamo", hx_export_dynamo,                                                       \
 	     HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CACHE | HX_EXPORT_CHECKPOINT)       \
 	NEXT("dot", hx_export_dot, HX_EXPORT_FRAGMENTS)
@@ -163,6 +190,20 @@ const char *hx_export_repo(const hx_plan *p, const hx_export_opts *o, const hx_m
  * note) into MSG[N], and 1; else 0.  GN is the group's name as shown. */
 int hx_export_int4_unmapped(const hx_plan *p, const hx_export_opts *o, const hx_plan_group *g,
 			    const char *gn, char *msg, size_t n);
+
+/* A release number as --engine-version takes it: 1 when V is N.N or N.N.N
+ * (decimal, each part at most 6 digits), else 0. */
+int hx_export_version_valid(const char *v);
+/* <0, 0 or >0 as release A comes before, is or comes after B (both valid;
+ * a missing third part is 0). */
+int hx_export_version_cmp(const char *a, const char *b);
+/* The release of the engine (HX_ENGINE_*) whose flags a target writes:
+ * --engine-version, else DFLT (borrowed). */
+const char *hx_export_engine_version(const hx_export_opts *o, const char *dflt);
+/* The vLLM image of a pod on AMD or NVIDIA GPUs: --image (borrowed), else
+ * the ROCm image (AMD, static), else vllm/vllm-openai at --engine-version's
+ * release or the default, written into OUT[N] (N >= 64) and returned. */
+const char *hx_export_vllm_image(const hx_export_opts *o, int amd, char *out, size_t n);
 
 /* The context length an engine should allow a replica of group G: the
  * model's, or what the replica's KV cache holds when that is less (an

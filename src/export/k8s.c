@@ -684,11 +684,12 @@ static int startup_s(const hx_kgroup *k)
 	return 300 + (int)ceil(bytes / 100e6);
 }
 
-static void probe(hx_yw *w, const char *key, int port, int period, int failures, int timeout)
+static void probe_path(hx_yw *w, const char *key, const char *path, int port, int period,
+		       int failures, int timeout)
 {
 	hx_yw_map(w, key);
 	hx_yw_map(w, "httpGet");
-	hx_yw_str(w, "path", "/health");
+	hx_yw_str(w, "path", path);
 	hx_yw_int(w, "port", port);
 	hx_yw_end(w);
 	hx_yw_int(w, "periodSeconds", period);
@@ -697,6 +698,11 @@ static void probe(hx_yw *w, const char *key, int port, int period, int failures,
 	if (failures)
 		hx_yw_int(w, "failureThreshold", failures);
 	hx_yw_end(w);
+}
+
+static void probe(hx_yw *w, const char *key, int port, int period, int failures, int timeout)
+{
+	probe_path(w, key, "/health", port, period, failures, timeout);
 }
 
 /* The serving port and the probes of vLLM's /health: ready, started within
@@ -795,9 +801,8 @@ void hx_k8s_pod_spec(hx_yw *w, const hx_kgroup *k, int kind, const char *contain
 	int amd = is_amd(pod->gpu);
 	/* KServe's preset runs a single pod's vLLM: only its arguments here */
 	int preset = managed && kind == HX_KPOD_SINGLE;
-	const char *image = k->o && k->o->image ? k->o->image
-			    : amd               ? HX_EXPORT_IMAGE_AMD
-						: HX_EXPORT_IMAGE_NVIDIA;
+	char buf[64];
+	const char *image = hx_export_vllm_image(k->o, amd, buf, sizeof(buf));
 	argv_t cmd = {0};
 
 	pod_pin(w, k, kind, pod);
@@ -1035,8 +1040,8 @@ static int plan_limits(const hx_plan *p, const hx_export_opts *o, hx_export_out 
 	return 0;
 }
 
-int hx_k8s_route_weights(const hx_plan *p, const hx_export_opts *o, double *weight,
-			 hx_export_out *out, hx_err *err)
+int hx_k8s_route_weights(const hx_plan *p, const hx_export_opts *o, int model_router,
+			 double *weight, hx_export_out *out, hx_err *err)
 {
 	int models = 0, first = -1, rc;
 
@@ -1055,8 +1060,8 @@ int hx_k8s_route_weights(const hx_plan *p, const hx_export_opts *o, double *weig
 				models++;
 		}
 	/* each engine serves only its own model: a request sent to another
-	 * model's pods would get 404 */
-	if (models)
+	 * model's pods would get 404, unless a router rewrites the model */
+	if (models && !model_router)
 		return hx_yaml_lose(
 		    o, out, err,
 		    "the ingress splits requests over models, and a request names its model: one HTTPRoute rule per model, matching the " HX_K8S_MODEL_HEADER
@@ -1184,6 +1189,162 @@ int hx_k8s_httproute_open(hx_yw *w, int nmodels, const hx_export_opts *o, hx_exp
 	return 0;
 }
 
+/* The LiteLLM config: per group that takes requests, a deployment under
+ * the model's name (what its vLLM serves, so a request that names a model
+ * reaches that model's groups only) and one under HX_K8S_MODEL_GROUP, each
+ * weighted by the group's share of the plan's requests, which
+ * simple-shuffle draws by (LiteLLM normalizes the weights of one name). */
+static void litellm_config(hx_buf *b, const hx_plan *p, const hx_kgroup *kg,
+			   const double *weight)
+{
+	double total = 0;
+
+	for (int g = 0; g < p->ngroups; g++)
+		total += weight[g] > 0 ? weight[g] : 0;
+	hx_buf_printf(b,
+		      "    # LiteLLM %s router written by hexplan export --to k8s: clients\n"
+		      "    # ask for model \"%s\" to be spread over the plan's models by\n"
+		      "    # its weights, or name one model to reach only its groups.\n"
+		      "    model_list:\n",
+		      HX_EXPORT_LITELLM_VERSION, HX_K8S_MODEL_GROUP);
+	for (int pass = 0; pass < 2; pass++)
+		for (int g = 0; g < p->ngroups; g++) {
+			char base[128], model[512];
+			if (!(weight[g] > 0))
+				continue;
+			snprintf(base, sizeof(base), "http://%s:%d/v1", kg[g].name,
+				 HX_K8S_PORT);
+			snprintf(model, sizeof(model), "hosted_vllm/%s", kg[g].repo);
+			hx_buf_printf(b, "      - model_name: ");
+			hx_yaml_quote(b, pass ? HX_K8S_MODEL_GROUP : kg[g].repo);
+			hx_buf_printf(b, "\n        litellm_params:\n          model: ");
+			hx_yaml_quote(b, model);
+			hx_buf_printf(b, "\n          api_base: ");
+			hx_yaml_quote(b, base);
+			hx_buf_printf(b, "\n          weight: %.6g\n", weight[g] / total);
+		}
+	hx_buf_printf(b, "    router_settings:\n      routing_strategy: simple-shuffle\n");
+}
+
+void hx_k8s_litellm(hx_yw *w, const hx_plan *p, const hx_kgroup *kg, const double *weight)
+{
+	hx_yw_doc(w);
+	hx_yw_str(w, "apiVersion", "v1");
+	hx_yw_str(w, "kind", "ConfigMap");
+	hx_yw_map(w, "metadata");
+	hx_yw_str(w, "name", HX_K8S_LITELLM);
+	hx_yw_map(w, "labels");
+	hx_yw_str(w, "app.kubernetes.io/name", "litellm");
+	hx_yw_str(w, "app.kubernetes.io/part-of", "hexplan");
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_map(w, "data");
+	hx_yw_lead(w);
+	hx_buf_printf(&w->b, "config.yaml: |\n");
+	litellm_config(&w->b, p, kg, weight);
+	hx_yw_end(w);
+
+	hx_yw_doc(w);
+	hx_yw_str(w, "apiVersion", "apps/v1");
+	hx_yw_str(w, "kind", "Deployment");
+	hx_yw_map(w, "metadata");
+	hx_yw_str(w, "name", HX_K8S_LITELLM);
+	hx_yw_map(w, "labels");
+	hx_yw_str(w, "app.kubernetes.io/name", "litellm");
+	hx_yw_str(w, "app.kubernetes.io/part-of", "hexplan");
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_map(w, "spec");
+	hx_yw_int(w, "replicas", 1);
+	hx_yw_map(w, "selector");
+	hx_yw_map(w, "matchLabels");
+	hx_yw_str(w, "app.kubernetes.io/name", "litellm");
+	hx_yw_str(w, "app.kubernetes.io/part-of", "hexplan");
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_map(w, "template");
+	hx_yw_map(w, "metadata");
+	hx_yw_map(w, "labels");
+	hx_yw_str(w, "app.kubernetes.io/name", "litellm");
+	hx_yw_str(w, "app.kubernetes.io/part-of", "hexplan");
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_map(w, "spec");
+	hx_yw_map(w, "containers");
+	hx_yw_item(w);
+	hx_yw_str(w, "name", "litellm");
+	hx_yw_str(w, "image", HX_EXPORT_IMAGE_LITELLM);
+	hx_yw_map(w, "args");
+	hx_yw_item_str(w, "--config");
+	hx_yw_item_str(w, "/etc/litellm/config.yaml");
+	hx_yw_item_str(w, "--port");
+	hx_yw_item_str(w, HX_K8S_LITELLM_PORT_S);
+	hx_yw_end(w);
+	hx_yw_map(w, "ports");
+	hx_yw_item(w);
+	hx_yw_str(w, "name", "http");
+	hx_yw_int(w, "containerPort", HX_K8S_LITELLM_PORT);
+	hx_yw_str(w, "protocol", "TCP");
+	hx_yw_end(w);
+	hx_yw_end(w);
+	/* LiteLLM's own probes: alive once its server answers, ready when its
+	 * router is */
+	probe_path(w, "readinessProbe", "/health/readiness", HX_K8S_LITELLM_PORT, 10, 0, 0);
+	probe_path(w, "startupProbe", "/health/readiness", HX_K8S_LITELLM_PORT, 10, 30, 0);
+	probe_path(w, "livenessProbe", "/health/liveliness", HX_K8S_LITELLM_PORT, 10, 3, 5);
+	hx_yw_map(w, "resources");
+	hx_yw_map(w, "requests");
+	hx_yw_str(w, "cpu", "1");
+	hx_yw_str(w, "memory", "2Gi");
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_map(w, "volumeMounts");
+	hx_yw_item(w);
+	hx_yw_str(w, "name", "config");
+	hx_yw_str(w, "mountPath", "/etc/litellm");
+	hx_yw_raw(w, "readOnly", "true");
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_map(w, "volumes");
+	hx_yw_item(w);
+	hx_yw_str(w, "name", "config");
+	hx_yw_map(w, "configMap");
+	hx_yw_str(w, "name", HX_K8S_LITELLM);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+
+	hx_yw_doc(w);
+	hx_yw_str(w, "apiVersion", "v1");
+	hx_yw_str(w, "kind", "Service");
+	hx_yw_map(w, "metadata");
+	hx_yw_str(w, "name", HX_K8S_LITELLM);
+	hx_yw_map(w, "labels");
+	hx_yw_str(w, "app.kubernetes.io/name", "litellm");
+	hx_yw_str(w, "app.kubernetes.io/part-of", "hexplan");
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_map(w, "spec");
+	hx_yw_map(w, "selector");
+	hx_yw_str(w, "app.kubernetes.io/name", "litellm");
+	hx_yw_str(w, "app.kubernetes.io/part-of", "hexplan");
+	hx_yw_end(w);
+	hx_yw_map(w, "ports");
+	hx_yw_item(w);
+	hx_yw_str(w, "name", "http");
+	hx_yw_int(w, "port", HX_K8S_LITELLM_PORT);
+	hx_yw_int(w, "targetPort", HX_K8S_LITELLM_PORT);
+	hx_yw_str(w, "protocol", "TCP");
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+}
+
 /* The HTTPRoute: the Services of the groups that take ingress, weighted;
  * one rule per model when several take it. */
 static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
@@ -1194,7 +1355,7 @@ static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_k
 	const hx_model **models = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*models));
 	int rc = 0, nmodels = 0;
 
-	if ((rc = hx_k8s_route_weights(p, o, weight, out, err)))
+	if ((rc = hx_k8s_route_weights(p, o, 1, weight, out, err)))
 		goto done;
 	for (int g = 0; g < p->ngroups; g++)
 		if (weight[g] > 0) {
@@ -1204,6 +1365,32 @@ static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_k
 			if (!seen)
 				models[nmodels++] = kg[g].m;
 		}
+	if (nmodels > 1) {
+		/* the split between models is the router's: the gateway sends
+		 * every request to it */
+		for (int g = 0; g < p->ngroups; g++)
+			if (strcmp(kg[g].name, HX_K8S_LITELLM) == 0) {
+				rc = hx_errf(
+				    err, HX_EINPUT,
+				    "group %s: its objects would be named " HX_K8S_LITELLM
+				    ", the name of the LiteLLM router that splits the plan's requests over its models",
+				    kg[g].key);
+				goto done;
+			}
+		hx_k8s_litellm(w, p, kg, weight);
+		if ((rc = hx_k8s_httproute_open(w, 1, o, out, err)))
+			goto done;
+		hx_k8s_rule_open(w, NULL);
+		hx_yw_item(w);
+		hx_yw_str(w, "name", HX_K8S_LITELLM);
+		hx_yw_int(w, "port", HX_K8S_LITELLM_PORT);
+		hx_yw_end(w);
+		hx_yw_end(w);
+		hx_yw_end(w);
+		hx_yw_end(w);
+		hx_yw_end(w);
+		goto done;
+	}
 	if ((rc = hx_k8s_httproute_open(w, nmodels, o, out, err))) {
 		if (rc == 1)
 			rc = 0;
@@ -1251,12 +1438,16 @@ int hx_export_k8s(const hx_plan *p, const hx_export_opts *o, hx_export_out *out,
 		hx_buf_printf(&w.b,
 			      "# Written by hexplan export --to k8s: image %s (--image).\n",
 			      o->image);
-	else
+	else {
+		char buf[64];
+		const char *image = hx_export_vllm_image(o, 0, buf, sizeof(buf));
 		hx_buf_printf(
 		    &w.b,
 		    "# Written by hexplan export --to k8s for vLLM %s: images %s and,\n"
 		    "# on AMD GPUs, %s (the defaults; --image replaces them).\n",
-		    HX_EXPORT_VLLM_VERSION, HX_EXPORT_IMAGE_NVIDIA, HX_EXPORT_IMAGE_AMD);
+		    hx_export_engine_version(o, HX_EXPORT_VLLM_VERSION), image,
+		    HX_EXPORT_IMAGE_AMD);
+	}
 	for (int g = 0; g < p->ngroups; g++) {
 		workload(&w, &kg[g]);
 		service(&w, &kg[g]);

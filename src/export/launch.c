@@ -124,6 +124,7 @@ typedef struct ctx {
 	hx_export_out *out;
 	hx_err *err;
 	int vllm;
+	const char *version; /* the engine release whose flags are written */
 	proc *pr;
 	int npr;
 	host *h;
@@ -309,6 +310,17 @@ static int build_replica(ctx *c, int gi, int ri, int tp, int *bad_layout, int *b
 		for (int i = 0; i < world && layout_ok; i++)
 			if (rnode[i] != i / (world / nn))
 				layout_ok = 0;
+	}
+	if (nn > 1 && c->vllm &&
+	    hx_export_version_cmp(c->version, HX_EXPORT_VLLM_MP_NODES) < 0) {
+		/* before 0.11.1 only Ray joined the nodes of one vLLM, and
+		 * these commands start no Ray cluster */
+		rc = hx_errf(
+		    c->err, HX_EINPUT,
+		    "group %s: replica %s spans %d nodes, but vLLM %s has no --nnodes or --node-rank (vLLM runs a replica over several nodes without Ray since %s: give --engine-version %s or later, or export --to k8s, whose LeaderWorkerSets start Ray)",
+		    shown(g->name), shown(r->id), nn, c->version, HX_EXPORT_VLLM_MP_NODES,
+		    HX_EXPORT_VLLM_MP_NODES);
+		goto out;
 	}
 	if (!layout_ok && (*bad_layout)++ == 0)
 		*first_layout = r->id;
@@ -971,8 +983,9 @@ static char *sh_script(const ctx *c, const char *what, char *body, int dollar)
 	hx_buf b = {0};
 
 	hx_buf_printf(
-	    &b, "#!/bin/bash\n# %s\n# Written by hexplan export --to launch --engine %s.\n",
-	    what, c->vllm ? "vllm" : "sglang");
+	    &b,
+	    "#!/bin/bash\n# %s\n# Written by hexplan export --to launch --engine %s for %s %s.\n",
+	    what, c->vllm ? "vllm" : "sglang", c->vllm ? "vLLM" : "SGLang", c->version);
 	if (dollar)
 		hx_buf_printf(
 		    &b, "# Names from the inputs are quoted: their '$' and '`' stay literal.\n"
@@ -1211,6 +1224,8 @@ int hx_export_launch(const hx_plan *p, const hx_export_opts *o, hx_export_out *o
 	c.out = out;
 	c.err = err;
 	c.vllm = o->engine == HX_ENGINE_VLLM;
+	c.version = hx_export_engine_version(o, c.vllm ? HX_EXPORT_VLLM_LAUNCH_VERSION
+						       : HX_EXPORT_SGLANG_VERSION);
 	if (p->ngroups < 1)
 		return hx_errf(err, HX_EINPUT, "the plan has no groups: nothing to launch");
 	for (int g = 0; g < p->ngroups && !rc; g++)

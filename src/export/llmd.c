@@ -682,6 +682,9 @@ done:
 
 static void header(hx_buf *b, const hx_export_opts *o)
 {
+	char buf[64];
+	const char *image = hx_export_vllm_image(o, 0, buf, sizeof(buf));
+
 	hx_buf_printf(
 	    b,
 	    "# Written by hexplan export --to llm-d for llm-d-router %s, the Gateway\n"
@@ -689,8 +692,9 @@ static void header(hx_buf *b, const hx_export_opts *o)
 	    "# InferenceObjective llm-d.ai/v1alpha2) and vLLM %s: images\n"
 	    "# %s,\n"
 	    "# %s and for vLLM\n",
-	    HX_EXPORT_LLMD_VERSION, HX_EXPORT_GIE_VERSION, HX_EXPORT_VLLM_VERSION,
-	    HX_EXPORT_IMAGE_EPP, HX_EXPORT_IMAGE_SIDECAR);
+	    HX_EXPORT_LLMD_VERSION, HX_EXPORT_GIE_VERSION,
+	    hx_export_engine_version(o, HX_EXPORT_VLLM_VERSION), HX_EXPORT_IMAGE_EPP,
+	    HX_EXPORT_IMAGE_SIDECAR);
 	if (o->image)
 		hx_buf_printf(b, "# %s (--image).\n", o->image);
 	else
@@ -698,7 +702,7 @@ static void header(hx_buf *b, const hx_export_opts *o)
 			      "# %s and, on AMD GPUs,\n"
 			      "# %s\n"
 			      "# (the defaults; --image replaces them).\n",
-			      HX_EXPORT_IMAGE_NVIDIA, HX_EXPORT_IMAGE_AMD);
+			      image, HX_EXPORT_IMAGE_AMD);
 }
 
 /* Everything after the checks: the units' pods, pools and pickers, then the
@@ -754,7 +758,7 @@ int hx_export_llmd(const hx_plan *p, const hx_export_opts *o, hx_export_out *out
 			goto done;
 		}
 	if ((rc = hx_yaml_lose_steps(p, o, out, err)) ||
-	    (rc = hx_k8s_route_weights(p, o, weight, out, err)))
+	    (rc = hx_k8s_route_weights(p, o, 0, weight, out, err)))
 		goto done;
 	units_find(p, kg, weight, u, &nu, unit_of);
 	for (int i = 0; i < nu; i++)

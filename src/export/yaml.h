@@ -316,9 +316,21 @@ int hx_k8s_replica_group(const hx_plan *p, const char *id);
 void hx_k8s_disruption_budget(hx_yw *w, const hx_kgroup *k);
 /* Ingress weights per group (summed over classes) into WEIGHT[ngroups],
  * zeroed by the caller; refuses or notes (OUT) what an HTTPRoute cannot see:
- * per-class routes, a split over models.  Returns 0 or HX_EINPUT (ERR). */
-int hx_k8s_route_weights(const hx_plan *p, const hx_export_opts *o, double *weight,
-			 hx_export_out *out, hx_err *err);
+ * per-class routes, and a split over models unless MODEL_ROUTER (the caller
+ * puts a router that rewrites the model in front).  Returns 0 or HX_EINPUT
+ * (ERR). */
+int hx_k8s_route_weights(const hx_plan *p, const hx_export_opts *o, int model_router,
+			 double *weight, hx_export_out *out, hx_err *err);
+/* A LiteLLM router for a plan whose requests split over models: the
+ * ConfigMap, Deployment and Service HX_K8S_LITELLM on HX_K8S_LITELLM_PORT.
+ * Its model_list has, per group of KG with WEIGHT > 0, a deployment under
+ * the model's repository and one under HX_K8S_MODEL_GROUP, at the group's
+ * Service and weighted by its share; simple-shuffle draws by the weights. */
+#define HX_K8S_LITELLM        "hexplan-litellm"
+#define HX_K8S_LITELLM_PORT   4000
+#define HX_K8S_LITELLM_PORT_S "4000"
+#define HX_K8S_MODEL_GROUP    "hexplan"
+void hx_k8s_litellm(hx_yw *w, const hx_plan *p, const hx_kgroup *kg, const double *weight);
 /* WEIGHT[0..N) scaled to integers summing to 1,000,000, proportional
  * (largest remainder); all 0 when the weights sum to 0. */
 void hx_k8s_scale(const double *weight, int n, long *out);

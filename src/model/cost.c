@@ -191,7 +191,12 @@ static double linear_s(const hx_model *m, const hx_gpu *g, int tp, hx_dtype wdt,
 	return t;
 }
 
-static double attention_s(const hx_replica *r, const hx_stage *s, const hx_batch *b)
+/* Attention kernels of stage S on batch B.  MHA_PREFILL: an MLA model's
+ * prompt chunks attend in the decompressed multi-head form (QK width
+ * qk_nope + qk_rope, V width v_head_dim a head), as engines run MLA
+ * prefill, rather than over the latent. */
+static double attention_s_mla(const hx_replica *r, const hx_stage *s, const hx_batch *b,
+			      int mha_prefill)
 {
 	const hx_arch *a = &r->model->a;
 	const hx_gpu *g = s->gpu;
@@ -204,9 +209,14 @@ static double attention_s(const hx_replica *r, const hx_stage *s, const hx_batch
 
 	if (b->prefill_tokens > 0) {
 		/* QK^T and PV over the chunk and what it attends to. */
-		double flops = 2 * b->prefill_attn * heads * (qk + v);
+		double pqk = qk, pv = v, flops;
+		if (mha_prefill && a->kv_lora_rank > 0) {
+			pqk = a->qk_nope_head_dim + a->qk_rope_head_dim;
+			pv = a->v_head_dim;
+		}
+		flops = 2 * b->prefill_attn * heads * (pqk + pv);
 		t += kernel_s(g, flops, peak, g->e_attn,
-			      b->prefill_tokens * heads * (qk + v) * 2 * 2, fl);
+			      b->prefill_tokens * heads * (pqk + pv) * 2 * 2, fl);
 	}
 	if (b->decode_seqs > 0) {
 		double bytes = b->decode_ctx * kv_token_layer_gpu(a, s->tp, r->kvdt);
@@ -214,6 +224,11 @@ static double attention_s(const hx_replica *r, const hx_stage *s, const hx_batch
 		t += kernel_s(g, flops, peak, g->e_attn, bytes, fl);
 	}
 	return t;
+}
+
+static double attention_s(const hx_replica *r, const hx_stage *s, const hx_batch *b)
+{
+	return attention_s_mla(r, s, b, 0);
 }
 
 static double allreduce_s(const hx_stage *s, double bytes)
@@ -227,15 +242,20 @@ static double allreduce_s(const hx_stage *s, double bytes)
 	return lat + 2.0 * (s->tp - 1) / s->tp * bytes / bw;
 }
 
+static double ep_layer_s(const hx_replica *r, const hx_stage *s, int layer, const hx_batch *b,
+			 hx_breakdown *bd);
+
 double hx_cost_layer(const hx_replica *r, const hx_stage *s, int layer, const hx_batch *b,
 		     hx_breakdown *bd)
 {
 	double tokens = b->prefill_tokens + b->decode_seqs;
-	double lin =
-	    linear_s(r->model, s->gpu, s->tp, r->wdt, layer, tokens, floor_s(s->gpu, tokens));
-	double att = attention_s(r, s, b);
-	double comm = 2 * allreduce_s(s, tokens * r->model->a.hidden * 2);
+	double lin, att, comm;
 
+	if (hx_stage_is_ep(s))
+		return ep_layer_s(r, s, layer, b, bd);
+	lin = linear_s(r->model, s->gpu, s->tp, r->wdt, layer, tokens, floor_s(s->gpu, tokens));
+	att = attention_s(r, s, b);
+	comm = 2 * allreduce_s(s, tokens * r->model->a.hidden * 2);
 	if (bd) {
 		bd->linear_s += lin;
 		bd->attention_s += att;
@@ -251,6 +271,15 @@ static double head_s(const hx_replica *r, const hx_stage *s, const hx_batch *b)
 	const hx_arch *a = &r->model->a;
 	gemm x = {a->hidden, (double)a->vocab / s->tp, 1, 1, b->prefill_seqs + b->decode_seqs};
 	double fl = floor_s(s->gpu, b->prefill_tokens + b->decode_seqs);
+
+	if (hx_stage_is_ep(s)) {
+		/* Data parallel: each rank's head, split by its attention TP,
+		 * for its own sequences. */
+		int dp = hx_stage_dp(s);
+		x.n = (double)a->vocab / (s->tp / dp);
+		x.m /= dp;
+		fl = floor_s(s->gpu, (b->prefill_tokens + b->decode_seqs) / dp);
+	}
 
 	return gemm_s(s->gpu, r->wdt, &x, fl) +
 	       elementwise_s(s->gpu, x.m * a->hidden * 2 * 2, fl);
@@ -287,6 +316,7 @@ void hx_cost_iter(const hx_replica *r, const hx_batch *b, hx_iter *out)
 			out->sum.linear_s += n * one.linear_s;
 			out->sum.attention_s += n * one.attention_s;
 			out->sum.comm_s += n * one.comm_s;
+			out->sum.a2a_s += n * one.a2a_s;
 		}
 		if (i == r->nstages - 1) {
 			double h = head_s(r, s, b);
@@ -308,6 +338,10 @@ void hx_cost_iter(const hx_replica *r, const hx_batch *b, hx_iter *out)
 			double h =
 			    s->gpu->iter_overhead_ms * 1e-3 +
 			    s->gpu->seq_overhead_us * 1e-6 * (b->decode_seqs + b->prefill_seqs);
+			if (hx_stage_is_ep(s)) /* each DP rank schedules its own */
+				h = s->gpu->iter_overhead_ms * 1e-3 +
+				    s->gpu->seq_overhead_us * 1e-6 *
+					(b->decode_seqs + b->prefill_seqs) / hx_stage_dp(s);
 			if (h > over)
 				over = h;
 		}
@@ -356,7 +390,274 @@ hx_batch hx_batch_scale(const hx_batch *b, double f)
 	return x;
 }
 
+/* ---- expert parallelism and data-parallel attention ---------------------- */
+
+/*
+ * An EP stage (hx_stage.ep, .dp) of tp GPUs runs each layer as its
+ * deployments do (SGLang's DeepSeek-V3 deployment on 96 H100, LMSYS blog
+ * "Deploying DeepSeek with PD Disaggregation and Large-scale Expert
+ * Parallelism on 96 H100 GPUs", 2025-05-05):
+ *   - attention: each of dp ranks (tp / dp GPUs, heads split by that TP)
+ *     for its own 1/dp of the sequences, its KV cache only on its GPUs
+ *     (an MLA latent unsplit, as under TP; MLA decode attends over the
+ *     latent, MLA prefill in the multi-head form); the dense MLPs, the router,
+ *     the shared experts and the LM head are data parallel alike;
+ *   - routed experts: (experts + redundant) / ep on each GPU; every token
+ *     goes to experts_per_tok of them by an all-to-all dispatch and comes
+ *     back by a combine (hx_cost_a2a_bytes, hx_cost_a2a_s); the busiest GPU
+ *     gets `imbalance` times the mean load (EPLB's residue);
+ *   - the experts of a GPU run as one grouped GEMM whose every expert's
+ *     rows are padded to a whole tile of HX_GROUPED_GEMM_ROWS rows: the
+ *     efficiency of a grouped GEMM by tokens per expert;
+ *   - two micro-batches (micro_batches = 2): while one computes, the
+ *     other's dispatch or combine runs, so a layer takes twice the larger
+ *     of one micro-batch's compute and its all-to-all, not their sum
+ *     (where that is less than the whole batch's sum).
+ *
+ * Constants, fixed before any comparison:
+ *   HX_GROUPED_GEMM_ROWS 128: DeepGEMM's grouped GEMM (contiguous layout,
+ *     the prefill kernel DeepEP's normal dispatch feeds) aligns every
+ *     expert's rows to get_m_alignment_for_contiguous_layout() = 128.
+ *   HX_EPLB_IMBALANCE 1.06: with EPLB, SGLang's prefill throughput came
+ *     within 5.6% of DeepSeek's profile data, which assumes a perfectly
+ *     balanced load (LMSYS blog above); all of that gap is put on the
+ *     imbalance, 1 / (1 - 0.056) = 1.06: an upper bound of its cost.
+ *     The stage's imbalance field sets another.
+ *   Two-batch overlap: SGLang's ablation in the same blog measures 27-35%
+ *     more prefill throughput with it; the model's gain follows from the
+ *     two terms it overlaps, not from that figure.
+ *   HX_EP_NIC_LATENCY_US 20: one RDMA all-to-all's start across nodes
+ *     (estimate's latency for a link between nodes).
+ *   Dispatch in FP8 when the weights are FP8 and combine in BF16: DeepEP's
+ *     kernels (deepseek-ai/DeepEP README: "FP8 dispatching and BF16
+ *     combining").
+ * Bandwidths are the GPU profile's NVLink all-reduce bus bandwidth
+ * (intra_bw_gb_s) inside a node and the node's NIC (nic_gbps) across
+ * nodes; the two links run at once.
+ */
+
+int hx_stage_is_ep(const hx_stage *s)
+{
+	return s->ep > 1 || s->dp > 1;
+}
+
+int hx_stage_dp(const hx_stage *s)
+{
+	return s->dp > 1 ? s->dp : 1;
+}
+
+static int stage_ep(const hx_stage *s)
+{
+	return s->ep > 1 ? s->ep : 1;
+}
+
+static double stage_imbalance(const hx_stage *s)
+{
+	return s->imbalance > 0 ? s->imbalance : HX_EPLB_IMBALANCE;
+}
+
+void hx_cost_a2a_bytes(const hx_replica *r, const hx_stage *s, double tokens,
+		       double *dispatch_b, double *combine_b)
+{
+	const hx_arch *a = &r->model->a;
+	double per_gpu = tokens / s->tp * a->hidden * a->experts_per_tok;
+	double db = r->wdt == HX_DT_FP8 && s->gpu->tflops_fp8 > 0 ? 1 : 2;
+
+	*dispatch_b = per_gpu * db;
+	*combine_b = per_gpu * 2;
+}
+
+double hx_cost_a2a_s(const hx_stage *s, double bytes)
+{
+	int gpn = s->gpus_per_node > 0 && s->gpus_per_node < s->tp ? s->gpus_per_node : s->tp;
+	int nodes = (s->tp + gpn - 1) / gpn;
+	double cross = (double)(nodes - 1) / nodes;
+	double nic = hx_gbps_bytes_s(s->nic_gbps > 0 ? s->nic_gbps : HX_DEFAULT_NIC_GBPS);
+	double nic_lat =
+	    (s->nic_latency_us > 0 ? s->nic_latency_us : HX_EP_NIC_LATENCY_US) * 1e-6;
+	double intra = s->gpu->intra_latency_us * 1e-6 +
+		       bytes * (1 - cross) / (s->gpu->intra_bw_gb_s * 1e9);
+	double inter = 0;
+
+	if (bytes <= 0 || s->tp <= 1)
+		return 0;
+	if (nodes > 1) /* every GPU of the node sends its share through the NIC */
+		inter = nic_lat + bytes * cross * gpn / nic;
+	return fmax(intra, inter);
+}
+
+/* The routed experts of one GPU as a grouped GEMM: READ of its experts
+ * active, ROWS token-expert pairs, each active expert's rows padded to a
+ * whole tile; K x N each. */
+static double grouped_gemm_s(const hx_gpu *g, hx_dtype wdt, double k, double n, double read,
+			     double rows, double fl)
+{
+	double per, padded, flops, bytes, t;
+
+	if (rows <= 0 || read <= 0)
+		return 0;
+	per = rows / read;
+	padded = ceil(per / HX_GROUPED_GEMM_ROWS - 1e-9) * HX_GROUPED_GEMM_ROWS * read;
+	flops = 2 * padded * k * n;
+	bytes = read * k * n * hx_dtype_bytes(wdt) + rows * (k + n) * 2;
+	t = kernel_s(g, flops, peak_flops(g, wdt), g->e_compute, bytes, fl);
+	if (g->e_moe > 0)
+		t = fmax(t / g->e_moe, fl);
+	return t;
+}
+
+/* One micro-batch B (the whole stage's) of layer LAYER on an EP stage:
+ * COMPUTE (one GPU's kernels) and A2A (its dispatch and combine), split
+ * into BD's fields. */
+static void ep_micro_s(const hx_replica *r, const hx_stage *s, int layer, const hx_batch *b,
+		       double *compute, double *a2a, hx_breakdown *bd)
+{
+	const hx_arch *a = &r->model->a;
+	const hx_gpu *g = s->gpu;
+	int dp = hx_stage_dp(s), atp = s->tp / dp, moe = hx_layer_is_moe(a, layer);
+	double tokens = b->prefill_tokens + b->decode_seqs, rt = tokens / dp;
+	/* DeepEP's normal (prefill) dispatch cannot run in a CUDA graph, its
+	 * low-latency (decode) one can. */
+	double fl = b->prefill_tokens > 0 ? g->kernel_floor_us * 1e-6 : floor_s(g, rt);
+	double h = a->hidden, heads = (double)a->heads / atp, kvh = kv_heads_gpu(a, atp);
+	double lin = 0, att, comm, up = a->gated_mlp ? 3 : 2, inter, x = 0;
+	hx_batch rb = hx_batch_scale(b, 1.0 / dp);
+	hx_stage rs = *s;
+	gemm gs[16];
+	int n;
+
+	*compute = *a2a = 0;
+	if (tokens <= 0)
+		return;
+	/* One attention rank: the stage's GPUs at its TP, its sequences. */
+	rs.tp = atp;
+	rs.ep = rs.dp = 0;
+	n = layer_gemms(a, atp, layer, rt, gs);
+	for (int i = 0; i < n; i++)
+		if (gs[i].resident <= 1) /* the routed experts are below */
+			lin += gemm_s(g, r->wdt, &gs[i], fl);
+	inter = moe ? (double)a->moe_intermediate / atp * a->shared_experts
+		    : (double)a->intermediate / atp;
+	lin += 2 * elementwise_s(g, rt * h * 2 * 2, fl);
+	lin += elementwise_s(g, rt * (heads + kvh) * a->head_dim * 2 * 2, fl);
+	if (a->qk_norm)
+		lin += elementwise_s(g, rt * (heads + kvh) * a->head_dim * 2 * 2, fl);
+	if (inter > 0)
+		lin += elementwise_s(g, rt * inter * up * 2, fl);
+	lin += 2 * elementwise_s(g, rt * h * 2 * 3, fl);
+	att = attention_s_mla(r, &rs, &rb, 1);
+	/* The attention rank's all-reduces: two on a dense layer, one (after
+	 * attention) where the combine ends the MoE block. */
+	comm = (moe ? 1 : 2) * allreduce_s(&rs, rt * h * 2);
+	if (moe) {
+		int ep = stage_ep(s);
+		double E = a->experts, k = a->experts_per_tok;
+		double local = (E + s->redundant_experts) / ep;
+		double mi = a->moe_intermediate, imb = stage_imbalance(s);
+		double rows = tokens * k / ep * imb;
+		double act = local * (1 - pow(1 - k / E, tokens));
+		double gu = a->gated_mlp ? 2 : 1, db, cb;
+
+		lin += grouped_gemm_s(g, r->wdt, h, gu * mi, act, rows, fl);
+		lin += grouped_gemm_s(g, r->wdt, mi, h, act, rows, fl);
+		lin += elementwise_s(g, rows * mi * up * 2, fl);
+		hx_cost_a2a_bytes(r, s, tokens, &db, &cb);
+		x = hx_cost_a2a_s(s, db * imb) + hx_cost_a2a_s(s, cb * imb);
+	}
+	*compute = lin + att + comm;
+	*a2a = x;
+	if (bd) {
+		bd->linear_s += lin;
+		bd->attention_s += att;
+		bd->comm_s += comm;
+		bd->a2a_s += x;
+	}
+}
+
+static double ep_layer_s(const hx_replica *r, const hx_stage *s, int layer, const hx_batch *b,
+			 hx_breakdown *bd)
+{
+	double tokens = b->prefill_tokens + b->decode_seqs, c, x, t, c2, x2;
+	hx_breakdown one = {0}, two = {0};
+	hx_batch mb;
+
+	ep_micro_s(r, s, layer, b, &c, &x, &one);
+	t = c + x; /* alone, the all-to-all waits for the compute and back */
+	if (s->micro_batches >= 2 && tokens >= 2) {
+		/* Two micro-batches: each resource is busy twice its half's
+		 * share.  Halves read the weights twice, so at small batches
+		 * the overlap loses; an engine runs it where it gains
+		 * (SGLang's TBO has a token threshold), and so does the model. */
+		mb = hx_batch_scale(b, 0.5);
+		ep_micro_s(r, s, layer, &mb, &c2, &x2, &two);
+		if (2 * fmax(c2, x2) < t) {
+			t = 2 * fmax(c2, x2);
+			one.linear_s = 2 * two.linear_s;
+			one.attention_s = 2 * two.attention_s;
+			one.a2a_s = 2 * two.a2a_s;
+		}
+	}
+	if (bd) {
+		bd->linear_s += one.linear_s;
+		bd->attention_s += one.attention_s;
+		bd->comm_s += t - one.linear_s - one.attention_s;
+		bd->a2a_s += one.a2a_s;
+	}
+	return t;
+}
+
 /* ---- shapes ------------------------------------------------------------- */
+
+/* An EP stage's shape: experts split evenly, attention ranks that fit. */
+static int ep_check(const hx_replica *r, const hx_stage *s, hx_err *err)
+{
+	const hx_arch *a = &r->model->a;
+	int ep = stage_ep(s), dp = hx_stage_dp(s);
+
+	if (s->tp < 1 || s->ep < 0 || s->dp < 0 || s->redundant_experts < 0)
+		return hx_errf(err, HX_EINPUT, "an expert-parallel stage needs positive sizes");
+	if (ep > 1 && a->experts <= 1)
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "expert parallelism needs a mixture-of-experts model: %s is dense",
+		    r->model->name);
+	if (ep > 1 && ep != s->tp)
+		return hx_errf(err, HX_EINPUT,
+			       "expert parallel size %d must equal the stage's %d GPUs", ep,
+			       s->tp);
+	if (dp > 1 && ep <= 1 && a->experts > 1)
+		/* Its experts would be whole on every GPU: not modelled. */
+		return hx_errf(err, HX_EINPUT,
+			       "data-parallel attention on %s, a mixture of experts, needs "
+			       "expert parallelism",
+			       r->model->name);
+	if (s->redundant_experts > 0 && ep <= 1)
+		return hx_errf(err, HX_EINPUT, "redundant experts need expert parallelism");
+	if (ep > 1 && (a->experts + s->redundant_experts) % ep) {
+		if (s->redundant_experts == 0)
+			return hx_errf(
+			    err, HX_EINPUT,
+			    "expert parallel size %d must divide the %d experts of %s", ep,
+			    a->experts, r->model->name);
+		return hx_errf(err, HX_EINPUT,
+			       "expert parallel size %d must divide the %d experts of %s plus "
+			       "%d redundant",
+			       ep, a->experts, r->model->name, s->redundant_experts);
+	}
+	if (s->tp % dp)
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "data-parallel attention of %d ranks does not fit on %d GPUs: the "
+		    "ranks must divide the GPUs",
+		    dp, s->tp);
+	if (a->heads % (s->tp / dp))
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "attention tensor parallel degree %d (%d GPUs over %d ranks) must "
+		    "divide the %d attention heads of %s",
+		    s->tp / dp, s->tp, dp, a->heads, r->model->name);
+	return 0;
+}
 
 int hx_replica_check(const hx_replica *r, hx_err *err)
 {
@@ -367,7 +668,11 @@ int hx_replica_check(const hx_replica *r, hx_err *err)
 		return hx_errf(err, HX_EINPUT, "a replica needs 1 to %d stages", HX_MAX_STAGES);
 	for (int i = 0; i < r->nstages; i++) {
 		const hx_stage *s = &r->stage[i];
-		if (s->tp < 1 || a->heads % s->tp)
+		if (hx_stage_is_ep(s)) {
+			int rc = ep_check(r, s, err);
+			if (rc)
+				return rc;
+		} else if (s->tp < 1 || a->heads % s->tp)
 			return hx_errf(err, HX_EINPUT,
 				       "tensor parallel degree %d must divide the %d attention "
 				       "heads of %s",
@@ -413,6 +718,34 @@ int hx_replica_uniform(hx_replica *r, const hx_model *m, const hx_gpu *g, int tp
 
 /* ---- memory ------------------------------------------------------------- */
 
+/* Weight bytes one GPU of EP stage S (index SI) holds: what is not a
+ * routed expert split by the attention TP (replicated on every DP rank),
+ * its (experts + redundant) / ep routed experts whole. */
+static double ep_weights_b(const hx_replica *r, const hx_stage *s, int si)
+{
+	const hx_arch *a = &r->model->a;
+	int atp = s->tp / hx_stage_dp(s);
+	double wb = hx_dtype_bytes(r->wdt), total = 0, h = a->hidden;
+	double local = (double)(a->experts + s->redundant_experts) / stage_ep(s);
+	double expert = (a->gated_mlp ? 3.0 : 2.0) * h * a->moe_intermediate * wb;
+	gemm gs[16];
+
+	for (int l = s->first; l < s->last; l++) {
+		int n = layer_gemms(a, atp, l, 1, gs);
+		for (int i = 0; i < n; i++)
+			if (gs[i].resident <= 1)
+				total += gs[i].k * gs[i].n * wb;
+		if (hx_layer_is_moe(a, l))
+			total += local * expert;
+		total += 2.0 * h * (a->norm_layer ? 2 : 1) * 2;
+	}
+	if (si == 0)
+		total += ((double)a->vocab / atp + a->learned_pos) * h * wb;
+	if (si == r->nstages - 1 && (!a->tied_embeddings || r->nstages > 1))
+		total += (double)a->vocab / atp * h * wb;
+	return total;
+}
+
 /* Weight bytes one GPU of stage S holds. */
 static double stage_weights_b(const hx_replica *r, int si)
 {
@@ -421,6 +754,8 @@ static double stage_weights_b(const hx_replica *r, int si)
 	double wb = hx_dtype_bytes(r->wdt), total = 0, h = a->hidden;
 	gemm gs[16];
 
+	if (hx_stage_is_ep(s))
+		return ep_weights_b(r, s, si);
 	for (int l = s->first; l < s->last; l++) {
 		int n = layer_gemms(a, s->tp, l, 1, gs);
 		for (int i = 0; i < n; i++)
@@ -454,6 +789,13 @@ void hx_cost_memory(const hx_replica *r, double mem_util, hx_memory *out)
 				   ? floor(m->kv_b / (kv_token_layer_gpu(a, s->tp, r->kvdt) *
 						      (s->last - s->first)))
 				   : 0;
+		if (hx_stage_is_ep(s) && m->kv_b > 0) {
+			/* Each DP rank holds its own sequences' KV. */
+			int dp = hx_stage_dp(s);
+			m->kv_tokens =
+			    dp * floor(m->kv_b / (kv_token_layer_gpu(a, s->tp / dp, r->kvdt) *
+						  (s->last - s->first)));
+		}
 		out->weights_b += m->weights_b * s->tp;
 		if (m->kv_b < 0 && -m->kv_b > out->short_b) {
 			out->fits = 0;
@@ -553,6 +895,16 @@ double hx_prefix_hit(const hx_workload *w, double len, int group_cached, int use
 double hx_prefix_cached(const hx_workload *w, double len)
 {
 	return hx_prefix_hit(w, len, 1, 1);
+}
+
+/* Attention data-parallel ranks of R (the fewest of its stages'). */
+static double replica_dp(const hx_replica *r)
+{
+	int dp = hx_stage_dp(&r->stage[0]);
+	for (int i = 1; i < r->nstages; i++)
+		if (hx_stage_dp(&r->stage[i]) < dp)
+			dp = hx_stage_dp(&r->stage[i]);
+	return dp;
 }
 
 /* The replica's request overhead: the largest of its GPUs'. */
@@ -677,12 +1029,38 @@ static double tpot_misses(const hx_workload *w, double lambda, double t, double 
 	return miss;
 }
 
+/* The fraction of requests whose TPOT misses TMAX on a decode-only replica
+ * of iteration time T and B sequences in flight.  A request's KV arrives
+ * from a prefill replica with its first token already out (the simulator's
+ * TTFT ends there); it waits for the running iteration to end (a residual
+ * uniform on [0, T] while the replica is busy, which it is unless none of
+ * the B sequences is in flight: 1 - e^-B), then its n = o - 1 tokens take n
+ * iterations and the last reaches the client one iteration later (streamed
+ * while the next runs).  So TPOT = (R + (n + 1) T) / n: up to 3 T for a
+ * two-token answer, T for long ones. */
+static double kv_arrival_misses(const hx_workload *w, double B, double t, double tmax)
+{
+	double busy = 1 - exp(-B), miss = 0;
+
+	for (int i = 0; i < CAP_QUANTILES; i++) {
+		double o = floor(hx_dist_quantile(&w->output, (i + 0.5) / CAP_QUANTILES) + 0.5);
+		double n = o - 1, x;
+		if (n < 1)
+			continue;
+		x = n * tmax - (n + 1) * t; /* the residual it can afford */
+		miss += (x < 0 ? 1 : busy * fmin(fmax((t - x) / t, 0), 1)) / CAP_QUANTILES;
+	}
+	return miss;
+}
+
 static void cap_check(const hx_replica *r, const hx_workload *w, int phase, double kv_tokens,
 		      double lambda, cap_eval *ev)
 {
 	double P = hx_dist_mean(&w->prompt), O = hx_dist_mean(&w->output);
 	double q = w->slo.percentile / 100, Pq = hx_dist_quantile(&w->prompt, q);
-	double budget = w->serving.token_budget, H = hx_prefix_cached(w, P);
+	/* Each DP rank of an EP replica is an engine with its own budget. */
+	double dp = replica_dp(r);
+	double budget = w->serving.token_budget * dp, H = hx_prefix_cached(w, P);
 	double ovh = request_overhead_s(r);
 	/* A prefill-only replica has no TPOT to keep: its iterations may take
 	 * up to the TTFT SLO. */
@@ -714,7 +1092,7 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 		ev->binding = "budget";
 		return;
 	}
-	if (B > w->serving.max_seqs) {
+	if (B > w->serving.max_seqs * dp) {
 		ev->binding = "batch";
 		return;
 	}
@@ -734,11 +1112,16 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 	}
 	if (phase == HX_SERVE_DECODE) {
 		/* No prompt stalls the decode iterations, and TTFT is the
-		 * prefill side's. */
+		 * prefill side's; but short outputs pay for joining a
+		 * running batch. */
+		if (kv_arrival_misses(w, B, t, tmax) > allow) {
+			ev->binding = "tpot";
+			return;
+		}
 		ev->ok = 1;
 		return;
 	}
-	c = fmax(budget - B, 1);
+	c = fmax((budget - B) / dp, 1); /* a prompt is one rank's */
 	prompt_steps_at(r, w, B, P + H + O / 2, c, Pq, &ps);
 	if (phase == HX_SERVE_BOTH)
 		miss_tpot = tpot_misses(w, lambda, t, tmax, &ps);
@@ -835,7 +1218,8 @@ int hx_cost_capacity_phase(const hx_replica *r, const hx_workload *w, int phase,
 
 	memset(out, 0, sizeof(*out));
 	hx_cost_memory(r, w->serving.mem_util, &mem);
-	out->max_batch = fmin(floor(mem.kv_tokens / (P + O)), w->serving.max_seqs);
+	out->max_batch =
+	    fmin(floor(mem.kv_tokens / (P + O)), w->serving.max_seqs * replica_dp(r));
 	if (!mem.fits ||
 	    mem.kv_tokens < hx_dist_quantile(&w->prompt, w->slo.percentile / 100) +
 				(phase == HX_SERVE_PREFILL

@@ -46,6 +46,21 @@ typedef struct hx_stage {
 	double tp_latency_us; /* all-reduce latency; 0: the GPU's */
 	double next_bw_gbps;  /* link to the next stage (unused on the last) */
 	double next_latency_ms;
+	/* Expert parallelism and data-parallel attention (0 or 1: off, the
+	 * stage is plain TP over its tp GPUs, priced as before).  With ep > 1
+	 * the routed experts are split over all tp GPUs (ep == tp, SGLang's
+	 * rule), tokens reach them by all-to-all dispatch and come back by
+	 * combine; with dp > 1 each of dp ranks runs attention for its own
+	 * sequences on tp / dp GPUs (KV not duplicated), and the dense MLPs,
+	 * shared experts and LM head run data parallel at that same TP. */
+	int ep;
+	int dp;
+	int redundant_experts; /* EPLB's extra expert copies, spread over the ep GPUs */
+	int gpus_per_node;     /* of the stage, for the all-to-all; 0: all in one node */
+	double nic_gbps;       /* each node's NIC (all-to-all across nodes); 0: 100 */
+	double nic_latency_us; /* per all-to-all across nodes; 0: HX_EP_NIC_LATENCY_US */
+	double imbalance;  /* busiest expert GPU's load over the mean; 0: HX_EPLB_IMBALANCE */
+	int micro_batches; /* 2: two-batch overlap of all-to-all and compute; 0, 1: none */
 } hx_stage;
 
 typedef struct hx_replica {
@@ -54,6 +69,27 @@ typedef struct hx_replica {
 	int nstages;
 	hx_stage stage[HX_MAX_STAGES];
 } hx_replica;
+
+/* The EP stage defaults (cost.c says where each comes from). */
+#define HX_EPLB_IMBALANCE    1.06
+#define HX_EP_NIC_LATENCY_US 20
+#define HX_GROUPED_GEMM_ROWS 128
+
+/* Whether stage S uses expert parallelism or data-parallel attention. */
+int hx_stage_is_ep(const hx_stage *s);
+/* Attention data-parallel ranks of S (1 when off). */
+int hx_stage_dp(const hx_stage *s);
+
+/* Bytes one GPU of an EP stage sends per MoE layer to dispatch TOKENS
+ * tokens of the stage's batch to their experts (DISPATCH) and to gather
+ * them back (COMBINE): tokens / tp * hidden * experts_per_tok * bytes
+ * (dispatch in FP8 when the weights are, combine in BF16). */
+void hx_cost_a2a_bytes(const hx_replica *r, const hx_stage *s, double tokens,
+		       double *dispatch_b, double *combine_b);
+/* Seconds of one all-to-all of BYTES per GPU on stage S: the share that
+ * stays in the node over NVLink, the rest ((nodes - 1) / nodes) through
+ * the node's NIC, the two at once, each with its latency. */
+double hx_cost_a2a_s(const hx_stage *s, double bytes);
 
 /* Set R to PP stages of TP GPUs each, layers split as evenly as possible,
  * stage links BW_GBPS / LATENCY_MS.  Returns 0, or HX_EINPUT with ERR when
@@ -86,6 +122,8 @@ typedef struct hx_breakdown {
 	double attention_s; /* attention kernels */
 	double comm_s;      /* tensor-parallel all-reduces */
 	double overhead_s;  /* share of the per-iteration serving overhead */
+	double a2a_s;       /* EP: dispatch and combine, before overlap (in comm_s
+			     * only the part compute does not hide) */
 } hx_breakdown;
 
 /* Non-attention kernel time of one layer (index LAYER) for TOKENS tokens on

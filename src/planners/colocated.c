@@ -17,7 +17,9 @@
  * and where that moves a capacity by more than COLO_SIM_TOL the MILP is
  * solved again, for at most COLO_SIM_ROUNDS rounds.  The ingress splits by
  * the simulated capacities, and the plan records their sum beside the cost
- * model's.
+ * model's.  When the corrections changed the MILP's choice, both choices are
+ * simulated whole and the better kept (shapes simulated alone miss what the
+ * whole plan adds), and the plan records that whole-plan figure.
  */
 #include "config.h"
 
@@ -376,15 +378,148 @@ static int latency_solve(const hx_problem *pb, const hx_plan_opts *o, double dea
 	return rc;
 }
 
+/* The refusal when nothing is placed: with the simulator's check (SIMCAP),
+ * say that the shapes the cost model chose sustain nothing in it. */
+static int no_shape(const hx_problem *pb, const hx_candset *s, const double *simcap,
+		    hx_err *err)
+{
+	const hx_slo *slo = &pb->workload->slo;
+	double best = 0;
+	int n = 0;
+
+	for (int c = 0; simcap && c < s->n; c++)
+		if (simcap[c] >= 0) {
+			n++;
+			best = fmax(best, simcap[c]);
+		}
+	if (n > 0 && best <= 0)
+		return hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "no replica shape meets the SLO in the simulator: the %d shape%s the cost model chose sustain%s 0 req/s at TTFT %g ms and TPOT %g ms (p%g, %g%% of requests); loosen the SLO or use faster GPUs",
+		    n, n == 1 ? "" : "s", n == 1 ? "s" : "", slo->ttft_ms, slo->tpot_ms,
+		    slo->percentile, 100 * slo->attainment);
+	return hx_errf(err, HX_EINFEASIBLE, "no replica shape is worth placing");
+}
+
+/* Place the replicas RES chose into P (widest stages first), finish it and,
+ * when SIMCAP holds every chosen shape's simulated capacity, record their
+ * sum and split the ingress by them. */
+static int place(const hx_problem *pb, const hx_candset *s, const hx_milp_result *res,
+		 const double *simcap, double deadline, hx_plan *p, hx_err *err)
+{
+	pick *picks = hx_xcalloc((size_t)s->n + 1, sizeof(pick));
+	int npicks = 0, rc;
+	int *free_gpus = hx_xcalloc((size_t)pb->cluster->nnodes + 1, sizeof(int));
+	int *next = hx_xcalloc((size_t)pb->cluster->nnodes + 1, sizeof(int));
+
+	hx_plan_init(p);
+	strcpy(p->mode, "colocated");
+	for (int c = 0; c < s->n; c++) {
+		int n = (int)floor(res->x[c] + 0.5), w = 0;
+		for (int i = 0; i < s->c[c].nstages; i++)
+			w = s->c[c].st[i].tp > w ? s->c[c].st[i].tp : w;
+		if (n > 0)
+			picks[npicks++] = (pick){c, n, w};
+	}
+	qsort(picks, (size_t)npicks, sizeof(pick), cmp_pick);
+	for (int i = 0; i < pb->cluster->nnodes; i++)
+		free_gpus[i] = pb->cluster->nodes[i].count;
+	for (int i = 0; i < npicks; i++)
+		hx_cand_place(pb, s, &s->c[picks[i].cand], picks[i].n, free_gpus, next, p);
+	if (p->ngroups == 0) {
+		rc = no_shape(pb, s, simcap, err);
+		goto out;
+	}
+	hx_plan_solver_milp(p, "glpk", res);
+	if (s->cut || hx_past(deadline))
+		strcpy(p->solver.status, "time_limit"); /* not every shape was tried */
+	if ((rc = hx_plan_finish(pb, p, HX_FINISH_WEIGHTS, err)))
+		goto out;
+	if (simcap)
+		sim_record(pb, picks, npicks, simcap, p);
+	/* hx_plan_finish sets the objective to the capacity; keep the MILP's. */
+	p->solver.objective = hx_round6(res->objective);
+out:
+	free(picks);
+	free(free_gpus);
+	free(next);
+	if (rc)
+		hx_plan_release(p);
+	return rc;
+}
+
+/* The whole plan P in the simulator, searched as simulate --capacity does
+ * (the shapes' quick check is too coarse, about 10%, to rank two plans). */
+static int plan_sim(const hx_problem *pb, const hx_plan *p, double *rps, hx_err *err)
+{
+	hx_sim_opts so = {pb->seed, 0, NULL, NULL, 0, 0, 0};
+	return hx_sim_capacity(p, pb->workload, HX_CAP_REQUESTS, &so, rps, NULL, err);
+}
+
+/* Whether plan A (simulated capacity CA) serves OBJECTIVE better than B: the
+ * higher capacity, or for cost the cheaper of those that carry the rate. */
+static int better(const hx_problem *pb, int objective, const hx_plan *a, double ca,
+		  const hx_plan *b, double cb)
+{
+	double lambda = pb->workload->rate_rps;
+	if (objective == HX_OBJ_COST) {
+		int ma = ca >= lambda, mb = cb >= lambda;
+		if (ma != mb)
+			return ma;
+		if (ma)
+			return a->predicted.usd_per_hour < b->predicted.usd_per_hour;
+	}
+	return ca > cb;
+}
+
+/* The MILP's first choice RAW and the simulator-corrected CHECKED differ:
+ * simulate both whole and keep the better in P (CHECKED is there already),
+ * recording its whole-plan figure.  Single replicas simulated alone miss
+ * what a whole plan adds (the router's split across unequal groups), so a
+ * correction can lose capacity; this keeps it from doing so. */
+static int keep_better(const hx_problem *pb, const hx_plan_opts *o, const hx_candset *s,
+		       const hx_milp_result *raw, double deadline, hx_plan *p, hx_err *err)
+{
+	hx_plan q;
+	double cp = 0, cq = 0;
+	int rc;
+
+	if (hx_past(deadline) || !(p->simulated.requests > 0))
+		return 0;
+	/* RAW's shapes were all simulated in the first round; its ingress
+	 * splits by them too (NULL: by the cost model's, as planned). */
+	{
+		hx_err e2 = {0};
+		if (place(pb, s, raw, NULL, deadline, &q, &e2))
+			return 0; /* RAW does not place: keep CHECKED */
+	}
+	if ((rc = plan_sim(pb, p, &cp, err)) || (rc = plan_sim(pb, &q, &cq, err))) {
+		hx_plan_release(&q);
+		return rc;
+	}
+	if (better(pb, o->objective, &q, cq, p, cp)) {
+		hx_plan_sim rec = p->simulated;
+		hx_plan_release(p);
+		*p = q;
+		p->simulated = rec;
+		cp = cq;
+	} else {
+		hx_plan_release(&q);
+	}
+	p->simulated.capacity_rps = hx_round6(cp);
+	p->simulated.requests = HX_CAP_REQUESTS;
+	strcpy(p->simulated.method, "plan");
+	return 0;
+}
+
 int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, hx_err *err)
 {
 	const double deadline = hx_deadline(o0->time_limit_s);
 	hx_cand_opts co = {0, deadline};
 	const hx_plan_opts *o = o0;
 	hx_candset s;
-	hx_milp_result res = {0};
-	pick *picks = NULL;
-	int npicks = 0, rc, *free_gpus = NULL, *next = NULL;
+	hx_milp_result res = {0}, raw = {0};
+	int rc;
 	double lambda = pb->workload->rate_rps, *simcap = NULL;
 
 	hx_plan_init(p);
@@ -446,6 +581,9 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, 
 		simcap = hx_xmalloc((size_t)s.n * sizeof(double) + 1);
 		for (int c = 0; c < s.n; c++)
 			simcap[c] = -1;
+		raw = res;
+		raw.x = hx_xmalloc((size_t)s.n * sizeof(double) + 1);
+		memcpy(raw.x, res.x, (size_t)s.n * sizeof(double));
 		if ((rc = sim_check(pb, o, deadline, &s, o->objective, simcap, &res, err)))
 			goto out;
 	}
@@ -457,41 +595,14 @@ int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, 
 				   hx_milp_status_name(res.status));
 		goto out;
 	}
-	/* Place the chosen replicas, widest stages first. */
-	picks = hx_xcalloc((size_t)s.n + 1, sizeof(pick));
-	for (int c = 0; c < s.n; c++) {
-		int n = (int)floor(res.x[c] + 0.5), w = 0;
-		for (int i = 0; i < s.c[c].nstages; i++)
-			w = s.c[c].st[i].tp > w ? s.c[c].st[i].tp : w;
-		if (n > 0)
-			picks[npicks++] = (pick){c, n, w};
-	}
-	qsort(picks, (size_t)npicks, sizeof(pick), cmp_pick);
-	free_gpus = hx_xcalloc((size_t)pb->cluster->nnodes + 1, sizeof(int));
-	next = hx_xcalloc((size_t)pb->cluster->nnodes + 1, sizeof(int));
-	for (int i = 0; i < pb->cluster->nnodes; i++)
-		free_gpus[i] = pb->cluster->nodes[i].count;
-	for (int i = 0; i < npicks; i++)
-		hx_cand_place(pb, &s, &s.c[picks[i].cand], picks[i].n, free_gpus, next, p);
-	if (p->ngroups == 0) {
-		rc = hx_errf(err, HX_EINFEASIBLE, "no replica shape is worth placing");
+	if ((rc = place(pb, &s, &res, simcap, deadline, p, err)))
 		goto out;
-	}
-	hx_plan_solver_milp(p, "glpk", &res);
-	if (s.cut || hx_past(deadline))
-		strcpy(p->solver.status, "time_limit"); /* not every shape was tried */
-	if ((rc = hx_plan_finish(pb, p, HX_FINISH_WEIGHTS, err)))
-		goto out;
-	if (simcap)
-		sim_record(pb, picks, npicks, simcap, p);
-	/* hx_plan_finish sets the objective to the capacity; keep the MILP's. */
-	p->solver.objective = hx_round6(res.objective);
+	if (raw.x && memcmp(raw.x, res.x, (size_t)s.n * sizeof(double)))
+		rc = keep_better(pb, o, &s, &raw, deadline, p, err);
 out:
 	free(simcap);
-	free(picks);
-	free(free_gpus);
-	free(next);
 	free(res.x);
+	free(raw.x);
 	hx_candset_release(&s);
 	if (rc)
 		hx_plan_release(p);

@@ -14,7 +14,9 @@
  * reaches the node evenly).  (4) Refine: flip single nodes'
  * roles (moving them between the prefill and decode sides) while the flow
  * grows.  The bound is the best split ignoring links (nodes sorted by
- * prefill/decode ratio, the last one split fractionally).
+ * prefill/decode ratio, the last one split fractionally).  (5) The
+ * simulator's check (DESIGN §8): the best few assignments by flow are built
+ * and simulated whole; the plan is the one the simulator rates highest.
  */
 #include "config.h"
 
@@ -24,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/sim.h"
 #include "solver/flow.h"
 #include "solver/partition.h"
 #include "planners/disagg.h"
@@ -43,6 +46,39 @@ typedef struct dctx {
 	double kv_req_bytes; /* KV bytes of a mean prompt */
 	long flows;          /* max-flows solved */
 } dctx;
+
+/* The best few role assignments the search scored (distinct, by flow
+ * value, best first): the simulator judges them at the end. */
+#define DISAGG_SIM_TOP 3
+typedef struct topk {
+	int n, nnodes;
+	double v[DISAGG_SIM_TOP];
+	int *role[DISAGG_SIM_TOP];
+} topk;
+
+static void topk_add(topk *t, const int *role, double v)
+{
+	int at;
+	if (!(v > 0))
+		return;
+	for (int i = 0; i < t->n; i++)
+		if (!memcmp(t->role[i], role, (size_t)t->nnodes * sizeof(int)))
+			return;
+	if (t->n == DISAGG_SIM_TOP && v <= t->v[t->n - 1])
+		return;
+	if (t->n < DISAGG_SIM_TOP)
+		t->role[t->n++] = hx_xmalloc((size_t)t->nnodes * sizeof(int));
+	{
+		int *spare = t->role[t->n - 1];
+		for (at = t->n - 1; at > 0 && t->v[at - 1] < v; at--) {
+			t->v[at] = t->v[at - 1];
+			t->role[at] = t->role[at - 1];
+		}
+		t->v[at] = v;
+		t->role[at] = spare;
+		memcpy(spare, role, (size_t)t->nnodes * sizeof(int));
+	}
+}
 
 static hx_replica one_node_replica(const hx_problem *pb, const hx_gpu *g, int tp)
 {
@@ -453,17 +489,103 @@ static void operating_point(const hx_problem *pb, hx_plan *p, double lambda, dou
 	free(ids);
 }
 
+/* The plan of role assignment ROLE into P, with its predictions at the
+ * workload's rate. */
+static int build_plan(dctx *d, const int *role, int cut, long iterations, hx_plan *p,
+		      hx_err *err)
+{
+	const hx_problem *pb = d->pb;
+	double value = 0, P = hx_dist_mean(&pb->workload->prompt);
+	int rc;
+
+	hx_plan_init(p);
+	strcpy(p->mode, "disagg");
+	if ((rc = emit(d, role, p, &value, err)) || (rc = hx_plan_finish(pb, p, 0, err))) {
+		hx_plan_release(p);
+		return rc;
+	}
+	{
+		double bound = split_bound(d), lambda = fmin(pb->workload->rate_rps, value),
+		       ttft = 0, tpot = 0;
+		double O = hx_dist_mean(&pb->workload->output);
+		/* The operating point at the workload's rate */
+		operating_point(pb, p, lambda, &ttft, &tpot);
+		/* Prefill groups as the flow saw them (TTFT less the transfer);
+		 * the user's TTFT adds the percentile prompt's transfer. */
+		for (int gi = 0; gi < p->ngroups; gi++) {
+			hx_plan_group *gp = &p->groups[gi];
+			hx_replica rep;
+			hx_capacity cap;
+			if (gp->role != HX_ROLE_PREFILL)
+				continue;
+			hx_plan_replica_cost(p, gp, &gp->replicas[0], &rep, NULL);
+			hx_cost_capacity_phase(&rep, &d->wp, HX_SERVE_PREFILL, &cap);
+			gp->capacity_rps = hx_round6(cap.rps);
+		}
+		if (ttft > 0)
+			ttft += pb->workload->slo.ttft_ms - d->wp.slo.ttft_ms;
+		p->predicted.capacity_rps = hx_round6(value);
+		p->predicted.throughput_tps = hx_round6(lambda * O);
+		p->predicted.ttft_ms_p99 = hx_round6(ttft);
+		p->predicted.tpot_ms_p99 = hx_round6(tpot);
+		p->predicted.usd_per_m_tokens =
+		    hx_round6(hx_usd_per_mtok(p->predicted.usd_per_hour, lambda, P + O));
+		hx_plan_solver_search(p, "igraph", cut ? "time_limit" : "heuristic", value,
+				      bound, d->flows, iterations);
+	}
+	return 0;
+}
+
+/* The simulator's check (DESIGN §8): the best few role assignments TK,
+ * built and simulated whole with the search of simulate --capacity while
+ * the time limit allows (the best by flow always); P gets the one whose
+ * simulated capacity is highest, with that figure recorded. */
+static int sim_check(dctx *d, const topk *tk, int cut, long iterations, double deadline,
+		     hx_plan *p, hx_err *err)
+{
+	hx_sim_opts so = {d->pb->seed, 0, NULL, NULL, 0, 0, 0};
+	double best = -1;
+	int rc;
+
+	for (int i = 0; i < tk->n; i++) {
+		hx_plan q;
+		double rps = 0;
+		if (i > 0 && hx_past(deadline))
+			break;
+		if ((rc = build_plan(d, tk->role[i], cut, iterations, &q, err)))
+			return rc;
+		if ((rc = hx_sim_capacity(&q, d->pb->workload, HX_CAP_REQUESTS, &so, &rps, NULL,
+					  err))) {
+			hx_plan_release(&q);
+			return rc;
+		}
+		if (rps > best) {
+			hx_plan_release(p);
+			*p = q;
+			best = rps;
+		} else {
+			hx_plan_release(&q);
+		}
+	}
+	p->simulated.capacity_rps = hx_round6(best);
+	p->simulated.requests = HX_CAP_REQUESTS;
+	p->simulated.seed = d->pb->seed;
+	strcpy(p->simulated.method, "plan");
+	return 0;
+}
+
 int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_err *err)
 {
 	const hx_cluster *c = pb->cluster;
 	dctx d;
 	int n = c->nnodes, *best = NULL, *role = NULL, *grp = NULL, rc = 0, kmax;
-	double best_v = -1, value = 0, P = hx_dist_mean(&pb->workload->prompt);
+	double best_v = -1, P = hx_dist_mean(&pb->workload->prompt);
 	double Pq = hx_dist_quantile(&pb->workload->prompt, pb->workload->slo.percentile / 100);
 	long iterations = 0;
 	hx_graph g;
 	const double deadline = hx_deadline(o->time_limit_s);
 	int cut = 0; /* the time limit stopped the search */
+	topk tk = {0};
 
 	hx_plan_init(p);
 	strcpy(p->mode, "disagg");
@@ -475,6 +597,7 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 	d.pb = pb;
 	d.n = n;
 	d.nr = hx_xcalloc((size_t)n, sizeof(node_role));
+	tk.nnodes = n;
 	d.kv_req_bytes = hx_kv_bytes_per_token(pb->model, HX_DT_FP16) * P;
 	/* Prefill replicas must leave room in the TTFT SLO for sending the
 	 * percentile prompt's KV over a typical link of the cluster. */
@@ -517,6 +640,7 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 					role[i] = d.nr[i].tp[r] ? r : -1;
 				}
 				v = score(&d, role, err);
+				topk_add(&tk, role, v);
 				if (v > best_v + 1e-9) {
 					best_v = v;
 					memcpy(best, role, (size_t)n * sizeof(int));
@@ -542,6 +666,7 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 			if (!d.nr[i].tp[role[i]])
 				continue;
 			v = score(&d, role, err);
+			topk_add(&tk, role, v);
 			iterations++;
 			if (v > best_v * (1 + 1e-9)) {
 				best_v = v;
@@ -559,40 +684,13 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 		    pb->model->name);
 		goto out;
 	}
-	if ((rc = emit(&d, best, p, &value, err)))
-		goto out;
-	if ((rc = hx_plan_finish(pb, p, 0, err)))
-		goto out;
-	{
-		double bound = split_bound(&d), lambda = fmin(pb->workload->rate_rps, value),
-		       ttft = 0, tpot = 0;
-		double O = hx_dist_mean(&pb->workload->output);
-		/* The operating point at the workload's rate */
-		operating_point(pb, p, lambda, &ttft, &tpot);
-		/* Prefill groups as the flow saw them (TTFT less the transfer);
-		 * the user's TTFT adds the percentile prompt's transfer. */
-		for (int gi = 0; gi < p->ngroups; gi++) {
-			hx_plan_group *gp = &p->groups[gi];
-			hx_replica rep;
-			hx_capacity cap;
-			if (gp->role != HX_ROLE_PREFILL)
-				continue;
-			hx_plan_replica_cost(p, gp, &gp->replicas[0], &rep, NULL);
-			hx_cost_capacity_phase(&rep, &d.wp, HX_SERVE_PREFILL, &cap);
-			gp->capacity_rps = hx_round6(cap.rps);
-		}
-		if (ttft > 0)
-			ttft += pb->workload->slo.ttft_ms - d.wp.slo.ttft_ms;
-		p->predicted.capacity_rps = hx_round6(value);
-		p->predicted.throughput_tps = hx_round6(lambda * O);
-		p->predicted.ttft_ms_p99 = hx_round6(ttft);
-		p->predicted.tpot_ms_p99 = hx_round6(tpot);
-		p->predicted.usd_per_m_tokens =
-		    hx_round6(hx_usd_per_mtok(p->predicted.usd_per_hour, lambda, P + O));
-		hx_plan_solver_search(p, "igraph", cut ? "time_limit" : "heuristic", value,
-				      bound, d.flows, iterations);
-	}
+	if (o->no_sim_check || tk.n == 0)
+		rc = build_plan(&d, best, cut, iterations, p, err);
+	else
+		rc = sim_check(&d, &tk, cut, iterations, deadline, p, err);
 out:
+	for (int i = 0; i < tk.n; i++)
+		free(tk.role[i]);
 	free(best);
 	free(role);
 	free(grp);

@@ -318,6 +318,42 @@ expect_rc 2 "--model-cache --to kserve"
 run export -p $D/baseline.json --to k8s --image 'x $(id)'
 expect_rc 2 "--image with a blank and a substitution"
 
+# --engine-version: the NVIDIA pods run vllm/vllm-openai at that release and
+# the header records it; without it, the release the flags were checked
+# against (0.11.0); a release older than the oldest known, or no release
+# number, is a usage error; dynamo (Dynamo's runtime picks vLLM), kserve
+# (KServe's preset does) and dot take none.
+run export -p $D/baseline.json --to k8s --engine-version 0.12.0
+expect_rc 0 "--engine-version 0.12.0"
+cp "$TMP/out" "$TMP/ver.yaml"
+valid "$TMP/ver.yaml" "--engine-version 0.12.0"
+head -1 "$TMP/ver.yaml" | grep -qx '# Written by hexplan export --to k8s for vLLM 0.12.0: images vllm/vllm-openai:v0.12.0 and,' &&
+	ok || fail "--engine-version: the header records the release and its image"
+[ "$(grep -c 'image: "vllm/vllm-openai:v0.12.0"' "$TMP/ver.yaml")" = "$(grep -c 'image:' "$TMP/ver.yaml")" ] &&
+	sed -e 's/0\.12\.0/0.11.0/g' "$TMP/ver.yaml" >"$TMP/ver-back.yaml" &&
+	cmp -s "$TMP/ver-back.yaml" "$G/baseline.k8s.yaml" && ok ||
+	fail "--engine-version: only the release and the image tag change"
+run export -p $D/baseline.json --to k8s --engine sglang --lossy --engine-version 0.12.0
+expect_rc 0 "--engine sglang --lossy --engine-version: the release of the vLLM pods"
+head -1 "$TMP/out" | grep -qx '# Written by hexplan export --to k8s for vLLM 0.12.0: images vllm/vllm-openai:v0.12.0 and,' &&
+	ok || fail "--engine sglang --lossy --engine-version: vLLM's release"
+run export -p $D/baseline.json --to k8s --engine sglang --lossy --engine-version 0.5.0
+expect_rc 2 "--engine sglang --lossy --engine-version 0.5.0: an old vLLM"
+run export -p $D/baseline.json --to k8s --engine-version 0.10.0
+expect_rc 2 "--engine-version older than the oldest"
+head -1 "$TMP/err" | grep -qxF 'hexplan: error: --engine-version 0.10.0: vLLM releases before 0.10.1 are not supported (their flags were not checked)' &&
+	ok || fail "--engine-version older than the oldest: message"
+run export -p $D/baseline.json --to k8s --engine-version v0.11
+expect_rc 2 "--engine-version not a release number"
+head -1 "$TMP/err" | grep -qxF 'hexplan: error: --engine-version must be a release number such as 0.11.0, not "v0.11"' &&
+	ok || fail "--engine-version not a release number: message"
+for to in kserve dynamo dot; do
+	run export -p $D/baseline.json --to $to --engine-version 0.11.0
+	expect_rc 2 "--engine-version --to $to"
+	head -1 "$TMP/err" | grep -qxF 'hexplan: error: --engine-version is for --to launch, k8s or llm-d' &&
+		ok || fail "--engine-version --to $to: message"
+done
+
 # Variants of the fixtures, made here.
 python3 - "$D" "$TMP" <<'PY' || fail "making the variant plans"
 import copy, json, sys
@@ -424,40 +460,107 @@ for t in k8s kserve; do
 done
 
 # Requests split over models reach only the model they name (each vLLM
-# serves its own): one rule per model on the model header, weighted among
-# that model's groups; KServe: one route group per model.
-for t in k8s kserve; do
-	run export -p "$TMP/two.json" --to $t
-	expect_rc 1 "two models --to $t"
-	run export -p "$TMP/two.json" --to $t --lossy
-	expect_rc 0 "two models --to $t --lossy"
-	cp "$TMP/out" "$TMP/two.$t.yaml"
-	valid "$TMP/two.$t.yaml" "two models --to $t"
-done
+# serves its own). k8s: a LiteLLM router in front of the groups' Services
+# (ConfigMap, Deployment, Service) takes every request from the HTTPRoute;
+# its model_list has each group under its model's name and under "hexplan",
+# weighted by the plan. KServe (lossy): one route group per model.
+run export -p "$TMP/two.json" --to k8s
+expect_rc 0 "two models --to k8s"
+[ -s "$TMP/err" ] && fail "two models --to k8s: nothing lost, nothing said" || ok
+cp "$TMP/out" "$TMP/two.k8s.yaml"
+valid "$TMP/two.k8s.yaml" "two models --to k8s"
+run export -p "$TMP/two.json" --to kserve
+expect_rc 1 "two models --to kserve"
+run export -p "$TMP/two.json" --to kserve --lossy
+expect_rc 0 "two models --to kserve --lossy"
+cp "$TMP/out" "$TMP/two.kserve.yaml"
+valid "$TMP/two.kserve.yaml" "two models --to kserve"
 expect_err_line '^hexplan: lossy: the ingress splits requests over models, and KServe routes a request to the model it names' "two models --to kserve note"
 if [ "$have_yaml" = 1 ]; then
 	python3 - "$TMP" <<'PY' && ok || fail "two models: each model's requests go to its groups only"
-import sys, yaml
+import sys, yaml, random
+from collections import Counter
 docs = [d for d in yaml.safe_load_all(open(f"{sys.argv[1]}/two.k8s.yaml")) if d]
-[r] = [d for d in docs if d["kind"] == "HTTPRoute"]
-model = {d["metadata"]["name"]: d["spec"]["template"]["spec"]["containers"][0]["command"][2]
-         for d in docs if d["kind"] == "Deployment"}
-rules = r["spec"]["rules"]
-assert len(rules) == 2, rules
-for rule in rules:
-    [m] = rule["matches"]
-    [h] = m["headers"]
-    assert h["type"] == "Exact" and h["name"] == "X-Gateway-Model-Name", h
-    assert {model[b["name"]] for b in rule["backendRefs"]} == {h["value"]}, (h, rule["backendRefs"])
-    assert sum(b["weight"] for b in rule["backendRefs"]) == 1000000
-assert [b["name"] for b in rules[1]["backendRefs"]] == ["hexplan-g2"]
-w = [b["weight"] for b in rules[0]["backendRefs"]]
-assert abs(w[0] / 1e6 - 0.518039 / (0.518039 + 0.439551)) < 1e-6, w
+kinds = {}
+for d in docs:
+    kinds.setdefault(d["kind"], {})[d["metadata"]["name"]] = d
+# what each Service's pods serve: the model of `vllm serve MODEL`
+serves = {}
+for name, d in kinds["Deployment"].items():
+    c = d["spec"]["template"]["spec"]["containers"][0]
+    if name != "hexplan-litellm":
+        serves[name] = c["command"][2]
+for name, svc in kinds["Service"].items():
+    if name != "hexplan-litellm":
+        assert svc["spec"]["selector"]["hexplan.dev/group"] == name[len("hexplan-"):], svc
+# the gateway sends every request to the router
+[r] = kinds["HTTPRoute"].values()
+[rule] = r["spec"]["rules"]
+assert rule["backendRefs"] == [{"name": "hexplan-litellm", "port": 4000}], rule
+svc = kinds["Service"]["hexplan-litellm"]
+dep = kinds["Deployment"]["hexplan-litellm"]
+pod = dep["spec"]["template"]
+assert all(pod["metadata"]["labels"][k] == v for k, v in svc["spec"]["selector"].items())
+c = pod["spec"]["containers"][0]
+assert c["image"] == "ghcr.io/berriai/litellm:main-v1.80.12", c["image"]
+assert c["args"] == ["--config", "/etc/litellm/config.yaml", "--port", "4000"], c["args"]
+assert c["livenessProbe"]["httpGet"] == {"path": "/health/liveliness", "port": 4000}
+assert c["readinessProbe"]["httpGet"] == {"path": "/health/readiness", "port": 4000}
+assert pod["spec"]["volumes"][0]["configMap"]["name"] == "hexplan-litellm"
+assert c["volumeMounts"][0]["mountPath"] == "/etc/litellm"
+cfg = yaml.safe_load(kinds["ConfigMap"]["hexplan-litellm"]["data"]["config.yaml"])
+assert cfg["router_settings"] == {"routing_strategy": "simple-shuffle"}, cfg
+def backend(dep):
+    p = dep["litellm_params"]
+    host = p["api_base"].split("//")[1].split(":")[0]
+    assert p["api_base"] == f"http://{host}:8000/v1", p
+    assert p["model"].startswith("hosted_vllm/"), p
+    return host, p["model"][len("hosted_vllm/"):]
+# LiteLLM's simple-shuffle: among the deployments of the requested
+# model_name, a draw by litellm_params.weight; LiteLLM sends the model
+# without its provider prefix to the Service
+def route(model, rng):
+    cands = [d for d in cfg["model_list"] if d["model_name"] == model]
+    assert cands, model
+    w = [d["litellm_params"]["weight"] for d in cands]
+    return backend(rng.choices(cands, weights=w)[0])
+rng = random.Random(1)
+for model in set(serves.values()):
+    for _ in range(2000):
+        host, sent = route(model, rng)
+        assert sent == model and serves[host] == model, (model, host, sent)
+hits = Counter()
+for _ in range(20000):
+    host, sent = route("hexplan", rng)
+    assert serves[host] == sent, (host, sent)
+    hits[host] += 1
+plan = {"hexplan-g0": 0.518039, "hexplan-g1": 0.439551, "hexplan-g2": 0.04241}
+total = sum(plan.values())
+for host, w in plan.items():
+    assert abs(hits[host] / 20000 - w / total) < 0.02, (host, hits)
+    [d] = [d for d in cfg["model_list"] if d["model_name"] == "hexplan" and backend(d)[0] == host]
+    assert abs(d["litellm_params"]["weight"] - w / total) < 1e-5, d
 units = [d for d in yaml.safe_load_all(open(f"{sys.argv[1]}/two.kserve.yaml")) if d]
 groups = {u["spec"]["model"]["name"]: u["spec"]["router"].get("route") for u in units}
 assert groups["org/other-70b"] == {}, groups
 PY
 fi
+
+# A group whose objects would take the router's name is an error.
+python3 - "$TMP/two.json" "$TMP/two-clash.json" <<'PY'
+import json, sys
+q = json.load(open(sys.argv[1]))
+old = q["groups"][1]["name"]
+q["groups"][1]["name"] = "LiteLLM"
+for r in q.get("ingress", []):
+    if r["to"] == old:
+        r["to"] = "LiteLLM"
+json.dump(q, open(sys.argv[2], "w"))
+PY
+run export -p "$TMP/two-clash.json" --to k8s
+expect_rc 1 "a group named like the router"
+expect_err_line '^hexplan: error: group litellm: its objects would be named hexplan-litellm, the name of the LiteLLM router that splits the plan.s requests over its models$' \
+	"a group named like the router: message"
 
 # A stage over two nodes: a LeaderWorkerSet of three pods; KServe counts one
 # pod per stage and refuses.

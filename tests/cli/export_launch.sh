@@ -215,6 +215,36 @@ run export -p "$TMP/mixed.json" --to launch
 expect_rc 1 "mixed vendors refused"
 expect_err_line '^hexplan: error: group g0: 1 replica\(s\) \(first g0r0\) mix NVIDIA and AMD GPUs' "mixed vendors message"
 
+# --engine-version: a replica over several nodes runs without Ray from vLLM
+# 0.11.1 on (--nnodes, --node-rank, --master-addr, --master-port), the
+# default; for an older vLLM the launch commands would start no Ray cluster,
+# so the export refuses, even with --lossy; one node per replica is the same
+# for any release; the scripts record the release.
+run export -p $D/pipeline.json -c "$PC" --to launch --engine-version 0.11.0
+expect_rc 1 "multi-node replica for vLLM 0.11.0"
+expect_err_line '^hexplan: error: group g0: replica g0r0 spans 2 nodes, but vLLM 0\.11\.0 has no --nnodes or --node-rank \(vLLM runs a replica over several nodes without Ray since 0\.11\.1: give --engine-version 0\.11\.1 or later, or export --to k8s, whose LeaderWorkerSets start Ray\)$' \
+	"multi-node replica for vLLM 0.11.0: message"
+[ -s "$TMP/out" ] && fail "multi-node for vLLM 0.11.0: a refusal writes nothing" || ok
+run export -p $D/pipeline.json -c "$PC" --to launch --engine-version 0.11.0 --lossy
+expect_rc 1 "multi-node replica for vLLM 0.11.0 --lossy"
+run export -p $D/pipeline.json -c "$PC" --to launch --engine-version 0.11.1
+expect_rc 0 "multi-node replica for vLLM 0.11.1"
+cmp -s "$TMP/out" "$G/pipeline-vllm.jsonl" && ok || fail "--engine-version 0.11.1 is the default"
+run export -p $D/pipeline.json -c "$PC" --to launch --engine sglang --engine-version 0.5.0
+expect_rc 0 "SGLang 0.5.0"
+cmp -s "$TMP/out" "$G/pipeline-sglang.jsonl" && ok || fail "--engine-version 0.5.0 is SGLang's default"
+run export -p $D/pipeline.json -c "$PC" --to launch --engine sglang --engine-version 0.4.9
+expect_rc 2 "SGLang older than the oldest"
+head -1 "$TMP/err" | grep -qxF 'hexplan: error: --engine-version 0.4.9: SGLang releases before 0.5.0 are not supported (their flags were not checked)' &&
+	ok || fail "SGLang older than the oldest: message"
+run export -p $D/baseline.json --to launch --engine-version 0.10.1 --format sh -o "$TMP/v0101"
+expect_rc 0 "one node per replica for vLLM 0.10.1"
+for f in "$TMP"/v0101/*.sh; do
+	sed -n 3p "$f" | grep -qx '# Written by hexplan export --to launch --engine vllm for vLLM 0.10.1.' ||
+		fail "--engine-version: $(basename "$f") does not record the release"
+done
+ok
+
 # int4 weights: the published checkpoint is BF16, so every target refuses
 # with one message (the memory the plan sized would not hold it) unless
 # --checkpoint names a pre-quantized repository, which the engines serve.

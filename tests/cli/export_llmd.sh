@@ -254,7 +254,7 @@ for d in workloads():
 '
 
 # The header records the versions the flags were checked against.
-head -4 "$TMP/disagg.yaml" | tr '\n' ' ' | grep -q '^# Written by hexplan export --to llm-d for llm-d-router 0.10.0, the Gateway # API Inference Extension 1.6.0 (InferencePool inference.networking.k8s.io/v1, # InferenceObjective llm-d.ai/v1alpha2) and vLLM 0.11: images' &&
+head -4 "$TMP/disagg.yaml" | tr '\n' ' ' | grep -q '^# Written by hexplan export --to llm-d for llm-d-router 0.10.0, the Gateway # API Inference Extension 1.6.0 (InferencePool inference.networking.k8s.io/v1, # InferenceObjective llm-d.ai/v1alpha2) and vLLM 0.11.0: images' &&
 	ok || fail "the header names the versions"
 
 # --image and --model-cache reach the vLLM pods, not the picker or sidecar.

@@ -215,13 +215,17 @@ START_TEST(test_cascade)
 		hx_plan_group *g = hx_plan_add_group(&p), *from = &big.groups[1];
 		*g = *from;
 		strcpy(g->name, "big");
-		g->replicas = hx_xcalloc((size_t)from->nreplicas, sizeof(hx_plan_replica));
+		g->stage = NULL;
+		hx_plan_group_stages(g, from->nstages);
+		memcpy(g->stage, from->stage, (size_t)from->nstages * sizeof(*g->stage));
+		g->replicas = NULL;
+		g->nreplicas = 0;
 		for (int i = 0; i < from->nreplicas; i++) {
-			g->replicas[i] = from->replicas[i];
-			snprintf(g->replicas[i].id, sizeof(g->replicas[i].id), "big%d", i);
-			g->replicas[i].gpus[0] = hx_xcalloc(2, sizeof(hx_gpu_ref));
-			memcpy(g->replicas[i].gpus[0], from->replicas[i].gpus[0],
-			       2 * sizeof(hx_gpu_ref));
+			hx_plan_replica *nr = hx_plan_add_replica(g);
+			snprintf(nr->id, sizeof(nr->id), "big%d", i);
+			nr->ngpus[0] = from->replicas[i].ngpus[0];
+			nr->gpus[0] = hx_xcalloc(2, sizeof(hx_gpu_ref));
+			memcpy(nr->gpus[0], from->replicas[i].gpus[0], 2 * sizeof(hx_gpu_ref));
 		}
 	}
 	p.cascade = hx_xcalloc(2, sizeof(hx_cascade_step));

@@ -138,10 +138,13 @@ static void size_text(size_t n, char *out, size_t len)
 		snprintf(out, len, "%zu MiB", n >> 20);
 }
 
-char *hx_read_file_max(const char *path, size_t max, size_t *len, hx_err *err)
+/* Read PATH (or stdin for "-") whole, at most MAX bytes.  With TEXT, a NUL
+ * byte is an error naming its line, found as each block arrives: a pipe or
+ * /dev/zero given as a CSV fails at its first block, not at the limit. */
+static char *read_bounded(const char *path, size_t max, int text, size_t *len, hx_err *err)
 {
 	FILE *f;
-	char *buf = NULL, lim[32];
+	char *buf = NULL, lim[32], *nul;
 	size_t cap = 0, n = 0, got;
 	int is_stdin = strcmp(path, "-") == 0;
 	struct stat st;
@@ -171,6 +174,14 @@ char *hx_read_file_max(const char *path, size_t max, size_t *len, hx_err *err)
 			buf = hx_xrealloc(buf, cap + 1);
 		}
 		got = fread(buf + n, 1, cap - n, f);
+		if (text && got > 0 && (nul = memchr(buf + n, '\0', got))) {
+			long line = 1;
+			for (const char *p = buf; p < nul; p++)
+				line += *p == '\n';
+			hx_errf(err, HX_EINPUT, "%s:%ld: a NUL byte (is it a text file?)",
+				hx_display_path(path), line);
+			goto fail;
+		}
 		n += got;
 		if (n > max) {
 			hx_errf(err, HX_EINPUT,
@@ -199,23 +210,14 @@ fail:
 	return NULL;
 }
 
+char *hx_read_file_max(const char *path, size_t max, size_t *len, hx_err *err)
+{
+	return read_bounded(path, max, 0, len, err);
+}
+
 char *hx_read_text_max(const char *path, size_t max, size_t *len, hx_err *err)
 {
-	size_t n;
-	char *text = hx_read_file_max(path, max, &n, err), *nul;
-
-	if (text && (nul = memchr(text, '\0', n))) {
-		long line = 1;
-		for (const char *p = text; p < nul; p++)
-			line += *p == '\n';
-		hx_errf(err, HX_EINPUT, "%s:%ld: a NUL byte (is it a text file?)",
-			hx_display_path(path), line);
-		free(text);
-		return NULL;
-	}
-	if (text && len)
-		*len = n;
-	return text;
+	return read_bounded(path, max, 1, len, err);
 }
 
 char *hx_read_file(const char *path, size_t *len, hx_err *err)

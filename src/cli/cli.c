@@ -12,6 +12,7 @@
 
 #include "model/calib.h"
 #include "plan/plan.h"
+#include "plan/verify.h"
 
 int hx_cli_global(hx_cli *cli, int opt, const char *arg)
 {
@@ -184,7 +185,10 @@ int hx_cli_num(const char *cmd, const char *opt, const char *s, double lo, doubl
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (!*s || *end || errno || !isfinite(v) || v < lo || v > hi)
+	/* Decimal only, as in every input file: strtod also reads "0x10",
+	 * " 5" and "infinity". */
+	if (!*s || *end || errno || !isfinite(v) || v < lo || v > hi ||
+	    s[strspn(s, "0123456789.eE+-")])
 		return hx_cli_usage_error(cmd, "%s must be a number from %g to %g, not \"%s\"",
 					  opt, lo, hi, s);
 	*out = v;
@@ -209,6 +213,26 @@ int hx_cli_output(const char *path, const char *text)
 	if (hx_write_atomic(path ? path : "-", text, strlen(text), &err))
 		return hx_cli_fail(&err);
 	return 0;
+}
+
+int hx_cli_plan_whole(const hx_plan *p, const char *path, hx_err *err)
+{
+	hx_violation *v = NULL;
+	int n = 0, bad = -1;
+
+	hx_verify_plan(p, NULL, &v, &n);
+	/* Only what would make the output nonsense: a picture or a manifest
+	 * of a plan that spans nodes without cross_node, or whose tp does not
+	 * divide the heads, still says what the plan is. */
+	for (int i = 0; i < n && bad < 0; i++)
+		if (v[i].cls == HX_V_ROUTING || v[i].cls == HX_V_DUP_REPLICA ||
+		    v[i].cls == HX_V_UNDECLARED || v[i].cls == HX_V_TP_COUNT)
+			bad = i;
+	if (bad >= 0)
+		hx_errf(err, HX_EINPUT, "%s: %s: %s", hx_display_path(path), v[bad].ptr,
+			v[bad].msg);
+	free(v);
+	return bad >= 0 ? HX_EINPUT : 0;
 }
 
 void hx_cli_spill_note(const char *cmd, const hx_plan *p)

@@ -132,6 +132,13 @@ typedef struct hx_cli_file {
  * HX_EUSAGE with the usage error printed. */
 int hx_cli_check_files(const char *cmd, const hx_cli_file *f, int n);
 
+/* Whether plan P (read from PATH) is whole in itself: hx_verify_plan's
+ * routing, replica-id, undeclared-name and GPU-count rules, which need no
+ * cluster.  Returns 0, or HX_EINPUT with ERR set to the first violation as
+ * "PATH: POINTER: message" (a plan that routes to no group or by a
+ * negative weight is not exported or adapted). */
+int hx_cli_plan_whole(const struct hx_plan *p, const char *path, hx_err *err);
+
 /* When plan P substituted GPU types (P->spill), say which and what that
  * costs against the preferred plan, one line on stderr after
  * "hexplan: CMD: ". */

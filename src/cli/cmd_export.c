@@ -88,6 +88,39 @@ static int check_version(const hx_export_opts *eo, const hx_export_target *t)
 	return 0;
 }
 
+/* Write the export's files: one to standard output (OUT NULL or "-") or to
+ * the file OUT, several into the directory OUT, all or none.  Returns 0, or
+ * an exit status (a usage error printed, else ERR set). */
+static int write_outputs(const char *out, const hx_export_out *xo, hx_err *err)
+{
+	struct stat st;
+	hx_out_file *of;
+	int rc;
+
+	if (!out || strcmp(out, "-") == 0) {
+		if (xo->n != 1)
+			return hx_cli_usage_error(
+			    CMD, "this export writes %d files: give -o DIR", xo->n);
+		return hx_cli_output("-", xo->f[0].text);
+	}
+	if (xo->n == 1 && (stat(out, &st) != 0 || !S_ISDIR(st.st_mode)))
+		return hx_write_atomic(out, xo->f[0].text, strlen(xo->f[0].text), err);
+	if (mkdir(out, 0777) != 0 && errno != EEXIST)
+		return hx_errf(err, HX_EINPUT, "%s: %s", out, strerror(errno));
+	of = hx_xcalloc((size_t)xo->n, sizeof(*of));
+	for (int i = 0; i < xo->n; i++) {
+		of[i].path = hx_path_join(out, xo->f[i].name);
+		of[i].data = xo->f[i].text;
+		of[i].len = strlen(xo->f[i].text);
+		of[i].mode = strstr(xo->f[i].name, ".sh") ? 0755 : 0;
+	}
+	rc = hx_write_files_atomic(of, xo->n, err);
+	for (int i = 0; i < xo->n; i++)
+		free((char *)of[i].path);
+	free(of);
+	return rc;
+}
+
 int cmd_export(hx_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -184,6 +217,10 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 	if ((rc = hx_plan_load(&p, ppath, &err)))
 		goto out;
 	have_p = 1;
+	/* A picture may show a broken plan (dot draws a route to no group in
+	 * red); what is deployed may not. */
+	if (strcmp(t->name, "dot") != 0 && (rc = hx_cli_plan_whole(&p, ppath, &err)))
+		goto out;
 	if (cpath) {
 		const hx_catalog *cat = hx_cli_catalog(cli, &rc);
 		if (!cat)
@@ -198,35 +235,8 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 		goto out;
 	if ((rc = t->fn(&p, &eo, &xo, &err)))
 		goto out;
-	if (!out || strcmp(out, "-") == 0) {
-		if (xo.n != 1) {
-			rc = hx_cli_usage_error(CMD, "this export writes %d files: give -o DIR",
-						xo.n);
-			goto out;
-		}
-		rc = hx_cli_output("-", xo.f[0].text);
-	} else {
-		struct stat st;
-		if (xo.n == 1 && (stat(out, &st) != 0 || !S_ISDIR(st.st_mode))) {
-			rc = hx_write_atomic(out, xo.f[0].text, strlen(xo.f[0].text), &err);
-		} else {
-			if (mkdir(out, 0777) != 0 && errno != EEXIST) {
-				rc = hx_errf(&err, HX_EINPUT, "%s: %s", out, strerror(errno));
-				goto out;
-			}
-			hx_out_file *of = hx_xcalloc((size_t)xo.n, sizeof(*of));
-			for (int i = 0; i < xo.n; i++) {
-				of[i].path = hx_path_join(out, xo.f[i].name);
-				of[i].data = xo.f[i].text;
-				of[i].len = strlen(xo.f[i].text);
-				of[i].mode = strstr(xo.f[i].name, ".sh") ? 0755 : 0;
-			}
-			rc = hx_write_files_atomic(of, xo.n, &err);
-			for (int i = 0; i < xo.n; i++)
-				free((char *)of[i].path);
-			free(of);
-		}
-	}
+	if ((rc = write_outputs(out, &xo, &err)))
+		goto out;
 	if (!rc && xo.lost.len > 0) {
 		/* what the lossy export could not express, once it is written */
 		char *line = xo.lost.s, *nl;

@@ -455,7 +455,16 @@ static int resolve_model(const hx_catalog *cat, const struct mode *md, const pla
 		if (!a->model && !w->model[0])
 			return hx_cli_usage_error(
 			    CMD, "give -m MODEL (the workload names no model)");
-		return hx_model_resolve(cat, a->model ? a->model : w->model, m, err);
+		if (a->model)
+			return hx_model_resolve(cat, a->model, m, err);
+		/* The workload's model: the message names its file and key. */
+		if ((rc = hx_model_resolve(cat, w->model, m, err))) {
+			char msg[sizeof(err->msg)];
+			snprintf(msg, sizeof(msg), "%s: /model: %.900s",
+				 hx_display_path(a->wpath), err->msg);
+			hx_strlcpy(err->msg, msg, sizeof(err->msg));
+		}
+		return rc;
 	}
 	if (a->model)
 		return hx_cli_usage_error(

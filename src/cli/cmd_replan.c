@@ -149,6 +149,8 @@ int cmd_replan(hx_cli *cli, int argc, char **argv)
 	if ((rc = hx_plan_load(&old, ppath, &err)))
 		goto out;
 	have_old = 1;
+	if ((rc = hx_cli_plan_whole(&old, ppath, &err)))
+		goto out;
 	if ((rc = hx_cluster_load(&cl, cpath, cat, &err)))
 		goto out;
 	have_c = 1;

@@ -586,9 +586,13 @@ static int hf_int(const hx_jr *r, const json_t *o, const char *key, int *out, in
 	if (!v || json_is_null(v))
 		return 0;
 	hx_ptr_key(p, sizeof(p), "", key);
-	if (!json_is_integer(v) || json_integer_value(v) < min ||
-	    json_integer_value(v) > 100000000) {
+	if (!json_is_integer(v) || json_integer_value(v) < min) {
 		hx_jr_fail(r, p, "must be an integer of at least %d", min);
+		return -1;
+	}
+	if (json_integer_value(v) > 100000000) {
+		hx_jr_fail(r, p, "must be at most 100000000, not %lld",
+			   (long long)json_integer_value(v));
 		return -1;
 	}
 	*out = (int)json_integer_value(v);
@@ -599,6 +603,32 @@ static int hf_has(const json_t *o, const char *key)
 {
 	json_t *v = json_object_get(o, key);
 	return v && !json_is_null(v);
+}
+
+/* Name the config's own keys when its shape is inconsistent: 0, or -1 with
+ * the error set through R. */
+static int hf_shape_check(const hx_jr *r, const json_t *root, const hx_arch *a)
+{
+	if (a->kv_heads > a->heads || a->heads % a->kv_heads)
+		hx_jr_fail(r, "/num_key_value_heads",
+			   "must divide num_attention_heads (%d), not %d", a->heads,
+			   a->kv_heads);
+	else if (a->experts > 0 && (a->experts_per_tok < 1 || a->experts_per_tok > a->experts))
+		hx_jr_fail(r, "/num_experts_per_tok", "must be between 1 and the %d experts",
+			   a->experts);
+	/* Without head_dim the heads split the hidden size: 3584 / 27 is no
+	 * head size (integer division would make one up). */
+	else if (!hf_has(root, "head_dim") && a->kv_lora_rank == 0 && a->hidden % a->heads)
+		hx_jr_fail(r, "/num_attention_heads",
+			   "must divide hidden_size (%d) when head_dim is not given, not %d",
+			   a->hidden, a->heads);
+	else if (a->experts > 0 && a->first_dense_layers >= a->layers)
+		hx_jr_fail(r, "/first_k_dense_replace",
+			   "must be below num_hidden_layers (%d), not %d", a->layers,
+			   a->first_dense_layers);
+	else
+		return 0;
+	return -1;
 }
 
 int hx_model_from_hf(const char *path, hx_model *out, hx_err *err)
@@ -687,6 +717,10 @@ int hx_model_from_hf(const char *path, hx_model *out, hx_err *err)
 	if (json_is_true(json_object_get(root, "mlp_bias")))
 		a->mlp_bias = 1;
 	v = json_object_get(root, "tie_word_embeddings");
+	if (v && !json_is_null(v) && !json_is_boolean(v)) {
+		hx_jr_fail(&r, "/tie_word_embeddings", "must be true or false");
+		goto out;
+	}
 	if (json_is_boolean(v))
 		a->tied_embeddings = json_is_true(v);
 	v = json_object_get(root, "torch_dtype");
@@ -709,18 +743,8 @@ int hx_model_from_hf(const char *path, hx_model *out, hx_err *err)
 	}
 	if (a->kv_lora_rank > 0)
 		a->head_dim = a->qk_nope_head_dim + a->qk_rope_head_dim;
-	/* Name the config's own keys when its shape is inconsistent. */
-	if (a->kv_heads > a->heads || a->heads % a->kv_heads) {
-		hx_jr_fail(&r, "/num_key_value_heads",
-			   "must divide num_attention_heads (%d), not %d", a->heads,
-			   a->kv_heads);
+	if (hf_shape_check(&r, root, a))
 		goto out;
-	}
-	if (a->experts > 0 && (a->experts_per_tok < 1 || a->experts_per_tok > a->experts)) {
-		hx_jr_fail(&r, "/num_experts_per_tok", "must be between 1 and the %d experts",
-			   a->experts);
-		goto out;
-	}
 	v = json_object_get(root, "_name_or_path");
 	if (json_is_string(v) && json_string_length(v) > 0 &&
 	    json_string_length(v) < sizeof(out->hf_repo))

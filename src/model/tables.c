@@ -39,6 +39,32 @@ static int csv_split(char *line, char **f, int max)
 	return n;
 }
 
+/* The longest CSV field read: no valid value is longer, and a longer one
+ * quoted whole would bury the message. */
+#define CSV_FIELD_MAX 64
+
+/* Fill ERR and return -1 when one of the N fields F of line LINENO of PATH
+ * is longer than CSV_FIELD_MAX characters or holds a control character
+ * (names become labels in reports and files); 0 otherwise. */
+static int csv_fields_ok(char **f, int n, const char *path, int lineno, hx_err *err)
+{
+	for (int i = 0; i < n; i++) {
+		if (strlen(f[i]) > CSV_FIELD_MAX) {
+			hx_errf(err, HX_EINPUT, "%s:%d: field %d is longer than %d characters",
+				path, lineno, i + 1, CSV_FIELD_MAX);
+			return -1;
+		}
+		for (const unsigned char *c = (const unsigned char *)f[i]; *c; c++)
+			if (*c < 0x20 || *c == 0x7f) {
+				hx_errf(err, HX_EINPUT,
+					"%s:%d: field %d holds a control character (\\x%02x)",
+					path, lineno, i + 1, *c);
+				return -1;
+			}
+	}
+	return 0;
+}
+
 static int parse_long(const char *s, long lo, long hi, long *out)
 {
 	char *end;
@@ -169,6 +195,8 @@ int hx_trace_load(hx_trace *t, const char *path, hx_err *err)
 			hx_errf(err, HX_EINPUT, "%s:%d: expected 3 fields", path, lineno);
 			goto out;
 		}
+		if (csv_fields_ok(f, 3, path, lineno, err))
+			goto out;
 		if (azure ? parse_timestamp(f[0], &at) : parse_double(f[0], &at)) {
 			hx_errf(err, HX_EINPUT, "%s:%d: bad %s \"%s\"", path, lineno,
 				azure ? "TIMESTAMP" : "arrival_s", f[0]);
@@ -177,6 +205,12 @@ int hx_trace_load(hx_trace *t, const char *path, hx_err *err)
 		if (t->n == 0)
 			t0 = azure ? at : 0;
 		at -= t0;
+		if (t->n > 0 && at < prev) {
+			hx_errf(err, HX_EINPUT,
+				"%s:%d: arrivals must not go back in time (%.6f after %.6f)",
+				path, lineno, at, prev);
+			goto out;
+		}
 		if (at < 0) {
 			hx_errf(err, HX_EINPUT, "%s:%d: arrival_s must not be negative", path,
 				lineno);
@@ -185,15 +219,9 @@ int hx_trace_load(hx_trace *t, const char *path, hx_err *err)
 		if (at > HX_MAX_ARRIVAL_S) {
 			hx_errf(
 			    err, HX_EINPUT,
-			    "%s:%d: an arrival %.6g s after the first is past hexplan's limit "
+			    "%s:%d: an arrival %.10g s after the first is past hexplan's limit "
 			    "of %g s",
 			    path, lineno, at, HX_MAX_ARRIVAL_S);
-			goto out;
-		}
-		if (t->n > 0 && at < prev) {
-			hx_errf(err, HX_EINPUT,
-				"%s:%d: arrivals must not go back in time (%.6f after %.6f)",
-				path, lineno, at, prev);
 			goto out;
 		}
 		if (parse_long(f[1], 1, 10000000, &in)) {
@@ -281,6 +309,8 @@ int hx_meas_load(hx_meas **out, int *n, const char *path, hx_err *err)
 			hx_errf(err, HX_EINPUT, "%s:%d: expected 8 fields", path, lineno);
 			goto out;
 		}
+		if (csv_fields_ok(f, 8, path, lineno, err))
+			goto out;
 		if (!*f[0] || hx_strlcpy(x.gpu, f[0], sizeof(x.gpu)) || !*f[1] ||
 		    hx_strlcpy(x.model, f[1], sizeof(x.model))) {
 			hx_errf(err, HX_EINPUT, "%s:%d: gpu and model must be names", path,
@@ -316,6 +346,11 @@ int hx_meas_load(hx_meas **out, int *n, const char *path, hx_err *err)
 			hx_errf(err, HX_EINPUT,
 				"%s:%d: ms must be a positive number, not \"%s\"", path, lineno,
 				f[7]);
+			goto out;
+		}
+		if (x.ms > 1e9) { /* 11 days for one step */
+			hx_errf(err, HX_EINPUT, "%s:%d: ms must be at most 1e9, not \"%s\"",
+				path, lineno, f[7]);
 			goto out;
 		}
 		x.tp = (int)v[0];
@@ -393,6 +428,8 @@ int hx_layer_costs_load(hx_layer_cost **out, int *n, const char *path, hx_err *e
 			hx_errf(err, HX_EINPUT, "%s:%d: expected 6 fields", shown, lineno);
 			goto out;
 		}
+		if (csv_fields_ok(f, 6, shown, lineno, err))
+			goto out;
 		memset(&x, 0, sizeof(x));
 		x.line = lineno;
 		if (!*f[0] || hx_strlcpy(x.gpu, f[0], sizeof(x.gpu))) {

@@ -25,10 +25,18 @@ void hx_plan_init(hx_plan *p)
 	p->solver.seed = 1;
 }
 
-static void replica_release(hx_plan_replica *r)
+void hx_plan_replica_release(hx_plan_replica *r)
 {
-	for (int s = 0; s < HX_MAX_STAGES; s++)
+	for (int s = 0; s < r->nst; s++)
 		free(r->gpus[s]);
+	free(r->gpus);
+	free(r->ngpus);
+	free(r->link);
+	free(r->tp_link);
+	r->gpus = NULL;
+	r->ngpus = NULL;
+	r->link = r->tp_link = NULL;
+	r->nst = 0;
 }
 
 void hx_plan_release(hx_plan *p)
@@ -38,8 +46,9 @@ void hx_plan_release(hx_plan *p)
 	free(p->group_names);
 	for (int g = 0; g < p->ngroups; g++) {
 		for (int r = 0; r < p->groups[g].nreplicas; r++)
-			replica_release(&p->groups[g].replicas[r]);
+			hx_plan_replica_release(&p->groups[g].replicas[r]);
 		free(p->groups[g].replicas);
+		free(p->groups[g].stage);
 	}
 	free(p->groups);
 	free(p->models);
@@ -143,6 +152,13 @@ hx_plan_group *hx_plan_add_group(hx_plan *p)
 	return g;
 }
 
+void hx_plan_group_stages(hx_plan_group *g, int n)
+{
+	free(g->stage);
+	g->stage = hx_xcalloc((size_t)(n > 0 ? n : 1), sizeof(*g->stage));
+	g->nstages = n;
+}
+
 hx_plan_replica *hx_plan_add_replica(hx_plan_group *g)
 {
 	hx_plan_replica *r;
@@ -151,6 +167,11 @@ hx_plan_replica *hx_plan_add_replica(hx_plan_group *g)
 	    hx_xrealloc(g->replicas, (size_t)(g->nreplicas + 1) * sizeof(*g->replicas));
 	r = &g->replicas[g->nreplicas++];
 	memset(r, 0, sizeof(*r));
+	r->nst = g->nstages > 0 ? g->nstages : 1;
+	r->gpus = hx_xcalloc((size_t)r->nst, sizeof(*r->gpus));
+	r->ngpus = hx_xcalloc((size_t)r->nst, sizeof(*r->ngpus));
+	r->link = hx_xcalloc((size_t)r->nst, sizeof(*r->link));
+	r->tp_link = hx_xcalloc((size_t)r->nst, sizeof(*r->tp_link));
 	return r;
 }
 
@@ -296,6 +317,7 @@ int hx_plan_fragment_cost(const hx_plan *p, const hx_plan_group *g, const hx_pla
 {
 	const hx_model *m = hx_plan_model(p, g->model);
 	hx_plan_group pad;
+	hx_plan_stage pst[HX_MAX_STAGES];
 	int pre, post;
 
 	*offset = 0;
@@ -308,6 +330,7 @@ int hx_plan_fragment_cost(const hx_plan *p, const hx_plan_group *g, const hx_pla
 	/* A copy of the group's shape with the padding stages; the replica's
 	 * links are taken stage by stage below. */
 	pad = *g;
+	pad.stage = pst;
 	pad.nstages = g->nstages + pre + post;
 	pad.replicas = NULL;
 	pad.nreplicas = 0;
@@ -348,8 +371,11 @@ int hx_gpu_ref_parse(const char *s, hx_gpu_ref *out)
 
 	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(out->node))
 		return -1;
+	/* The index is decimal digits only (strtol also takes " +1"). */
+	if (!colon[1] || colon[1 + strspn(colon + 1, "0123456789")])
+		return -1;
 	idx = strtol(colon + 1, &end, 10);
-	if (!colon[1] || *end || idx < 0 || idx > 1000000)
+	if (*end || idx < 0 || idx > 1000000)
 		return -1;
 	memcpy(out->node, s, (size_t)(colon - s));
 	out->node[colon - s] = '\0';
@@ -799,7 +825,7 @@ static int parse_group(const hx_jr *r, const json_t *v, const char *ptr, hx_plan
 		return rc;
 	if (n > HX_MAX_STAGES)
 		return hx_jr_fail(r, p, "has more than %d stages", HX_MAX_STAGES);
-	g->nstages = (int)n;
+	hx_plan_group_stages(g, (int)n);
 	for (size_t s = 0; s < n; s++) {
 		json_t *so = json_array_get(st, s), *l;
 		hx_plan_stage *x = &g->stage[s];

@@ -33,12 +33,16 @@ typedef struct hx_gpu_ref {
 	int index;
 } hx_gpu_ref;
 
+/* Per-stage arrays hold the group's nstages entries (allocated by
+ * hx_plan_add_replica, after the group's nstages is set): a plan of 90,000
+ * one-stage groups would otherwise hold room for 64 stages in each. */
 typedef struct hx_plan_replica {
 	char id[48];
-	hx_gpu_ref *gpus[HX_MAX_STAGES]; /* per stage, tp of them */
-	int ngpus[HX_MAX_STAGES];
-	hx_linkspec link[HX_MAX_STAGES];    /* stage i to i+1 */
-	hx_linkspec tp_link[HX_MAX_STAGES]; /* for cross-node TP; bw 0: intra-node */
+	int nst;           /* stages the arrays below hold */
+	hx_gpu_ref **gpus; /* per stage, tp of them */
+	int *ngpus;
+	hx_linkspec *link;    /* stage i to i+1 */
+	hx_linkspec *tp_link; /* for cross-node TP; bw 0: intra-node */
 } hx_plan_replica;
 
 typedef struct hx_plan_group {
@@ -47,7 +51,7 @@ typedef struct hx_plan_group {
 	hx_role role;
 	hx_dtype wdt, kvdt;
 	int nstages;
-	hx_plan_stage stage[HX_MAX_STAGES];
+	hx_plan_stage *stage; /* nstages of them, by hx_plan_group_stages */
 	int nreplicas;
 	hx_plan_replica *replicas;
 	double capacity_rps; /* predicted, per replica */
@@ -191,6 +195,11 @@ hx_model *hx_plan_add_model(hx_plan *p, const hx_model *m);
 hx_gpu *hx_plan_add_gpu(hx_plan *p, const hx_gpu *g);
 hx_plan_group *hx_plan_add_group(hx_plan *p);
 hx_plan_replica *hx_plan_add_replica(hx_plan_group *g);
+/* Give G room for N stages (1 to HX_MAX_STAGES), all zero, and set its
+ * nstages; before any replica is added. */
+void hx_plan_group_stages(hx_plan_group *g, int n);
+/* Free what replica R owns (its per-stage arrays and GPU lists). */
+void hx_plan_replica_release(hx_plan_replica *r);
 hx_route *hx_plan_add_route(hx_route **list, int *n);
 
 /* The name of the first of P's length classes that holds a request of
@@ -220,7 +229,8 @@ int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan
 int hx_plan_fragment_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan_replica *r,
 			  hx_replica *out, int *offset, hx_err *err);
 
-/* Parse "node:index". */
+/* Parse "node:index" (the index in
+ * decimal digits, 0 to 1000000): 0, or -1 if S is not such a reference. */
 int hx_gpu_ref_parse(const char *s, hx_gpu_ref *out);
 
 /* JSON.  The writer rounds nothing: planners store figures already rounded

@@ -197,7 +197,7 @@ static void check_placement(const hx_plan *p, const hx_cluster *c, int gi, int r
 		if (r->ngpus[s] != st->tp)
 			add(l, HX_V_TP_COUNT, ptr, "has %d GPUs, the stage's tp is %d",
 			    r->ngpus[s], st->tp);
-		for (int k = 0; k < r->ngpus[s]; k++) {
+		for (int k = 0; c && k < r->ngpus[s]; k++) {
 			int ni = node_index(c, refs[k].node), first = 1;
 			char pk[180];
 			snprintf(pk, sizeof(pk), "%s/%d", ptr, k);
@@ -240,7 +240,8 @@ static void check_placement(const hx_plan *p, const hx_cluster *c, int gi, int r
 				    nnodes, refs[0].node, other);
 		}
 	}
-	check_memory(p, c, gi, ri, l);
+	if (c)
+		check_memory(p, c, gi, ri, l);
 }
 
 /* ---- GPUs and replica ids used twice -------------------------------------- */
@@ -889,7 +890,8 @@ int hx_verify_plan(const hx_plan *p, const hx_cluster *c, hx_violation **out, in
 	check_paths(p, &l);
 	check_classes(p, &l);
 	check_roles(p, &l);
-	check_rent(p, c, &l);
+	if (c)
+		check_rent(p, c, &l);
 	check_short(p, &l);
 	check_spill(p, &l);
 	hx_map_release(&l.ids);

@@ -49,7 +49,10 @@ typedef struct hx_violation {
 
 /* Check plan P against cluster C.  *OUT gets a new array of every
  * violation found, in a fixed order (the caller frees it with free(); NULL
- * when there are none), *N their count.  Returns *N. */
+ * when there are none), *N their count.  Returns *N.  C may be NULL: then
+ * only the rules that need no cluster are checked (stages, tp against
+ * heads and GPU counts, GPUs and replica ids used twice, routing, roles),
+ * which is what export and replan ask of a plan before acting on it. */
 int hx_verify_plan(const hx_plan *p, const hx_cluster *c, hx_violation **out, int *n);
 
 #endif

@@ -49,7 +49,7 @@ static hx_plan_group *group_for(hx_plan *p, const hx_problem *pb, const hx_gpu *
 	grp->role = HX_ROLE_AGGREGATED;
 	grp->wdt = pb->model->a.dtype;
 	grp->kvdt = HX_DT_FP16;
-	grp->nstages = pp;
+	hx_plan_group_stages(grp, pp);
 	/* the cost model's even split (fits() priced the same shape) */
 	hx_replica_uniform(&even, pb->model, g, tp, pp, grp->wdt, grp->kvdt, 100, 0, NULL);
 	for (int s = 0; s < pp; s++) {

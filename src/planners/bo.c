@@ -54,7 +54,7 @@ int hx_bo_build_plan(bo *b, const cfg *k, double quality, hx_plan *p, hx_err *er
 			g->role = HX_ROLE_AGGREGATED;
 			g->wdt = b->models[m].a.dtype;
 			g->kvdt = HX_DT_FP16;
-			g->nstages = cd->nstages;
+			hx_plan_group_stages(g, cd->nstages);
 			for (int t = 0; t < cd->nstages; t++) {
 				hx_strlcpy(g->stage[t].gpu, s->cls[cd->st[t].cls].gpu->name,
 					   sizeof(g->stage[t].gpu));

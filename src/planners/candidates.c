@@ -405,7 +405,7 @@ void hx_cand_place(const hx_problem *pb, const hx_candset *s, const hx_candidate
 	g->role = HX_ROLE_AGGREGATED;
 	g->wdt = pb->model->a.dtype;
 	g->kvdt = HX_DT_FP16;
-	g->nstages = c->nstages;
+	hx_plan_group_stages(g, c->nstages);
 	for (int i = 0; i < c->nstages; i++) {
 		hx_strlcpy(g->stage[i].gpu, s->cls[c->st[i].cls].gpu->name,
 			   sizeof(g->stage[i].gpu));

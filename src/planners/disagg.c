@@ -314,7 +314,7 @@ static int emit(dctx *d, const int *role, hx_plan *p, double *value, hx_err *err
 		g->role = role[i] ? HX_ROLE_DECODE : HX_ROLE_PREFILL;
 		g->wdt = d->pb->model->a.dtype;
 		g->kvdt = HX_DT_FP16;
-		g->nstages = 1;
+		hx_plan_group_stages(g, 1);
 		hx_strlcpy(g->stage[0].gpu, c->nodes[i].gpu.name, sizeof(g->stage[0].gpu));
 		g->stage[0].tp = d->nr[i].tp[role[i]];
 		g->stage[0].first = 0;

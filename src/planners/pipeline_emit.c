@@ -142,7 +142,7 @@ int hx_pipe_emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value,
 		g->role = HX_ROLE_AGGREGATED;
 		g->wdt = c->pb->model->a.dtype;
 		g->kvdt = HX_DT_FP16;
-		g->nstages = 1;
+		hx_plan_group_stages(g, 1);
 		hx_strlcpy(g->stage[0].gpu, cl->nodes[i].gpu.name, sizeof(g->stage[0].gpu));
 		g->stage[0].tp = t->tp;
 		g->stage[0].first = f[i];

@@ -69,12 +69,6 @@ int hx_replan_alive(const hx_plan_group *g, const hx_plan_replica *r, const hx_c
 	return 1;
 }
 
-static void replica_free(hx_plan_replica *r)
-{
-	for (int s = 0; s < HX_MAX_STAGES; s++)
-		free(r->gpus[s]);
-}
-
 /* Drop routes of LIST whose endpoint (TO for ingress groups, FROM/TO
  * replica ids for kv) P no longer has. */
 static int has_replica(const hx_plan *p, const char *id)
@@ -398,6 +392,7 @@ static void adopt_new(hx_plan *p, hx_plan *tmp, const hx_cluster *cl, int *const
 		dst = hx_plan_add_group(p);
 		*dst = *src;
 		src->replicas = NULL;
+		src->stage = NULL; /* moved, with the replicas */
 		src->nreplicas = 0;
 		hx_strlcpy(dst->name, name, sizeof(dst->name));
 		for (int r = 0; r < dst->nreplicas; r++) {
@@ -721,7 +716,7 @@ int hx_replan_keep(hx_plan *p, const hx_cluster *cl, hx_moves *mv, int *before)
 				m->gpus = hx_replan_replica_gpus(grp, &grp->replicas[r]);
 				mv->stopped++;
 			}
-			replica_free(&grp->replicas[r]);
+			hx_plan_replica_release(&grp->replicas[r]);
 		}
 		grp->nreplicas = n;
 		mv->kept += n;
@@ -732,6 +727,7 @@ int hx_replan_keep(hx_plan *p, const hx_cluster *cl, hx_moves *mv, int *before)
 		for (int g = 0; g < p->ngroups; g++) {
 			if (p->groups[g].nreplicas == 0) {
 				free(p->groups[g].replicas);
+				free(p->groups[g].stage);
 				continue;
 			}
 			before[n] = before[g];

@@ -548,7 +548,7 @@ static void one_replica(hx_plan *p, const hx_serv_run *r, const hx_gpu *g)
 	grp->role = HX_ROLE_AGGREGATED;
 	grp->wdt = r->model.a.dtype;
 	grp->kvdt = HX_DT_FP16;
-	grp->nstages = 1;
+	hx_plan_group_stages(grp, 1);
 	hx_strlcpy(grp->stage[0].gpu, g->name, sizeof(grp->stage[0].gpu));
 	grp->stage[0].tp = r->tp;
 	grp->stage[0].first = 0;

@@ -962,6 +962,16 @@ static int setup(sim *s, hx_err *err)
 		for (int r = 0; r < grp->nreplicas; r++) {
 			replica *rp = &s->reps[s->nreps];
 			hx_memory m;
+			/* The cost model reads tp from the stage: a placement of
+			 * another size would be simulated as if it had tp GPUs. */
+			for (int st = 0; st < grp->nstages; st++)
+				if (grp->replicas[r].ngpus[st] != grp->stage[st].tp)
+					return hx_errf(
+					    err, HX_EINPUT,
+					    "/groups/%d/replicas/%d/placement/%d: has "
+					    "%d GPUs, the stage's tp is %d",
+					    g, r, st, grp->replicas[r].ngpus[st],
+					    grp->stage[st].tp);
 			if (s->hops) {
 				const hx_model *md = hx_plan_model(p, grp->model);
 				if ((rc = hx_plan_fragment_cost(p, grp, &grp->replicas[r],
@@ -1001,7 +1011,22 @@ static int setup(sim *s, hx_err *err)
 		}
 	}
 	for (int i = 0; i < s->nreps; i++)
-		hx_map_put(&s->rep_ids, s->reps[i].id, i);
+		if (hx_map_put(&s->rep_ids, s->reps[i].id, i) >= 0)
+			return hx_errf(err, HX_EINPUT,
+				       "/groups/%d/replicas/%d/id: duplicate replica id \"%s\"",
+				       s->reps[i].group, s->reps[i].id_in_group, s->reps[i].id);
+	/* Ingress routes the simulator would skip must not pass silently: a
+	 * route to no group, or a negative weight, is a broken plan. */
+	for (int i = 0; i < p->ningress; i++) {
+		if (hx_plan_group_index(p, p->ingress[i].to) < 0)
+			return hx_errf(err, HX_EINPUT,
+				       "/routing/ingress/%d/group: no group \"%s\"", i,
+				       p->ingress[i].to);
+		if (p->ingress[i].weight < 0)
+			return hx_errf(err, HX_EINPUT,
+				       "/routing/ingress/%d/weight: is negative (%g)", i,
+				       p->ingress[i].weight);
+	}
 	/* Hops: each replica's routes out and where they go. */
 	s->hop_to = hx_xcalloc((size_t)p->nhops + 1, sizeof(int));
 	for (int h = 0; h < p->nhops && s->hops; h++) {

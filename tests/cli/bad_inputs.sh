@@ -248,10 +248,10 @@ v -t trace-azure-month-13.csv ":2: bad TIMESTAMP \"2023-13-01 00:00:00\\.0\""
 v -t trace-azure-year-1900.csv ":2: bad TIMESTAMP \"1900-01-01 00:00:00\\.0\""
 v -t trace-azure-hex-seconds.csv ":2: bad TIMESTAMP \"2023-11-16 18:17:0x1p3\""
 v -t trace-azure-exp-seconds.csv ":2: bad TIMESTAMP \"2023-11-16 18:17:1e1\""
-v -t trace-azure-40-years.csv ":3: an arrival 1\\.2623e\\+09 s after the first is past hexplan's limit of 1e\\+09 s"
+v -t trace-azure-40-years.csv ":3: an arrival 1262304000 s after the first is past hexplan's limit of 1e\\+09 s"
 v -t trace-tokens-above-limit.csv ":2: input_tokens must be an integer from 1 to 10000000, not \"10000001\""
 v -t trace-tokens-overflow.csv ":2: input_tokens must be an integer from 1 to 10000000, not \"99999999999999999999\""
-v -t trace-control-chars.csv ":2: bad arrival_s \"0\\.5\\\\x1b\\[2J\""
+v -t trace-control-chars.csv ":2: field 1 holds a control character \\(\\\\x1b\\)"
 v -t trace-two-fields.csv ":2: expected 3 fields"
 v -t trace-zero-output.csv ":2: output_tokens must be an integer from 1 to 10000000, not \"0\""
 v -t trace-hex-tokens.csv ":2: input_tokens must be an integer from 1 to 10000000, not \"0x200\""
@@ -261,9 +261,9 @@ v --measurements meas-nul-byte.csv ":2: a NUL byte \\(is it a text file\\?\\)"
 v --measurements meas-hex-ms.csv ":2: ms must be a positive number, not \"0x1p1\""
 v --measurements meas-inf-ms.csv ":2: ms must be a positive number, not \"inf\""
 v --measurements meas-tp-huge.csv ":2: tp must be an integer from 1 to 1024, not \"2000\""
-v --measurements meas-gpu-too-long.csv ":2: gpu and model must be names"
+v --measurements meas-gpu-too-long.csv ":2: field 1 is longer than 64 characters"
 v --measurements meas-seven-fields.csv ":2: expected 8 fields"
-v --measurements meas-phase-control-char.csv ":2: phase must be prefill, decode or linear, not \"dec\\\\x1bode\""
+v --measurements meas-phase-control-char.csv ":2: field 4 holds a control character \\(\\\\x1b\\)"
 v --measurements meas-batch-zero.csv ":2: batch must be an integer from 1 to 1000000, not \"0\""
 
 
@@ -371,6 +371,279 @@ for c in "bad-kv-replica.json|/routing/kv/1/to: unknown replica \"g1r7\"" \
 	no_stdout "simulate $f"
 done
 
+# ---- hostile inputs, third round (issue 20): every loader and command, one
+# defect per file, each refused with its file and place.
+v -c cluster-iface-16-chars.json ": /nodes/0/interface: must be a network interface name of 1 to 15 characters"
+v -c cluster-iface-leading-dash.json ": /nodes/0/interface: \"-eth0\" is not a network interface name \(letters, digits, '_', '\.', ':' and '-', not starting with '-'\)"
+v -c cluster-iface-space.json ": /nodes/0/interface: \"eth 0\" is not a network interface name \(letters, digits, '_', '\.', ':' and '-', not starting with '-'\)"
+v -c cluster-iface-number.json ": /nodes/0/interface: must be a string"
+v -c cluster-iface-empty.json ": /nodes/0/interface: must be a network interface name of 1 to 15 characters"
+v -c cluster-iface-escape-char.json ": /nodes/0/interface: \"eth\\\\x1b0\" is not a network interface name \(letters, digits, '_', '\.', ':' and '-', not starting with '-'\)"
+v -c cluster-iface-slash.json ": /nodes/0/interface: \"eth0/1\" is not a network interface name \(letters, digits, '_', '\.', ':' and '-', not starting with '-'\)"
+v -c cluster-node-no-name.json ": /nodes/0: missing required key \"name\""
+v -c cluster-node-no-gpu.json ": /nodes/0: missing required key \"gpu\""
+v -c cluster-gpu-null.json ": /nodes/0/gpu: must be an object, not null"
+v -c cluster-gpu-empty-string.json ": /nodes/0/gpu: unknown GPU \"\" \(see 'hexplan profiles list'\)"
+v -c cluster-gpu-override-no-base.json ": /nodes/0/gpu: missing required key \"name\""
+v -c cluster-gpu-override-bw-string.json ": /nodes/0/gpu/mem_bw_gb_s: must be a number, not a string"
+v -c cluster-gpu-override-tflops-zero.json ": /nodes/0/gpu/tflops_bf16: must be between 0\.001 and 1e\+07, not 0"
+v -c cluster-gpu-override-e-mem-above-1.json ": /nodes/0/gpu/e_mem: must be between 0\.01 and 1, not 1\.5"
+v -c cluster-gpu-override-price-negative.json ": /nodes/0/gpu/usd_per_hour: must be between 0 and 1e\+07, not -1"
+v -c cluster-gpu-override-array.json ": /nodes/0/gpu: must be an object, not an array"
+v -c cluster-count-real-whole.json ": /nodes/0/count: must be an integer, not a number"
+v -c cluster-count-null.json ": /nodes/0/count: must be an integer, not null"
+v -c cluster-nic-zero.json ": /nodes/0/nic_gbps: must be a positive number, not 0"
+v -c cluster-price-huge.json ": /nodes/0/usd_per_hour: must be between 0 and 1e\+06, not 1e\+07"
+v -c cluster-link-a-missing.json ": /links/0: missing required key \"a\""
+v -c cluster-link-a-number.json ": /links/0/a: must be a string, not an integer"
+v -c cluster-link-latency-string.json ": /links/0/latency_ms: must be a number, not a string"
+v -c cluster-link-latency-huge.json ": /links/0/latency_ms: must be between 0 and 1e\+06, not 2e\+06"
+v -c cluster-link-unknown-a.json ": /links/0/a: unknown node \"n\\\\x1b\\[1m\""
+v -c cluster-link-bw-negative.json ": /links/0/bw_gbps: must be a positive number, not -100"
+v -c cluster-defaults-not-object.json ": /defaults: must be an object, not an integer"
+v -c cluster-defaults-same-region-array.json ": /defaults/same_region: must be an object, not an array"
+v -c cluster-defaults-no-bw.json ": /defaults/cross_region: missing required key \"bw_gbps\""
+v -c cluster-defaults-unknown-field.json ": /defaults/same_region/jitter_ms: unknown key"
+v -c cluster-offer-no-gpu.json ": /offers/0: missing required key \"gpu\""
+v -c cluster-offer-no-max-count.json ": /offers/0: missing required key \"max_count\""
+v -c cluster-offer-region-64-chars.json ": /offers/0/region: is longer than 63 characters"
+v -c cluster-offer-unknown-key.json ": /offers/0/spot: unknown key"
+v -c cluster-offer-not-object.json ": /offers/0: must be an object, not a string"
+v -c cluster-offer-max-count-string.json ": /offers/0/max_count: must be an integer, not a string"
+v -c cluster-offer-price-huge.json ": /offers/0/usd_per_hour: must be between 0 and 1e\+06, not 2e\+06"
+v -c cluster-gpus-over-limit.json ": /nodes: 69632 GPUs are more than hexplan's limit of 65536 per cluster"
+v -c cluster-version-0.json ": /version: unsupported version 0 \(this hexplan reads version 1\)"
+v -c cluster-version-negative.json ": /version: must be between 0 and 1000000, not -1"
+v -c cluster-top-level-string.json ":1:9: '\[' or '\{' expected near '\"cluster\"'"
+v -c cluster-top-level-null.json ":1:4: '\[' or '\{' expected near 'null'"
+v -c cluster-single-quotes.json ":1:2: string or '\}' expected near '''"
+v -c cluster-line-comment.json ":2:3: string or '\}' expected near '/'"
+v -c cluster-utf16le.json ":1:4: NUL byte in JSON text"
+v -c cluster-lone-surrogate.json ":1:43: invalid Unicode '\\\\uD800' near '\"n\\\\ud800\"'"
+v -c cluster-overlong-utf8.json ":1:36: unable to decode byte 0xc0 near '\"n'"
+v -c cluster-bad-escape.json ":1:38: invalid escape near '\"n\\\\q'"
+v -c cluster-unquoted-key.json ":1:8: string or '\}' expected near 'version'"
+v -c cluster-leading-zero.json ":1:13: invalid token near '0'"
+v -c cluster-plus-number.json ":1:13: invalid token near '\+'"
+v -c cluster-hex-number.json ":1:64: '\}' expected near 'x'"
+v -c cluster-infinity-word.json ":1:73: invalid token near 'Infinity'"
+v -c cluster-two-documents.json ":2:1: end of file expected near '\{'"
+v -c cluster-only-whitespace.json ":3:1: '\[' or '\{' expected near end of file"
+v -w workload-top-level-array.json ": must be an object, not an array"
+v -w workload-unknown-top-key.json ": /priority: unknown key"
+v -w workload-no-version.json ": missing required key \"version\""
+v -w workload-model-number.json ": /model: must be a string, not an integer"
+v -w workload-arrival-string.json ": /arrival: must be an object, not a string"
+v -w workload-arrival-unknown-key.json ": /arrival/burst: unknown key"
+v -w workload-gamma-cv-21.json ": /arrival/cv: must be between 0\.01 and 20, not 21"
+v -w workload-gamma-cv-zero.json ": /arrival/cv: must be between 0\.01 and 20, not 0"
+v -w workload-rate-negative-zero.json ": /rate_rps: must be a positive number, not -0"
+v -w workload-no-rate.json ": missing required key \"rate_rps\""
+v -w workload-prompt-not-object.json ": /prompt_tokens: must be an object, not an integer"
+v -w workload-prompt-max-below-p50.json ": /prompt_tokens/max: must be at least p50 \(1020\)"
+v -w workload-prompt-mean-huge.json ": /prompt_tokens/mean: must be between 1 and 1e\+07, not 1e\+08"
+v -w workload-prompt-no-dist.json ": /prompt_tokens: give exactly one of \"dist\", \"buckets\" or \"trace\""
+v -w workload-output-unknown-key.json ": /output_tokens/min: unknown key"
+v -w workload-buckets-not-array.json ": /prompt_tokens/buckets: must be an array, not an object"
+v -w workload-bucket-weight-negative.json ": /prompt_tokens/buckets/1/1: weight must be a positive number"
+v -w workload-bucket-not-array.json ": /prompt_tokens/buckets/0: must be a pair \[tokens, weight\]"
+v -w workload-trace-not-string.json ": /prompt_tokens/trace: must be a string, not an integer"
+v -w workload-trace-empty-string.json ": /prompt_tokens/trace: must not be empty"
+v -w workload-trace-directory.json ": /prompt_tokens/trace: tests/data/bad/\.: Is a directory"
+v -w workload-trace-dev-zero.json ": /prompt_tokens/trace: /dev/zero:1: a NUL byte \(is it a text file\?\)"
+v -w workload-slo-not-object.json ": /slo: must be an object, not an array"
+v -w workload-slo-unknown-key.json ": /slo/e2e_ms: unknown key"
+v -w workload-tpot-negative.json ": /slo/tpot_ms: must be a positive number, not -100"
+v -w workload-attainment-string.json ": /slo/attainment: must be a number, not a string"
+v -w workload-classes-empty.json ": /classes: must have at least 1 item"
+v -w workload-class-no-share.json ": /classes/0: missing required key \"share\""
+v -w workload-class-duplicate-name.json ": /classes/1/name: duplicate class name \"a\""
+v -w workload-class-share-zero.json ": /classes/0/share: must be between 1e-09 and 1, not 0"
+v -w workload-class-not-object.json ": /classes/0: must be an object, not a string"
+v -w workload-class-no-prompt.json ": /classes/0: missing required key \"prompt_tokens\""
+v -w workload-classes-65.json ": /classes: 65 classes are more than hexplan's limit of 64"
+v -w workload-serving-unknown-key.json ": /serving/swap_gib: unknown key"
+v -w workload-serving-mem-util-above-1.json ": /serving/gpu_memory_utilization: must be between 0\.05 and 1, not 1\.2"
+v -w workload-serving-token-budget-zero.json ": /serving/token_budget: must be between 16 and 1e\+07, not 0"
+v -w workload-serving-not-object.json ": /serving: must be an object, not an integer"
+v -w workload-stage-negative-duration.json ": /stages/0/duration_s: must be between 1e-06 and 1e\+09, not -60"
+v -w workload-stage-rate-string.json ": /stages/0/rate_rps: must be a number, not a string"
+v -w workload-stage-not-object.json ": /stages/0: must be an object, not an array"
+v -w workload-stage-duration-huge.json ": /stages/0/duration_s: must be between 1e-06 and 1e\+09, not 1e\+12"
+v -w workload-prefix-tokens-negative.json ": /shared_prefix/tokens: must be between 0 and 1e\+07, not -512"
+v -w workload-prefix-unknown-key.json ": /shared_prefix/hit_rate: unknown key"
+v -w workload-prefix-not-object.json ": /shared_prefix: must be an object, not an integer"
+v -w workload-prefix-groups-huge.json ": /shared_prefix/groups: must be between 1 and 1e\+06, not 1e\+12"
+v -w workload-quality-models-not-array.json ": /quality/models: must be an array, not a string"
+v -w workload-quality-floor-string.json ": /quality/floor: must be a number, not a string"
+v -w workload-quality-sample-unknown-key.json ": /quality/samples/0/judge: unknown key"
+v -w workload-quality-models-empty.json ": /quality/models: must have at least 1 item"
+v -w workload-quality-model-number.json ": /quality/models/1: must be a model name or config\.json path"
+v -w workload-quality-scores-not-array.json ": /quality/samples/0/scores: must be an array, not an integer"
+v -w workload-quality-sample-no-output.json ": /quality/samples/0: missing required key \"output_tokens\""
+v -w workload-quality-not-object.json ": /quality: must be an object, not an array"
+v -t trace-crlf-header-only.csv ": the trace has no requests"
+v -t trace-missing-column.csv ":1: unknown trace header \(expected \"arrival_s,input_tokens,output_tokens\" or \"TIMESTAMP,ContextTokens,GeneratedTokens\"\)"
+v -t trace-trailing-comma.csv ":2: expected 3 fields"
+v -t trace-quoted-field.csv ":2: bad arrival_s \"\"0\.5\"\""
+v -t trace-tab-separated.csv ":1: unknown trace header \(expected \"arrival_s,input_tokens,output_tokens\" or \"TIMESTAMP,ContextTokens,GeneratedTokens\"\)"
+v -t trace-cr-line-endings.csv ":1: unknown trace header \(expected \"arrival_s,input_tokens,output_tokens\" or \"TIMESTAMP,ContextTokens,GeneratedTokens\"\)"
+v -t trace-utf16.csv ":1: a NUL byte \(is it a text file\?\)"
+v -t trace-arrival-comma-decimal.csv ":2: expected 3 fields"
+v -t trace-long-field.csv ":2: field 2 is longer than 64 characters"
+v -t trace-arrival-1e9-plus.csv ":3: an arrival 1000000001 s after the first is past hexplan's limit of 1e\+09 s"
+v -t trace-output-fractional.csv ":2: output_tokens must be an integer from 1 to 10000000, not \"128\.0\""
+v -t trace-header-uppercase.csv ":1: unknown trace header \(expected \"arrival_s,input_tokens,output_tokens\" or \"TIMESTAMP,ContextTokens,GeneratedTokens\"\)"
+v -t trace-header-spaces.csv ":1: unknown trace header \(expected \"arrival_s,input_tokens,output_tokens\" or \"TIMESTAMP,ContextTokens,GeneratedTokens\"\)"
+v -t trace-azure-day-0.csv ":2: bad TIMESTAMP \"2023-11-00 00:00:00\.0\""
+v -t trace-azure-second-61.csv ":2: bad TIMESTAMP \"2023-11-16 00:00:61\.0\""
+v -t trace-azure-time-goes-back.csv ":3: arrivals must not go back in time \(-1\.000000 after 0\.000000\)"
+v -t trace-azure-missing-column.csv ":1: unknown trace header \(expected \"arrival_s,input_tokens,output_tokens\" or \"TIMESTAMP,ContextTokens,GeneratedTokens\"\)"
+v -t trace-azure-fractional-tokens.csv ":2: ContextTokens must be an integer from 1 to 10000000, not \"512\.5\""
+v -t trace-azure-feb-30-leap.csv ":2: bad TIMESTAMP \"2024-02-30 00:00:00\.0\""
+v -t trace-azure-slash-date.csv ":2: bad TIMESTAMP \"2023/11/16 00:00:05\.0\""
+v -t trace-azure-iso-t.csv ":2: bad TIMESTAMP \"2023-11-16T00:00:05\.0\""
+v -t trace-azure-zero-output.csv ":2: GeneratedTokens must be an integer from 1 to 10000000, not \"0\""
+v -t trace-azure-crlf-header-only.csv ": the trace has no requests"
+v -t trace-azure-negative-seconds.csv ":2: bad TIMESTAMP \"2023-11-16 00:00:-5\.0\""
+v --measurements meas-batch-huge.csv ":2: batch must be an integer from 1 to 1000000, not \"1000001\""
+v --measurements meas-context-negative.csv ":2: context must be an integer from 0 to 10000000, not \"-1\""
+v --measurements meas-tokens-fractional.csv ":2: tokens must be an integer from 1 to 10000000, not \"512\.5\""
+v --measurements meas-empty-file.csv ":1: expected the header \"gpu,model,tp,phase,batch,tokens,context,ms\""
+v --measurements meas-nine-fields.csv ":2: expected 8 fields"
+v --measurements meas-header-reordered.csv ":1: expected the header \"gpu,model,tp,phase,batch,tokens,context,ms\""
+v --measurements meas-tp-negative.csv ":2: tp must be an integer from 1 to 1024, not \"-1\""
+v --measurements meas-ms-huge.csv ":2: ms must be at most 1e9, not \"1e300\""
+v --measurements meas-crlf-nul.csv ":2: a NUL byte \(is it a text file\?\)"
+v --measurements meas-gpu-control-char.csv ":2: field 1 holds a control character \(\\\\x1b\)"
+lc layers-empty-file.csv ":1: expected the header \"gpu,tp,phase,tokens,context,ms\""
+lc layers-header-only.csv ": no rows"
+lc layers-bad-header.csv ":1: expected the header \"gpu,tp,phase,tokens,context,ms\""
+lc layers-tp-zero.csv ":2: tp must be an integer from 1 to 1024, not \"0\""
+lc layers-ms-zero.csv ":2: ms must be a positive number, not \"0\""
+lc layers-five-fields.csv ":2: expected 6 fields"
+lc layers-phase-control-char.csv ":2: field 3 holds a control character \(\\\\x07\)"
+lc layers-ms-negative.csv ":2: ms must be a positive number, not \"-8\""
+lc layers-tokens-zero.csv ":2: tokens must be a number from 1 to 1e7, not \"0\""
+lc layers-context-negative.csv ":2: context must be a number from 0 to 1e7, not \"-1\""
+lc layers-tp-huge.csv ":2: tp must be an integer from 1 to 1024, not \"2000\""
+cal calibration-top-level-array.json ": must be an object, not an array"
+cal calibration-no-schema.json ": missing required key \"schema\""
+cal calibration-version-2.json ": /version: unsupported version 2 \(this hexplan reads version 1\)"
+cal calibration-gpus-not-object.json ": /gpus: must be an object"
+cal calibration-gpu-not-object.json ": /gpus/l4: must be an object, not a number"
+cal calibration-e-mem-zero.json ": /gpus/l4/e_mem: must be between 0\.01 and 1, not 0"
+cal calibration-value-string.json ": /gpus/l4/e_compute: must be a number, not a string"
+cal calibration-unknown-top-key.json ": /notes: unknown key"
+cal calibration-nul-byte.json ":2:30: NUL byte in JSON text"
+cal calibration-no-gpus.json ": missing required key \"gpus\""
+cal calibration-gpu-control-name.json ": /gpus/l\\\\x1b4: unknown GPU \"l\\\\x1b4\""
+cal calibration-overhead-huge.json ": /gpus/l4/iter_overhead_ms: must be between 0 and 10000, not 1e\+09"
+# The workload's model is resolved when planning; the message names its key.
+run plan -c examples/clusters/h100-node.json -w "$B/workload-model-unknown.json"
+bad_file 1 workload-model-unknown.json ": /model: unknown model \"no-such-model\" \(see 'hexplan profiles list', or give a config\.json path\)"
+
+# Plans: plan -p reads them strictly; check judges them against a cluster;
+# simulate, export and replan refuse a plan that is not whole in itself
+# (a route to no group, a negative weight, a placement of the wrong size).
+# ck/sm/ex/rp NAME TAIL: check, simulate, export, replan of $B/NAME exit 1.
+ck() {
+	run check -p "$B/$1" -c examples/clusters/h100-node.json
+	bad_file 1 "$1" "$2"
+}
+sm() {
+	run simulate -p "$B/$1" -w examples/workloads/chat.json --requests 20
+	bad_file 1 "$1" "$2"
+}
+ex() {
+	run export -p "$B/$1" --to launch
+	bad_file 1 "$1" "$2"
+}
+rp() {
+	run replan -p "$B/$1" -c examples/clusters/h100-node.json
+	bad_file 1 "$1" "$2"
+}
+p plan-duplicate-model.json ": /models/1: duplicate model \"llama-3\\.1-8b\""
+p plan-duplicate-gpu-profile.json ": /gpus/1: duplicate GPU \"h100-sxm\""
+p plan-tp-huge.json ": /groups/0/stages/0/tp: must be between 1 and 4096, not 100000"
+p plan-gpu-index-huge.json ": /groups/0/replicas/0/placement/0/0: must be a GPU as \"node:index\""
+p plan-inputs-not-object.json ": /inputs: must be an object, not a string"
+p plan-models-empty.json ": /models: must have at least 1 item"
+p plan-arch-heads-zero.json ": /models/0/arch/heads: must be a positive integer, not 0"
+p plan-arch-kv-heads-not-dividing.json ": /models/0/arch: kv_heads \\(5\\) must divide heads \\(32\\)"
+p plan-arch-layers-huge.json ": /models/0/arch/layers: must be between 1 and 100000000, not 1000000000"
+p plan-gpu-profile-unknown-key.json ": /gpus/0/fp4: unknown key"
+p plan-predicted-string.json ": /predicted/capacity_rps: must be a number, not a string"
+p plan-solver-seed-negative.json ": /solver/seed: must be between 0 and 9223372036854775807, not -1"
+p plan-replica-id-empty.json ": /groups/0/replicas/0/id: must not be empty"
+p plan-top-level-array.json ": must be an object, not an array"
+p plan-truncated.json ":64:25: string or '\\}' expected near end of file"
+p plan-nul-byte.json ":4:16: NUL byte in JSON text"
+p plan-weights-dtype-unknown.json ": /groups/0/weights: must be one of bf16, fp16, fp8, int4, not \"fp4\""
+p plan-kv-dtype-unknown.json ": /groups/0/kv: must be one of bf16, fp16, fp8, not \"int2\""
+p plan-stages-empty.json ": /groups/0/stages: must have at least 1 item"
+p plan-stages-65.json ": /groups/0/stages: has more than 64 stages"
+p plan-replicas-empty.json ": /groups/0/replicas: must have at least 1 item"
+p plan-routing-not-object.json ": /routing: must be an object, not an array"
+p plan-replica-no-placement.json ": /groups/0/replicas/0: missing required key \"placement\""
+p plan-group-name-64-chars.json ": /groups/0/name: is longer than 47 characters"
+p plan-mem-gib-huge.json ": /gpus/0/mem_gib: must be between 0\\.001 and 1e\\+07, not 1e\\+08"
+p plan-gpu-ref-plus-index.json ": /groups/0/replicas/0/placement/0/0: must be a GPU as \"node:index\""
+p plan-gpu-ref-space-index.json ": /groups/0/replicas/0/placement/0/0: must be a GPU as \"node:index\""
+p plan-gpu-ref-number.json ": /groups/0/replicas/0/placement/0/0: must be a GPU as \"node:index\""
+p plan-ingress-not-array.json ": /routing/ingress: must be an array, not an object"
+p plan-schema-missing.json ": missing required key \"schema\""
+p plan-predicted-negative.json ": /predicted/usd_per_hour: must be between 0 and 1e\\+15, not -5"
+ck plan-group-unknown-model.json ": /groups/0/model: model \"llama-3\\.1-70b\" is not among the plan's models"
+ck plan-layers-past-end.json ": /groups/0/stages/0/layers: the last stage ends at layer 40, not at the 32 layers of llama-3\\.1-8b"
+ck plan-gpu-ref-unknown-node.json ": /groups/0/replicas/0/placement/0/0: GPU \"n9:0\": the cluster has no node \"n9\""
+ck plan-gpu-ref-index-past-count.json ": /groups/0/replicas/0/placement/0/0: GPU \"n0:8\": node \"n0\" has 8 GPUs"
+ck plan-gpu-used-twice.json ": /groups/0/replicas/1/placement/0/0: GPU \"n0:0\" is already used at /groups/0/replicas/0/placement/0/0"
+ck plan-stage-layer-gap.json ": /groups/0/stages/1/layers: starts at layer 17, not 16 where the previous stage ends"
+ck plan-gpu-ref-control-char.json ": /groups/0/replicas/0/placement/0/0: GPU \"n\\\\x1b0:0\": the cluster has no node \"n\\\\x1b0\""
+ck plan-groups-huge-replica-count.json ": /groups/0/replicas/8/placement/0/0: GPU \"n0:0\" is already used at /groups/0/replicas/0/placement/0/0"
+sm plan-duplicate-replica-id.json ": /groups/0/replicas/1/id: duplicate replica id \"g0r0\""
+sm plan-placement-two-gpus-tp1.json ": /groups/0/replicas/0/placement/0: has 2 GPUs, the stage's tp is 1"
+sm plan-layers-reversed.json ": /groups/0/stages: stage 0 must hold layers from 0 on"
+sm plan-stage-unknown-gpu.json ": /groups/0/stages/0/gpu: unknown GPU \"h900\""
+sm plan-ingress-unknown-group.json ": /routing/ingress/0/group: no group \"g9\""
+ex plan-ingress-negative-weight.json ": /routing/ingress/0/weight: is negative \\(-0\\.5\\)"
+ex plan-kv-negative-weight.json ": /routing/kv/0/weight: is negative \\(-1\\)"
+sm plan-tp-not-dividing-heads.json ": /groups/0/stages: tensor parallel degree 3 must divide the 32 attention heads of llama-3\\.1-8b"
+rp plan-weights-sum-half.json ": /routing/ingress: the weights for all traffic sum to 0\\.5, not 1"
+
+# Hugging Face configs and catalogs.
+v -m hf-config-heads-not-dividing-hidden.json ": /num_attention_heads: must divide hidden_size \\(3584\\) when head_dim is not given, not 27"
+v -m hf-config-zero-heads.json ": /num_attention_heads: must be an integer of at least 1"
+v -m hf-config-hidden-string.json ": /hidden_size: must be an integer of at least 1"
+v -m hf-config-layers-huge.json ": /num_hidden_layers: must be at most 100000000, not 1000000000"
+v -m hf-config-vocab-huge.json ": /vocab_size: must be at most 100000000, not 1000000000000"
+v -m hf-config-intermediate-zero.json ": /intermediate_size: must be an integer of at least 1"
+v -m hf-config-max-position-zero.json ": /max_position_embeddings: must be an integer of at least 1"
+v -m hf-config-top-level-array.json ": must be an object \\(a Hugging Face config\\.json\\)"
+v -m hf-config-truncated.json ":17:19: premature end of input near '\"num_key_value_he'"
+v -m hf-config-head-dim-zero.json ": /head_dim: must be an integer of at least 1"
+v -m hf-config-kv-heads-above-heads.json ": /num_key_value_heads: must divide num_attention_heads \\(28\\), not 56"
+v -m hf-config-hidden-real.json ": /hidden_size: must be an integer of at least 1"
+v -m hf-config-layers-negative.json ": /num_hidden_layers: must be an integer of at least 1"
+v -m hf-config-tie-string.json ": /tie_word_embeddings: must be true or false"
+v -m hf-config-mla-no-v-head-dim.json ": an MLA model needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim"
+v -m hf-config-mla-no-nope.json ": an MLA model needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim"
+v -m hf-config-moe-experts-negative.json ": /n_routed_experts: must be an integer of at least 0"
+v -m hf-config-moe-dense-layers-past-end.json ": /first_k_dense_replace: must be below num_hidden_layers \\(61\\), not 62"
+run --catalog "$B/catalog-no-models" profiles list
+bad_file 1 catalog-no-models "/models\\.json: No such file or directory"
+run --catalog "$B/catalog-kv-heads-not-dividing" profiles list
+bad_file 1 catalog-kv-heads-not-dividing "/models\\.json: /models/0/arch: kv_heads \\(3\\) must divide heads \\(4\\)"
+run --catalog "$B/catalog-gpu-negative-mem" profiles list
+bad_file 1 catalog-gpu-negative-mem "/gpus\\.json: /gpus/0/mem_gib: must be between 0\\.001 and 1e\\+07, not -80"
+run --catalog "$B/catalog-duplicate-model" profiles list
+bad_file 1 catalog-duplicate-model "/models\\.json: /models/1: duplicate model name \"tiny\""
+run --catalog "$B/catalog-models-truncated" profiles list
+bad_file 1 catalog-models-truncated "/models\\.json:10:2: string or '\\}' expected near end of file"
+run --catalog "$B/catalog-gpu-empty-list" profiles list
+bad_file 1 catalog-gpu-empty-list "/gpus\\.json: /gpus: must have at least 1 item"
+
 # ---- missing files and stdin -----------------------------------------------------------
 run validate -c "$B/does-not-exist.json"
 expect_rc 1 "missing file"
@@ -444,6 +717,58 @@ usage "unknown command" "^hexplan: error: 'frobnicate' is not a hexplan command 
 	frobnicate
 usage "--catalog without value" "^hexplan: error: --catalog needs an argument\$" \
 	--catalog
+
+# Option values (issue 20): decimal numbers in range, and no two files of
+# a command the same (two outputs, an output and an input, '-' twice).
+C=examples/clusters/h100-node.json W=examples/workloads/chat.json
+PL=tests/data/plans/mixed-baseline.json
+num="must be a number from"
+usage "--time-limit hex" "^hexplan: error: --time-limit $num 0\.001 to 1e\+07, not \"0x10\"\$" \
+	plan -c $C -w $W --mode colocated --time-limit 0x10
+usage "--time-limit negative" "^hexplan: error: --time-limit $num 0\.001 to 1e\+07, not \"-1\"\$" \
+	plan -c $C -w $W --mode colocated --time-limit -1
+usage "--time-limit nan" "^hexplan: error: --time-limit $num 0\.001 to 1e\+07, not \"nan\"\$" \
+	plan -c $C -w $W --mode colocated --time-limit nan
+usage "--time-limit empty" "^hexplan: error: --time-limit $num 0\.001 to 1e\+07, not \"\"\$" \
+	plan -c $C -w $W --mode colocated --time-limit ''
+usage "--gap 2" "^hexplan: error: --gap $num 0 to 1, not \"2\"\$" \
+	plan -c $C -w $W --mode colocated --gap 2
+usage "--budget negative" "^hexplan: error: --budget $num 1e-06 to 1e\+09, not \"-5\"\$" \
+	plan -c $C -w $W --budget -5
+usage "--seed negative" "^hexplan: error: --seed must be an integer from 0 to 2147483647, not \"-1\"\$" \
+	plan -c $C -w $W --seed -1
+usage "--seed overflow" "^hexplan: error: --seed must be an integer from 0 to 2147483647, not \"99999999999999999999999\"\$" \
+	plan -c $C -w $W --seed 99999999999999999999999
+usage "--weights-mem-frac 1.5" "^hexplan: error: --weights-mem-frac $num 0 to 1, not \"1\.5\"\$" \
+	plan -c $C -w $W --weights-mem-frac 1.5
+usage "--requests 0" "^hexplan: error: --requests must be an integer from 1 to 50000000, not \"0\"\$" \
+	simulate -p $PL -w $W --requests 0
+usage "--requests 60000000" "^hexplan: error: --requests must be an integer from 1 to 50000000, not \"60000000\"\$" \
+	simulate -p $PL -w $W --requests 60000000
+usage "--rate subnormal" "^hexplan: error: --rate $num 1e-09 to 1e\+09, not \"1e-320\"\$" \
+	simulate -p $PL -w $W --rate 1e-320
+usage "--rate hex" "^hexplan: error: --rate $num 1e-09 to 1e\+09, not \"0x1p3\"\$" \
+	simulate -p $PL -w $W --rate 0x1p3
+usage "--duration 0" "^hexplan: error: --duration $num 1e-06 to 1e\+08, not \"0\"\$" \
+	trace -w $W --duration 0
+usage "--seed abc" "^hexplan: error: --seed must be an integer from 0 to 9223372036854775807, not \"abc\"\$" \
+	trace -w $W --duration 10 --seed abc
+usage "--pp 1000" "^hexplan: error: --pp must be an integer from 1 to 64, not \"1000\"\$" \
+	estimate -m llama-3.1-8b -g l4 --pp 1000
+usage "-o and --per-request" "^hexplan: error: -o and --per-request name the same file\$" \
+	simulate -p $PL -w $W -o "$TMP/same" --per-request "$TMP/same"
+usage "-o and --moves" "^hexplan: error: -o and --moves name the same file\$" \
+	replan -p $PL -c $C -o "$TMP/same" --moves "$TMP/same"
+usage "-o and --lp" "^hexplan: error: -o and --lp name the same file\$" \
+	plan -c $C -w $W --mode colocated -o "$TMP/same" --lp "$TMP/same"
+usage "-o is -p" "^hexplan: error: -p and -o name the same file\$" \
+	export -p $PL --to launch -o $PL
+usage "trace -o is -w" "^hexplan: error: -w and -o name the same file\$" \
+	trace -w $W --duration 10 -o $W
+usage "-c - -w -" "^hexplan: error: -c and -w both read standard input \('-' can be read once\)\$" \
+	validate -c - -w -
+usage "-p - -w -" "^hexplan: error: -p and -w both read standard input \('-' can be read once\)\$" \
+	simulate -p - -w -
 
 # ---- every file under tests/data/bad/ was tried -----------------------------------------------
 for f in "$B"/*; do

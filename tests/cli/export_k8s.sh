@@ -552,9 +552,9 @@ import json, sys
 q = json.load(open(sys.argv[1]))
 old = q["groups"][1]["name"]
 q["groups"][1]["name"] = "LiteLLM"
-for r in q.get("ingress", []):
-    if r["to"] == old:
-        r["to"] = "LiteLLM"
+for r in q["routing"]["ingress"]:
+    if r["group"] == old:
+        r["group"] = "LiteLLM"
 json.dump(q, open(sys.argv[2], "w"))
 PY
 run export -p "$TMP/two-clash.json" --to k8s

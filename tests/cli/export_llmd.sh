@@ -94,16 +94,21 @@ exec(sys.argv[3])
 PY
 }
 
+# A plan with a route to no group (the dot fixture draws it) is not deployed.
+run export -p $D/dot/features.json --to llm-d
+expect_rc 1 "features: a route to no group"
+expect_err_line '^hexplan: error: [^ ]*/features\.json: /routing/ingress/3/group: no group "nosuch"$' "features: the route's pointer"
+
 # Every fixture plan: exit 0, or a refusal and then --lossy.
 for f in $D/baseline.json $D/colocated.json $D/disagg.json $D/pipeline.json $D/dynamo/agg.json \
-	$D/dot/features.json $P/mixed-baseline.json $P/mixed-disagg.json $P/mixed-cascade.json; do
+	$P/mixed-baseline.json $P/mixed-disagg.json $P/mixed-cascade.json; do
 	b=$(basename "$f" .json)
 	c=""
 	[ "$b" = pipeline ] && c="-c $D/pipeline-cluster.json"
 	# shellcheck disable=SC2086
 	run export -p "$f" $c --to llm-d
 	case $b in
-	features | mixed-cascade)
+	mixed-cascade)
 		expect_rc 1 "$b: the cascade is refused"
 		expect_err_line '^hexplan: error: the cascade \(2 steps\) is not expressible: requests are not escalated between models \(--lossy writes the closest form\)$' "$b: the cascade refusal"
 		# shellcheck disable=SC2086

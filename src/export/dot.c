@@ -136,17 +136,27 @@ typedef struct dot_state {
 	int ngpu;
 	char (*nodes)[64];
 	int nnodes;
+	hx_map node_ids; /* node name -> index in NODES */
+	hx_map cl_ids;   /* the cluster's node names -> their index */
+	int *part_first; /* per node: its first entry in PARTS, NNODES + 1 */
+	int (*parts)[3]; /* (group, replica, stage) with a GPU on each node,
+			  * node by node, in plan order */
+	int *fill;       /* per group: its shade among the groups of its role */
+	char *fed;       /* per group: the ingress routes requests to it */
 } dot_state;
 
-static int node_index(dot_state *d, const char *name, int add)
+/* NAME's index among the plan's nodes, added when new. */
+static int node_index(dot_state *d, const char *name)
 {
-	for (int i = 0; i < d->nnodes; i++)
-		if (strcmp(d->nodes[i], name) == 0)
-			return i;
-	if (!add)
-		return -1;
-	d->nodes = hx_xrealloc(d->nodes, (size_t)(d->nnodes + 1) * sizeof(*d->nodes));
+	int i = hx_map_get(&d->node_ids, name);
+
+	if (i >= 0)
+		return i;
+	if ((d->nnodes & (d->nnodes - 1)) == 0) /* 0, 1, 2, 4, ...: grow */
+		d->nodes = hx_xrealloc(d->nodes, (size_t)(d->nnodes ? 2 * d->nnodes : 1) *
+						     sizeof(*d->nodes));
 	hx_strlcpy(d->nodes[d->nnodes], name, sizeof(d->nodes[0]));
+	hx_map_put(&d->node_ids, name, d->nnodes);
 	return d->nnodes++;
 }
 
@@ -173,8 +183,7 @@ static void index_plan(dot_state *d)
 			for (int s = 0; s < p->groups[g].nstages; s++) {
 				d->gpubase[(d->rbase[g] + r) * HX_MAX_STAGES + s] = k;
 				for (int i = 0; i < rep->ngpus[s]; i++)
-					d->gpunode[k++] =
-					    node_index(d, rep->gpus[s][i].node, 1);
+					d->gpunode[k++] = node_index(d, rep->gpus[s][i].node);
 			}
 		}
 }
@@ -182,6 +191,65 @@ static void index_plan(dot_state *d)
 static int gpu_id(const dot_state *d, int g, int r, int s, int i)
 {
 	return d->gpubase[(d->rbase[g] + r) * HX_MAX_STAGES + s] + i;
+}
+
+/* Per node, the stages with a GPU on it (PARTS, bucketed by node in plan
+ * order), per group its shade and whether requests enter it: each a pass
+ * over the plan, so that drawing is linear in its size. */
+static void index_parts(dot_state *d)
+{
+	const hx_plan *p = d->p;
+	int *at, count[3] = {0, 0, 0};
+	hx_map groups = {0};
+
+	d->part_first = hx_xcalloc((size_t)d->nnodes + 2, sizeof(int));
+	for (int pass = 0; pass < 2; pass++) {
+		for (int g = 0; g < p->ngroups; g++)
+			for (int r = 0; r < p->groups[g].nreplicas; r++)
+				for (int s = 0; s < p->groups[g].nstages; s++) {
+					int k = gpu_id(d, g, r, s, 0);
+					int n = p->groups[g].replicas[r].ngpus[s];
+					for (int i = 0; i < n; i++) {
+						int node = d->gpunode[k + i], first = 1;
+						for (int j = 0; j < i && first; j++)
+							first = d->gpunode[k + j] != node;
+						if (!first)
+							continue;
+						if (pass == 0) {
+							d->part_first[node + 1]++;
+						} else {
+							int *e = d->parts[at[node]++];
+							e[0] = g;
+							e[1] = r;
+							e[2] = s;
+						}
+					}
+				}
+		if (pass == 0) {
+			for (int n = 0; n < d->nnodes; n++)
+				d->part_first[n + 1] += d->part_first[n];
+			d->parts =
+			    hx_xcalloc((size_t)d->part_first[d->nnodes] + 1, sizeof(*d->parts));
+			at = hx_xmalloc(((size_t)d->nnodes + 1) * sizeof(int));
+			memcpy(at, d->part_first, (size_t)d->nnodes * sizeof(int));
+		}
+	}
+	free(at);
+	d->fill = hx_xcalloc((size_t)p->ngroups + 1, sizeof(int));
+	d->fed = hx_xcalloc((size_t)p->ngroups + 1, 1);
+	for (int g = 0; g < p->ngroups; g++) {
+		d->fill[g] = count[p->groups[g].role]++ % NSHADES;
+		hx_map_put(&groups, p->groups[g].name, g);
+	}
+	for (int i = 0; i < p->ningress; i++) {
+		int g = hx_map_get(&groups, p->ingress[i].to);
+		if (g >= 0)
+			d->fed[g] = 1;
+	}
+	hx_map_release(&groups);
+	if (d->o && d->o->cluster)
+		for (int i = 0; i < d->o->cluster->nnodes; i++)
+			hx_map_put(&d->cl_ids, d->o->cluster->nodes[i].name, i);
 }
 
 /* The GPUs of stage S of replica R (overall) on node N. */
@@ -212,28 +280,25 @@ static void node_gpu_types(dot_state *d, int n, hx_buf *out)
 	const char *seen[16];
 	int nseen = 0;
 
-	if (d->o && d->o->cluster)
-		for (int i = 0; i < d->o->cluster->nnodes; i++)
-			if (strcmp(d->o->cluster->nodes[i].name, d->nodes[n]) == 0) {
-				esc(out, d->o->cluster->nodes[i].gpu.name);
-				return;
-			}
-	for (int g = 0; g < p->ngroups; g++)
-		for (int r = 0; r < p->groups[g].nreplicas; r++)
-			for (int s = 0; s < p->groups[g].nstages; s++) {
-				const char *t = p->groups[g].stage[s].gpu;
-				int k = gpu_id(d, g, r, s, 0), on = 0, dup = 0;
-				for (int i = 0; i < p->groups[g].replicas[r].ngpus[s]; i++)
-					on |= d->gpunode[k + i] == n;
-				for (int j = 0; j < nseen && !dup; j++)
-					dup = strcmp(seen[j], t) == 0;
-				if (!on || dup || nseen == 16)
-					continue;
-				if (nseen)
-					hx_buf_printf(out, ", ");
-				esc(out, t);
-				seen[nseen++] = t;
-			}
+	if (d->o && d->o->cluster) {
+		int i = hx_map_get(&d->cl_ids, d->nodes[n]);
+		if (i >= 0) {
+			esc(out, d->o->cluster->nodes[i].gpu.name);
+			return;
+		}
+	}
+	for (int e = d->part_first[n]; e < d->part_first[n + 1]; e++) {
+		int g = d->parts[e][0], s = d->parts[e][2], dup = 0;
+		const char *t = p->groups[g].stage[s].gpu;
+		for (int j = 0; j < nseen && !dup; j++)
+			dup = strcmp(seen[j], t) == 0;
+		if (dup || nseen == 16)
+			continue;
+		if (nseen)
+			hx_buf_printf(out, ", ");
+		esc(out, t);
+		seen[nseen++] = t;
+	}
 }
 
 /* "[0,80)" and its stage: "TP2 [0,80)" or, in a pipeline, "s1 TP2 [41,80)". */
@@ -244,16 +309,12 @@ static void stage_text(hx_buf *b, const hx_plan_group *g, int s)
 	hx_buf_printf(b, "TP%d [%d,%d)", g->stage[s].tp, g->stage[s].first, g->stage[s].last);
 }
 
-static const char *group_fill(const hx_plan *p, int g)
+static const char *group_fill(const dot_state *d, int g)
 {
-	int k = 0;
-
-	for (int i = 0; i < g; i++)
-		k += p->groups[i].role == p->groups[g].role;
-	k %= NSHADES;
-	return p->groups[g].role == HX_ROLE_PREFILL  ? pre_fill[k]
-	       : p->groups[g].role == HX_ROLE_DECODE ? dec_fill[k]
-						     : agg_fill[k];
+	hx_role r = d->p->groups[g].role;
+	return r == HX_ROLE_PREFILL  ? pre_fill[d->fill[g]]
+	       : r == HX_ROLE_DECODE ? dec_fill[d->fill[g]]
+				     : agg_fill[d->fill[g]];
 }
 
 /* ---- the picture ------------------------------------------------------- */
@@ -370,7 +431,7 @@ static void emit_groups(dot_state *d)
 		if (gr->capacity_rps > 0)
 			hx_buf_printf(b, ", %.3g req/s each", gr->capacity_rps);
 		hx_buf_printf(b, "\", shape=%s, fillcolor=\"%s\", color=\"%s\"%s];\n",
-			      role_shape(gr->role), group_fill(p, g), role_pen(gr->role),
+			      role_shape(gr->role), group_fill(d, g), role_pen(gr->role),
 			      gr->role == HX_ROLE_AGGREGATED ? "" : ", margin=\"0.22,0.05\"");
 	}
 	hx_buf_printf(b, "\n");
@@ -389,74 +450,66 @@ static void emit_nodes(dot_state *d)
 		node_gpu_types(d, n, b);
 		hx_buf_printf(b, ")\"; style=\"rounded,filled\"; fillcolor=\"#f7f7f7\"; "
 				 "color=\"#888888\";\n");
-		for (int g = 0; g < p->ngroups; g++) {
+		for (int e = d->part_first[n]; e < d->part_first[n + 1]; e++) {
+			int g = d->parts[e][0], r = d->parts[e][1], s = d->parts[e][2];
 			const hx_plan_group *gr = &p->groups[g];
-			for (int r = 0; r < gr->nreplicas; r++) {
-				const hx_plan_replica *rep = &gr->replicas[r];
-				for (int s = 0; s < gr->nstages; s++) {
-					int k0 = gpu_id(d, g, r, s, 0), prev = -1;
-					char cl[64];
-					for (int i = 0; i < rep->ngpus[s] && prev < 0; i++)
-						if (d->gpunode[k0 + i] == n)
-							prev = i;
-					if (prev < 0)
-						continue;
-					part_name(cl, sizeof(cl), d, d->rbase[g] + r, s,
-						  k0 + prev, rep->ngpus[s]);
-					if (cl[0]) {
-						hx_buf_printf(
-						    b, "\t\tsubgraph \"%s\" {\n\t\t\tlabel=\"",
-						    cl);
-						esc(b, rep->id);
-						hx_buf_printf(b, " ");
-						stage_text(b, gr, s);
-						hx_buf_printf(b,
-							      "\"; style=\"rounded,filled\"; "
-							      "fillcolor=white; "
-							      "color=\"%s\"; fontsize=10;\n",
-							      role_pen(gr->role));
-					}
-					prev = -1;
-					for (int i = 0; i < rep->ngpus[s]; i++) {
-						int k = k0 + i;
-						if (d->gpunode[k] != n)
-							continue;
-						hx_buf_printf(b, "\t\t%s\"gpu%d\" [label=\"",
-							      cl[0] ? "\t" : "", k);
-						esc(b, rep->gpus[s][i].node);
-						hx_buf_printf(b, ":%d", rep->gpus[s][i].index);
-						if (!cl[0]) { /* alone: the stage on the GPU */
-							hx_buf_printf(b, "\\n");
-							esc(b, rep->id);
-							hx_buf_printf(b, " ");
-							stage_text(b, gr, s);
-						}
-						hx_buf_printf(
-						    b, "\", fillcolor=\"%s\", tooltip=\"",
-						    group_fill(p, g));
-						esc(b, rep->id);
-						hx_buf_printf(b, " ");
-						stage_text(b, gr, s);
-						hx_buf_printf(b, " on ");
-						esc(b, gr->stage[s].gpu);
-						hx_buf_printf(b, "\"");
-						if (!cl[0])
-							hx_buf_printf(
-							    b, ", color=\"%s\", penwidth=1.5",
-							    role_pen(gr->role));
-						hx_buf_printf(b, "];\n");
-						if (prev >= 0) /* TP GPUs side by side */
-							hx_buf_printf(
-							    b,
-							    "\t\t\t\"gpu%d\" -> \"gpu%d\" "
-							    "[style=invis];\n",
-							    prev, k);
-						prev = k;
-					}
-					if (cl[0])
-						hx_buf_printf(b, "\t\t}\n");
-				}
+			const hx_plan_replica *rep = &gr->replicas[r];
+			int k0 = gpu_id(d, g, r, s, 0), prev = -1;
+			char cl[64];
+			for (int i = 0; i < rep->ngpus[s] && prev < 0; i++)
+				if (d->gpunode[k0 + i] == n)
+					prev = i;
+			if (prev < 0)
+				continue;
+			part_name(cl, sizeof(cl), d, d->rbase[g] + r, s, k0 + prev,
+				  rep->ngpus[s]);
+			if (cl[0]) {
+				hx_buf_printf(b, "\t\tsubgraph \"%s\" {\n\t\t\tlabel=\"", cl);
+				esc(b, rep->id);
+				hx_buf_printf(b, " ");
+				stage_text(b, gr, s);
+				hx_buf_printf(b,
+					      "\"; style=\"rounded,filled\"; "
+					      "fillcolor=white; "
+					      "color=\"%s\"; fontsize=10;\n",
+					      role_pen(gr->role));
 			}
+			prev = -1;
+			for (int i = 0; i < rep->ngpus[s]; i++) {
+				int k = k0 + i;
+				if (d->gpunode[k] != n)
+					continue;
+				hx_buf_printf(b, "\t\t%s\"gpu%d\" [label=\"", cl[0] ? "\t" : "",
+					      k);
+				esc(b, rep->gpus[s][i].node);
+				hx_buf_printf(b, ":%d", rep->gpus[s][i].index);
+				if (!cl[0]) { /* alone: the stage on the GPU */
+					hx_buf_printf(b, "\\n");
+					esc(b, rep->id);
+					hx_buf_printf(b, " ");
+					stage_text(b, gr, s);
+				}
+				hx_buf_printf(b, "\", fillcolor=\"%s\", tooltip=\"",
+					      group_fill(d, g));
+				esc(b, rep->id);
+				hx_buf_printf(b, " ");
+				stage_text(b, gr, s);
+				hx_buf_printf(b, " on ");
+				esc(b, gr->stage[s].gpu);
+				hx_buf_printf(b, "\"");
+				if (!cl[0])
+					hx_buf_printf(b, ", color=\"%s\", penwidth=1.5",
+						      role_pen(gr->role));
+				hx_buf_printf(b, "];\n");
+				if (prev >= 0) /* TP GPUs side by side */
+					hx_buf_printf(b,
+						      "\t\t\t\"gpu%d\" -> \"gpu%d\" "
+						      "[style=invis];\n",
+						      prev, k);
+				prev = k;
+			}
+			if (cl[0])
+				hx_buf_printf(b, "\t\t}\n");
 		}
 		hx_buf_printf(b, "\t}\n");
 	}
@@ -550,9 +603,7 @@ static void emit_ingress(dot_state *d)
 	 * drawn after them, arrow still at the replica */
 	for (int g = 0; g < p->ngroups; g++) {
 		const hx_plan_group *gr = &p->groups[g];
-		int fed = 0;
-		for (int i = 0; i < p->ningress && !fed; i++)
-			fed = strcmp(p->ingress[i].to, gr->name) == 0;
+		int fed = d->fed[g];
 		for (int r = 0; r < gr->nreplicas; r++) {
 			char cl[64];
 			int k = gr->nstages > 0 ? stage_gpu(d, g, r, fed ? 0 : gr->nstages - 1,
@@ -687,6 +738,7 @@ int hx_export_dot(const hx_plan *p, const hx_export_opts *o, hx_export_out *out,
 	d.p = p;
 	d.o = o;
 	index_plan(&d);
+	index_parts(&d);
 	emit_header(&d);
 	emit_legend(&d);
 	emit_groups(&d);
@@ -701,5 +753,11 @@ int hx_export_dot(const hx_plan *p, const hx_export_opts *o, hx_export_out *out,
 	free(d.gpubase);
 	free(d.gpunode);
 	free(d.nodes);
+	free(d.part_first);
+	free(d.parts);
+	free(d.fill);
+	free(d.fed);
+	hx_map_release(&d.node_ids);
+	hx_map_release(&d.cl_ids);
 	return 0;
 }

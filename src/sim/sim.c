@@ -106,6 +106,14 @@ typedef struct sim {
 	double req_overhead_s; /* API server and tokenizer before the engine sees a request */
 	int *pend;             /* requests whose token times wait for the next iteration */
 	int npend, cappend;
+	/* Ingress routes by class: the routes a class's requests may take and
+	 * their running weight sums (a few classes, rebuilt when evicted). */
+	struct ing_pick {
+		const char *cls;
+		int n, *group;
+		double *acc;
+	} ing[8];
+	int ning, ing_next;
 } sim;
 
 /* ---- event heap ------------------------------------------------------------ */
@@ -208,6 +216,52 @@ static const char *step_model(const sim *s, int step)
 	return s->p->ncascade > 0 ? s->p->cascade[step].model : "";
 }
 
+/* The ingress routes requests of class CLS may take (those from CLS when
+ * any is; else those for all traffic; a request of no known class, from a
+ * trace, may take any route when none is for all traffic), each with its
+ * group and the running sum of their weights in route order. */
+static const struct ing_pick *ing_routes(sim *s, const char *cls)
+{
+	const hx_plan *p = s->p;
+	struct ing_pick *c;
+	int specific = 0, open = 0, any;
+	double acc = 0;
+
+	for (int i = 0; i < s->ning; i++)
+		if (strcmp(s->ing[i].cls, cls) == 0)
+			return &s->ing[i];
+	if (s->ning < (int)HX_ARRAY_LEN(s->ing)) {
+		c = &s->ing[s->ning++];
+	} else { /* evict in turn */
+		c = &s->ing[s->ing_next++ % (int)HX_ARRAY_LEN(s->ing)];
+		free(c->group);
+		free(c->acc);
+	}
+	c->cls = cls;
+	c->n = 0;
+	c->group = hx_xmalloc(((size_t)p->ningress + 1) * sizeof(int));
+	c->acc = hx_xmalloc(((size_t)p->ningress + 1) * sizeof(double));
+	for (int i = 0; i < p->ningress; i++) {
+		if (p->ingress[i].from[0] && strcmp(p->ingress[i].from, cls) == 0)
+			specific = 1;
+		open |= !p->ingress[i].from[0];
+	}
+	any = !specific && !open;
+	for (int i = 0; i < p->ningress; i++) {
+		const hx_route *rt = &p->ingress[i];
+		int g;
+		if (!any && (specific ? strcmp(rt->from, cls) != 0 : rt->from[0] != '\0'))
+			continue;
+		g = hx_plan_group_index(p, rt->to);
+		if (g < 0 || rt->weight <= 0 || p->groups[g].nreplicas == 0)
+			continue;
+		acc += rt->weight;
+		c->group[c->n] = g;
+		c->acc[c->n++] = acc;
+	}
+	return c;
+}
+
 /* A group for request R: by the ingress weights at the first step, by
  * capacity among the next model's groups after an escalation; -1 if none. */
 static int pick_group(sim *s, const req *r)
@@ -219,41 +273,22 @@ static int pick_group(sim *s, const req *r)
 		/* The plan's own length classes, where it declares them, come
 		 * before the workload's named classes. */
 		const char *pc = hx_plan_class_of(p, r->input, r->output);
-		const char *cls = pc ? pc : class_name(s, r->cls);
-		int specific = 0;
-		int any = 0, open = 0;
-		for (int i = 0; i < p->ningress; i++) {
-			if (p->ingress[i].from[0] && strcmp(p->ingress[i].from, cls) == 0)
-				specific = 1;
-			open |= !p->ingress[i].from[0];
+		const struct ing_pick *c = ing_routes(s, pc ? pc : class_name(s, r->cls));
+		int lo = 0, hi;
+		if (c->n == 0 || c->acc[c->n - 1] <= 0)
+			return -1;
+		u = hx_rng_uniform(&s->rng) * c->acc[c->n - 1];
+		if (!(u < c->acc[c->n - 1]))
+			return -1;
+		hi = c->n - 1; /* the first route whose running sum passes U */
+		while (lo < hi) {
+			int mid = (lo + hi) / 2;
+			if (u < c->acc[mid])
+				hi = mid;
+			else
+				lo = mid + 1;
 		}
-		/* A request of no known class (from a trace) may take any route
-		 * when none is for all traffic. */
-		any = !specific && !open;
-		for (int pass = 0; pass < 2; pass++) {
-			double acc = 0;
-			u = pass ? hx_rng_uniform(&s->rng) * total : 0;
-			for (int i = 0; i < p->ningress; i++) {
-				const hx_route *rt = &p->ingress[i];
-				int g;
-				if (!any && (specific ? strcmp(rt->from, cls) != 0
-						      : rt->from[0] != '\0'))
-					continue;
-				g = hx_plan_group_index(p, rt->to);
-				if (g < 0 || rt->weight <= 0 || p->groups[g].nreplicas == 0)
-					continue;
-				if (!pass) {
-					total += rt->weight;
-				} else {
-					acc += rt->weight;
-					if (u < acc)
-						return g;
-				}
-			}
-			if (total <= 0)
-				return -1;
-		}
-		return -1;
+		return c->group[lo];
 	}
 	{
 		const char *model = step_model(s, r->step);
@@ -1083,6 +1118,10 @@ static int setup(sim *s, hx_err *err)
 
 static void teardown(sim *s)
 {
+	for (int i = 0; i < s->ning; i++) {
+		free(s->ing[i].group);
+		free(s->ing[i].acc);
+	}
 	hx_map_release(&s->rep_ids);
 	hx_map_release(&s->link_ids);
 	free(s->pend);

@@ -1092,15 +1092,35 @@ void hx_k8s_rule_open(hx_yw *w, const char *header)
 	hx_yw_map(w, "backendRefs");
 }
 
+typedef struct wi {
+	double w;
+	int i;
+} wi;
+
+/* The order of removal: the smallest weight first, of equal ones the last. */
+static int cmp_removal(const void *a, const void *b)
+{
+	const wi *x = a, *y = b;
+	if (x->w != y->w)
+		return x->w < y->w ? -1 : 1;
+	return y->i - x->i;
+}
+
 void hx_k8s_keep_largest(const double *weight, int *keep, int n, int kept, int max)
 {
-	for (; kept > max; kept--) {
-		int least = -1;
-		for (int i = 0; i < n; i++)
-			if (keep[i] && (least < 0 || weight[i] <= weight[least]))
-				least = i;
-		keep[least] = 0;
-	}
+	wi *v;
+	int m = 0;
+
+	if (kept <= max)
+		return;
+	v = hx_xmalloc(((size_t)n + 1) * sizeof(*v));
+	for (int i = 0; i < n; i++)
+		if (keep[i])
+			v[m++] = (wi){weight[i], i};
+	qsort(v, (size_t)m, sizeof(*v), cmp_removal);
+	for (int k = 0; k < kept - max && k < m; k++)
+		keep[v[k].i] = 0;
+	free(v);
 }
 
 /* One rule of the HTTPRoute: the groups in KEEP of model M (all of them when

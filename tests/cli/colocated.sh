@@ -74,20 +74,23 @@ run plan -c examples/clusters/h100-node.json -w $W -m deepseek-v3 --mode colocat
 expect_rc 3 "deepseek-v3 on one node"
 expect_err_line '^hexplan: error: deepseek-v3 fits on no GPU set of this cluster' "fits nowhere message"
 
-# Every shape the cost model chose sustains nothing in the simulator (long
-# prompts on L4s at a 40 ms TPOT): refused with the SLO, no file.
-python3 - "$TMP" <<'PY'
+# longprompt MODEL TPOT_MS FILE: 4,000-token prompts, 64-token answers.
+longprompt() {
+	python3 - "$@" <<'PY'
 import json, sys
-d = sys.argv[1]
-json.dump({"version": 1, "nodes": [{"name": "l%d" % i, "gpu": "l4", "count": 2}
-                                   for i in range(16)]}, open(d + "/l4.json", "w"))
-json.dump({"version": 1, "model": "mixtral-8x7b", "rate_rps": 1,
+json.dump({"version": 1, "model": sys.argv[1], "rate_rps": 1,
            "arrival": {"process": "poisson"},
            "prompt_tokens": {"dist": "lognormal", "mean": 4000, "p50": 3200, "max": 16000},
            "output_tokens": {"dist": "lognormal", "mean": 64, "p50": 48, "max": 256},
-           "slo": {"ttft_ms": 8000, "tpot_ms": 40, "percentile": 99, "attainment": 0.99}},
-          open(d + "/longprompt.json", "w"))
+           "slo": {"ttft_ms": 8000, "tpot_ms": float(sys.argv[2]), "percentile": 99,
+                   "attainment": 0.99}}, open(sys.argv[3], "w"))
 PY
+}
+
+# Every shape the cost model chose sustains nothing in the simulator (long
+# prompts on L4s at a 40 ms TPOT): refused with the SLO, no file.
+python3 -c 'import json, sys; json.dump({"version": 1, "nodes": [{"name": "l%d" % i, "gpu": "l4", "count": 2} for i in range(16)]}, open(sys.argv[1], "w"))' "$TMP/l4.json"
+longprompt mixtral-8x7b 40 "$TMP/longprompt.json"
 run plan -c "$TMP/l4.json" -w "$TMP/longprompt.json" --mode colocated --seed 1 -o "$TMP/l4plan.json"
 expect_rc 3 "no shape sustains the SLO in the simulator"
 expect_err_line "^hexplan: error: no replica shape meets the SLO in the simulator: the [0-9]+ shapes? the cost model chose sustains? 0 req/s at TTFT 8000 ms and TPOT 40 ms \(p99, 99% of requests\); loosen the SLO or use faster GPUs$" "simulator refusal message"
@@ -96,19 +99,8 @@ expect_err_line "^hexplan: error: no replica shape meets the SLO in the simulato
 # The corrections change the MILP's choice (Llama 3.1 405B on 4 + 4 nodes,
 # long prompts): both choices are simulated whole, and the recorded
 # whole-plan figure is what simulate --capacity finds with the plan's seed.
-python3 - "$TMP" <<'PY'
-import json, sys
-d = sys.argv[1]
-nodes = [{"name": "h%d" % i, "gpu": "h100-sxm", "count": 8} for i in range(4)]
-nodes += [{"name": "a%d" % i, "gpu": "a100-80g", "count": 8} for i in range(4)]
-json.dump({"version": 1, "nodes": nodes}, open(d + "/big.json", "w"))
-json.dump({"version": 1, "model": "llama-3.1-405b", "rate_rps": 1,
-           "arrival": {"process": "poisson"},
-           "prompt_tokens": {"dist": "lognormal", "mean": 4000, "p50": 3200, "max": 16000},
-           "output_tokens": {"dist": "lognormal", "mean": 64, "p50": 48, "max": 256},
-           "slo": {"ttft_ms": 8000, "tpot_ms": 150, "percentile": 99, "attainment": 0.99}},
-          open(d + "/lp405.json", "w"))
-PY
+python3 -c 'import json, sys; json.dump({"version": 1, "nodes": [{"name": "%s%d" % (t[0], i), "gpu": t, "count": 8} for t in ("h100-sxm", "a100-80g") for i in range(4)]}, open(sys.argv[1], "w"))' "$TMP/big.json"
+longprompt llama-3.1-405b 150 "$TMP/lp405.json"
 run plan -c "$TMP/big.json" -w "$TMP/lp405.json" --mode colocated --seed 1 -o "$TMP/big-plan.json"
 expect_rc 0 "405B colocated"
 run simulate -p "$TMP/big-plan.json" -w "$TMP/lp405.json" --capacity --seed 1

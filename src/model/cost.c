@@ -154,8 +154,14 @@ static double elementwise_s(const hx_gpu *g, double bytes, double fl)
 	return fmax(bytes / (g->mem_bw_gb_s * 1e9 * g->e_mem), fl);
 }
 
+static double linear_part_s(const hx_model *m, const hx_gpu *g, int tp, hx_dtype wdt, int layer,
+			    double tokens, double fl, int routed);
+
 static double linear_s(const hx_model *m, const hx_gpu *g, int tp, hx_dtype wdt, int layer,
-		       double tokens, double fl);
+		       double tokens, double fl)
+{
+	return linear_part_s(m, g, tp, wdt, layer, tokens, fl, 1);
+}
 
 double hx_cost_linear(const hx_model *m, const hx_gpu *g, int tp, hx_dtype wdt, int layer,
 		      double tokens)
@@ -164,8 +170,11 @@ double hx_cost_linear(const hx_model *m, const hx_gpu *g, int tp, hx_dtype wdt, 
 	return linear_s(m, g, tp, wdt, layer, tokens, g->kernel_floor_us * 1e-6);
 }
 
-static double linear_s(const hx_model *m, const hx_gpu *g, int tp, hx_dtype wdt, int layer,
-		       double tokens, double fl)
+/* The linear kernels of one layer at TP on TOKENS tokens; without ROUTED,
+ * all but a MoE layer's routed experts (their GEMMs and activation: an EP
+ * stage prices them as a grouped GEMM of its own). */
+static double linear_part_s(const hx_model *m, const hx_gpu *g, int tp, hx_dtype wdt, int layer,
+			    double tokens, double fl, int routed)
 {
 	const hx_arch *a = &m->a;
 	gemm gs[16];
@@ -176,18 +185,20 @@ static double linear_s(const hx_model *m, const hx_gpu *g, int tp, hx_dtype wdt,
 	if (tokens <= 0)
 		return 0;
 	for (int i = 0; i < n; i++)
-		t += gemm_s(g, wdt, &gs[i], fl);
+		if (routed || gs[i].resident <= 1)
+			t += gemm_s(g, wdt, &gs[i], fl);
 	if (hx_layer_is_moe(a, layer))
-		inter =
-		    (double)a->moe_intermediate / tp * (a->experts_per_tok + a->shared_experts);
+		inter = (double)a->moe_intermediate / tp *
+			((routed ? a->experts_per_tok : 0) + a->shared_experts);
 	else
 		inter = (double)a->intermediate / tp;
 	t += 2 * elementwise_s(g, tokens * h * 2 * 2, fl);                       /* norms */
 	t += elementwise_s(g, tokens * (heads + kvh) * a->head_dim * 2 * 2, fl); /* rotary */
 	if (a->qk_norm)
 		t += elementwise_s(g, tokens * (heads + kvh) * a->head_dim * 2 * 2, fl);
-	t += elementwise_s(g, tokens * inter * up * 2, fl); /* activation */
-	t += 2 * elementwise_s(g, tokens * h * 2 * 3, fl);  /* residual adds */
+	if (inter > 0)
+		t += elementwise_s(g, tokens * inter * up * 2, fl); /* activation */
+	t += 2 * elementwise_s(g, tokens * h * 2 * 3, fl);          /* residual adds */
 	return t;
 }
 
@@ -334,14 +345,11 @@ void hx_cost_iter(const hx_replica *r, const hx_batch *b, hx_iter *out)
 		}
 		{
 			/* The host's share: the step's fixed cost and one per
-			 * sequence (inputs, sampling, outputs). */
-			double h =
-			    s->gpu->iter_overhead_ms * 1e-3 +
-			    s->gpu->seq_overhead_us * 1e-6 * (b->decode_seqs + b->prefill_seqs);
-			if (hx_stage_is_ep(s)) /* each DP rank schedules its own */
-				h = s->gpu->iter_overhead_ms * 1e-3 +
-				    s->gpu->seq_overhead_us * 1e-6 *
-					(b->decode_seqs + b->prefill_seqs) / hx_stage_dp(s);
+			 * sequence (inputs, sampling, outputs); each DP rank
+			 * of an EP stage schedules its own. */
+			double h = s->gpu->iter_overhead_ms * 1e-3 +
+				   s->gpu->seq_overhead_us * 1e-6 *
+				       (b->decode_seqs + b->prefill_seqs) / hx_stage_dp(s);
 			if (h > over)
 				over = h;
 		}
@@ -519,12 +527,9 @@ static void ep_micro_s(const hx_replica *r, const hx_stage *s, int layer, const 
 	/* DeepEP's normal (prefill) dispatch cannot run in a CUDA graph, its
 	 * low-latency (decode) one can. */
 	double fl = b->prefill_tokens > 0 ? g->kernel_floor_us * 1e-6 : floor_s(g, rt);
-	double h = a->hidden, heads = (double)a->heads / atp, kvh = kv_heads_gpu(a, atp);
-	double lin = 0, att, comm, up = a->gated_mlp ? 3 : 2, inter, x = 0;
+	double h = a->hidden, lin, att, comm, up = a->gated_mlp ? 3 : 2, x = 0;
 	hx_batch rb = hx_batch_scale(b, 1.0 / dp);
 	hx_stage rs = *s;
-	gemm gs[16];
-	int n;
 
 	*compute = *a2a = 0;
 	if (tokens <= 0)
@@ -532,19 +537,8 @@ static void ep_micro_s(const hx_replica *r, const hx_stage *s, int layer, const 
 	/* One attention rank: the stage's GPUs at its TP, its sequences. */
 	rs.tp = atp;
 	rs.ep = rs.dp = 0;
-	n = layer_gemms(a, atp, layer, rt, gs);
-	for (int i = 0; i < n; i++)
-		if (gs[i].resident <= 1) /* the routed experts are below */
-			lin += gemm_s(g, r->wdt, &gs[i], fl);
-	inter = moe ? (double)a->moe_intermediate / atp * a->shared_experts
-		    : (double)a->intermediate / atp;
-	lin += 2 * elementwise_s(g, rt * h * 2 * 2, fl);
-	lin += elementwise_s(g, rt * (heads + kvh) * a->head_dim * 2 * 2, fl);
-	if (a->qk_norm)
-		lin += elementwise_s(g, rt * (heads + kvh) * a->head_dim * 2 * 2, fl);
-	if (inter > 0)
-		lin += elementwise_s(g, rt * inter * up * 2, fl);
-	lin += 2 * elementwise_s(g, rt * h * 2 * 3, fl);
+	/* The routed experts are below. */
+	lin = linear_part_s(r->model, g, atp, r->wdt, layer, rt, fl, 0);
 	att = attention_s_mla(r, &rs, &rb, 1);
 	/* The attention rank's all-reduces: two on a dense layer, one (after
 	 * attention) where the combine ends the MoE block. */
@@ -785,16 +779,15 @@ void hx_cost_memory(const hx_replica *r, double mem_util, hx_memory *out)
 		m->weights_b = stage_weights_b(r, i);
 		m->reserve_b = s->gpu->runtime_reserve_gib * HX_GIB;
 		m->kv_b = m->capacity_b - m->weights_b - m->reserve_b;
-		m->kv_tokens = m->kv_b > 0
-				   ? floor(m->kv_b / (kv_token_layer_gpu(a, s->tp, r->kvdt) *
-						      (s->last - s->first)))
-				   : 0;
-		if (hx_stage_is_ep(s) && m->kv_b > 0) {
-			/* Each DP rank holds its own sequences' KV. */
+		/* Each DP rank (one, but for EP stages) holds its own
+		 * sequences' KV over its GPUs. */
+		if (m->kv_b > 0) {
 			int dp = hx_stage_dp(s);
 			m->kv_tokens =
 			    dp * floor(m->kv_b / (kv_token_layer_gpu(a, s->tp / dp, r->kvdt) *
 						  (s->last - s->first)));
+		} else {
+			m->kv_tokens = 0;
 		}
 		out->weights_b += m->weights_b * s->tp;
 		if (m->kv_b < 0 && -m->kv_b > out->short_b) {
@@ -916,6 +909,21 @@ static double request_overhead_s(const hx_replica *r)
 	return o;
 }
 
+/* An iteration of B decodes (context CTX) carrying a chunk of at most C of
+ * a prompt's N tokens to compute, the chunk's tokens attending over a
+ * context of AT: its time, and in *CHUNKS the prompt's chunks. */
+static double chunk_iter(const hx_replica *r, double B, double ctx, double n, double c,
+			 double at, double *chunks)
+{
+	hx_batch b = {0};
+	hx_iter it;
+
+	hx_batch_add_decode(&b, B, ctx);
+	hx_batch_add_prefill(&b, 1, fmin(n, c), at);
+	*chunks = fmax(1, ceil_div(n, c));
+	return hx_cost_cycle(r, &b, &it);
+}
+
 /* Iteration time at rate LAMBDA if iterations took T: T(B, p) above; P the
  * prompt tokens computed, H those the prefix cache holds.  An aggregated
  * replica's prompts do not spread thinly over its decode iterations: each
@@ -931,15 +939,14 @@ static double iter_at(const hx_replica *r, const hx_workload *w, int phase, doub
 {
 	hx_batch b = {0};
 	hx_iter it;
+	double stall;
 
 	if (phase == HX_SERVE_BOTH) {
-		double B = lambda * O * t, c = fmax(w->serving.token_budget - B, 1), td, stall;
-		hx_batch bc = {0};
+		double B = lambda * O * t, c = fmax(w->serving.token_budget - B, 1), td, tc, n;
 		hx_batch_add_decode(&b, B, P + H + O / 2);
 		td = hx_cost_cycle(r, &b, &it);
-		hx_batch_add_decode(&bc, B, P + H + O / 2);
-		hx_batch_add_prefill(&bc, 1, fmin(P, c), H + fmin(P, c) / 2);
-		stall = fmax(1, ceil(P / c)) * fmax(hx_cost_cycle(r, &bc, &it) - td, 0);
+		tc = chunk_iter(r, B, P + H + O / 2, P, c, H + fmin(P, c) / 2, &n);
+		stall = n * fmax(tc - td, 0);
 		return lambda * stall >= 1 ? INFINITY : td / (1 - lambda * stall);
 	}
 	if (phase != HX_SERVE_PREFILL)
@@ -998,12 +1005,15 @@ static void prompt_steps_at(const hx_replica *r, const hx_workload *w, double B,
 				 ? hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES)
 				 : Pq;
 		double h = hx_prefix_cached(w, len), n = len - h;
-		hx_batch bc = {0};
-		hx_batch_add_decode(&bc, B, ctx);
-		hx_batch_add_prefill(&bc, 1, fmin(n, c), h + n / 2);
-		ps->chunks[i] = fmax(1, ceil_div(n, c));
-		ps->t_chunk[i] = hx_cost_cycle(r, &bc, &it);
+		ps->t_chunk[i] = chunk_iter(r, B, ctx, n, c, h + n / 2, &ps->chunks[i]);
 	}
+}
+
+/* The decode steps (output tokens after the first) of output quantile I
+ * of CAP_QUANTILES. */
+static double output_steps(const hx_workload *w, int i)
+{
+	return floor(hx_dist_quantile(&w->output, (i + 0.5) / CAP_QUANTILES) + 0.5) - 1;
 }
 
 /* The fraction of requests whose TPOT misses TMAX through prefill
@@ -1033,8 +1043,7 @@ static double tpot_misses(const hx_workload *w, double lambda, double t, double 
 		burst = ca2;
 	}
 	for (int i = 0; i < CAP_QUANTILES; i++) {
-		double o = floor(hx_dist_quantile(&w->output, (i + 0.5) / CAP_QUANTILES) + 0.5);
-		double n = o - 1;
+		double n = output_steps(w, i);
 		if (n < 1)
 			continue;
 		if (t0 > tmax) {
@@ -1061,8 +1070,7 @@ static double kv_arrival_misses(const hx_workload *w, double B, double t, double
 	double busy = 1 - exp(-B), miss = 0;
 
 	for (int i = 0; i < CAP_QUANTILES; i++) {
-		double o = floor(hx_dist_quantile(&w->output, (i + 0.5) / CAP_QUANTILES) + 0.5);
-		double n = o - 1, x;
+		double n = output_steps(w, i), x;
 		if (n < 1)
 			continue;
 		x = n * tmax - (n + 1) * t; /* the residual it can afford */

@@ -192,30 +192,41 @@ typedef struct pick {
 #define COLO_SIM_MIN_S    60
 #define COLO_SIM_TOL_BIS  0.02
 
+/* A new colocated plan P holding the NPICKS picks in that order, each
+ * placed on the cluster's free GPUs (hx_cand_place). */
+static void place_picks(const hx_problem *pb, const hx_candset *s, const pick *picks,
+			int npicks, hx_plan *p)
+{
+	const hx_cluster *cl = pb->cluster;
+	int *free_gpus = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int));
+	int *next = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int));
+
+	hx_plan_init(p);
+	strcpy(p->mode, "colocated");
+	for (int i = 0; i < cl->nnodes; i++)
+		free_gpus[i] = cl->nodes[i].count;
+	for (int i = 0; i < npicks; i++)
+		hx_cand_place(pb, s, &s->c[picks[i].cand], picks[i].n, free_gpus, next, p);
+	free(free_gpus);
+	free(next);
+}
+
 /* The capacity at the SLO of one replica of candidate C alone, in the
  * simulator, on requests drawn with the problem's seed. */
 static int shape_sim(const hx_problem *pb, const hx_candset *s, int c, double deadline,
 		     double *rps, hx_err *err)
 {
-	const hx_cluster *cl = pb->cluster;
-	int *free_gpus = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int));
-	int *next = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int));
 	hx_sim_opts so = {pb->seed,         0,       NULL, NULL, COLO_SIM_LIVES, COLO_SIM_MIN_S,
 			  COLO_SIM_TOL_BIS, deadline};
+	pick one = {c, 1, 0};
 	hx_plan q;
 	int rc;
 
-	hx_plan_init(&q);
-	strcpy(q.mode, "colocated");
-	for (int i = 0; i < cl->nnodes; i++)
-		free_gpus[i] = cl->nodes[i].count;
-	hx_cand_place(pb, s, &s->c[c], 1, free_gpus, next, &q);
+	place_picks(pb, s, &one, 1, &q);
 	rc = hx_plan_finish(pb, &q, HX_FINISH_WEIGHTS, err);
 	if (!rc)
 		rc = hx_sim_capacity(&q, pb->workload, COLO_SIM_REQUESTS, &so, rps, NULL, err);
 	hx_plan_release(&q);
-	free(free_gpus);
-	free(next);
 	return rc;
 }
 
@@ -308,10 +319,7 @@ static void sim_record(const hx_problem *pb, const pick *picks, int npicks,
 			return;
 		total += picks[i].n * simcap[picks[i].cand];
 	}
-	p->simulated.capacity_rps = total;
-	p->simulated.requests = COLO_SIM_REQUESTS;
-	p->simulated.seed = pb->seed;
-	strcpy(p->simulated.method, "replicas");
+	hx_plan_set_simulated(p, pb, "replicas", total, COLO_SIM_REQUESTS);
 	if (total <= 0 || p->ningress != npicks)
 		return;
 	for (int i = 0; i < npicks; i++)
@@ -410,11 +418,7 @@ static int place(const hx_problem *pb, const hx_candset *s, const hx_milp_result
 {
 	pick *picks = hx_xcalloc((size_t)s->n + 1, sizeof(pick));
 	int npicks = 0, rc;
-	int *free_gpus = hx_xcalloc((size_t)pb->cluster->nnodes + 1, sizeof(int));
-	int *next = hx_xcalloc((size_t)pb->cluster->nnodes + 1, sizeof(int));
 
-	hx_plan_init(p);
-	strcpy(p->mode, "colocated");
 	for (int c = 0; c < s->n; c++) {
 		int n = (int)floor(res->x[c] + 0.5), w = 0;
 		for (int i = 0; i < s->c[c].nstages; i++)
@@ -423,10 +427,7 @@ static int place(const hx_problem *pb, const hx_candset *s, const hx_milp_result
 			picks[npicks++] = (pick){c, n, w};
 	}
 	qsort(picks, (size_t)npicks, sizeof(pick), cmp_pick);
-	for (int i = 0; i < pb->cluster->nnodes; i++)
-		free_gpus[i] = pb->cluster->nodes[i].count;
-	for (int i = 0; i < npicks; i++)
-		hx_cand_place(pb, s, &s->c[picks[i].cand], picks[i].n, free_gpus, next, p);
+	place_picks(pb, s, picks, npicks, p);
 	if (p->ngroups == 0) {
 		rc = no_shape(pb, s, simcap, err);
 		goto out;
@@ -442,20 +443,9 @@ static int place(const hx_problem *pb, const hx_candset *s, const hx_milp_result
 	p->solver.objective = hx_round6(res->objective);
 out:
 	free(picks);
-	free(free_gpus);
-	free(next);
 	if (rc)
 		hx_plan_release(p);
 	return rc;
-}
-
-/* The whole plan P in the simulator, searched as simulate --capacity does
- * (the shapes' quick check is too coarse, about 10%, to rank two plans). */
-static int plan_sim(const hx_problem *pb, const hx_plan *p, double deadline, double *rps,
-		    hx_err *err)
-{
-	hx_sim_opts so = {pb->seed, 0, NULL, NULL, 0, 0, 0, deadline};
-	return hx_sim_capacity(p, pb->workload, HX_CAP_REQUESTS, &so, rps, NULL, err);
 }
 
 /* Whether plan A (simulated capacity CA) serves OBJECTIVE better than B: the
@@ -488,30 +478,28 @@ static int keep_better(const hx_problem *pb, const hx_plan_opts *o, const hx_can
 
 	if (hx_past(deadline) || !(p->simulated.requests > 0))
 		return 0;
-	/* RAW's shapes were all simulated in the first round; its ingress
-	 * splits by them too (NULL: by the cost model's, as planned). */
+	/* RAW as first planned: its ingress split by the cost model's
+	 * capacities (no SIMCAP). */
 	{
 		hx_err e2 = {0};
 		if (place(pb, s, raw, NULL, deadline, &q, &e2))
 			return 0; /* RAW does not place: keep CHECKED */
 	}
-	if ((rc = plan_sim(pb, p, deadline, &cp, err)) ||
-	    (rc = plan_sim(pb, &q, deadline, &cq, err))) {
+	/* Shapes simulated alone are too coarse (the quick check, about 10%)
+	 * to rank two plans: both are searched as simulate --capacity does. */
+	if ((rc = hx_plan_sim_capacity(pb, p, deadline, &cp, err)) ||
+	    (rc = hx_plan_sim_capacity(pb, &q, deadline, &cq, err))) {
 		hx_plan_release(&q);
 		return rc == HX_ELIMIT ? 0 : rc; /* out of time: keep CHECKED */
 	}
 	if (better(pb, o->objective, &q, cq, p, cp)) {
-		hx_plan_sim rec = p->simulated;
 		hx_plan_release(p);
 		*p = q;
-		p->simulated = rec;
 		cp = cq;
 	} else {
 		hx_plan_release(&q);
 	}
-	p->simulated.capacity_rps = hx_round6(cp);
-	p->simulated.requests = HX_CAP_REQUESTS;
-	strcpy(p->simulated.method, "plan");
+	hx_plan_set_simulated(p, pb, "plan", hx_round6(cp), HX_CAP_REQUESTS);
 	return 0;
 }
 

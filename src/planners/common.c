@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "model/cost.h"
+#include "sim/sim.h"
 #include "planners/common.h"
 
 double hx_plan_kv_reserve(const hx_workload *w)
@@ -239,4 +240,20 @@ void hx_route_set_link(hx_route *rt, const hx_cluster *cl, int a, int b)
 	hx_strlcpy(rt->link, link, sizeof(rt->link));
 	rt->bw_gbps = fmin(ls.bw_gbps, fmin(cl->nodes[a].nic_gbps, cl->nodes[b].nic_gbps));
 	rt->latency_ms = ls.latency_ms;
+}
+
+int hx_plan_sim_capacity(const hx_problem *pb, const hx_plan *p, double deadline, double *rps,
+			 hx_err *err)
+{
+	hx_sim_opts so = {pb->seed, 0, NULL, NULL, 0, 0, 0, deadline};
+	return hx_sim_capacity(p, pb->workload, HX_CAP_REQUESTS, &so, rps, NULL, err);
+}
+
+void hx_plan_set_simulated(hx_plan *p, const hx_problem *pb, const char *method, double rps,
+			   long requests)
+{
+	p->simulated.capacity_rps = rps;
+	p->simulated.requests = requests;
+	p->simulated.seed = pb->seed;
+	hx_strlcpy(p->simulated.method, method, sizeof(p->simulated.method));
 }

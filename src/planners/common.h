@@ -86,6 +86,17 @@ void hx_plan_solver_search(hx_plan *p, const char *engine, const char *status, d
  * its offers expanded: per offer, the nodes used, whole. */
 void hx_plan_fill_rent(hx_plan *p, const hx_cluster *cl);
 
+/* Plan P simulated whole, with the capacity search of simulate --capacity
+ * (HX_CAP_REQUESTS per rate) and PB's seed, into *RPS; HX_ELIMIT once past
+ * DEADLINE (hx_deadline; 0: none). */
+int hx_plan_sim_capacity(const hx_problem *pb, const hx_plan *p, double deadline, double *rps,
+			 hx_err *err);
+
+/* Record RPS as P's simulated capacity (hx_plan_sim): found by METHOD
+ * ("plan", "replicas") from REQUESTS per rate drawn with PB's seed. */
+void hx_plan_set_simulated(hx_plan *p, const hx_problem *pb, const char *method, double rps,
+			   long requests);
+
 /* Route RT goes over the path between nodes A and B of CL: its link named
  * "A-B", the least of the link's bandwidth and the two NICs, and the
  * link's latency. */

@@ -544,7 +544,6 @@ static int build_plan(dctx *d, const int *role, int cut, long iterations, hx_pla
 static int sim_check(dctx *d, const topk *tk, int cut, long iterations, double deadline,
 		     hx_plan *p, hx_err *err)
 {
-	hx_sim_opts so = {d->pb->seed, 0, NULL, NULL, 0, 0, 0, deadline};
 	double best = -1;
 	int rc;
 
@@ -555,8 +554,7 @@ static int sim_check(dctx *d, const topk *tk, int cut, long iterations, double d
 			break;
 		if ((rc = build_plan(d, tk->role[i], cut, iterations, &q, err)))
 			return rc;
-		rc =
-		    hx_sim_capacity(&q, d->pb->workload, HX_CAP_REQUESTS, &so, &rps, NULL, err);
+		rc = hx_plan_sim_capacity(d->pb, &q, deadline, &rps, err);
 		if (rc == HX_ELIMIT && i == 0) {
 			*p = q; /* out of time: the best by flow, unchecked */
 			return 0;
@@ -575,10 +573,7 @@ static int sim_check(dctx *d, const topk *tk, int cut, long iterations, double d
 			hx_plan_release(&q);
 		}
 	}
-	p->simulated.capacity_rps = hx_round6(best);
-	p->simulated.requests = HX_CAP_REQUESTS;
-	p->simulated.seed = d->pb->seed;
-	strcpy(p->simulated.method, "plan");
+	hx_plan_set_simulated(p, d->pb, "plan", hx_round6(best), HX_CAP_REQUESTS);
 	return 0;
 }
 

@@ -709,13 +709,7 @@ static void probe(hx_yw *w, const char *key, int port, int period, int failures,
  * startup_s, alive after that. */
 static void pod_probes(hx_yw *w, const hx_kgroup *k)
 {
-	hx_yw_map(w, "ports");
-	hx_yw_item(w);
-	hx_yw_str(w, "name", "http");
-	hx_yw_int(w, "containerPort", hx_k8s_port(k));
-	hx_yw_str(w, "protocol", "TCP");
-	hx_yw_end(w);
-	hx_yw_end(w);
+	hx_k8s_container_port(w, "http", hx_k8s_port(k));
 	probe(w, "readinessProbe", hx_k8s_port(k), 10, 0, 0);
 	probe(w, "startupProbe", hx_k8s_port(k), 10, (startup_s(k) + 9) / 10, 0);
 	probe(w, "livenessProbe", hx_k8s_port(k), 10, 3, 5);
@@ -957,12 +951,7 @@ static void service(hx_yw *w, const hx_kgroup *k)
 		hx_yw_str(w, "leaderworkerset.sigs.k8s.io/worker-index", "0");
 	hx_yw_end(w);
 	hx_yw_map(w, "ports");
-	hx_yw_item(w);
-	hx_yw_str(w, "name", "http");
-	hx_yw_int(w, "port", HX_K8S_PORT);
-	hx_yw_int(w, "targetPort", HX_K8S_PORT);
-	hx_yw_str(w, "protocol", "TCP");
-	hx_yw_end(w);
+	hx_k8s_service_port(w, "http", HX_K8S_PORT, NULL);
 	hx_yw_end(w);
 	hx_yw_end(w);
 }
@@ -1104,6 +1093,29 @@ static int cmp_removal(const void *a, const void *b)
 	if (x->w != y->w)
 		return x->w < y->w ? -1 : 1;
 	return y->i - x->i;
+}
+
+void hx_k8s_service_port(hx_yw *w, const char *name, int port, const char *app)
+{
+	hx_yw_item(w);
+	hx_yw_str(w, "name", name);
+	hx_yw_int(w, "port", port);
+	hx_yw_int(w, "targetPort", port);
+	hx_yw_str(w, "protocol", "TCP");
+	if (app)
+		hx_yw_str(w, "appProtocol", app);
+	hx_yw_end(w);
+}
+
+void hx_k8s_container_port(hx_yw *w, const char *name, int port)
+{
+	hx_yw_map(w, "ports");
+	hx_yw_item(w);
+	hx_yw_str(w, "name", name);
+	hx_yw_int(w, "containerPort", port);
+	hx_yw_str(w, "protocol", "TCP");
+	hx_yw_end(w);
+	hx_yw_end(w);
 }
 
 void hx_k8s_keep_largest(const double *weight, int *keep, int n, int kept, int max)
@@ -1300,13 +1312,7 @@ void hx_k8s_litellm(hx_yw *w, const hx_plan *p, const hx_kgroup *kg, const doubl
 	hx_yw_item_str(w, "--port");
 	hx_yw_item_str(w, HX_K8S_LITELLM_PORT_S);
 	hx_yw_end(w);
-	hx_yw_map(w, "ports");
-	hx_yw_item(w);
-	hx_yw_str(w, "name", "http");
-	hx_yw_int(w, "containerPort", HX_K8S_LITELLM_PORT);
-	hx_yw_str(w, "protocol", "TCP");
-	hx_yw_end(w);
-	hx_yw_end(w);
+	hx_k8s_container_port(w, "http", HX_K8S_LITELLM_PORT);
 	/* LiteLLM's own probes: alive once its server answers, ready when its
 	 * router is */
 	probe_path(w, "readinessProbe", "/health/readiness", HX_K8S_LITELLM_PORT, 10, 0, 0);
@@ -1346,12 +1352,7 @@ void hx_k8s_litellm(hx_yw *w, const hx_plan *p, const hx_kgroup *kg, const doubl
 	hx_yw_map(w, "spec");
 	litellm_labels(w, "selector");
 	hx_yw_map(w, "ports");
-	hx_yw_item(w);
-	hx_yw_str(w, "name", "http");
-	hx_yw_int(w, "port", HX_K8S_LITELLM_PORT);
-	hx_yw_int(w, "targetPort", HX_K8S_LITELLM_PORT);
-	hx_yw_str(w, "protocol", "TCP");
-	hx_yw_end(w);
+	hx_k8s_service_port(w, "http", HX_K8S_LITELLM_PORT, NULL);
 	hx_yw_end(w);
 	hx_yw_end(w);
 }

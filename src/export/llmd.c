@@ -178,13 +178,7 @@ static void sidecar(hx_yw *w)
 	/* plain HTTP, as the InferencePool's appProtocol (http) says */
 	hx_yw_item_str(w, "--secure-proxy=false");
 	hx_yw_end(w);
-	hx_yw_map(w, "ports");
-	hx_yw_item(w);
-	hx_yw_str(w, "name", "sidecar-http");
-	hx_yw_int(w, "containerPort", HX_K8S_PORT);
-	hx_yw_str(w, "protocol", "TCP");
-	hx_yw_end(w);
-	hx_yw_end(w);
+	hx_k8s_container_port(w, "sidecar-http", HX_K8S_PORT);
 	/* a native sidecar: started before vLLM, running beside it */
 	hx_yw_str(w, "restartPolicy", "Always");
 	hx_yw_end(w);
@@ -453,18 +447,6 @@ static void rbac(hx_yw *w, const unit *u)
 	hx_yw_end(w);
 }
 
-static void port_item(hx_yw *w, const char *name, int port, const char *app)
-{
-	hx_yw_item(w);
-	hx_yw_str(w, "name", name);
-	hx_yw_int(w, "port", port);
-	hx_yw_int(w, "targetPort", port);
-	hx_yw_str(w, "protocol", "TCP");
-	if (app)
-		hx_yw_str(w, "appProtocol", app);
-	hx_yw_end(w);
-}
-
 static void grpc_probe(hx_yw *w, const char *key)
 {
 	hx_yw_map(w, key);
@@ -573,8 +555,8 @@ static void picker(hx_yw *w, const unit *u)
 	hx_yw_str(w, "hexplan.dev/epp", u->key);
 	hx_yw_end(w);
 	hx_yw_map(w, "ports");
-	port_item(w, "grpc", EPP_PORT, "http2");
-	port_item(w, "metrics", EPP_METRICS, NULL);
+	hx_k8s_service_port(w, "grpc", EPP_PORT, "http2");
+	hx_k8s_service_port(w, "metrics", EPP_METRICS, NULL);
 	hx_yw_end(w);
 	hx_yw_end(w);
 }

@@ -340,6 +340,11 @@ void hx_k8s_rule_open(hx_yw *w, const char *header);
 /* Clear the smallest of WEIGHT[0..N) flagged in KEEP (KEPT of them) until
  * MAX are left; ties go to the later index. */
 void hx_k8s_keep_largest(const double *weight, int *keep, int n, int kept, int max);
+/* A Service's port: NAME, PORT (its target too), TCP and, when APP, its
+ * appProtocol; an item of an open "ports" list. */
+void hx_k8s_service_port(hx_yw *w, const char *name, int port, const char *app);
+/* A container's "ports" list of one TCP port NAME at PORT. */
+void hx_k8s_container_port(hx_yw *w, const char *name, int port);
 /* The head of the plan's one HTTPRoute, on the hexplan gateway, up to its
  * open "rules" list (HX_K8S_GATEWAY); first the refusals (or notes, OUT)
  * when NMODELS models take requests: none routes no requests, and more

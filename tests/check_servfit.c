@@ -79,7 +79,8 @@ START_TEST(test_fits_its_own_runs)
 			rs.r[i].st[k].ttft_s = ttft[k];
 		}
 	}
-	ck_assert_msg(hx_servfit_run(&rs, hx_catalog_gpu(&cat, "h100-sxm"), &fit, &err) == 0,
+	ck_assert_msg(hx_servfit_run(&rs, hx_catalog_gpu(&cat, "h100-sxm"), NULL, &fit, &err) ==
+			  0,
 		      "%s", err.msg);
 	ck_assert_int_eq(fit.stages, 3);
 	ck_assert_int_eq(fit.nkeys, 6); /* tp 2 and no shared prefix */
@@ -94,8 +95,53 @@ START_TEST(test_fits_its_own_runs)
 				      "%s/%d ttft", rs.r[i].name, k);
 		}
 	}
-	ck_assert(hx_servfit_run(&rs, hx_catalog_gpu(&cat, "h100-sxm"), &again, &err) == 0);
+	ck_assert(hx_servfit_run(&rs, hx_catalog_gpu(&cat, "h100-sxm"), NULL, &again, &err) ==
+		  0);
 	ck_assert(memcmp(&again.fitted, &fit.fitted, sizeof(fit.fitted)) == 0);
+	hx_serv_runs_release(&rs);
+}
+END_TEST
+
+/* The prior: on the same synthetic runs, a heavy prior keeps the catalog's
+ * constants (the data's pull is outweighed) and a unit one stops between the
+ * catalog's iteration overhead and the one that made the runs, fitting the
+ * runs less closely than the plain least squares does. */
+START_TEST(test_prior_pulls_to_catalog)
+{
+	hx_serv_runs rs;
+	const hx_gpu *g = hx_catalog_gpu(&cat, "h100-sxm");
+	hx_gpu truth = *g;
+	hx_servfit plain, unit, heavy;
+	hx_err err = {0};
+	double e2e[4], ttft[4];
+
+	ck_assert(hx_serv_runs_load(&rs, hx_check_src("tests/data/serving/runs.json"), &cat,
+				    &err) == 0);
+	truth.iter_overhead_ms *= 1.5;
+	for (int i = 0; i < rs.n; i++) {
+		ck_assert(hx_serv_simulate(&rs.r[i], &truth, e2e, ttft, &err) == 0);
+		for (int k = 0; k < rs.r[i].nst; k++) {
+			rs.r[i].st[k].e2e_s = e2e[k];
+			rs.r[i].st[k].ttft_s = ttft[k];
+		}
+	}
+	hx_servfit_opts o0 = {0, NULL, 0}, o1 = {1, NULL, 0}, o2 = {1e4, NULL, 0};
+
+	ck_assert(hx_servfit_run(&rs, g, &o0, &plain, &err) == 0);
+	ck_assert(hx_servfit_run(&rs, g, &o1, &unit, &err) == 0);
+	ck_assert(hx_servfit_run(&rs, g, &o2, &heavy, &err) == 0);
+	for (int k = 0; k < heavy.nkeys; k++) {
+		double v = *hx_gpu_field(&heavy.fitted, heavy.keys[k]);
+		double v0 = *hx_gpu_field((hx_gpu *)g, heavy.keys[k]);
+		ck_assert_msg(fabs(v / v0 - 1) < 0.02, "%s %g vs %g", heavy.keys[k], v, v0);
+	}
+	ck_assert_msg(unit.fitted.iter_overhead_ms > g->iter_overhead_ms * 1.05 &&
+			  unit.fitted.iter_overhead_ms < truth.iter_overhead_ms * 1.02,
+		      "iteration overhead %g (catalog %g, truth %g)",
+		      unit.fitted.iter_overhead_ms, g->iter_overhead_ms,
+		      truth.iter_overhead_ms);
+	/* The objective includes the prior: the plain fit's is the data's alone. */
+	ck_assert(plain.objective_after <= unit.objective_after);
 	hx_serv_runs_release(&rs);
 }
 END_TEST
@@ -108,6 +154,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_reads_runs);
 	tcase_add_test(tc, test_fits_its_own_runs);
+	tcase_add_test(tc, test_prior_pulls_to_catalog);
 	suite_add_tcase(s, tc);
 	return s;
 }

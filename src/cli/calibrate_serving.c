@@ -22,6 +22,7 @@ typedef struct row {
 } row;
 
 typedef struct report {
+	const hx_servfit_opts *opts;
 	hx_servfit fit[MAX_FIT_GPUS];
 	int nfit;
 	row *rows;
@@ -74,7 +75,7 @@ static int fit_and_replay(const hx_catalog *cat, const hx_serv_runs *rs,
 		if (rp->nfit == MAX_FIT_GPUS)
 			return hx_errf(err, HX_EINPUT, "runs on more than %d GPU types",
 				       MAX_FIT_GPUS);
-		if ((rc = hx_servfit_run(rs, g, &rp->fit[rp->nfit], err)))
+		if ((rc = hx_servfit_run(rs, g, rp->opts, &rp->fit[rp->nfit], err)))
 			return rc;
 		rp->nfit++;
 	}
@@ -186,6 +187,7 @@ static json_t *calibration_doc(const report *rp, const hx_serv_runs *rs,
 	}
 	json_object_set_new(doc, "gpus", gpus);
 	hx_jset_str(fit, "source", "serving");
+	hx_jset_num(fit, "prior", rp->opts->prior);
 	json_object_set_new(fit, "gpus", per_gpu);
 	json_object_set_new(fit, "fitted_runs", error_obj(rp, 0, NULL));
 	if (hold)
@@ -223,8 +225,11 @@ static char *table(const report *rp, int with_holdout)
 
 	for (int i = 0; i < rp->nfit; i++) {
 		const hx_servfit *f = &rp->fit[i];
-		hx_buf_printf(&t, "%s: %d runs, %d steady stages, %d evaluations; fitted",
+		hx_buf_printf(&t, "%s: %d runs, %d steady stages, %d evaluations",
 			      f->fitted.name, f->runs, f->stages, f->evals + 1);
+		if (rp->opts->prior > 0)
+			hx_buf_printf(&t, ", prior %g", rp->opts->prior);
+		hx_buf_printf(&t, "; fitted");
 		for (int k = 0; k < f->nkeys; k++)
 			hx_buf_printf(&t, " %s=%.4g", f->keys[k],
 				      *hx_gpu_field((hx_gpu *)&f->fitted, f->keys[k]));
@@ -253,11 +258,11 @@ static char *table(const report *rp, int with_holdout)
 }
 
 int hx_calibrate_serving(hx_cli *cli, const char *runs, const char *holdout,
-			 const char *out_path, int as_table)
+			 const hx_servfit_opts *opts, const char *out_path, int as_table)
 {
 	const hx_catalog *cat;
 	hx_serv_runs rs = {0}, hold = {0};
-	report rp = {0};
+	report rp = {opts};
 	hx_err err = {0};
 	json_t *doc = NULL;
 	char *text = NULL;

@@ -39,8 +39,10 @@ int hx_main(int argc, char **argv);
 int cmd_estimate(hx_cli *cli, int argc, char **argv);
 int cmd_calibrate(hx_cli *cli, int argc, char **argv);
 /* calibrate --runs (calibrate_serving.c): fit to serving benchmarks. */
+struct hx_servfit_opts;
 int hx_calibrate_serving(hx_cli *cli, const char *runs, const char *holdout,
-			 const char *out_path, int as_table);
+			 const struct hx_servfit_opts *opts, const char *out_path,
+			 int as_table);
 int cmd_profiles(hx_cli *cli, int argc, char **argv);
 int cmd_validate(hx_cli *cli, int argc, char **argv);
 int cmd_plan(hx_cli *cli, int argc, char **argv);

@@ -8,16 +8,17 @@
 #include "model/calib.h"
 #include "cli/cli.h"
 #include "base/jsonio.h"
+#include "sim/servfit.h"
 
 #define CMD "calibrate"
 
-enum { OPT_RUNS = 2000, OPT_HOLDOUT };
+enum { OPT_RUNS = 2000, OPT_HOLDOUT, OPT_PRIOR, OPT_KEYS };
 
 const char *const hx_calibrate_usage[] = {
     "hexplan calibrate -m MODEL -g GPU [-o calibration.json] [--format json|table] "
     "measurements.csv",
-    "hexplan calibrate --runs runs.json [--holdout runs.json] [-o calibration.json] "
-    "[--format json|table]",
+    "hexplan calibrate --runs runs.json [--holdout runs.json] [--prior W] [--keys LIST] "
+    "[-o calibration.json] [--format json|table]",
     NULL};
 
 static const char *const phase_names[] = {"prefill", "decode", "linear"};
@@ -142,6 +143,41 @@ out:
 	return rc;
 }
 
+/* --keys LIST: comma-separated fittable keys, each once, into KEYS. */
+static int parse_keys(const char *list, const char **keys, int *n)
+{
+	const char *p = list;
+
+	*n = 0;
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		int k;
+		for (k = 0; hx_calib_keys[k]; k++)
+			if (strlen(hx_calib_keys[k]) == len &&
+			    strncmp(hx_calib_keys[k], p, len) == 0)
+				break;
+		if (!hx_calib_keys[k]) {
+			char all[400] = "";
+			for (int j = 0; hx_calib_keys[j]; j++)
+				snprintf(all + strlen(all), sizeof(all) - strlen(all), "%s%s",
+					 j ? ", " : "", hx_calib_keys[j]);
+			return hx_cli_usage_error(
+			    CMD,
+			    "--keys: \"%.*s\" is not a fittable key (they "
+			    "are: %s)",
+			    (int)(len > 60 ? 60 : len), p, all);
+		}
+		for (int j = 0; j < *n; j++)
+			if (keys[j] == hx_calib_keys[k])
+				return hx_cli_usage_error(CMD, "--keys: %s given twice",
+							  hx_calib_keys[k]);
+		keys[(*n)++] = hx_calib_keys[k];
+		if (!p[len])
+			return 0;
+		p += len + 1;
+	}
+}
+
 int cmd_calibrate(hx_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {{"model", required_argument, NULL, 'm'},
@@ -150,10 +186,14 @@ int cmd_calibrate(hx_cli *cli, int argc, char **argv)
 					     {"format", required_argument, NULL, HX_OPT_FORMAT},
 					     {"runs", required_argument, NULL, OPT_RUNS},
 					     {"holdout", required_argument, NULL, OPT_HOLDOUT},
+					     {"prior", required_argument, NULL, OPT_PRIOR},
+					     {"keys", required_argument, NULL, OPT_KEYS},
 					     HX_GLOBAL_LONGOPTS,
 					     {NULL, 0, NULL, 0}};
 	const char *model = NULL, *gpu = NULL, *out = NULL, *runs = NULL, *holdout = NULL;
-	int c, rc, table = 0;
+	const char *keys[HX_CALIB_MAX_FIELDS];
+	hx_servfit_opts so = {0, NULL, 0};
+	int c, rc, table = 0, prior_given = 0;
 
 	optind = 1;
 	opterr = 0;
@@ -164,6 +204,16 @@ int cmd_calibrate(hx_cli *cli, int argc, char **argv)
 		case 'o': out = optarg; break;
 		case OPT_RUNS: runs = optarg; break;
 		case OPT_HOLDOUT: holdout = optarg; break;
+		case OPT_PRIOR:
+			if ((rc = hx_cli_num(CMD, "--prior", optarg, 0, 1e6, &so.prior)))
+				return rc;
+			prior_given = 1;
+			break;
+		case OPT_KEYS:
+			if ((rc = parse_keys(optarg, keys, &so.nkeys)))
+				return rc;
+			so.keys = keys;
+			break;
 		default:
 			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
 				return rc;
@@ -183,10 +233,13 @@ int cmd_calibrate(hx_cli *cli, int argc, char **argv)
 		if (model || gpu || argc - optind != 0)
 			return hx_cli_usage_error(CMD, "--runs takes no -m, -g or measurements "
 						       "file (runs name their own)");
-		return hx_calibrate_serving(cli, runs, holdout, out, table);
+		return hx_calibrate_serving(cli, runs, holdout, &so, out, table);
 	}
-	if (holdout)
-		return hx_cli_usage_error(CMD, "--holdout needs --runs");
+	if (holdout || prior_given || so.keys)
+		return hx_cli_usage_error(CMD, "%s needs --runs",
+					  holdout       ? "--holdout"
+					  : prior_given ? "--prior"
+							: "--keys");
 	if (!model || !gpu)
 		return hx_cli_usage_error(CMD, "-m MODEL and -g GPU are required");
 	if (argc - optind != 1)

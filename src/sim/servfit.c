@@ -609,13 +609,18 @@ int hx_serv_simulate(const hx_serv_run *r, const hx_gpu *g, double *e2e, double 
 
 typedef struct fit_ctx {
 	const hx_serv_runs *rs;
-	double *e2e, *ttft; /* scratch, per stage */
+	const hx_gpu *prior; /* the catalog's values, the prior's centre */
+	const char *const *keys;
+	int nkeys;
+	double prior_weight; /* hx_servfit_run's PRIOR */
+	double *e2e, *ttft;  /* scratch, per stage */
 	hx_err *err;
 	int failed; /* a simulation failed: the error is in err */
 } fit_ctx;
 
 /* The sum of squared log ratios, simulated to measured, of the mean E2E and
- * mean TTFT of every steady stage of the runs on G. */
+ * mean TTFT of every steady stage of the runs on G, plus PRIOR_WEIGHT times
+ * the squared log ratio of each fitted key to its catalog value. */
 static double fit_objective(const hx_gpu *g, void *vctx)
 {
 	fit_ctx *c = vctx;
@@ -638,12 +643,19 @@ static double fit_objective(const hx_gpu *g, void *vctx)
 			sse += (isfinite(a) ? a * a : 25) + (isfinite(b) ? b * b : 25);
 		}
 	}
+	for (int k = 0; k < c->nkeys; k++) {
+		hx_gpu a = *g, b = *c->prior;
+		double d = log(fmax(*hx_gpu_field(&a, c->keys[k]), 1e-3) /
+			       fmax(*hx_gpu_field(&b, c->keys[k]), 1e-3));
+		sse += c->prior_weight * d * d;
+	}
 	return sse;
 }
 
-int hx_servfit_run(const hx_serv_runs *rs, const hx_gpu *g, hx_servfit *out, hx_err *err)
+int hx_servfit_run(const hx_serv_runs *rs, const hx_gpu *g, const hx_servfit_opts *o,
+		   hx_servfit *out, hx_err *err)
 {
-	fit_ctx c = {rs, NULL, NULL, err, 0};
+	fit_ctx c = {rs, g, NULL, 0, o ? o->prior : 0, NULL, NULL, err, 0};
 	int multi_tp = 0, moe = 0, computed = 0, most = 1;
 
 	memset(out, 0, sizeof(*out));
@@ -665,16 +677,23 @@ int hx_servfit_run(const hx_serv_runs *rs, const hx_gpu *g, hx_servfit *out, hx_
 			       "overloaded (over %g%% failed or mean TTFT over %g s)",
 			       g->name, HX_SERVFIT_OVERLOAD_FAILED * 100,
 			       HX_SERVFIT_OVERLOAD_TTFT_S);
-	out->keys[out->nkeys++] = "e_mem";
-	out->keys[out->nkeys++] = "iter_overhead_ms";
-	out->keys[out->nkeys++] = "graph_floor_us";
-	out->keys[out->nkeys++] = "request_overhead_ms";
-	if (multi_tp)
-		out->keys[out->nkeys++] = "allreduce_latency_us";
-	if (moe)
-		out->keys[out->nkeys++] = "e_moe";
-	if (computed)
-		out->keys[out->nkeys++] = "e_compute";
+	if (o && o->keys) {
+		for (int k = 0; k < o->nkeys && k < HX_CALIB_MAX_FIELDS; k++)
+			out->keys[out->nkeys++] = o->keys[k];
+	} else {
+		out->keys[out->nkeys++] = "e_mem";
+		out->keys[out->nkeys++] = "iter_overhead_ms";
+		out->keys[out->nkeys++] = "graph_floor_us";
+		out->keys[out->nkeys++] = "request_overhead_ms";
+		if (multi_tp)
+			out->keys[out->nkeys++] = "allreduce_latency_us";
+		if (moe)
+			out->keys[out->nkeys++] = "e_moe";
+		if (computed)
+			out->keys[out->nkeys++] = "e_compute";
+	}
+	c.keys = out->keys;
+	c.nkeys = out->nkeys;
 	c.e2e = hx_xcalloc((size_t)most * 2, sizeof(double));
 	c.ttft = c.e2e + most;
 	out->fitted = *g;

@@ -76,12 +76,26 @@ typedef struct hx_servfit {
 	double objective_before, objective_after;
 } hx_servfit;
 
-/* Fit G's constants to the runs of RS on G.  The keys: e_mem,
- * iter_overhead_ms, graph_floor_us and request_overhead_ms always;
- * allreduce_latency_us when a run has tp > 1; e_moe when a run's model is a
- * mixture of experts; e_compute when a run has no shared prefix (its
- * prompts are computed, not read from the prefix cache).  HX_EINPUT when no
- * run on G has a steady stage. */
-int hx_servfit_run(const hx_serv_runs *rs, const hx_gpu *g, hx_servfit *out, hx_err *err);
+/* How hx_servfit_run fits (NULL: the defaults). */
+typedef struct hx_servfit_opts {
+	double prior;            /* >= 0, see hx_servfit_run */
+	const char *const *keys; /* NKEYS fittable keys (hx_calib_keys) to fit
+				  * instead of the default ones; NULL: those */
+	int nkeys;
+} hx_servfit_opts;
+
+/* Fit G's constants to the runs of RS on G.  The keys (unless O names its
+ * own): e_mem, iter_overhead_ms, graph_floor_us and request_overhead_ms
+ * always; allreduce_latency_us when a run has tp > 1; e_moe when a run's
+ * model is a mixture of experts; e_compute when a run has no shared prefix
+ * (its prompts are computed, not read from the prefix cache).  The objective
+ * adds O's PRIOR times the squared log ratio of each key to G's value: a
+ * Gaussian prior centred on the catalog, in which G's value of a key weighs
+ * as much as one stage's E2E or TTFT (PRIOR 1), so that a fit of few runs
+ * does not trade a constant's physical value for their noise (0, the
+ * default: plain least squares).  HX_EINPUT when no run on G has a steady
+ * stage. */
+int hx_servfit_run(const hx_serv_runs *rs, const hx_gpu *g, const hx_servfit_opts *o,
+		   hx_servfit *out, hx_err *err);
 
 #endif

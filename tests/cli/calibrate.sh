@@ -187,6 +187,40 @@ calib_bound e_moe 1.5 "0 and 1"
 calib_bound iter_overhead_ms 20000 "0 and 10000"
 calib_bound seq_overhead_us -1 "0 and 10000"
 
+# --prior: a heavy prior keeps the catalog's constants; the weight is in the
+# file; a negative weight or one without --runs is a usage error
+run calibrate --runs "$S/runs.json" --prior 10000
+expect_rc 0 "calibrate --prior"
+python3 - "$TMP/out" <<'PY' && ok || fail "a heavy prior keeps the catalog's values"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["fit"]["prior"] == 10000, d["fit"]["prior"]
+f = d["gpus"]["h100-sxm"]
+for k, v in (("e_mem", 0.9), ("iter_overhead_ms", 3.6), ("request_overhead_ms", 8),
+             ("allreduce_latency_us", 5.4), ("e_compute", 0.65)):
+    assert abs(f[k] / v - 1) < 0.02, (k, f[k])
+PY
+run calibrate --runs "$S/runs.json" --prior -1
+expect_rc 2 "--prior below 0"
+run calibrate -m llama-3.1-8b -g l40s --prior 1 "$TMP/m.csv"
+expect_rc 2 "--prior without --runs"
+
+# --keys: only the keys named move; unknown or repeated keys are usage errors
+run calibrate --runs "$S/runs.json" --keys iter_overhead_ms,request_overhead_ms
+expect_rc 0 "calibrate --keys"
+python3 - "$TMP/out" <<'PY' && ok || fail "--keys fits the keys named"
+import json, sys
+f = json.load(open(sys.argv[1]))["gpus"]["h100-sxm"]
+assert set(f) == {"iter_overhead_ms", "request_overhead_ms"}, f
+PY
+run calibrate --runs "$S/runs.json" --keys iter_overhead_ms,bogus
+expect_rc 2 "--keys with an unknown key"
+grep -q '^hexplan: error: --keys: "bogus" is not a fittable key (they are: e_compute, e_mem, ' "$TMP/err" && ok || fail "unknown key named"
+run calibrate --runs "$S/runs.json" --keys e_mem,e_mem
+expect_rc 2 "--keys with a key twice"
+run calibrate -m llama-3.1-8b -g l40s --keys e_mem "$TMP/m.csv"
+expect_rc 2 "--keys without --runs"
+
 run calibrate --holdout "$S/holdout.json"
 expect_rc 2 "--holdout without --runs"
 run calibrate --runs "$S/runs.json" -m llama-3.1-8b

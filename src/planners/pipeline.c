@@ -519,16 +519,21 @@ static int load_placement(const pctx *c, const char *path, int *first, int *last
 
 /* The constructions, then the local search from the best, the best end
  * into BF/BL (flow *BEST); the moves made into *MOVES.  TF/TL: scratch.
- * With no latency SLO (--objective throughput) the stages construction
- * too, and the search from the two that flow most, half the budget each
- * (two starts of unlike shape, chains and stages, end on unlike optima);
- * under an SLO stages' long paths lose (on the helix examples the search
- * from them ends 10-50% lower), so the search keeps one start. */
+ * The first start is the construction that flows most among those every
+ * objective builds, searched with the whole budget: the search of an SLO
+ * that never binds, so that no SLO (--objective throughput) flows at least
+ * as much as the loosest one.  With no SLO the stages construction too,
+ * and a second start from the best other construction with half the
+ * budget more (two starts of unlike shape, chains and stages, end on
+ * unlike optima); under an SLO stages' long paths lose (on the helix
+ * examples the search from them ends 10-50% lower), so the search keeps
+ * one start. */
 static void search(pctx *c, const hx_pipe_opts *po, int *bf, int *bl, int *tf, int *tl,
 		   double *best, long *moves, hx_pipe_stats *st)
 {
 	int n = c->n, *cf = hx_xmalloc((size_t)n * HX_PIPE_NCONSTRUCTIONS * sizeof(int)),
-	    *cl = hx_xmalloc((size_t)n * HX_PIPE_NCONSTRUCTIONS * sizeof(int)), starts = 0;
+	    *cl = hx_xmalloc((size_t)n * HX_PIPE_NCONSTRUCTIONS * sizeof(int));
+	int start[2] = {-1, -1};
 	double cv[HX_PIPE_NCONSTRUCTIONS];
 	long work;
 
@@ -541,7 +546,6 @@ static void search(pctx *c, const hx_pipe_opts *po, int *bf, int *bl, int *tf, i
 		cv[k] = hx_pipe_score(c, cf + k * n, cl + k * n, NULL);
 		if (st)
 			st->construction[k] = cv[k];
-		starts += cv[k] > 0;
 		if (cv[k] > *best * (1 + 1e-9)) {
 			*best = cv[k];
 			memcpy(bf, cf + k * n, (size_t)n * sizeof(int));
@@ -551,17 +555,21 @@ static void search(pctx *c, const hx_pipe_opts *po, int *bf, int *bl, int *tf, i
 	work = po && po->work > 0 ? po->work : 2000L * n + 20000;
 	if (work > 150000 && !(po && po->work > 0))
 		work = 150000;
-	starts = starts < 2 ? starts : c->throughput ? 2 : 1;
-	for (int k = 0; k < HX_PIPE_NCONSTRUCTIONS && !c->failed && !c->timed_out; k++) {
-		double v = cv[k];
-		int above = 0; /* constructions that flow more (the earlier among equals) */
-		for (int q = 0; q < HX_PIPE_NCONSTRUCTIONS; q++)
-			above += cv[q] > cv[k] || (cv[q] == cv[k] && q < k);
-		if (po->no_search || v <= 0 || above >= starts)
+	for (int k = 0; k < HX_PIPE_NCONSTRUCTIONS; k++)
+		if (cv[k] > 0 && k != HX_PIPE_STAGED && (start[0] < 0 || cv[k] > cv[start[0]]))
+			start[0] = k;
+	for (int k = 0; c->throughput && k < HX_PIPE_NCONSTRUCTIONS; k++)
+		if (cv[k] > 0 && k != start[0] && (start[1] < 0 || cv[k] > cv[start[1]]))
+			start[1] = k;
+	for (int s = 0; s < 2 && !c->failed && !c->timed_out; s++) {
+		int k = start[s];
+		double v;
+		if (po->no_search || k < 0)
 			continue;
+		v = cv[k];
 		memcpy(tf, cf + k * n, (size_t)n * sizeof(int));
 		memcpy(tl, cl + k * n, (size_t)n * sizeof(int));
-		*moves += hx_pipe_search(c, tf, tl, &v, work / starts);
+		*moves += hx_pipe_search(c, tf, tl, &v, s == 0 ? work : work / 2);
 		if (v > *best * (1 + 1e-9)) {
 			*best = v;
 			memcpy(bf, tf, (size_t)n * sizeof(int));

@@ -117,7 +117,7 @@ START_TEST(test_prior_pulls_to_catalog)
 
 	ck_assert(hx_serv_runs_load(&rs, hx_check_src("tests/data/serving/runs.json"), &cat,
 				    &err) == 0);
-	truth.iter_overhead_ms *= 1.5;
+	truth.iter_overhead_ms *= 3;
 	for (int i = 0; i < rs.n; i++) {
 		ck_assert(hx_serv_simulate(&rs.r[i], &truth, e2e, ttft, &err) == 0);
 		for (int k = 0; k < rs.r[i].nst; k++) {
@@ -135,7 +135,7 @@ START_TEST(test_prior_pulls_to_catalog)
 		double v0 = *hx_gpu_field((hx_gpu *)g, heavy.keys[k]);
 		ck_assert_msg(fabs(v / v0 - 1) < 0.02, "%s %g vs %g", heavy.keys[k], v, v0);
 	}
-	ck_assert_msg(unit.fitted.iter_overhead_ms > g->iter_overhead_ms * 1.05 &&
+	ck_assert_msg(unit.fitted.iter_overhead_ms > g->iter_overhead_ms * 1.01 &&
 			  unit.fitted.iter_overhead_ms < truth.iter_overhead_ms * 1.02,
 		      "iteration overhead %g (catalog %g, truth %g)",
 		      unit.fitted.iter_overhead_ms, g->iter_overhead_ms,

@@ -152,10 +152,15 @@ int cmd_check(hx_cli *cli, int argc, char **argv)
 				rc = hx_cli_output("-", text);
 			goto out;
 		}
+		/* The file is read once (it may be standard input). */
+		text = json_dumps(doc, JSON_COMPACT);
 		json_decref(doc);
+		rc = hx_plan_parse_text(&plan, text, hx_display_path(ppath), &err);
+		free(text);
+		text = NULL;
+		if (rc)
+			goto out;
 	}
-	if ((rc = hx_plan_load(&plan, ppath, &err)))
-		goto out;
 	have_plan = 1;
 	if (report(&plan, &cl, hx_display_path(ppath)) > 0) {
 		rc = HX_EINPUT;

@@ -441,6 +441,11 @@ typedef struct sched_ctx {
 	const hx_workload *w;
 	const hx_model *m;
 	double deadline; /* hx_deadline of --time-limit (0: none) */
+	/* The cheapest plans made so far, as text, by rate: a rate that comes
+	 * back (a day's curve passes most rates twice) is not planned again. */
+	char **least_text;
+	double *least_rate;
+	int nleast;
 } sched_ctx;
 
 /* Options for one planner call of the N_LEFT still to make. */
@@ -490,9 +495,11 @@ static int plan_least(const sched_ctx *x, const hx_workload *wk, int n_left, hx_
 
 /* PREV's plan adapted to WK's rate: its spare replicas stopped, then
  * replan's routes and new replicas.  Returns 0 with OUT, -1 when PREV's
- * plan cannot be followed (OUT empty), or an error. */
+ * plan cannot be followed (OUT empty): replan cannot adapt it, the result
+ * costs more than MAX_USD_PER_HOUR or the simulator finds it short of the
+ * rate; or an error. */
 static int plan_follow(const sched_ctx *x, const period *prev, const hx_workload *wk,
-		       int n_left, hx_plan *out, hx_err *err)
+		       int n_left, double max_usd_per_hour, hx_plan *out, hx_err *err)
 {
 	hx_plan trimmed;
 	hx_moves mv;
@@ -519,7 +526,7 @@ static int plan_follow(const sched_ctx *x, const period *prev, const hx_workload
 		/* The cheapest plan stands in for what replan cannot adapt. */
 		return -1;
 	hx_moves_release(&mv);
-	if (out->shortage.on) {
+	if (out->shortage.on || out->predicted.usd_per_hour > max_usd_per_hour) {
 		hx_plan_release(out);
 		return -1;
 	}
@@ -537,7 +544,23 @@ static int plan_follow(const sched_ctx *x, const period *prev, const hx_workload
 }
 
 /* Plan period K of PS (N in all) after period K-1's. */
-static int plan_period(const sched_ctx *x, period *ps, int k, int n, hx_err *err)
+/* plan_least, or the plan made before for the same rate. */
+static int plan_least_cached(sched_ctx *x, const hx_workload *wk, int n_left, hx_plan *out,
+			     hx_err *err)
+{
+	int rc;
+
+	for (int i = 0; i < x->nleast; i++)
+		if (x->least_rate[i] == wk->rate_rps)
+			return hx_plan_parse_text(out, x->least_text[i], "plan", err);
+	if ((rc = plan_least(x, wk, n_left, out, err)))
+		return rc;
+	x->least_rate[x->nleast] = wk->rate_rps;
+	x->least_text[x->nleast++] = hx_plan_dump(out);
+	return 0;
+}
+
+static int plan_period(sched_ctx *x, period *ps, int k, int n, hx_err *err)
 {
 	period *cur = &ps[k], *prev = k > 0 ? &ps[k - 1] : NULL;
 	hx_workload wk = *x->w;
@@ -550,7 +573,7 @@ static int plan_period(const sched_ctx *x, period *ps, int k, int n, hx_err *err
 	wk.rate_rps = cur->rate_rps;
 	wk.stages = NULL;
 	wk.nstages = 0;
-	if ((rc = plan_least(x, &wk, n - k, &least, err))) {
+	if ((rc = plan_least_cached(x, &wk, n - k, &least, err))) {
 		char msg[sizeof(err->msg)];
 		snprintf(msg, sizeof(msg), "period %d (%g req/s from %g s): %.900s", k,
 			 cur->rate_rps, cur->start_s, err->msg);
@@ -559,21 +582,19 @@ static int plan_period(const sched_ctx *x, period *ps, int k, int n, hx_err *err
 	}
 	cur->least_usd_per_hour = least.predicted.usd_per_hour;
 	if (prev && prev->have_plan) {
-		rc = plan_follow(x, prev, &wk, n - k, &fol, err);
+		rc = plan_follow(x, prev, &wk, n - k,
+				 least.predicted.usd_per_hour * (1 + SCHED_FOLLOW_SLACK) + 1e-9,
+				 &fol, err);
 		if (rc > 0) {
 			hx_plan_release(&least);
 			return rc;
 		}
-		if (rc == 0 &&
-		    fol.predicted.usd_per_hour <=
-			least.predicted.usd_per_hour * (1 + SCHED_FOLLOW_SLACK) + 1e-9) {
+		if (rc == 0) {
 			hx_plan_release(&least);
 			cur->plan = fol;
 			cur->have_plan = cur->followed = 1;
 			return 0;
 		}
-		if (rc == 0)
-			hx_plan_release(&fol);
 	}
 	cur->plan = least;
 	cur->have_plan = 1;
@@ -745,15 +766,21 @@ static int sched_model(const hx_catalog *cat, const sched_args *a, const hx_work
 /* Plan every period of PS (N), then count the moves between them. */
 static int plan_all(sched_ctx *x, period *ps, int n, hx_err *err)
 {
-	int rc;
+	int rc = 0;
 
+	x->least_text = hx_xcalloc((size_t)n + 1, sizeof(char *));
+	x->least_rate = hx_xcalloc((size_t)n + 1, sizeof(double));
 	for (int k = 0; k < n; k++) {
 		if ((rc = plan_period(x, ps, k, n, err)))
-			return rc;
+			break;
 		count_moves(k > 0 ? &ps[k - 1] : NULL, &ps[k], &x->ex,
 			    ps[k].have_plan ? &ps[k].plan.models[0] : x->m);
 	}
-	return 0;
+	for (int i = 0; i < x->nleast; i++)
+		free(x->least_text[i]);
+	free(x->least_text);
+	free(x->least_rate);
+	return rc;
 }
 
 int cmd_schedule(hx_cli *cli, int argc, char **argv)

@@ -441,6 +441,7 @@ typedef struct sched_ctx {
 	const hx_workload *w;
 	const hx_model *m;
 	double deadline; /* hx_deadline of --time-limit (0: none) */
+	struct shape_cache *shapes;
 	/* The cheapest plans made so far, as text, by rate: a rate that comes
 	 * back (a day's curve passes most rates twice) is not planned again. */
 	char **least_text;
@@ -458,19 +459,104 @@ static hx_plan_opts sched_opts(const sched_ctx *x, int n_left)
 	return po;
 }
 
-/* Record P's capacity at the SLO in the simulator (PB's workload and
- * seed; simulate --capacity's search) as its simulated figure.  On an
- * error P is released. */
+/* One replica's capacity at the SLO in the simulator, by shape: a shape
+ * simulated once serves every period. */
+typedef struct shape_cache {
+	hx_map keys;
+	double *rps;
+	int n, cap;
+} shape_cache;
+
+/* The key of group G's shape: its stages and replica R's links. */
+static char *shape_key(const hx_plan_group *g, const hx_plan_replica *r)
+{
+	hx_buf b = {0};
+
+	hx_buf_printf(&b, "%s|%d|%d|%d", g->model, (int)g->role, (int)g->wdt, (int)g->kvdt);
+	for (int s = 0; s < g->nstages; s++)
+		hx_buf_printf(&b, "|%s:%d:%d:%d:%d:%g:%g:%g:%g", g->stage[s].gpu,
+			      g->stage[s].tp, g->stage[s].first, g->stage[s].last,
+			      g->stage[s].cross_node, r->link ? r->link[s].bw_gbps : 0,
+			      r->link ? r->link[s].latency_ms : 0,
+			      r->tp_link ? r->tp_link[s].bw_gbps : 0,
+			      r->tp_link ? r->tp_link[s].latency_ms : 0);
+	return b.s;
+}
+
+/* Plan P cut to the first replica of group G, all traffic (each class of
+ * P's) sent to it: into ONE (release it). */
+static int one_replica(const hx_plan *p, int g, hx_plan *one, hx_err *err)
+{
+	char *text = hx_plan_dump(p);
+	json_t *j = hx_json_load_text(text, "plan", err), *grp, *reps, *in, *cls, *e;
+	size_t i;
+	int rc;
+
+	free(text);
+	hx_plan_init(one);
+	if (!j)
+		return HX_EINPUT;
+	grp = json_incref(json_array_get(json_object_get(j, "groups"), (size_t)g));
+	reps = json_object_get(grp, "replicas");
+	while (json_array_size(reps) > 1)
+		json_array_remove(reps, json_array_size(reps) - 1);
+	json_object_set_new(j, "groups", json_pack("[o]", grp));
+	in = json_array();
+	cls = json_object_get(json_object_get(j, "routing"), "classes");
+	if (json_array_size(cls) == 0)
+		json_array_append_new(
+		    in, json_pack("{s:s,s:f}", "group", p->groups[g].name, "weight", 1.0));
+	json_array_foreach(cls, i, e) json_array_append_new(
+	    in, json_pack("{s:s,s:f,s:O}", "group", p->groups[g].name, "weight", 1.0, "class",
+			  json_object_get(e, "name")));
+	json_object_set_new(json_object_get(j, "routing"), "ingress", in);
+	json_object_del(j, "rent");
+	json_object_del(j, "simulated");
+	json_object_del(j, "substitutions");
+	text = hx_json_dump(j);
+	json_decref(j);
+	rc = hx_plan_parse_text(one, text, "plan", err);
+	free(text);
+	return rc;
+}
+
+/* Record P's capacity at the SLO in the simulator as its simulated
+ * figure: the sum over its groups of replicas times one replica's
+ * capacity (simulate --capacity's search with PB's workload and seed),
+ * as colocated records it ("replicas": the router spreads requests at
+ * random, so each replica sees its share).  On an error P is released. */
 static int simulate(const sched_ctx *x, const hx_problem *pb, hx_plan *p, hx_err *err)
 {
-	double rps;
-	int rc = hx_plan_sim_capacity(pb, p, x->deadline, &rps, err);
+	shape_cache *c = x->shapes;
+	double total = 0;
+	int rc = 0;
 
+	for (int g = 0; g < p->ngroups && !rc; g++) {
+		char *k = shape_key(&p->groups[g], &p->groups[g].replicas[0]);
+		int i = hx_map_get(&c->keys, k);
+		if (i < 0) {
+			hx_plan one;
+			double rps = 0;
+			if (!(rc = one_replica(p, g, &one, err))) {
+				rc = hx_plan_sim_capacity(pb, &one, x->deadline, &rps, err);
+				hx_plan_release(&one);
+			}
+			if (c->n == c->cap) {
+				c->cap = 2 * c->cap + 8;
+				c->rps = hx_xrealloc(c->rps, (size_t)c->cap * sizeof(double));
+			}
+			i = c->n++;
+			c->rps[i] = rps;
+			hx_map_put(&c->keys, k, i);
+		}
+		free(k);
+		total += p->groups[g].nreplicas * c->rps[i];
+	}
 	if (rc) {
 		hx_plan_release(p);
 		return rc;
 	}
-	hx_plan_set_simulated(p, pb, "plan", hx_round6(rps), HX_CAP_REQUESTS);
+	hx_plan_set_simulated(p, pb, "replicas", hx_round6(total), HX_CAP_REQUESTS);
 	return 0;
 }
 
@@ -793,6 +879,7 @@ int cmd_schedule(hx_cli *cli, int argc, char **argv)
 	hx_model m;
 	hx_err err = {0};
 	period *ps = NULL;
+	shape_cache shapes = {0};
 	int rc, n = 0, have_c = 0, have_w = 0, have_x = 0;
 	char *text = NULL;
 	const double start = hx_now();
@@ -830,7 +917,8 @@ int cmd_schedule(hx_cli *cli, int argc, char **argv)
 			{0},
 			&w,
 			&m,
-			a.time_limit_s > 0 ? hx_deadline(0.9 * a.time_limit_s) : 0};
+			a.time_limit_s > 0 ? hx_deadline(0.9 * a.time_limit_s) : 0,
+			&shapes};
 	if ((rc = hx_cluster_expand_offers(&cl, strcmp(a.mode, "compose") == 0, &x.ex, &err)))
 		goto out;
 	have_x = 1;
@@ -857,6 +945,8 @@ out:
 		if (ps[k].have_plan)
 			hx_plan_release(&ps[k].plan);
 	free(ps);
+	hx_map_release(&shapes.keys);
+	free(shapes.rps);
 	if (have_x)
 		hx_cluster_release(&x.ex);
 	if (have_w)

@@ -630,7 +630,58 @@ static int plan_follow(const sched_ctx *x, const period *prev, const hx_workload
 }
 
 /* Plan period K of PS (N in all) after period K-1's. */
-/* plan_least, or the plan made before for the same rate. */
+/* How many times top_up asks replan for more. */
+#define SCHED_TOP_UP_TRIES 3
+
+/* P, a plan for WK's rate, grown until the simulator finds that it carries
+ * the rate: replan, asked for the rate raised by the ratio the simulator
+ * found short (and 2% more each try), adds the fewest replicas, at most
+ * SCHED_TOP_UP_TRIES times.  A plan replan cannot grow stays as it is (its
+ * simulated capacity shows it).  Returns 0 (P replaced or kept), or an
+ * error with P kept. */
+static int top_up(const sched_ctx *x, const hx_workload *wk, hx_plan *p, hx_err *err)
+{
+	for (int i = 0; i < SCHED_TOP_UP_TRIES && p->simulated.requests > 0 &&
+			p->simulated.capacity_rps < wk->rate_rps;
+	     i++) {
+		hx_workload w2 = *wk;
+		hx_plan q;
+		hx_moves mv;
+		hx_err e2 = {0};
+		hx_replan_opts ro = {0, NULL};
+		hx_plan_opts po = sched_opts(x, 1);
+		hx_problem pb = {x->cat,
+				 x->cl,
+				 &w2,
+				 &p->models[0],
+				 (uint64_t)x->a->seed,
+				 x->a->cpath,
+				 x->a->wpath,
+				 x->calibration};
+		int rc;
+
+		w2.rate_rps = wk->rate_rps * wk->rate_rps /
+			      fmax(p->simulated.capacity_rps, 1e-9) * (1 + 0.02 * (i + 1));
+		if (hx_replan(p, x->cl, &w2, &pb, &po, &ro, &q, &mv, &e2))
+			return 0;
+		hx_moves_release(&mv);
+		if (q.shortage.on) {
+			hx_plan_release(&q);
+			return 0;
+		}
+		pb.workload = wk;
+		pb.model = &q.models[0];
+		memset(&q.simulated, 0, sizeof(q.simulated));
+		if ((rc = simulate(x, &pb, &q, err)))
+			return rc;
+		hx_plan_release(p);
+		*p = q;
+	}
+	return 0;
+}
+
+/* plan_least (grown by top_up), or the plan made before for the same
+ * rate. */
 static int plan_least_cached(sched_ctx *x, const hx_workload *wk, int n_left, hx_plan *out,
 			     hx_err *err)
 {
@@ -641,6 +692,10 @@ static int plan_least_cached(sched_ctx *x, const hx_workload *wk, int n_left, hx
 			return hx_plan_parse_text(out, x->least_text[i], "plan", err);
 	if ((rc = plan_least(x, wk, n_left, out, err)))
 		return rc;
+	if ((rc = top_up(x, wk, out, err))) {
+		hx_plan_release(out);
+		return rc;
+	}
 	x->least_rate[x->nleast] = wk->rate_rps;
 	x->least_text[x->nleast++] = hx_plan_dump(out);
 	return 0;

@@ -205,6 +205,11 @@ if head -n 1 "$TMP/err" | grep -q '^hexplan: error: --mode must be colocated or 
 run schedule -c $C
 expect_rc 2 "no workload"
 
+# A time limit reached before a period has a plan: exit 4, the period named.
+run schedule -c $C -w $W --time-limit 0.001
+expect_rc 4 "a time limit too short for any plan"
+expect_err_line '^hexplan: error: period 0 \(2 req/s from 0 s\): ' "the period cut short is named"
+
 # A period no plan carries: exit 3, the period named, no file written.
 python3 - $W "$TMP/huge.json" <<'PY'
 import json, sys

@@ -325,11 +325,11 @@ static int choose_stops(const hx_plan *p, const hx_cluster *ex, double need, cha
 	return nstop;
 }
 
-/* Ingress of plan document J after replicas stopped: each route's weight
- * scaled by the share of its group's replicas left (KEPT, BEFORE by group
- * name in NAMES), routes to groups left empty dropped, the weights of each
- * class made to sum to 1.  Returns 0, or -1 when a class loses every
- * route. */
+/* Ingress of plan document J (P dumped) after replicas stopped: each
+ * route's weight scaled by the share of its group's replicas left (KEPT[g]
+ * of P's group g), routes to groups left empty dropped, and the weights of
+ * each class (none: all traffic) made to sum to 1.  Returns 0, or -1 when
+ * a class loses every route. */
 static int reweigh(json_t *j, const hx_plan *p, const int *kept)
 {
 	json_t *in = json_object_get(json_object_get(j, "routing"), "ingress"), *e;

@@ -13,8 +13,83 @@
 
 #define CMD "check"
 
+/* Print each violation of plan P (named NAME) on CL; returns their count. */
+static int report(const hx_plan *p, const hx_cluster *cl, const char *name)
+{
+	hx_violation *v = NULL;
+	int nv = 0;
+
+	if (hx_verify_plan(p, cl, &v, &nv) > 0)
+		for (int i = 0; i < nv; i++) {
+			hx_err e = {HX_EINPUT, ""};
+			hx_errf(&e, HX_EINPUT, "%s: %s: %s", name, v[i].ptr, v[i].msg);
+			hx_cli_fail(&e);
+		}
+	free(v);
+	return nv;
+}
+
+/* A schedule (hexplan schedule): every period's plan verified on CL, each
+ * violation named "PATH: /periods/K/plan: POINTER: message".  Returns 0
+ * with the summary in *TEXT (new string), or the exit status. */
+static int check_schedule(json_t *doc, const char *path, const hx_cluster *cl, int table,
+			  char **text, hx_err *err)
+{
+	json_t *periods = json_object_get(doc, "periods"), *e;
+	long plans = 0, bad = 0, most = 0;
+	size_t k;
+
+	if (!json_is_array(periods))
+		return hx_errf(err, HX_EINPUT, "%s: /periods: must be an array of periods",
+			       hx_display_path(path));
+	json_array_foreach(periods, k, e)
+	{
+		json_t *pj = json_object_get(e, "plan");
+		char name[600], *s;
+		hx_plan p;
+		long gpus = 0;
+		int rc;
+
+		if (json_is_null(pj))
+			continue; /* an idle period runs nothing */
+		snprintf(name, sizeof(name), "%s: /periods/%zu/plan", hx_display_path(path), k);
+		s = json_dumps(pj, JSON_COMPACT);
+		rc = s ? hx_plan_parse_text(&p, s, name, err)
+		       : hx_errf(err, HX_EINPUT, "%s: missing: a plan or null", name);
+		free(s);
+		if (rc)
+			return rc;
+		bad += report(&p, cl, name) > 0;
+		for (int g = 0; g < p.ngroups; g++)
+			for (int r = 0; r < p.groups[g].nreplicas; r++)
+				for (int st = 0; st < p.groups[g].nstages; st++)
+					gpus += p.groups[g].replicas[r].ngpus[st];
+		most = gpus > most ? gpus : most;
+		plans++;
+		hx_plan_release(&p);
+	}
+	if (bad)
+		return HX_EINPUT;
+	if (table) {
+		hx_buf t = {0};
+		hx_buf_printf(&t, "ok: %zu periods, %ld plans, at most %ld of %d GPUs\n",
+			      json_array_size(periods), plans, most, hx_cluster_gpus(cl));
+		*text = t.s;
+	} else {
+		json_t *o = json_object();
+		json_object_set_new(o, "valid", json_true());
+		hx_jset_int(o, "periods", (long)json_array_size(periods));
+		hx_jset_int(o, "plans", plans);
+		hx_jset_int(o, "gpus_used_most", most);
+		hx_jset_int(o, "gpus_total", hx_cluster_gpus(cl));
+		*text = hx_json_dump(o);
+		json_decref(o);
+	}
+	return 0;
+}
+
 const char *const hx_check_usage[] = {
-    "hexplan check -p plan.json -c cluster.json [--format json|table]", NULL};
+    "hexplan check -p plan.json|schedule.json -c cluster.json [--format json|table]", NULL};
 
 int cmd_check(hx_cli *cli, int argc, char **argv)
 {
@@ -28,8 +103,7 @@ int cmd_check(hx_cli *cli, int argc, char **argv)
 	hx_cluster cl;
 	hx_plan plan;
 	hx_err err = {0};
-	hx_violation *v = NULL;
-	int c, rc = 0, table = 0, nv = 0, have_cluster = 0, have_plan = 0;
+	int c, rc = 0, table = 0, have_cluster = 0, have_plan = 0;
 	long replicas = 0, used = 0;
 	char *text = NULL;
 
@@ -62,16 +136,33 @@ int cmd_check(hx_cli *cli, int argc, char **argv)
 	if ((rc = hx_cluster_load_expanded(&cl, cpath, cat, &err)))
 		goto out;
 	have_cluster = 1;
-	if ((rc = hx_plan_load(&plan, ppath, &err)))
-		goto out;
-	have_plan = 1;
-	if (hx_verify_plan(&plan, &cl, &v, &nv) > 0) {
-		for (int i = 0; i < nv; i++) {
-			hx_err e = {HX_EINPUT, ""};
-			hx_errf(&e, HX_EINPUT, "%s: %s: %s", hx_display_path(ppath), v[i].ptr,
-				v[i].msg);
-			hx_cli_fail(&e);
+	{
+		/* A schedule holds one plan per period. */
+		json_t *doc = hx_json_load_file(ppath, &err);
+		const char *schema;
+		if (!doc) {
+			rc = HX_EINPUT;
+			goto out;
 		}
+		schema = json_string_value(json_object_get(doc, "schema"));
+		if (schema && strcmp(schema, "hexplan.schedule") == 0) {
+			rc = check_schedule(doc, ppath, &cl, table, &text, &err);
+			json_decref(doc);
+			if (!rc)
+				rc = hx_cli_output("-", text);
+			goto out;
+		}
+		/* The file is read once (it may be standard input). */
+		text = json_dumps(doc, JSON_COMPACT);
+		json_decref(doc);
+		rc = hx_plan_parse_text(&plan, text, hx_display_path(ppath), &err);
+		free(text);
+		text = NULL;
+		if (rc)
+			goto out;
+	}
+	have_plan = 1;
+	if (report(&plan, &cl, hx_display_path(ppath)) > 0) {
 		rc = HX_EINPUT;
 		goto out;
 	}
@@ -99,7 +190,6 @@ int cmd_check(hx_cli *cli, int argc, char **argv)
 	rc = hx_cli_output("-", text);
 out:
 	free(text);
-	free(v);
 	if (have_plan)
 		hx_plan_release(&plan);
 	if (have_cluster)

@@ -92,9 +92,9 @@ static int parse_iface(const hx_jr *r, const json_t *v, const char *p, hx_node *
 
 static int parse_nodes(const hx_jr *r, const json_t *list, const hx_catalog *cat, hx_cluster *c)
 {
-	static const char *const keys[] = {"name",         "gpu",       "count",
-					   "region",       "host",      "nic_gbps",
-					   "usd_per_hour", "interface", NULL};
+	static const char *const keys[] = {"name",      "gpu",      "count",        "region",
+					   "host",      "nic_gbps", "usd_per_hour", "interface",
+					   "load_gbps", NULL};
 	size_t n, i;
 	int rc;
 
@@ -130,11 +130,13 @@ static int parse_nodes(const hx_jr *r, const json_t *list, const hx_catalog *cat
 		strcpy(nd->region, "default");
 		nd->nic_gbps = HX_DEFAULT_NIC_GBPS;
 		nd->usd_per_hour = nd->gpu.usd_per_hour;
+		nd->load_gbps = HX_DEFAULT_LOAD_GBPS;
 		if ((rc = hx_jr_int(r, v, p, "count", 0, 1, 4096, &count)) ||
 		    (rc = hx_jr_str(r, v, p, "region", 0, nd->region, sizeof(nd->region))) ||
 		    (rc = hx_jr_str(r, v, p, "host", 0, nd->host, sizeof(nd->host))) ||
 		    (rc = hx_jr_pos(r, v, p, "nic_gbps", 0, &nd->nic_gbps)) ||
 		    (rc = hx_jr_num(r, v, p, "usd_per_hour", 0, 0, 1e6, &nd->usd_per_hour)) ||
+		    (rc = hx_jr_pos(r, v, p, "load_gbps", 0, &nd->load_gbps)) ||
 		    (rc = parse_iface(r, v, p, nd)))
 			return rc;
 		nd->count = (int)count;
@@ -196,8 +198,8 @@ static int parse_links(const hx_jr *r, const json_t *list, hx_cluster *c)
 static int parse_offers(const hx_jr *r, const json_t *list, const hx_catalog *cat,
 			hx_cluster *c)
 {
-	static const char *const keys[] = {"gpu",           "max_count", "usd_per_hour",
-					   "gpus_per_node", "region",    NULL};
+	static const char *const keys[] = {
+	    "gpu", "max_count", "usd_per_hour", "gpus_per_node", "region", "load_gbps", NULL};
 	size_t n, i;
 	int rc;
 
@@ -224,12 +226,14 @@ static int parse_offers(const hx_jr *r, const json_t *list, const hx_catalog *ca
 		if ((rc = hx_gpu_parse(r, g, pg, cat, &o->gpu)))
 			return rc;
 		o->usd_per_hour = o->gpu.usd_per_hour;
+		o->load_gbps = HX_DEFAULT_LOAD_GBPS;
 		strcpy(o->region, "default");
 		if ((rc = hx_jr_int(r, v, p, "max_count", 1, 0, HX_MAX_OFFER_GPUS,
 				    &max_count)) ||
 		    (rc = hx_jr_int(r, v, p, "gpus_per_node", 0, 1, 64, &per_node)) ||
 		    (rc = hx_jr_num(r, v, p, "usd_per_hour", 0, 0, 1e6, &o->usd_per_hour)) ||
-		    (rc = hx_jr_str(r, v, p, "region", 0, o->region, sizeof(o->region))))
+		    (rc = hx_jr_str(r, v, p, "region", 0, o->region, sizeof(o->region))) ||
+		    (rc = hx_jr_pos(r, v, p, "load_gbps", 0, &o->load_gbps)))
 			return rc;
 		o->max_count = (int)max_count;
 		o->gpus_per_node = (int)per_node;
@@ -403,6 +407,7 @@ int hx_cluster_expand_offers(const hx_cluster *in, int owned_free, hx_cluster *o
 			nd->count = left < o->gpus_per_node ? left : o->gpus_per_node;
 			nd->nic_gbps = HX_DEFAULT_NIC_GBPS;
 			nd->usd_per_hour = o->usd_per_hour;
+			nd->load_gbps = o->load_gbps;
 			left -= nd->count;
 		}
 	}

@@ -22,6 +22,11 @@
  * plan or route records none (Gb/s). */
 #define HX_DEFAULT_NIC_GBPS 100
 
+/* How fast a node loads a replica's weights (from disk or the network)
+ * when the cluster names no load_gbps: 16 Gb/s, 2 GB/s (schedule's
+ * start-up times). */
+#define HX_DEFAULT_LOAD_GBPS 16
+
 /* The fraction of GPU memory the engine may use when the workload names
  * none (vLLM's --gpu-memory-utilization default). */
 #define HX_DEFAULT_MEM_UTIL 0.9
@@ -47,6 +52,7 @@ typedef struct hx_node {
 	int count;           /* GPUs */
 	double nic_gbps;     /* per node, to the network */
 	double usd_per_hour; /* per GPU */
+	double load_gbps;    /* weights' load bandwidth (0: HX_DEFAULT_LOAD_GBPS) */
 } hx_node;
 
 typedef struct hx_link {
@@ -59,6 +65,7 @@ typedef struct hx_offer {
 	int max_count; /* GPUs available */
 	int gpus_per_node;
 	double usd_per_hour;
+	double load_gbps; /* of each of its nodes */
 	char region[64];
 } hx_offer;
 

@@ -57,8 +57,10 @@ typedef struct dctx {
 	double kv_req_bytes; /* KV bytes of a mean prompt */
 	long flows;          /* max-flows solved */
 	linktab lt;
-	double score_s; /* the longest a score has taken (s): what the next
-			 * one may take, against the deadline */
+	double score_s; /* the longest a score has taken (s) */
+	double big_s;   /* the time of the score with the most node pairs, */
+	long big_pairs; /* and those pairs: what the next may take, in
+			 * proportion to its pairs when it has more */
 } dctx;
 
 static void linktab_init(linktab *t, const hx_cluster *c)
@@ -425,7 +427,12 @@ static double score(dctx *d, const int *role, kvflow **keep, hx_err *err)
 	d->flows++;
 	hx_flow_result_release(&res);
 	net_release(&x);
-	d->score_s = fmax(d->score_s, hx_now() - t0);
+	t0 = hx_now() - t0;
+	d->score_s = fmax(d->score_s, t0);
+	if ((long)np * nd >= d->big_pairs) {
+		d->big_pairs = (long)np * nd;
+		d->big_s = t0;
+	}
 	return v;
 }
 
@@ -749,12 +756,27 @@ typedef struct search {
 	topk tk;
 } search;
 
-/* Whether the deadline comes before one more score (as long as the
- * longest so far) and SPARE_S more would end: the search stops with what
- * it found (once it found something) rather than overrun the limit. */
-static int out_of_time(const dctx *d, search *s, double spare_s)
+/* Whether the deadline comes before one more score and SPARE_S more
+ * would end: the search stops with what it found (once it found
+ * something) rather than overrun the limit.  The score is of ROLE (NULL:
+ * any, as long as the longest so far): a flow's time grows with its node
+ * pairs (~10 s at 2,000 x 2,000), so one with more than any so far is
+ * expected to take longer in proportion. */
+static int out_of_time(const dctx *d, search *s, const int *role, double spare_s)
 {
-	if (s->best_v > 0 && s->deadline > 0 && hx_now() + d->score_s + spare_s >= s->deadline)
+	double est_s = d->score_s;
+
+	if (s->best_v > 0 && s->deadline > 0 && role) {
+		long np = 0, nd = 0;
+		for (int i = 0; i < d->n; i++) {
+			np += role[i] == 0;
+			nd += role[i] == 1;
+		}
+		if (np * nd > d->big_pairs && d->big_pairs > 0)
+			est_s =
+			    fmax(est_s, d->big_s * (double)(np * nd) / (double)d->big_pairs);
+	}
+	if (s->best_v > 0 && s->deadline > 0 && hx_now() + est_s + spare_s >= s->deadline)
 		s->cut = 1;
 	return s->cut;
 }
@@ -872,18 +894,18 @@ static int search_partitions(dctx *d, search *s, const pgraph *pg, hx_err *err)
 
 	for (int k = 2; k <= kmax; k++) {
 		double t0 = hx_now();
-		if (out_of_time(d, s, part_s))
+		if (out_of_time(d, s, NULL, part_s))
 			break;
 		if ((rc = hx_partition(&pg->g, pg->mem, k, d->pb->seed, grp, err)))
 			break;
 		part_s = fmax(part_s, hx_now() - t0);
 		for (int mask = 1; mask < (1 << k) - 1; mask++) {
-			if (out_of_time(d, s, 0))
-				break;
 			for (int i = 0; i < n; i++) {
 				int r = (mask >> grp[pg->of[i]]) & 1;
 				s->role[i] = d->nr[i].tp[r] ? r : -1;
 			}
+			if (out_of_time(d, s, s->role, 0))
+				break;
 			try_role(d, s, 0, err);
 		}
 		if (s->cut)
@@ -902,12 +924,12 @@ static void search_flips(dctx *d, search *s, hx_err *err)
 		int improved = 0;
 		for (int i = 0; i < n; i++) {
 			const int *best = s->best;
-			if (out_of_time(d, s, 0))
-				break;
 			memcpy(s->role, best, (size_t)n * sizeof(int));
 			s->role[i] = best[i] == 0   ? 1
 				     : best[i] == 1 ? 0
 						    : (d->nr[i].tp[0] ? 0 : 1);
+			if (out_of_time(d, s, s->role, 0))
+				break;
 			if (!d->nr[i].tp[s->role[i]])
 				continue;
 			s->iterations++;

@@ -4,6 +4,7 @@
 
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -109,6 +110,64 @@ START_TEST(test_two_node_optimum)
 }
 END_TEST
 
+/* Two nodes of a cluster made by hand (no lookup maps), the link between
+ * them narrower than their NICs: given twice, the first wins (as
+ * hx_cluster_link has it); given by regions alone, the cross-region
+ * default.  Either way the flow is bound by a 10 Gb/s link. */
+START_TEST(test_link_rows)
+{
+	hx_node nodes[2];
+	hx_link links[2] = {{0, 1, {10, 0.02}}, {1, 0, {400, 0.02}}};
+	hx_cluster c;
+	hx_model m;
+	hx_problem pb;
+	hx_plan_opts o = {0, 0, 0, 0, NULL, 0, 0};
+	hx_err err = {0};
+	hx_workload wp = code;
+	double P = hx_dist_mean(&code.prompt), link, want, pa, pbb, da, db;
+	double Pq = hx_dist_quantile(&code.prompt, code.slo.percentile / 100);
+	const char *gpu[2] = {"h100-sxm", "l40s"};
+	char wpath[1024];
+
+	ck_assert(hx_model_resolve(&cat, "llama-3.1-8b", &m, &err) == 0);
+	hx_strlcpy(wpath, hx_check_src("examples/workloads/code.json"), sizeof(wpath));
+	memset(nodes, 0, sizeof(nodes));
+	for (int i = 0; i < 2; i++) {
+		snprintf(nodes[i].name, sizeof(nodes[i].name), "n%d", i);
+		snprintf(nodes[i].region, sizeof(nodes[i].region), "r%d", i);
+		nodes[i].gpu = *hx_catalog_gpu(&cat, gpu[i]);
+		nodes[i].count = 4;
+		nodes[i].nic_gbps = 400;
+	}
+	wp.slo.ttft_ms -= 1e3 * hx_cost_kv_transfer(&m, HX_DT_FP16, Pq, 400, 0.02);
+	pa = node_cap(&m, gpu[0], 4, HX_SERVE_PREFILL, &wp);
+	pbb = node_cap(&m, gpu[1], 4, HX_SERVE_PREFILL, &wp);
+	da = node_cap(&m, gpu[0], 4, HX_SERVE_DECODE, &code);
+	db = node_cap(&m, gpu[1], 4, HX_SERVE_DECODE, &code);
+	link = 10e9 / 8 / (hx_kv_bytes_per_token(&m, HX_DT_FP16) * P);
+	want = fmax(fmin(fmin(pa, link), db), fmin(fmin(pbb, link), da));
+	for (int by_region = 0; by_region < 2; by_region++) {
+		hx_plan p;
+		memset(&c, 0, sizeof(c));
+		c.nodes = nodes;
+		c.nnodes = 2;
+		c.links = by_region ? NULL : links;
+		c.nlinks = by_region ? 0 : 2;
+		c.same_region = (hx_linkspec){400, 0.02};
+		c.cross_region = (hx_linkspec){by_region ? 10 : 400, 0.02};
+		/* digests of some file: this cluster has none */
+		pb = (hx_problem){&cat, &c, &code, &m, 1, wpath, wpath, NULL};
+		ck_assert_msg(hx_plan_disagg(&pb, &o, &p, &err) == 0, "%s", err.msg);
+		ck_assert_msg(fabs(p.predicted.capacity_rps - want) <= 1e-4 * want,
+			      "by region %d: planner %.6f vs hand %.6f (link %g)", by_region,
+			      p.predicted.capacity_rps, want, link);
+		for (int k = 0; k < p.nkv; k++)
+			ck_assert_double_eq(p.kv[k].bw_gbps, 10);
+		hx_plan_release(&p);
+	}
+}
+END_TEST
+
 /* The mixed example: valid plans, weights summing to one, one role per node. */
 START_TEST(test_mixed_valid)
 {
@@ -149,6 +208,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_two_node_optimum);
 	tcase_add_test(tc, test_mixed_valid);
+	tcase_add_test(tc, test_link_rows);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,7 +1,8 @@
 /*
  * plan_disagg: disaggregated prefill/decode (DESIGN §6; HexGen-2's three
  * phases).  (1) Partition the node graph, links weighted by bandwidth, into
- * k groups of high internal bandwidth (solver/partition, k = 2..8).  (2) Give
+ * k groups of high internal bandwidth (solver/partition, k = 2..8; above
+ * 256 nodes a graph of classes of like nodes stands for it).  (2) Give
  * each group a role; every node of a role runs replicas of the TP that
  * gives it the most capacity for that phase (cost model, one node per
  * replica).  (3) Score a role assignment by a max-flow in requests/s:
@@ -38,6 +39,16 @@ typedef struct node_role {
 	double total[2]; /* the node's capacity in each role */
 } node_role;
 
+/* The cluster's links by node, so that one node's links to all others
+ * cost O(nodes + its links), not a lookup per pair: at the node limit a
+ * pair's lookup (hx_cluster_link, a key printed and hashed) over all pairs
+ * took seconds, once for the partition graph and again per flow. */
+typedef struct linktab {
+	int *region; /* per node: its region as a number */
+	int *start;  /* n + 1: node a's explicit links at link[start[a] .. start[a + 1]) */
+	int *link;   /* indexes into the cluster's links, the last one first */
+} linktab;
+
 typedef struct dctx {
 	const hx_problem *pb;
 	hx_workload wp; /* the workload with the TTFT SLO less the KV transfer */
@@ -45,38 +56,128 @@ typedef struct dctx {
 	int n;
 	double kv_req_bytes; /* KV bytes of a mean prompt */
 	long flows;          /* max-flows solved */
+	linktab lt;
+	double score_s; /* the longest a score has taken (s) */
+	double big_s;   /* the time of the score with the most node pairs, */
+	long big_pairs; /* and those pairs: what the next may take, in
+			 * proportion to its pairs when it has more */
 } dctx;
 
+static void linktab_init(linktab *t, const hx_cluster *c)
+{
+	hx_map regions = {0};
+	int n = c->nnodes, nreg = 0, *fill;
+
+	t->region = hx_xmalloc((size_t)n * sizeof(int) + 1);
+	for (int i = 0; i < n; i++) {
+		int r = hx_map_put(&regions, c->nodes[i].region, nreg);
+		t->region[i] = r >= 0 ? r : nreg++;
+	}
+	hx_map_release(&regions);
+	t->start = hx_xcalloc((size_t)n + 1, sizeof(int));
+	for (int l = 0; l < c->nlinks; l++) {
+		t->start[c->links[l].a + 1]++;
+		if (c->links[l].b != c->links[l].a)
+			t->start[c->links[l].b + 1]++;
+	}
+	for (int i = 0; i < n; i++)
+		t->start[i + 1] += t->start[i];
+	fill = hx_xmalloc((size_t)n * sizeof(int) + 1);
+	memcpy(fill, t->start, (size_t)n * sizeof(int));
+	t->link = hx_xmalloc((size_t)t->start[n] * sizeof(int) + 1);
+	/* The last first: linktab_row applies them in order, so that the
+	 * first link of a pair wins, as in hx_cluster_link. */
+	for (int l = c->nlinks - 1; l >= 0; l--) {
+		t->link[fill[c->links[l].a]++] = l;
+		if (c->links[l].b != c->links[l].a)
+			t->link[fill[c->links[l].b]++] = l;
+	}
+	free(fill);
+}
+
+static void linktab_release(linktab *t)
+{
+	free(t->region);
+	free(t->start);
+	free(t->link);
+}
+
+/* BW[b]: the bandwidth (Gb/s) of hx_cluster_link(C, A, b) for every node
+ * b of C. */
+static void linktab_row(const linktab *t, const hx_cluster *c, int a, double *bw)
+{
+	for (int b = 0; b < c->nnodes; b++)
+		bw[b] = t->region[b] == t->region[a] ? c->same_region.bw_gbps
+						     : c->cross_region.bw_gbps;
+	for (int k = t->start[a]; k < t->start[a + 1]; k++) {
+		const hx_link *l = &c->links[t->link[k]];
+		bw[l->a == a ? l->b : l->a] = l->spec.bw_gbps;
+	}
+}
+
 /* The best few role assignments the search scored (distinct, by flow
- * value, best first): the simulator judges them at the end. */
+ * value, best first), each with its flow: the simulator judges them at the
+ * end. */
 #define DISAGG_SIM_TOP 3
+typedef struct kvflow kvflow;
+static void kvflow_free(kvflow *k);
 typedef struct topk {
 	int n, nnodes;
 	double v[DISAGG_SIM_TOP];
 	int *role[DISAGG_SIM_TOP];
+	kvflow *flow[DISAGG_SIM_TOP];
 } topk;
 
-static void topk_add(topk *t, const int *role, double v)
+/* Keep ROLE, of flow value V, if among the best; takes K (its flow). */
+static void topk_add(topk *t, const int *role, double v, kvflow *k)
 {
 	int at;
-	if (!(v > 0))
+	if (!(v > 0) || !k) {
+		kvflow_free(k);
 		return;
+	}
 	for (int i = 0; i < t->n; i++)
-		if (!memcmp(t->role[i], role, (size_t)t->nnodes * sizeof(int)))
+		if (!memcmp(t->role[i], role, (size_t)t->nnodes * sizeof(int))) {
+			kvflow_free(k);
 			return;
-	if (t->n == DISAGG_SIM_TOP && v <= t->v[t->n - 1])
+		}
+	if (t->n == DISAGG_SIM_TOP && v <= t->v[t->n - 1]) {
+		kvflow_free(k);
 		return;
-	if (t->n < DISAGG_SIM_TOP)
-		t->role[t->n++] = hx_xmalloc((size_t)t->nnodes * sizeof(int));
+	}
+	if (t->n < DISAGG_SIM_TOP) {
+		t->role[t->n] = hx_xmalloc((size_t)t->nnodes * sizeof(int));
+		t->flow[t->n++] = NULL;
+	}
 	{
 		int *spare = t->role[t->n - 1];
+		kvflow_free(t->flow[t->n - 1]);
 		for (at = t->n - 1; at > 0 && t->v[at - 1] < v; at--) {
 			t->v[at] = t->v[at - 1];
 			t->role[at] = t->role[at - 1];
+			t->flow[at] = t->flow[at - 1];
 		}
 		t->v[at] = v;
 		t->role[at] = spare;
+		t->flow[at] = k;
 		memcpy(spare, role, (size_t)t->nnodes * sizeof(int));
+	}
+}
+
+/* ROLE's flow in T, or NULL. */
+static const kvflow *topk_flow(const topk *t, const int *role)
+{
+	for (int i = 0; i < t->n; i++)
+		if (!memcmp(t->role[i], role, (size_t)t->nnodes * sizeof(int)))
+			return t->flow[i];
+	return NULL;
+}
+
+static void topk_release(topk *t)
+{
+	for (int i = 0; i < t->n; i++) {
+		free(t->role[i]);
+		kvflow_free(t->flow[i]);
 	}
 }
 
@@ -137,11 +238,14 @@ static double gbps_to_rps(const dctx *d, double gbps)
 /* The flow network of a role assignment (ROLE[i]: 0 prefill, 1 decode, -1
  * unused).  Vertex layout: 0 source, 1 sink, then per node: replica block
  * start (REP0), egress in/out, ingress in/out; then per (prefill, decode)
- * node pair a link in/out. */
+ * node pair, in that order, a link in/out.  The pairs are numbered, not
+ * held in an n-by-n table (64 MiB at the node limit). */
 typedef struct net {
 	hx_graph g;
 	int *rep0, *nrep, *eg_in, *eg_out, *in_in, *in_out;
-	int *pair;     /* n*n: link-in vertex of (a, b) or -1 */
+	int *dec;      /* the decode nodes, in order; nd of them */
+	int nd;        /* pair (pa-th prefill node, dec[db]) is pa * nd + db */
+	int link_e0;   /* pair q's link edge is link_e0 + 3 * q + 1 */
 	int *rep_edge; /* per vertex of a replica: its source or sink edge */
 } net;
 
@@ -154,49 +258,16 @@ static void net_release(net *x)
 	free(x->eg_out);
 	free(x->in_in);
 	free(x->in_out);
-	free(x->pair);
+	free(x->dec);
 	free(x->rep_edge);
 }
 
-static void build(const dctx *d, const int *role, net *x)
+/* Add the NIC and replica edges of every node of X (vertices numbered). */
+static void build_nodes(const dctx *d, const int *role, double inf, net *x)
 {
 	const hx_cluster *c = d->pb->cluster;
-	int n = d->n, v = 2;
-	double inf = 1;
 
-	/* "Unbounded" edges: more than all replicas together carry (1e18
-	 * swallowed the flows' digits in push-relabel's excess arithmetic,
-	 * which skews the per-edge flows the routing weights come from). */
-	for (int i = 0; i < n; i++)
-		inf += d->nr[i].total[0] + d->nr[i].total[1];
-	memset(x, 0, sizeof(*x));
-	x->rep0 = hx_xcalloc((size_t)n, sizeof(int));
-	x->nrep = hx_xcalloc((size_t)n, sizeof(int));
-	x->eg_in = hx_xcalloc((size_t)n, sizeof(int));
-	x->eg_out = hx_xcalloc((size_t)n, sizeof(int));
-	x->in_in = hx_xcalloc((size_t)n, sizeof(int));
-	x->in_out = hx_xcalloc((size_t)n, sizeof(int));
-	x->pair = hx_xmalloc((size_t)n * n * sizeof(int));
-	for (int i = 0; i < n * n; i++)
-		x->pair[i] = -1;
-	for (int i = 0; i < n; i++) {
-		x->rep0[i] = v;
-		x->nrep[i] = role[i] < 0 ? 0 : d->nr[i].reps[role[i]];
-		v += x->nrep[i];
-		x->eg_in[i] = v++;
-		x->eg_out[i] = v++;
-		x->in_in[i] = v++;
-		x->in_out[i] = v++;
-	}
-	for (int a = 0; a < n; a++)
-		for (int b = 0; b < n; b++)
-			if (role[a] == 0 && role[b] == 1) {
-				x->pair[a * n + b] = v;
-				v += 2;
-			}
-	hx_graph_init(&x->g, v);
-	x->rep_edge = hx_xcalloc((size_t)v, sizeof(int));
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < d->n; i++) {
 		double nic = gbps_to_rps(d, c->nodes[i].nic_gbps);
 		hx_graph_add_edge(&x->g, x->eg_in[i], x->eg_out[i], nic);
 		hx_graph_add_edge(&x->g, x->in_in[i], x->in_out[i], nic);
@@ -213,25 +284,134 @@ static void build(const dctx *d, const int *role, net *x)
 			}
 		}
 	}
-	for (int a = 0; a < n; a++)
-		for (int b = 0; b < n; b++) {
-			int lv = x->pair[a * n + b];
-			if (lv < 0)
-				continue;
-			hx_graph_add_edge(&x->g, x->eg_out[a], lv, inf);
-			hx_graph_add_edge(&x->g, lv, lv + 1,
-					  gbps_to_rps(d, hx_cluster_link(c, a, b).bw_gbps));
-			hx_graph_add_edge(&x->g, lv + 1, x->in_in[b], inf);
-		}
 }
 
-static double score(dctx *d, const int *role, hx_err *err)
+static void build(const dctx *d, const int *role, net *x)
+{
+	const hx_cluster *c = d->pb->cluster;
+	int n = d->n, v = 2, np = 0, pair0, pa = 0;
+	double inf = 1, *bw;
+
+	/* "Unbounded" edges: more than all replicas together carry (1e18
+	 * swallowed the flows' digits in push-relabel's excess arithmetic,
+	 * which skews the per-edge flows the routing weights come from). */
+	for (int i = 0; i < n; i++)
+		inf += d->nr[i].total[0] + d->nr[i].total[1];
+	memset(x, 0, sizeof(*x));
+	x->rep0 = hx_xcalloc((size_t)n, sizeof(int));
+	x->nrep = hx_xcalloc((size_t)n, sizeof(int));
+	x->eg_in = hx_xcalloc((size_t)n, sizeof(int));
+	x->eg_out = hx_xcalloc((size_t)n, sizeof(int));
+	x->in_in = hx_xcalloc((size_t)n, sizeof(int));
+	x->in_out = hx_xcalloc((size_t)n, sizeof(int));
+	x->dec = hx_xcalloc((size_t)n, sizeof(int));
+	for (int i = 0; i < n; i++) {
+		x->rep0[i] = v;
+		x->nrep[i] = role[i] < 0 ? 0 : d->nr[i].reps[role[i]];
+		v += x->nrep[i];
+		x->eg_in[i] = v++;
+		x->eg_out[i] = v++;
+		x->in_in[i] = v++;
+		x->in_out[i] = v++;
+		np += role[i] == 0;
+		if (role[i] == 1)
+			x->dec[x->nd++] = i;
+	}
+	pair0 = v;
+	v += 2 * np * x->nd;
+	hx_graph_init(&x->g, v);
+	x->rep_edge = hx_xcalloc((size_t)v, sizeof(int));
+	build_nodes(d, role, inf, x);
+	x->link_e0 = x->g.m;
+	bw = hx_xmalloc((size_t)n * sizeof(double));
+	for (int a = 0; a < n; a++) {
+		if (role[a] != 0)
+			continue;
+		linktab_row(&d->lt, c, a, bw);
+		for (int db = 0; db < x->nd; db++) {
+			int lv = pair0 + 2 * (pa * x->nd + db), b = x->dec[db];
+			hx_graph_add_edge(&x->g, x->eg_out[a], lv, inf);
+			hx_graph_add_edge(&x->g, lv, lv + 1, gbps_to_rps(d, bw[b]));
+			hx_graph_add_edge(&x->g, lv + 1, x->in_in[b], inf);
+		}
+		pa++;
+	}
+	free(bw);
+}
+
+/* What the plan needs of a role assignment's max-flow, kept from its
+ * score so that the plan is not solved a second time: the flow value, the
+ * flow into each prefill node's replicas and out over its links, and the
+ * positive link flows by prefill node (pairs start[a] .. start[a + 1], to
+ * decode nodes in order). */
+typedef struct kvflow {
+	double value;
+	double *in, *out; /* per node */
+	int *start, *to;
+	double *flow;
+} kvflow;
+
+static void kvflow_free(kvflow *k)
+{
+	if (!k)
+		return;
+	free(k->in);
+	free(k->out);
+	free(k->start);
+	free(k->to);
+	free(k->flow);
+	free(k);
+}
+
+/* The kvflow of RES, the max-flow of X for ROLE: a new one (kvflow_free). */
+static kvflow *kvflow_of(const dctx *d, const int *role, const net *x,
+			 const hx_flow_result *res)
+{
+	kvflow *k = hx_xcalloc(1, sizeof(*k));
+	int n = d->n, q = 0, npos = 0;
+
+	k->value = res->value;
+	k->in = hx_xcalloc((size_t)n, sizeof(double));
+	k->out = hx_xcalloc((size_t)n, sizeof(double));
+	k->start = hx_xcalloc((size_t)n + 1, sizeof(int));
+	/* The solver's flows carry rounding: a flow a hair below 0 is none
+	 * (a negative weight breaks the plan). */
+	for (int e = x->link_e0 + 1; e < x->g.m; e += 3)
+		npos += res->flow[e] > 0;
+	k->to = hx_xmalloc((size_t)npos * sizeof(int) + 1);
+	k->flow = hx_xmalloc((size_t)npos * sizeof(double) + 1);
+	npos = 0;
+	for (int a = 0; a < n; a++) {
+		k->start[a] = npos;
+		if (role[a] != 0)
+			continue;
+		for (int r = 0; r < x->nrep[a]; r++)
+			k->in[a] += fmax(0, res->flow[x->rep_edge[x->rep0[a] + r]]);
+		for (int db = 0; db < x->nd; db++, q++) {
+			double f = fmax(0, res->flow[x->link_e0 + 3 * q + 1]);
+			k->out[a] += f;
+			if (f > 0) {
+				k->to[npos] = x->dec[db];
+				k->flow[npos++] = f;
+			}
+		}
+	}
+	k->start[n] = npos;
+	return k;
+}
+
+/* The max-flow value of ROLE (0 without a node for each role; -1 when the
+ * solver fails, with ERR), and with KEEP its kvflow into *KEEP (a new one,
+ * NULL when there is no flow). */
+static double score(dctx *d, const int *role, kvflow **keep, hx_err *err)
 {
 	net x;
 	hx_flow_result res;
-	double v = -1;
+	double v = -1, t0 = hx_now();
 	int np = 0, nd = 0;
 
+	if (keep)
+		*keep = NULL;
 	for (int i = 0; i < d->n; i++) {
 		np += role[i] == 0;
 		nd += role[i] == 1;
@@ -239,11 +419,20 @@ static double score(dctx *d, const int *role, hx_err *err)
 	if (!np || !nd)
 		return 0;
 	build(d, role, &x);
-	if (hx_flow_max(&x.g, 0, 1, &res, err) == 0)
+	if (hx_flow_max(&x.g, 0, 1, &res, err) == 0) {
 		v = res.value;
+		if (keep)
+			*keep = kvflow_of(d, role, &x, &res);
+	}
 	d->flows++;
 	hx_flow_result_release(&res);
 	net_release(&x);
+	t0 = hx_now() - t0;
+	d->score_s = fmax(d->score_s, t0);
+	if ((long)np * nd >= d->big_pairs) {
+		d->big_pairs = (long)np * nd;
+		d->big_s = t0;
+	}
 	return v;
 }
 
@@ -284,127 +473,105 @@ static double split_bound(const dctx *d)
 	return best;
 }
 
-static int emit(dctx *d, const int *role, hx_plan *p, double *value, hx_err *err)
+/* Node I's group of ROLE[I] (one per used node and role: its replicas
+ * share the node) into P. */
+static void emit_group(const dctx *d, int i, int role, hx_plan *p)
 {
 	const hx_cluster *c = d->pb->cluster;
-	net x;
-	hx_flow_result res;
-	int n = d->n, *group_of = hx_xmalloc((size_t)n * sizeof(int)), rc;
-	double *pair_flow;
+	hx_plan_group *g = hx_plan_add_group(p);
+	char name[128];
 
-	build(d, role, &x);
-	if ((rc = hx_flow_max(&x.g, 0, 1, &res, err))) {
-		net_release(&x);
-		free(group_of);
-		return rc;
+	snprintf(name, sizeof(name), "%s%d", role ? "d" : "p", p->ngroups - 1);
+	hx_strlcpy(g->name, name, sizeof(g->name));
+	hx_strlcpy(g->model, d->pb->model->name, sizeof(g->model));
+	g->role = role ? HX_ROLE_DECODE : HX_ROLE_PREFILL;
+	g->wdt = d->pb->model->a.dtype;
+	g->kvdt = HX_DT_FP16;
+	hx_plan_group_stages(g, 1);
+	hx_strlcpy(g->stage[0].gpu, c->nodes[i].gpu.name, sizeof(g->stage[0].gpu));
+	g->stage[0].tp = d->nr[i].tp[role];
+	g->stage[0].first = 0;
+	g->stage[0].last = d->pb->model->a.layers;
+	for (int k = 0; k < d->nr[i].reps[role]; k++) {
+		hx_plan_replica *r = hx_plan_add_replica(g);
+		int tp = g->stage[0].tp;
+		snprintf(name, sizeof(name), "%sr%d", g->name, k);
+		hx_strlcpy(r->id, name, sizeof(r->id));
+		r->ngpus[0] = tp;
+		r->gpus[0] = hx_xcalloc((size_t)tp, sizeof(hx_gpu_ref));
+		for (int t = 0; t < tp; t++) {
+			hx_strlcpy(r->gpus[0][t].node, c->nodes[i].name,
+				   sizeof(r->gpus[0][t].node));
+			r->gpus[0][t].index = k * tp + t;
+		}
 	}
-	*value = res.value;
-	/* One group per used node and role: its replicas share the node. */
-	for (int i = 0; i < n; i++) {
-		hx_plan_group *g;
-		char name[128];
-		group_of[i] = -1;
-		if (role[i] < 0 || x.nrep[i] == 0)
-			continue;
-		g = hx_plan_add_group(p);
-		group_of[i] = p->ngroups - 1;
-		snprintf(name, sizeof(name), "%s%d", role[i] ? "d" : "p", p->ngroups - 1);
-		hx_strlcpy(g->name, name, sizeof(g->name));
-		hx_strlcpy(g->model, d->pb->model->name, sizeof(g->model));
-		g->role = role[i] ? HX_ROLE_DECODE : HX_ROLE_PREFILL;
-		g->wdt = d->pb->model->a.dtype;
-		g->kvdt = HX_DT_FP16;
-		hx_plan_group_stages(g, 1);
-		hx_strlcpy(g->stage[0].gpu, c->nodes[i].gpu.name, sizeof(g->stage[0].gpu));
-		g->stage[0].tp = d->nr[i].tp[role[i]];
-		g->stage[0].first = 0;
-		g->stage[0].last = d->pb->model->a.layers;
-		for (int k = 0; k < x.nrep[i]; k++) {
-			hx_plan_replica *r = hx_plan_add_replica(g);
-			int tp = g->stage[0].tp;
-			snprintf(name, sizeof(name), "%sr%d", g->name, k);
-			hx_strlcpy(r->id, name, sizeof(r->id));
-			r->ngpus[0] = tp;
-			r->gpus[0] = hx_xcalloc((size_t)tp, sizeof(hx_gpu_ref));
-			for (int t = 0; t < tp; t++) {
-				hx_strlcpy(r->gpus[0][t].node, c->nodes[i].name,
-					   sizeof(r->gpus[0][t].node));
-				r->gpus[0][t].index = k * tp + t;
+}
+
+/* KV routes from each replica of prefill node A (group GROUP_OF[A]) to
+ * the decode replicas of the nodes its link flows in K reach, in
+ * proportion to those flows and evenly over each node's replicas; to
+ * every decode replica when no flow leaves A. */
+static void emit_kv(const dctx *d, const int *group_of, const kvflow *k, int a, hx_plan *p)
+{
+	const hx_cluster *c = d->pb->cluster;
+	double out = k->out[a];
+	int q0 = out > 0 ? k->start[a] : 0, q1 = out > 0 ? k->start[a + 1] : d->n;
+
+	for (int r = 0; r < p->groups[group_of[a]].nreplicas; r++) {
+		const hx_plan_replica *from = &p->groups[group_of[a]].replicas[r];
+		int first = p->nkv;
+		for (int q = q0; q < q1; q++) {
+			int b = out > 0 ? k->to[q] : q;
+			double share = out > 0 ? k->flow[q] / out : 1.0;
+			const hx_plan_group *gb;
+			if (group_of[b] < 0 || p->groups[group_of[b]].role != HX_ROLE_DECODE)
+				continue;
+			gb = &p->groups[group_of[b]];
+			for (int j = 0; j < gb->nreplicas; j++) {
+				/* A node's decode replicas are alike: spread over
+				 * all of them (the flow's own split among equal
+				 * edges is arbitrary, often all on one). */
+				double dj = 1.0 / gb->nreplicas;
+				hx_route *rt;
+				if (share * dj <= 0 && out > 0)
+					continue;
+				rt = hx_plan_add_route(&p->kv, &p->nkv);
+				hx_strlcpy(rt->from, from->id, sizeof(rt->from));
+				hx_strlcpy(rt->to, gb->replicas[j].id, sizeof(rt->to));
+				rt->weight = share * dj;
+				hx_route_set_link(rt, c, a, b);
 			}
 		}
+		hx_routes_normalize(p->kv + first, p->nkv - first);
+	}
+}
+
+/* The groups and routes of ROLE, whose max-flow is K, into P. */
+static void emit(dctx *d, const int *role, const kvflow *k, hx_plan *p)
+{
+	int n = d->n, *group_of = hx_xmalloc((size_t)n * sizeof(int));
+
+	for (int i = 0; i < n; i++) {
+		group_of[i] = -1;
+		if (role[i] < 0 || d->nr[i].reps[role[i]] == 0)
+			continue;
+		emit_group(d, i, role[i], p);
+		group_of[i] = p->ngroups - 1;
 	}
 	/* Ingress: each prefill group's share of the flow. */
 	for (int i = 0; i < n; i++) {
-		double f = 0;
 		hx_route *rt;
 		if (group_of[i] < 0 || role[i] != 0)
 			continue;
-		for (int k = 0; k < x.nrep[i]; k++)
-			f += fmax(0, res.flow[x.rep_edge[x.rep0[i] + k]]);
 		rt = hx_plan_add_route(&p->ingress, &p->ningress);
 		hx_strlcpy(rt->to, p->groups[group_of[i]].name, sizeof(rt->to));
-		rt->weight = res.value > 0 ? f / res.value : 0;
+		rt->weight = k->value > 0 ? k->in[i] / k->value : 0;
 	}
 	hx_routes_normalize(p->ingress, p->ningress);
-	/* KV: from each prefill replica of node a to each decode replica of
-	 * node b, in proportion to the flow on link (a, b) and to the decode
-	 * replicas' shares of what reaches b. */
-	pair_flow = hx_xcalloc((size_t)n * n, sizeof(double));
-	{
-		/* the link edge of a pair is the one edge lv -> lv + 1 */
-		int *link_edge = hx_xmalloc((size_t)x.g.n * sizeof(int) + 1);
-		for (int e = 0; e < x.g.m; e++)
-			if (x.g.to[e] == x.g.from[e] + 1)
-				link_edge[x.g.from[e]] = e;
-		for (int a = 0; a < n; a++)
-			for (int b = 0; b < n; b++) {
-				int lv = x.pair[a * n + b];
-				/* The solver's flows carry rounding: a flow a hair
-				 * below 0 is none (a negative weight breaks the plan). */
-				if (lv >= 0)
-					pair_flow[a * n + b] = fmax(0, res.flow[link_edge[lv]]);
-			}
-		free(link_edge);
-	}
-	for (int a = 0; a < n; a++) {
-		double out = 0;
-		if (group_of[a] < 0 || role[a] != 0)
-			continue;
-		for (int b = 0; b < n; b++)
-			out += pair_flow[a * n + b];
-		for (int k = 0; k < x.nrep[a]; k++) {
-			const hx_plan_replica *from = &p->groups[group_of[a]].replicas[k];
-			int first = p->nkv;
-			for (int b = 0; b < n; b++) {
-				if (group_of[b] < 0 || role[b] != 1)
-					continue;
-				for (int j = 0; j < x.nrep[b]; j++) {
-					double share =
-					    out > 0 ? pair_flow[a * n + b] / out : 1.0;
-					/* A node's decode replicas are alike: spread over
-					 * all of them (the flow's own split among equal
-					 * edges is arbitrary, often all on one). */
-					double dj = 1.0 / x.nrep[b];
-					hx_route *rt;
-					if (share * dj <= 0 && out > 0)
-						continue;
-					rt = hx_plan_add_route(&p->kv, &p->nkv);
-					hx_strlcpy(rt->from, from->id, sizeof(rt->from));
-					hx_strlcpy(rt->to,
-						   p->groups[group_of[b]].replicas[j].id,
-						   sizeof(rt->to));
-					rt->weight = share * dj;
-					hx_route_set_link(rt, c, a, b);
-				}
-			}
-			hx_routes_normalize(p->kv + first, p->nkv - first);
-		}
-	}
-	free(pair_flow);
+	for (int a = 0; a < n; a++)
+		if (group_of[a] >= 0 && role[a] == 0)
+			emit_kv(d, group_of, k, a, p);
 	free(group_of);
-	hx_flow_result_release(&res);
-	net_release(&x);
-	return 0;
 }
 
 /* Replica ids sorted, to find a KV route's ends. */
@@ -489,18 +656,19 @@ static void operating_point(const hx_problem *pb, hx_plan *p, double lambda, dou
 	free(ids);
 }
 
-/* The plan of role assignment ROLE into P, with its predictions at the
- * workload's rate. */
-static int build_plan(dctx *d, const int *role, int cut, long iterations, hx_plan *p,
-		      hx_err *err)
+/* The plan of role assignment ROLE, whose max-flow (kept from its score)
+ * is K, into P, with its predictions at the workload's rate. */
+static int build_plan(dctx *d, const int *role, const kvflow *k, int cut, long iterations,
+		      hx_plan *p, hx_err *err)
 {
 	const hx_problem *pb = d->pb;
-	double value = 0, P = hx_dist_mean(&pb->workload->prompt);
+	double value = k->value, P = hx_dist_mean(&pb->workload->prompt);
 	int rc;
 
 	hx_plan_init(p);
 	strcpy(p->mode, "disagg");
-	if ((rc = emit(d, role, p, &value, err)) || (rc = hx_plan_finish(pb, p, 0, err))) {
+	emit(d, role, k, p);
+	if ((rc = hx_plan_finish(pb, p, 0, err))) {
 		hx_plan_release(p);
 		return rc;
 	}
@@ -552,7 +720,7 @@ static int sim_check(dctx *d, const topk *tk, int cut, long iterations, double d
 		double rps = 0;
 		if (i > 0 && hx_past(deadline))
 			break;
-		if ((rc = build_plan(d, tk->role[i], cut, iterations, &q, err)))
+		if ((rc = build_plan(d, tk->role[i], tk->flow[i], cut, iterations, &q, err)))
 			return rc;
 		rc = hx_plan_sim_capacity(d->pb, &q, deadline, &rps, err);
 		if (rc == HX_ELIMIT && i == 0) {
@@ -577,18 +745,210 @@ static int sim_check(dctx *d, const topk *tk, int cut, long iterations, double d
 	return 0;
 }
 
+/* The search's state: the best role assignment so far, the best few, and
+ * whether the deadline cut it short. */
+typedef struct search {
+	int *best, *role;
+	double best_v;
+	long iterations;
+	int cut;
+	double deadline;
+	topk tk;
+} search;
+
+/* Whether the deadline comes before one more score and SPARE_S more
+ * would end: the search stops with what it found (once it found
+ * something) rather than overrun the limit.  The score is of ROLE (NULL:
+ * any, as long as the longest so far): a flow's time grows with its node
+ * pairs (~10 s at 2,000 x 2,000), so one with more than any so far is
+ * expected to take longer in proportion. */
+static int out_of_time(const dctx *d, search *s, const int *role, double spare_s)
+{
+	double est_s = d->score_s;
+
+	if (s->best_v > 0 && s->deadline > 0 && role) {
+		long np = 0, nd = 0;
+		for (int i = 0; i < d->n; i++) {
+			np += role[i] == 0;
+			nd += role[i] == 1;
+		}
+		if (np * nd > d->big_pairs && d->big_pairs > 0)
+			est_s =
+			    fmax(est_s, d->big_s * (double)(np * nd) / (double)d->big_pairs);
+	}
+	if (s->best_v > 0 && s->deadline > 0 && hx_now() + est_s + spare_s >= s->deadline)
+		s->cut = 1;
+	return s->cut;
+}
+
+/* Score S->role, keep it among the best few, and make it S's best if it
+ * beats that by a margin (relative in the refinement, REFINE; else
+ * absolute); 1 when it did.  A failed flow scores nothing. */
+static int try_role(dctx *d, search *s, int refine, hx_err *err)
+{
+	kvflow *k;
+	double v = score(d, s->role, &k, err);
+
+	topk_add(&s->tk, s->role, v, k);
+	if (refine ? v > s->best_v * (1 + 1e-9) : v > s->best_v + 1e-9) {
+		s->best_v = v;
+		memcpy(s->best, s->role, (size_t)d->n * sizeof(int));
+		return 1;
+	}
+	return 0;
+}
+/* Above this many nodes the partition runs on a graph of classes of
+ * nodes, not of nodes: it is dense (a power iteration over an n-by-n
+ * matrix) and took 75 s alone at 4,096 nodes with 16,384 links. */
+#define DISAGG_PART_NODES 256
+
+/* The graph the partition runs on: a vertex per node, or above
+ * DISAGG_PART_NODES nodes per class of nodes (the same GPU, count and
+ * region), each class dealt in turn into 8 vertices so that a cluster of
+ * one kind still splits, and the vertices wrapping at DISAGG_PART_NODES.
+ * Edges weigh the bandwidth of the links between their nodes, vertices
+ * their nodes' memory. */
+typedef struct pgraph {
+	hx_graph g;
+	int *of;     /* per node: its vertex */
+	double *mem; /* per vertex: GiB */
+} pgraph;
+
+/* PG->of for a cluster above DISAGG_PART_NODES nodes; returns the number
+ * of vertices. */
+static int pgraph_classes(const dctx *d, pgraph *pg)
+{
+	const hx_cluster *c = d->pb->cluster;
+	hx_map classes = {0};
+	int ncls = 0, nv = 0, *dealt = hx_xcalloc((size_t)d->n, sizeof(int));
+	int *vertex = hx_xmalloc((size_t)d->n * 8 * sizeof(int));
+
+	for (int i = 0; i < d->n * 8; i++)
+		vertex[i] = -1;
+	for (int i = 0; i < d->n; i++) {
+		char key[128];
+		int cl, *v;
+		snprintf(key, sizeof(key), "%s/%d/%d", c->nodes[i].gpu.name, c->nodes[i].count,
+			 d->lt.region[i]);
+		if ((cl = hx_map_put(&classes, key, ncls)) < 0)
+			cl = ncls++;
+		v = &vertex[cl * 8 + dealt[cl]++ % 8];
+		if (*v < 0)
+			*v = nv++ % DISAGG_PART_NODES;
+		pg->of[i] = *v;
+	}
+	hx_map_release(&classes);
+	free(dealt);
+	free(vertex);
+	return nv < DISAGG_PART_NODES ? nv : DISAGG_PART_NODES;
+}
+
+static void pgraph_init(const dctx *d, pgraph *pg)
+{
+	const hx_cluster *c = d->pb->cluster;
+	int n = d->n, nv = n;
+	double *bw = hx_xmalloc((size_t)n * sizeof(double)), *w = NULL;
+
+	pg->of = hx_xmalloc((size_t)n * sizeof(int));
+	for (int i = 0; i < n; i++)
+		pg->of[i] = i;
+	if (n > DISAGG_PART_NODES) {
+		nv = pgraph_classes(d, pg);
+		w = hx_xcalloc((size_t)nv * nv, sizeof(double));
+	}
+	pg->mem = hx_xcalloc((size_t)nv, sizeof(double));
+	for (int i = 0; i < n; i++)
+		pg->mem[pg->of[i]] += c->nodes[i].count * c->nodes[i].gpu.mem_gib;
+	hx_graph_init(&pg->g, nv);
+	for (int a = 0; a < n; a++) {
+		linktab_row(&d->lt, c, a, bw);
+		for (int b = a + 1; b < n; b++) {
+			int u = pg->of[a], v = pg->of[b];
+			if (!w)
+				hx_graph_add_edge(&pg->g, a, b, bw[b]);
+			else if (u != v)
+				w[u < v ? u * nv + v : v * nv + u] += bw[b];
+		}
+	}
+	for (int u = 0; w && u < nv; u++)
+		for (int v = u + 1; v < nv; v++)
+			hx_graph_add_edge(&pg->g, u, v, w[u * nv + v]);
+	free(w);
+	free(bw);
+}
+
+static void pgraph_release(pgraph *pg)
+{
+	hx_graph_release(&pg->g);
+	free(pg->of);
+	free(pg->mem);
+}
+
+/* (1) and (2): for k = 2..8, partition PG into k groups and score every
+ * role assignment of the groups. */
+static int search_partitions(dctx *d, search *s, const pgraph *pg, hx_err *err)
+{
+	int n = d->n, kmax = pg->g.n < 8 ? pg->g.n : 8, rc = 0;
+	int *grp = hx_xcalloc((size_t)pg->g.n, sizeof(int));
+	double part_s = 0; /* the longest a partition has taken */
+
+	for (int k = 2; k <= kmax; k++) {
+		double t0 = hx_now();
+		if (out_of_time(d, s, NULL, part_s))
+			break;
+		if ((rc = hx_partition(&pg->g, pg->mem, k, d->pb->seed, grp, err)))
+			break;
+		part_s = fmax(part_s, hx_now() - t0);
+		for (int mask = 1; mask < (1 << k) - 1; mask++) {
+			for (int i = 0; i < n; i++) {
+				int r = (mask >> grp[pg->of[i]]) & 1;
+				s->role[i] = d->nr[i].tp[r] ? r : -1;
+			}
+			if (out_of_time(d, s, s->role, 0))
+				break;
+			try_role(d, s, 0, err);
+		}
+		if (s->cut)
+			break;
+	}
+	free(grp);
+	return rc;
+}
+
+/* (4) refine: flip single nodes while the flow grows. */
+static void search_flips(dctx *d, search *s, hx_err *err)
+{
+	int n = d->n;
+
+	for (int pass = 0; pass < 4 * n && s->best_v > 0 && !s->cut; pass++) {
+		int improved = 0;
+		for (int i = 0; i < n; i++) {
+			const int *best = s->best;
+			memcpy(s->role, best, (size_t)n * sizeof(int));
+			s->role[i] = best[i] == 0   ? 1
+				     : best[i] == 1 ? 0
+						    : (d->nr[i].tp[0] ? 0 : 1);
+			if (out_of_time(d, s, s->role, 0))
+				break;
+			if (!d->nr[i].tp[s->role[i]])
+				continue;
+			s->iterations++;
+			improved |= try_role(d, s, 1, err);
+		}
+		if (!improved)
+			break;
+	}
+}
+
 int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_err *err)
 {
 	const hx_cluster *c = pb->cluster;
 	dctx d;
-	int n = c->nnodes, *best = NULL, *role = NULL, *grp = NULL, rc = 0, kmax;
-	double best_v = -1, P = hx_dist_mean(&pb->workload->prompt);
+	int n = c->nnodes, rc = 0;
+	double P = hx_dist_mean(&pb->workload->prompt);
 	double Pq = hx_dist_quantile(&pb->workload->prompt, pb->workload->slo.percentile / 100);
-	long iterations = 0;
-	hx_graph g;
-	const double deadline = hx_deadline(o->time_limit_s);
-	int cut = 0; /* the time limit stopped the search */
-	topk tk = {0};
+	pgraph pg;
+	search s = {0};
 
 	hx_plan_init(p);
 	strcpy(p->mode, "disagg");
@@ -600,7 +960,10 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 	d.pb = pb;
 	d.n = n;
 	d.nr = hx_xcalloc((size_t)n, sizeof(node_role));
-	tk.nnodes = n;
+	linktab_init(&d.lt, c);
+	s.deadline = hx_deadline(o->time_limit_s);
+	s.best_v = -1;
+	s.tk.nnodes = n;
 	d.kv_req_bytes = hx_kv_bytes_per_token(pb->model, HX_DT_FP16) * P;
 	/* Prefill replicas must leave room in the TTFT SLO for sending the
 	 * percentile prompt's KV over a typical link of the cluster. */
@@ -612,92 +975,39 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 		d.wp.slo.ttft_ms = 1e-3;
 	price_nodes(&d);
 	/* (1) the node graph, links weighted by bandwidth; node weight memory */
-	hx_graph_init(&g, n);
-	for (int a = 0; a < n; a++)
-		for (int b = a + 1; b < n; b++)
-			hx_graph_add_edge(&g, a, b, hx_cluster_link(c, a, b).bw_gbps);
-	best = hx_xcalloc((size_t)n, sizeof(int));
-	role = hx_xcalloc((size_t)n, sizeof(int));
-	grp = hx_xcalloc((size_t)n, sizeof(int));
-	kmax = n < 8 ? n : 8;
-	{
-		double *mem = hx_xcalloc((size_t)n, sizeof(double));
-		for (int i = 0; i < n; i++)
-			mem[i] = c->nodes[i].count * c->nodes[i].gpu.mem_gib;
-		for (int k = 2; k <= kmax && !cut; k++) {
-			if (best_v > 0 && hx_past(deadline)) {
-				cut = 1;
-				break;
-			}
-			if ((rc = hx_partition(&g, mem, k, pb->seed, grp, err)))
-				break;
-			/* (2) every role assignment of the k groups */
-			for (int mask = 1; mask < (1 << k) - 1; mask++) {
-				double v;
-				if (best_v > 0 && hx_past(deadline)) {
-					cut = 1;
-					break;
-				}
-				for (int i = 0; i < n; i++) {
-					int r = (mask >> grp[i]) & 1;
-					role[i] = d.nr[i].tp[r] ? r : -1;
-				}
-				v = score(&d, role, err);
-				topk_add(&tk, role, v);
-				if (v > best_v + 1e-9) {
-					best_v = v;
-					memcpy(best, role, (size_t)n * sizeof(int));
-				}
-			}
-		}
-		free(mem);
-	}
-	hx_graph_release(&g);
+	pgraph_init(&d, &pg);
+	s.best = hx_xcalloc((size_t)n, sizeof(int));
+	s.role = hx_xcalloc((size_t)n, sizeof(int));
+	rc = search_partitions(&d, &s, &pg, err);
+	pgraph_release(&pg);
 	if (rc)
 		goto out;
-	/* (4) refine: flip single nodes while the flow grows */
-	for (int pass = 0; pass < 4 * n && best_v > 0 && !cut; pass++) {
-		int improved = 0;
-		for (int i = 0; i < n; i++) {
-			double v;
-			if (hx_past(deadline)) {
-				cut = 1;
-				break;
-			}
-			memcpy(role, best, (size_t)n * sizeof(int));
-			role[i] = best[i] == 0 ? 1 : best[i] == 1 ? 0 : (d.nr[i].tp[0] ? 0 : 1);
-			if (!d.nr[i].tp[role[i]])
-				continue;
-			v = score(&d, role, err);
-			topk_add(&tk, role, v);
-			iterations++;
-			if (v > best_v * (1 + 1e-9)) {
-				best_v = v;
-				memcpy(best, role, (size_t)n * sizeof(int));
-				improved = 1;
-			}
-		}
-		if (!improved)
-			break;
-	}
-	if (best_v <= 0) {
+	search_flips(&d, &s, err);
+	if (s.best_v <= 0) {
 		rc = hx_errf(
 		    err, HX_EINFEASIBLE,
 		    "no split of the nodes into prefill and decode carries any traffic at the SLO: %s needs a node that holds it for each role",
 		    pb->model->name);
 		goto out;
 	}
-	if (o->no_sim_check || tk.n == 0)
-		rc = build_plan(&d, best, cut, iterations, p, err);
-	else
-		rc = sim_check(&d, &tk, cut, iterations, deadline, p, err);
+	if (o->no_sim_check) {
+		const kvflow *k = topk_flow(&s.tk, s.best);
+		kvflow *own = NULL;
+		if (!k) /* pushed out of the best few by near ties */
+			score(&d, s.best, &own, err);
+		rc = (k || own)
+			 ? build_plan(&d, s.best, k ? k : own, s.cut, s.iterations, p, err)
+			 : -1;
+		kvflow_free(own);
+	} else {
+		rc = sim_check(&d, &s.tk, s.cut, s.iterations, s.deadline, p, err);
+	}
 out:
-	for (int i = 0; i < tk.n; i++)
-		free(tk.role[i]);
-	free(best);
-	free(role);
-	free(grp);
+	topk_release(&s.tk);
+	free(s.best);
+	free(s.role);
 	free(d.nr);
+	linktab_release(&d.lt);
 	if (rc)
 		hx_plan_release(p);
 	return rc;

@@ -39,6 +39,34 @@ for r in csv.DictReader(open(sys.argv[1])):
     assert float(r["ttft_ms"]) >= 0 and float(r["e2e_ms"]) >= float(r["ttft_ms"]), r
 PY
 
+# Above 256 nodes the partition runs on classes of nodes (GPU, count,
+# region): the plan still gives every node one role and passes check.
+python3 - "$TMP/c300.json" <<'PY'
+import json, sys
+gpus = ["h100-sxm", "a100-80g", "l40s", "l4"]
+nodes = [{"name": "n%d" % i, "gpu": gpus[i % 4], "count": 8, "region": "r%d" % (i % 3)}
+         for i in range(300)]
+links = [{"a": "n%d" % i, "b": "n%d" % (i + 1), "bw_gbps": 25, "latency_ms": 0.1}
+         for i in range(0, 300, 7)]
+json.dump({"version": 1, "nodes": nodes, "links": links}, open(sys.argv[1], "w"))
+PY
+run plan -c "$TMP/c300.json" -w $W -m llama-3.1-8b --mode disagg --time-limit 3 -o "$TMP/d300.json"
+expect_rc 0 "disagg plan of 300 nodes"
+run check -p "$TMP/d300.json" -c "$TMP/c300.json"
+expect_rc 0 "check accepts the 300-node disagg plan"
+python3 - "$TMP/d300.json" <<'PY' && ok || fail "300-node plan: one role per node"
+import json, sys
+p = json.load(open(sys.argv[1]))
+role = {}
+for g in p["groups"]:
+    for r in g["replicas"]:
+        for st in r["placement"]:
+            for ref in st:
+                n = ref.split(":")[0]
+                assert role.setdefault(n, g["role"]) == g["role"], n
+assert set(role.values()) == {"prefill", "decode"}, set(role.values())
+PY
+
 run plan -c examples/clusters/h100-node.json -w $W --mode disagg
 expect_rc 3 "one node"
 expect_err_line '^hexplan: error: disaggregation needs at least two nodes \(this cluster has 1\)$' "one node message"

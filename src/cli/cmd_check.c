@@ -89,6 +89,46 @@ static int check_schedule(json_t *doc, const char *path, const hx_cluster *cl, i
 	return 0;
 }
 
+/* The report on valid plan P on CL (TABLE: one line, else JSON), with
+ * TOL, --tolerate-failures' summary, when not NULL; a new string. */
+static char *plan_report(const hx_plan *p, const hx_cluster *cl, json_t *tol, int table)
+{
+	long replicas = 0, used = 0;
+	char *text;
+
+	for (int g = 0; g < p->ngroups; g++) {
+		replicas += p->groups[g].nreplicas;
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			for (int s = 0; s < p->groups[g].nstages; s++)
+				used += p->groups[g].replicas[r].ngpus[s];
+	}
+	if (table) {
+		hx_buf t = {0};
+		hx_buf_printf(&t, "ok: %d groups, %ld replicas, %ld of %d GPUs\n", p->ngroups,
+			      replicas, used, hx_cluster_gpus(cl));
+		if (tol)
+			hx_buf_printf(
+			    &t, "tolerate-failures %ld: %ld sets checked, %ld fail\n",
+			    (long)json_integer_value(json_object_get(tol, "k")),
+			    (long)json_integer_value(json_object_get(tol, "sets_checked")),
+			    (long)json_integer_value(json_object_get(tol, "sets_failing")));
+		return t.s;
+	}
+	{
+		json_t *o = json_object();
+		json_object_set_new(o, "valid", json_true());
+		hx_jset_int(o, "groups", p->ngroups);
+		hx_jset_int(o, "replicas", replicas);
+		hx_jset_int(o, "gpus_used", used);
+		hx_jset_int(o, "gpus_total", hx_cluster_gpus(cl));
+		if (tol)
+			json_object_set(o, "tolerate_failures", tol);
+		text = hx_json_dump(o);
+		json_decref(o);
+	}
+	return text;
+}
+
 const char *const hx_check_usage[] = {
     "hexplan check -p plan.json|schedule.json -c cluster.json "
     "[-w workload.json --tolerate-failures K [--seed N]] [--format json|table]",
@@ -133,7 +173,7 @@ int cmd_check(hx_cli *cli, int argc, char **argv)
 	hx_plan plan;
 	hx_err err = {0};
 	int c, rc = 0, table = 0, have_cluster = 0, have_plan = 0, nfail = 0;
-	long replicas = 0, used = 0, k = 0, seed = 1;
+	long k = 0, seed = 1;
 	char *text = NULL;
 	json_t *tol = NULL;
 
@@ -233,34 +273,7 @@ int cmd_check(hx_cli *cli, int argc, char **argv)
 	if (kopt &&
 	    (rc = tolerate(cli, cat, &plan, &cl, cpath, wpath, k, seed, &tol, &nfail, &err)))
 		goto out;
-	for (int g = 0; g < plan.ngroups; g++) {
-		replicas += plan.groups[g].nreplicas;
-		for (int r = 0; r < plan.groups[g].nreplicas; r++)
-			for (int s = 0; s < plan.groups[g].nstages; s++)
-				used += plan.groups[g].replicas[r].ngpus[s];
-	}
-	if (table) {
-		hx_buf t = {0};
-		hx_buf_printf(&t, "ok: %d groups, %ld replicas, %ld of %d GPUs\n", plan.ngroups,
-			      replicas, used, hx_cluster_gpus(&cl));
-		if (tol)
-			hx_buf_printf(
-			    &t, "tolerate-failures %ld: %ld sets checked, %d fail\n", k,
-			    (long)json_integer_value(json_object_get(tol, "sets_checked")),
-			    nfail);
-		text = t.s;
-	} else {
-		json_t *o = json_object();
-		json_object_set_new(o, "valid", json_true());
-		hx_jset_int(o, "groups", plan.ngroups);
-		hx_jset_int(o, "replicas", replicas);
-		hx_jset_int(o, "gpus_used", used);
-		hx_jset_int(o, "gpus_total", hx_cluster_gpus(&cl));
-		if (tol)
-			json_object_set(o, "tolerate_failures", tol);
-		text = hx_json_dump(o);
-		json_decref(o);
-	}
+	text = plan_report(&plan, &cl, tol, table);
 	rc = hx_cli_output("-", text);
 	/* Valid, but a set of lost nodes leaves the SLO unmet: the check fails. */
 	if (!rc && nfail > 0)

@@ -83,6 +83,15 @@ cmp -s "$TMP/err" "$TMP/err5" && ok || fail "the same seed draws other sets"
 run check -p "$TMP/plan.json" -c $C -w "$TMP/w600.json" --tolerate-failures 3 --seed 6
 cmp -s "$TMP/err" "$TMP/err5" && fail "another seed draws the same sets" || ok
 
+# The man page's example: the cascade plan holds N+1, the baseline plan
+# (24 of 64 GPUs) does not, naming the four nodes it uses.
+run check -p tests/data/plans/mixed-cascade.json -c $C -w examples/workloads/cascade.json --tolerate-failures 1
+expect_rc 0 "cascade plan holds N+1"
+run check -p tests/data/plans/mixed-baseline.json -c $C -w $W --tolerate-failures 1
+expect_rc 1 "baseline plan fails N+1"
+[ "$(grep -c '^hexplan: check: after losing node ' "$TMP/err")" = 4 ] && ok || fail "baseline: four nodes named"
+grep -q '^hexplan: check: 6 nodes the plan does not use' "$TMP/err" && ok || fail "baseline: unused nodes"
+
 # Misuse: exit 2, naming why.
 run check -p "$TMP/plan.json" -c $C --tolerate-failures 1
 expect_rc 2 "no workload"

@@ -19,6 +19,8 @@
 
 /* The most sets of lost nodes one check re-routes. */
 #define HX_TOLERATE_SETS 64
+/* The most unused nodes named on stderr. */
+#define HX_TOLERATE_NAMES 10
 
 typedef struct sets {
 	int k, n, *idx; /* N sets of K node indexes, each ascending */
@@ -226,8 +228,16 @@ int hx_check_tolerate(const hx_problem *pb, const hx_plan *p, int k, uint64_t se
 			      "not checked:",
 			      json_array_size(skipped),
 			      json_array_size(skipped) > 1 ? "s" : "");
+		/* The line stays short; the report lists them all. */
 		json_array_foreach(skipped, i, x)
-		    hx_buf_printf(&b, "%s \"%s\"", i ? "," : "", json_string_value(x));
+		{
+			if (i < HX_TOLERATE_NAMES)
+				hx_buf_printf(&b, "%s \"%s\"", i ? "," : "",
+					      json_string_value(x));
+		}
+		if (json_array_size(skipped) > HX_TOLERATE_NAMES)
+			hx_buf_printf(&b, " and %zu more",
+				      json_array_size(skipped) - HX_TOLERATE_NAMES);
 		fprintf(stderr, "hexplan: check: %s\n", b.s);
 		hx_buf_release(&b);
 	}

@@ -63,6 +63,22 @@ grep -q '^hexplan: check: 9 nodes the plan does not use, whose loss changes noth
 grep -q '^hexplan: check: after losing node "h100-0": 0.000 req/s at the SLO' "$TMP/err" && ok || fail "nothing survives"
 grep -qx 'tolerate-failures 1: 1 sets checked, 1 fail' "$TMP/out" && ok || fail "table line: $(tail -n 1 "$TMP/out")"
 
+# A composed plan rents offers' nodes: the reduced clusters are its
+# offers expanded (as check sees them), less the lost nodes; the unused
+# ones are named ten at most.
+hx plan -c examples/clusters/rent-six.json -w $W --mode compose -o "$TMP/comp.json" 2>/dev/null ||
+	fail "compose plan"
+run check -p "$TMP/comp.json" -c examples/clusters/rent-six.json -w $W --tolerate-failures 1
+expect_rc 1 "composed plan without insurance"
+grep -Eq '^hexplan: check: [0-9]+ nodes the plan does not use, whose loss changes nothing, not checked: ("offer[0-9]+-[0-9]+", ){9}"offer[0-9]+-[0-9]+" and [0-9]+ more$' "$TMP/err" &&
+	ok || fail "unused offer nodes, ten named"
+grep -Eq '^hexplan: check: after losing node "offer[0-9]+-[0-9]+": ' "$TMP/err" && ok || fail "lost offer node named"
+python3 - "$TMP/out" <<'PY' && ok || fail "composed plan: report lists every unused node"
+import json, sys
+t = json.load(open(sys.argv[1]))["tolerate_failures"]
+assert len(t["nodes_not_used"]) > 10 and t["sets_checked"] >= 1, t
+PY
+
 # K = 2: every pair of the 10 nodes (45, under the cap of 64).
 run check -p "$TMP/plan.json" -c $C -w $W --tolerate-failures 2
 expect_rc 0 "N+2 at a low rate"

@@ -68,6 +68,17 @@ int hx_plan_auto(const struct hx_problem *pb, const struct hx_plan_opts *o, stru
 		 hx_auto_candidate *cand, int *ncand, hx_err *err);
 int cmd_simulate(hx_cli *cli, int argc, char **argv);
 int cmd_check(hx_cli *cli, int argc, char **argv);
+/* check --tolerate-failures K (check_tolerate.c): re-route plan P, as
+ * replan does but starting nothing, on PB's cluster (offers expanded) less
+ * each set of K nodes the plan uses, and judge the kept capacity against
+ * PB's workload's rate with replan's margin.  Prints the nodes the plan
+ * does not use, each failing set and a summary on stderr; *SUMMARY gets
+ * them as a new JSON object, *NFAIL the failing sets' count.  SEED draws
+ * the sampled sets (K > 1).  Returns 0, or an error in ERR (a plan that
+ * cannot be re-routed). */
+struct json_t;
+int hx_check_tolerate(const struct hx_problem *pb, const struct hx_plan *p, int k,
+		      uint64_t seed, struct json_t **summary, int *nfail, hx_err *err);
 int cmd_trace(hx_cli *cli, int argc, char **argv);
 int cmd_export(hx_cli *cli, int argc, char **argv);
 int cmd_replan(hx_cli *cli, int argc, char **argv);

@@ -10,6 +10,7 @@
 #include "plan/plan.h"
 #include "model/problem.h"
 #include "plan/verify.h"
+#include "planners/common.h"
 
 #define CMD "check"
 
@@ -88,31 +89,111 @@ static int check_schedule(json_t *doc, const char *path, const hx_cluster *cl, i
 	return 0;
 }
 
+/* The report on valid plan P on CL (TABLE: one line, else JSON), with
+ * TOL, --tolerate-failures' summary, when not NULL; a new string. */
+static char *plan_report(const hx_plan *p, const hx_cluster *cl, json_t *tol, int table)
+{
+	long replicas = 0, used = 0;
+	char *text;
+
+	for (int g = 0; g < p->ngroups; g++) {
+		replicas += p->groups[g].nreplicas;
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			for (int s = 0; s < p->groups[g].nstages; s++)
+				used += p->groups[g].replicas[r].ngpus[s];
+	}
+	if (table) {
+		hx_buf t = {0};
+		hx_buf_printf(&t, "ok: %d groups, %ld replicas, %ld of %d GPUs\n", p->ngroups,
+			      replicas, used, hx_cluster_gpus(cl));
+		if (tol)
+			hx_buf_printf(
+			    &t, "tolerate-failures %ld: %ld sets checked, %ld fail\n",
+			    (long)json_integer_value(json_object_get(tol, "k")),
+			    (long)json_integer_value(json_object_get(tol, "sets_checked")),
+			    (long)json_integer_value(json_object_get(tol, "sets_failing")));
+		return t.s;
+	}
+	{
+		json_t *o = json_object();
+		json_object_set_new(o, "valid", json_true());
+		hx_jset_int(o, "groups", p->ngroups);
+		hx_jset_int(o, "replicas", replicas);
+		hx_jset_int(o, "gpus_used", used);
+		hx_jset_int(o, "gpus_total", hx_cluster_gpus(cl));
+		if (tol)
+			json_object_set(o, "tolerate_failures", tol);
+		text = hx_json_dump(o);
+		json_decref(o);
+	}
+	return text;
+}
+
 const char *const hx_check_usage[] = {
-    "hexplan check -p plan.json|schedule.json -c cluster.json [--format json|table]", NULL};
+    "hexplan check -p plan.json|schedule.json -c cluster.json "
+    "[-w workload.json --tolerate-failures K [--seed N]] [--format json|table]",
+    NULL};
+
+enum { OPT_TOLERATE = 2700, OPT_SEED };
+
+/* --tolerate-failures K of PLAN on CL against the workload at WPATH (the
+ * loaded problem as replan sees it, catalog CAT): *SUM gets the summary (new object),
+ * *NFAIL the failing sets.  Returns 0 or an error in ERR. */
+static int tolerate(hx_cli *cli, const hx_catalog *cat, const hx_plan *plan,
+		    const hx_cluster *cl, const char *cpath, const char *wpath, long k,
+		    long seed, json_t **sum, int *nfail, hx_err *err)
+{
+	hx_workload w;
+	hx_problem pb;
+	int rc;
+
+	if ((rc = hx_workload_load(&w, wpath, err)))
+		return rc;
+	pb = (hx_problem){
+	    cat, cl, &w, &plan->models[0], plan->solver.seed, cpath, wpath, cli->calibration};
+	rc = hx_check_tolerate(&pb, plan, (int)k, (uint64_t)seed, sum, nfail, err);
+	hx_workload_release(&w);
+	return rc;
+}
 
 int cmd_check(hx_cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {{"plan", required_argument, NULL, 'p'},
-					     {"cluster", required_argument, NULL, 'c'},
-					     {"format", required_argument, NULL, HX_OPT_FORMAT},
-					     HX_GLOBAL_LONGOPTS,
-					     {NULL, 0, NULL, 0}};
-	const char *ppath = NULL, *cpath = NULL;
+	static const struct option opts[] = {
+	    {"plan", required_argument, NULL, 'p'},
+	    {"cluster", required_argument, NULL, 'c'},
+	    {"workload", required_argument, NULL, 'w'},
+	    {"tolerate-failures", required_argument, NULL, OPT_TOLERATE},
+	    {"seed", required_argument, NULL, OPT_SEED},
+	    {"format", required_argument, NULL, HX_OPT_FORMAT},
+	    HX_GLOBAL_LONGOPTS,
+	    {NULL, 0, NULL, 0}};
+	const char *ppath = NULL, *cpath = NULL, *wpath = NULL, *kopt = NULL;
 	const hx_catalog *cat;
 	hx_cluster cl;
 	hx_plan plan;
 	hx_err err = {0};
-	int c, rc = 0, table = 0, have_cluster = 0, have_plan = 0;
-	long replicas = 0, used = 0;
+	int c, rc = 0, table = 0, have_cluster = 0, have_plan = 0, nfail = 0;
+	long k = 0, seed = 1;
 	char *text = NULL;
+	json_t *tol = NULL;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:c:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:c:w:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': ppath = optarg; break;
 		case 'c': cpath = optarg; break;
+		case 'w': wpath = optarg; break;
+		case OPT_TOLERATE:
+			kopt = optarg;
+			if ((rc = hx_cli_int(CMD, "--tolerate-failures", optarg, 1,
+					     HX_MAX_NODES - 1, &k)))
+				return rc;
+			break;
+		case OPT_SEED:
+			if ((rc = hx_cli_int(CMD, "--seed", optarg, 0, 0x7fffffffL, &seed)))
+				return rc;
+			break;
 		default:
 			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
 				return rc;
@@ -121,8 +202,10 @@ int cmd_check(hx_cli *cli, int argc, char **argv)
 	if (optind < argc)
 		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
 	{
-		const hx_cli_file files[] = {
-		    {"-p", ppath, 0}, {"-c", cpath, 0}, {"--calibration", cli->calibration, 0}};
+		const hx_cli_file files[] = {{"-p", ppath, 0},
+					     {"-c", cpath, 0},
+					     {"-w", wpath, 0},
+					     {"--calibration", cli->calibration, 0}};
 		if ((rc = hx_cli_check_files(CMD, files, (int)HX_ARRAY_LEN(files))))
 			return rc;
 	}
@@ -130,6 +213,13 @@ int cmd_check(hx_cli *cli, int argc, char **argv)
 		return hx_cli_usage_error(CMD, "missing -p plan.json");
 	if (!cpath)
 		return hx_cli_usage_error(CMD, "missing -c cluster.json");
+	if (kopt && !wpath)
+		return hx_cli_usage_error(
+		    CMD,
+		    "--tolerate-failures needs -w workload.json: the rate the nodes left must carry");
+	if (wpath && !kopt)
+		return hx_cli_usage_error(CMD,
+					  "-w workload.json goes with --tolerate-failures K");
 	if (!(cat = hx_cli_catalog(cli, &rc)))
 		return rc;
 	/* Plans place rented GPUs on the offers' nodes (compose.h). */
@@ -146,6 +236,12 @@ int cmd_check(hx_cli *cli, int argc, char **argv)
 		}
 		schema = json_string_value(json_object_get(doc, "schema"));
 		if (schema && strcmp(schema, "hexplan.schedule") == 0) {
+			if (kopt) {
+				json_decref(doc);
+				rc = hx_cli_usage_error(
+				    CMD, "--tolerate-failures checks a plan, not a schedule");
+				goto out;
+			}
 			rc = check_schedule(doc, ppath, &cl, table, &text, &err);
 			json_decref(doc);
 			if (!rc)
@@ -166,29 +262,24 @@ int cmd_check(hx_cli *cli, int argc, char **argv)
 		rc = HX_EINPUT;
 		goto out;
 	}
-	for (int g = 0; g < plan.ngroups; g++) {
-		replicas += plan.groups[g].nreplicas;
-		for (int r = 0; r < plan.groups[g].nreplicas; r++)
-			for (int s = 0; s < plan.groups[g].nstages; s++)
-				used += plan.groups[g].replicas[r].ngpus[s];
+	if (kopt && k >= cl.nnodes) {
+		rc =
+		    hx_cli_usage_error(CMD,
+				       "--tolerate-failures must be less than the cluster's %d "
+				       "nodes, not %ld",
+				       cl.nnodes, k);
+		goto out;
 	}
-	if (table) {
-		hx_buf t = {0};
-		hx_buf_printf(&t, "ok: %d groups, %ld replicas, %ld of %d GPUs\n", plan.ngroups,
-			      replicas, used, hx_cluster_gpus(&cl));
-		text = t.s;
-	} else {
-		json_t *o = json_object();
-		json_object_set_new(o, "valid", json_true());
-		hx_jset_int(o, "groups", plan.ngroups);
-		hx_jset_int(o, "replicas", replicas);
-		hx_jset_int(o, "gpus_used", used);
-		hx_jset_int(o, "gpus_total", hx_cluster_gpus(&cl));
-		text = hx_json_dump(o);
-		json_decref(o);
-	}
+	if (kopt &&
+	    (rc = tolerate(cli, cat, &plan, &cl, cpath, wpath, k, seed, &tol, &nfail, &err)))
+		goto out;
+	text = plan_report(&plan, &cl, tol, table);
 	rc = hx_cli_output("-", text);
+	/* Valid, but a set of lost nodes leaves the SLO unmet: the check fails. */
+	if (!rc && nfail > 0)
+		rc = HX_EINPUT;
 out:
+	json_decref(tol);
 	free(text);
 	if (have_plan)
 		hx_plan_release(&plan);

@@ -373,12 +373,42 @@ int hx_cluster_load_expanded(hx_cluster *c, const char *path, const hx_catalog *
 	return 0;
 }
 
+void hx_cluster_without(const hx_cluster *in, const int *gone, hx_cluster *out)
+{
+	int *to = hx_xmalloc(((size_t)in->nnodes + 1) * sizeof(int));
+
+	memset(out, 0, sizeof(*out));
+	out->nodes = hx_xcalloc((size_t)in->nnodes + 1, sizeof(hx_node));
+	out->links = hx_xcalloc((size_t)in->nlinks + 1, sizeof(hx_link));
+	for (int i = 0; i < in->nnodes; i++) {
+		to[i] = gone[i] ? -1 : out->nnodes;
+		if (!gone[i])
+			out->nodes[out->nnodes++] = in->nodes[i];
+	}
+	/* Links name nodes by index: renumbered, those of lost nodes dropped. */
+	for (int i = 0; i < in->nlinks; i++) {
+		hx_link l = in->links[i];
+		if (to[l.a] < 0 || to[l.b] < 0)
+			continue;
+		l.a = to[l.a];
+		l.b = to[l.b];
+		out->links[out->nlinks++] = l;
+	}
+	out->offers = hx_xcalloc(1, sizeof(hx_offer));
+	out->same_region = in->same_region;
+	out->cross_region = in->cross_region;
+	index_cluster(out);
+	free(to);
+}
+
 int hx_cluster_expand_offers(const hx_cluster *in, int owned_free, hx_cluster *out, hx_err *err)
 {
 	long n = in->nnodes;
 
 	memset(out, 0, sizeof(*out));
-	for (int i = 0; i < in->nnodes; i++)
+	/* Without offers no name collides: a cluster whose offers are nodes
+	 * already (hx_cluster_without) expands to itself. */
+	for (int i = 0; i < in->nnodes && in->noffers > 0; i++)
 		if (hx_offer_node(in->nodes[i].name, NULL) >= 0)
 			return hx_errf(
 			    err, HX_EINPUT,

@@ -243,9 +243,9 @@ int hx_meas_load(hx_meas **out, int *n, const char *path, hx_err *err);
  * (J from 0), each of gpus_per_node GPUs but the last, which holds the rest,
  * with the offer's GPU, region and price (per GPU) and a 100 Gb/s NIC.  IN's
  * offers are copied too.  OWNED_FREE: IN's own nodes cost 0 (their marginal
- * cost).  Returns 0, or HX_EINPUT with ERR when a node of IN already bears
- * such a name or the offers make too many nodes.  Release OUT with
- * hx_cluster_release. */
+ * cost).  Returns 0, or HX_EINPUT with ERR when IN has offers and a node
+ * of IN already bears such a name, or when the offers make too many nodes.
+ * Release OUT with hx_cluster_release. */
 int hx_cluster_expand_offers(const hx_cluster *in, int owned_free, hx_cluster *out,
 			     hx_err *err);
 
@@ -254,6 +254,11 @@ int hx_cluster_expand_offers(const hx_cluster *in, int owned_free, hx_cluster *o
  * hx_cluster_release. */
 int hx_cluster_load_expanded(hx_cluster *c, const char *path, const hx_catalog *cat,
 			     hx_err *err);
+/* IN (offers expanded, as hx_cluster_load_expanded leaves it) without the
+ * nodes I where GONE[I] is nonzero, nor their links, nor offers (IN's are
+ * nodes already): the cluster after those nodes fail.  Release OUT with
+ * hx_cluster_release. */
+void hx_cluster_without(const hx_cluster *in, const int *gone, hx_cluster *out);
 /* Offer index and node index J of a node named "offerI-J", or -1. */
 int hx_offer_node(const char *name, int *j);
 

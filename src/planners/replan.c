@@ -942,6 +942,12 @@ static int replan_one(const hx_plan *old, const hx_cluster *cl0, const hx_worklo
 	if (rc)
 		return rc;
 	memset(&p->shortage, 0, sizeof(p->shortage));
+	if (p->nhops > 0 && ro->no_start) {
+		hx_plan_release(p);
+		return hx_errf(err, HX_EINPUT,
+			       "a pipeline plan's lost layers are placed again: it cannot be "
+			       "re-routed without starting replicas");
+	}
 	if (p->nmodels == 1 && p->ncascade == 0 && p->nhops > 0 && ro->pipe) {
 		hx_plan_release(p);
 		if ((rc = hx_cluster_expand_offers(cl0, compose, &cl, err)))
@@ -983,14 +989,18 @@ static int replan_one(const hx_plan *old, const hx_cluster *cl0, const hx_worklo
 	first_new = p->ngroups;
 	if (w) {
 		if ((rc = hx_plan_finish(&pb, p, 0, err)) ||
-		    (rc = make_up(p, &cl, &pb, w, o, disagg, ro->strict, mv, &cut, err)))
+		    (!ro->no_start &&
+		     (rc = make_up(p, &cl, &pb, w, o, disagg, ro->strict, mv, &cut, err))))
 			goto out;
 		mv->rate_rps = w->rate_rps;
 	}
 	if (p->ngroups == 0) {
-		rc = hx_errf(err, HX_EINFEASIBLE,
-			     "no replica survives and the free GPUs hold no replica of %s",
-			     p->models[0].name);
+		rc =
+		    hx_errf(err, HX_EINFEASIBLE,
+			    ro->no_start
+				? "no replica survives"
+				: "no replica survives and the free GPUs hold no replica of %s",
+			    p->models[0].name);
 		goto out;
 	}
 	if (mv->started > 0) {

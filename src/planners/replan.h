@@ -54,6 +54,10 @@ typedef int (*hx_replan_pipe_fn)(const hx_problem *pb, int *first, int *last,
 typedef struct hx_replan_opts {
 	int strict;             /* no short plan: HX_EINFEASIBLE instead */
 	hx_replan_pipe_fn pipe; /* NULL: pipeline plans are refused */
+	/* Keep and re-route only: no replica starts and no role flips (what
+	 * the plan already holds must carry the rate, as check
+	 * --tolerate-failures asks); pipeline plans are refused. */
+	int no_start;
 } hx_replan_opts;
 
 /* Adapt OLD to cluster CL (as loaded: offers not yet expanded) and workload
@@ -62,7 +66,9 @@ typedef struct hx_replan_opts {
  * model; PB->workload and PB->cluster are ignored).  OUT gets the new plan,
  * MV the moves (release both).  When the GPUs left cannot carry W's rate,
  * OUT is the plan with the most capacity they allow, marked short
- * (OUT->shortage), or, with RO->strict, there is none.  Returns 0,
+ * (OUT->shortage), or, with RO->strict, there is none; with RO->no_start
+ * OUT is the kept replicas re-routed, marked short when they fall short.
+ * Returns 0,
  * HX_EINFEASIBLE when strict and the GPUs left cannot carry the rate, or
  * when no replica survives or fits (the message says how far short),
  * HX_EINPUT for a plan replan cannot adapt. */

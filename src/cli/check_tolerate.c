@@ -43,21 +43,6 @@ static int add_set(sets *ss, int *s, int k)
 	return 1;
 }
 
-/* Whether plan P has a replica on each node of CL (USED, CL->nnodes). */
-static void nodes_used(const hx_plan *p, const hx_cluster *cl, char *used)
-{
-	for (int g = 0; g < p->ngroups; g++)
-		for (int r = 0; r < p->groups[g].nreplicas; r++)
-			for (int s = 0; s < p->groups[g].nstages; s++)
-				for (int q = 0; q < p->groups[g].replicas[r].ngpus[s]; q++)
-					for (int i = 0; i < cl->nnodes; i++)
-						if (strcmp(cl->nodes[i].name, p->groups[g]
-										  .replicas[r]
-										  .gpus[s][q]
-										  .node) == 0)
-							used[i] = 1;
-}
-
 /* Whether node A of CL comes before B among the largest: more GPUs, then
  * by name. */
 static int larger(const hx_cluster *cl, int a, int b)
@@ -213,7 +198,7 @@ int hx_check_tolerate(const hx_problem *pb, const hx_plan *p, int k, uint64_t se
 	hx_rng r;
 
 	*nfail = 0;
-	nodes_used(p, cl, used);
+	hx_plan_nodes_used(p, cl, used);
 	for (int i = 0; i < cl->nnodes; i++) {
 		if (used[i])
 			u[nu++] = i;

@@ -151,14 +151,8 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int flags, hx_err *err)
 	return 0;
 }
 
-void hx_plan_fill_rent(hx_plan *p, const hx_cluster *cl)
+void hx_plan_nodes_used(const hx_plan *p, const hx_cluster *cl, char *used)
 {
-	char *used = hx_xcalloc((size_t)cl->nnodes + 1, 1);
-
-	free(p->rent);
-	p->rent = NULL;
-	p->nrent = 0;
-
 	for (int g = 0; g < p->ngroups; g++)
 		for (int r = 0; r < p->groups[g].nreplicas; r++)
 			for (int s = 0; s < p->groups[g].nstages; s++)
@@ -171,6 +165,16 @@ void hx_plan_fill_rent(hx_plan *p, const hx_cluster *cl)
 							used[i] = 1;
 							break;
 						}
+}
+
+void hx_plan_fill_rent(hx_plan *p, const hx_cluster *cl)
+{
+	char *used = hx_xcalloc((size_t)cl->nnodes + 1, 1);
+
+	free(p->rent);
+	p->rent = NULL;
+	p->nrent = 0;
+	hx_plan_nodes_used(p, cl, used);
 	for (int o = 0; o < cl->noffers; o++) {
 		hx_plan_rent *rt = NULL;
 		for (int i = 0; i < cl->nnodes; i++) {

@@ -82,6 +82,10 @@ void hx_plan_solver_milp(hx_plan *p, const char *engine, const hx_milp_result *r
 void hx_plan_solver_search(hx_plan *p, const char *engine, const char *status, double value,
 			   double bound, long nodes, long iterations);
 
+/* USED[i] (CL->nnodes, set by the caller to 0) becomes 1 where plan P has a
+ * GPU on node i of CL. */
+void hx_plan_nodes_used(const hx_plan *p, const hx_cluster *cl, char *used);
+
 /* Set P's rent (replacing any) from its placements on CL, a cluster with
  * its offers expanded: per offer, the nodes used, whole. */
 void hx_plan_fill_rent(hx_plan *p, const hx_cluster *cl);

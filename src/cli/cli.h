@@ -47,6 +47,13 @@ int cmd_profiles(hx_cli *cli, int argc, char **argv);
 int cmd_validate(hx_cli *cli, int argc, char **argv);
 int cmd_plan(hx_cli *cli, int argc, char **argv);
 
+/* schedule --plot (schedule_plot.c): a period's figures and the SVG of
+ * the day drawn from them (a new string; free it). */
+typedef struct hx_sched_pt {
+	double start_s, duration_s, rate_rps, capacity_rps, usd_per_hour;
+} hx_sched_pt;
+char *hx_schedule_svg(const char *title, const hx_sched_pt *pt, int n);
+
 /* plan --mode auto (plan_auto.c): one candidate per mode tried. */
 typedef struct hx_auto_candidate {
 	char mode[16];

@@ -1637,10 +1637,12 @@ char *hx_plan_table(const hx_plan *p)
 	if (p->tolerate.on)
 		hx_buf_printf(&t,
 			      "tolerate-failures %d: %d sets checked; insurance %+.2f $/hour, "
-			      "%+d GPUs (plain plan $%.2f/hour, %d GPUs)\n",
+			      "%+d GPU%s (plain plan $%.2f/hour on %d GPU%s)\n",
 			      p->tolerate.k, p->tolerate.sets_checked,
 			      p->tolerate.insurance_usd_per_hour, p->tolerate.insurance_gpus,
-			      p->tolerate.plain_usd_per_hour, p->tolerate.plain_gpus);
+			      abs(p->tolerate.insurance_gpus) == 1 ? "" : "s",
+			      p->tolerate.plain_usd_per_hour, p->tolerate.plain_gpus,
+			      p->tolerate.plain_gpus == 1 ? "" : "s");
 	hx_buf_printf(&t, "solver: %s, %s, seed %llu\n", p->solver.engine, p->solver.status,
 		      (unsigned long long)p->solver.seed);
 	free(gw);

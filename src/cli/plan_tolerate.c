@@ -4,15 +4,18 @@
  * re-routing, the same margin), so a plan this writes passes that check by
  * construction.  While a set of lost nodes leaves the plan short, the worst
  * of them (least capacity kept) is insured: the plan is replanned on the
- * cluster without that set, as replan does (the fewest new replicas on the
- * GPUs it leaves free that bring the kept capacity to the rate at replan's
- * margin, the cheapest first: for a composed plan the spare GPUs of the
- * nodes it rents cost nothing more), and the replicas replan starts join
- * the plan, on the full
- * cluster, serving beside the others.  Adding replicas never lowers what
- * any set keeps, so each round settles at least the set it insures; the
- * rounds stop when every set holds, or fail (exit 3, the set named) when
- * the free GPUs add nothing, after HX_INSURE_ROUNDS or at the deadline.
+ * cluster without that set, as replan does, starting the cheapest new
+ * replicas (then the fewest) on the GPUs it leaves free that bring the kept
+ * capacity to the rate at replan's margin, and those replicas join the
+ * plan on the full cluster, serving beside the others.  A composed plan
+ * rents whole nodes, which per-GPU prices miss: the spare GPUs of the
+ * nodes it rents cost nothing more, and each round tries them alone and
+ * with each GPU type's unrented nodes, keeping the cheapest rent.  Adding
+ * replicas never lowers what a set keeps, so each round settles at least
+ * the set it insures (for K > 1 the sampled sets follow the nodes used, so
+ * new ones may appear); the rounds stop when every set holds, or fail
+ * (exit 3, the set named) when the free GPUs add nothing, after
+ * HX_INSURE_ROUNDS or at the deadline.
  * Why not raise the planner's rate instead: a cheapest plan for a higher
  * rate packs onto the same few nodes, and losing one of them still loses
  * most of it; what a failure needs is capacity elsewhere, which is what

@@ -29,6 +29,11 @@
  * pod the EPP picked (NIXL, kv_producer to kv_consumer).  One HTTPRoute,
  * attached to the Gateway "hexplan-gateway", splits requests over the
  * InferencePools by the plan's weights (integers summing to 1,000,000).
+ * A plan split over models gets one rule per model on the model header and,
+ * with the Gateway's address (--gateway-url: the Service a Gateway runs on
+ * is its implementation's choice), k8s's LiteLLM router behind a rule
+ * without the header: it sends each model's share back to the Gateway with
+ * that model's header.
  *
  * The EPP has no plugin that splits a pool's requests by static weights:
  * within a pool it picks pods by load and cache.  So the plan's weights are
@@ -36,9 +41,9 @@
  * the pairing of replicas inside a pool is the EPP's.  Refused unless
  * --lossy: what the k8s export's pods cannot express, a unit with several
  * prefill or decode groups (the plan's split of KV among them), requests
- * split over models (the lossy form: one rule per model, as the k8s
- * export's), per-class ingress, cascades and hops (the k8s export's
- * messages).
+ * split over models without --gateway-url (the lossy form: the model rules
+ * without the router), per-class ingress, cascades and hops (the k8s
+ * export's messages).
  */
 #include "config.h"
 

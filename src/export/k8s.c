@@ -1254,7 +1254,13 @@ static void litellm_config(hx_buf *b, const char *target, const hx_litellm_dep *
 			hx_buf_printf(b, "\n        litellm_params:\n          model: ");
 			hx_yaml_quote(b, model);
 			hx_buf_printf(b, "\n          api_base: ");
-			hx_yaml_quote(b, dep[i].api_base);
+			if (strstr(dep[i].api_base, "$(" HX_K8S_LITELLM_NS ")")) {
+				char var[64];
+				snprintf(var, sizeof(var), "os.environ/HEXPLAN_API_BASE_%d", i);
+				hx_yaml_quote(b, var);
+			} else {
+				hx_yaml_quote(b, dep[i].api_base);
+			}
 			hx_buf_printf(b, "\n          weight: %.6g\n", dep[i].weight / total);
 			if (dep[i].header) {
 				hx_buf_printf(b, "          extra_headers:\n            %s: ",
@@ -1281,6 +1287,70 @@ static void litellm_meta(hx_yw *w)
 	hx_yw_map(w, "metadata");
 	hx_yw_str(w, "name", HX_K8S_LITELLM);
 	litellm_labels(w, "labels");
+	hx_yw_end(w);
+}
+
+/* The router's container, an item of an open "containers" list; DEP[0..N)
+ * as for hx_k8s_litellm. */
+static void litellm_container(hx_yw *w, const hx_litellm_dep *dep, int n)
+{
+	int env = 0;
+
+	for (int i = 0; i < n; i++)
+		env |= dep[i].weight > 0 && strstr(dep[i].api_base, "$(" HX_K8S_LITELLM_NS ")");
+	hx_yw_item(w);
+	hx_yw_str(w, "name", "litellm");
+	hx_yw_str(w, "image", HX_EXPORT_IMAGE_LITELLM);
+	hx_yw_map(w, "args");
+	hx_yw_item_str(w, "--config");
+	hx_yw_item_str(w, "/etc/litellm/config.yaml");
+	hx_yw_item_str(w, "--port");
+	hx_yw_item_str(w, HX_K8S_LITELLM_PORT_S);
+	hx_yw_end(w);
+	hx_k8s_container_port(w, "http", HX_K8S_LITELLM_PORT);
+	if (env) {
+		/* the router's namespace, then the api_bases that name it:
+		 * Kubernetes expands $(VAR) of a variable defined before */
+		hx_yw_map(w, "env");
+		hx_yw_item(w);
+		hx_yw_str(w, "name", HX_K8S_LITELLM_NS);
+		hx_yw_map(w, "valueFrom");
+		hx_yw_map(w, "fieldRef");
+		hx_yw_str(w, "fieldPath", "metadata.namespace");
+		hx_yw_end(w);
+		hx_yw_end(w);
+		hx_yw_end(w);
+		for (int i = 0; i < n; i++)
+			if (dep[i].weight > 0 &&
+			    strstr(dep[i].api_base, "$(" HX_K8S_LITELLM_NS ")")) {
+				char var[64];
+				snprintf(var, sizeof(var), "HEXPLAN_API_BASE_%d", i);
+				/* not hx_k8s_env, which keeps "$" from expansion */
+				hx_yw_item(w);
+				hx_yw_str(w, "name", var);
+				hx_yw_str(w, "value", dep[i].api_base);
+				hx_yw_end(w);
+			}
+		hx_yw_end(w);
+	}
+	/* LiteLLM's own probes: alive once its server answers, ready when its
+	 * router is */
+	probe_path(w, "readinessProbe", "/health/readiness", HX_K8S_LITELLM_PORT, 10, 0, 0);
+	probe_path(w, "startupProbe", "/health/readiness", HX_K8S_LITELLM_PORT, 10, 30, 0);
+	probe_path(w, "livenessProbe", "/health/liveliness", HX_K8S_LITELLM_PORT, 10, 3, 5);
+	hx_yw_map(w, "resources");
+	hx_yw_map(w, "requests");
+	hx_yw_str(w, "cpu", "1");
+	hx_yw_str(w, "memory", "2Gi");
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_map(w, "volumeMounts");
+	hx_yw_item(w);
+	hx_yw_str(w, "name", "config");
+	hx_yw_str(w, "mountPath", "/etc/litellm");
+	hx_yw_raw(w, "readOnly", "true");
+	hx_yw_end(w);
+	hx_yw_end(w);
 	hx_yw_end(w);
 }
 
@@ -1311,35 +1381,7 @@ void hx_k8s_litellm(hx_yw *w, const char *target, const hx_litellm_dep *dep, int
 	hx_yw_end(w);
 	hx_yw_map(w, "spec");
 	hx_yw_map(w, "containers");
-	hx_yw_item(w);
-	hx_yw_str(w, "name", "litellm");
-	hx_yw_str(w, "image", HX_EXPORT_IMAGE_LITELLM);
-	hx_yw_map(w, "args");
-	hx_yw_item_str(w, "--config");
-	hx_yw_item_str(w, "/etc/litellm/config.yaml");
-	hx_yw_item_str(w, "--port");
-	hx_yw_item_str(w, HX_K8S_LITELLM_PORT_S);
-	hx_yw_end(w);
-	hx_k8s_container_port(w, "http", HX_K8S_LITELLM_PORT);
-	/* LiteLLM's own probes: alive once its server answers, ready when its
-	 * router is */
-	probe_path(w, "readinessProbe", "/health/readiness", HX_K8S_LITELLM_PORT, 10, 0, 0);
-	probe_path(w, "startupProbe", "/health/readiness", HX_K8S_LITELLM_PORT, 10, 30, 0);
-	probe_path(w, "livenessProbe", "/health/liveliness", HX_K8S_LITELLM_PORT, 10, 3, 5);
-	hx_yw_map(w, "resources");
-	hx_yw_map(w, "requests");
-	hx_yw_str(w, "cpu", "1");
-	hx_yw_str(w, "memory", "2Gi");
-	hx_yw_end(w);
-	hx_yw_end(w);
-	hx_yw_map(w, "volumeMounts");
-	hx_yw_item(w);
-	hx_yw_str(w, "name", "config");
-	hx_yw_str(w, "mountPath", "/etc/litellm");
-	hx_yw_raw(w, "readOnly", "true");
-	hx_yw_end(w);
-	hx_yw_end(w);
-	hx_yw_end(w);
+	litellm_container(w, dep, n);
 	hx_yw_end(w);
 	hx_yw_map(w, "volumes");
 	hx_yw_item(w);

@@ -327,11 +327,16 @@ int hx_k8s_route_weights(const hx_plan *p, const hx_export_opts *o, int model_ro
  * under the item's repository and one under HX_K8S_MODEL_GROUP, sent to
  * its api_base (with the header HX_K8S_MODEL_HEADER: HEADER when HEADER)
  * and weighted by its share of the items' weights; simple-shuffle draws by
- * the weights.  TARGET names the export in the config's comment. */
+ * the weights.  An api_base that holds "$(" HX_K8S_LITELLM_NS ")" (the
+ * router's namespace, which no manifest names) goes in an environment
+ * variable of the router's pod, where Kubernetes expands it, and the
+ * config names the variable.  TARGET names the export in the config's
+ * comment. */
 #define HX_K8S_LITELLM        "hexplan-litellm"
 #define HX_K8S_LITELLM_PORT   4000
 #define HX_K8S_LITELLM_PORT_S "4000"
 #define HX_K8S_MODEL_GROUP    "hexplan"
+#define HX_K8S_LITELLM_NS     "HEXPLAN_NAMESPACE"
 typedef struct hx_litellm_dep {
 	const char *repo;   /* the model the engines serve (borrowed) */
 	char api_base[320]; /* the OpenAI base URL requests are sent to */

@@ -122,7 +122,8 @@ enum {
 	     HX_EXPORT_ENGINE | HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CACHE |          \
 		 HX_EXPORT_CHECKPOINT | HX_EXPORT_VERSION)                                     \
 	NEXT("kserve", hx_export_kserve,                                                       \
-	     HX_EXPORT_ENGINE | HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CHECKPOINT)      \
+	     HX_EXPORT_ENGINE | HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CHECKPOINT |     \
+		 HX_EXPORT_GATEWAY)                                                            \
 	NEXT("llm-d", hx_export_llmd,                                                          \
 	     HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CACHE | HX_EXPORT_CHECKPOINT |      \
 		 HX_EXPORT_VERSION | HX_EXPORT_GATEWAY)                                        \

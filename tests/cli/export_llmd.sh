@@ -412,7 +412,7 @@ for model in set(served.values()):
 [ "$(grep -c '"ghcr.io/berriai/litellm:main-v1.80.12"' "$TMP/two-router.yaml")" = 1 ] && ok ||
 	fail "two models --gateway-url: one LiteLLM container"
 
-# --gateway-url: a URL of the Gateway itself, for llm-d only; a group
+# --gateway-url: a URL of the Gateway itself, for kserve and llm-d; a group
 # named like the router is an error.
 for u in gw.example http:// 'http://gw/v1' 'http://gw/$(X)' 'https://gw x'; do
 	run export -p "$TMP/two.json" --to llm-d --gateway-url "$u"
@@ -422,7 +422,7 @@ for u in gw.example http:// 'http://gw/v1' 'http://gw/$(X)' 'https://gw x'; do
 done
 run export -p "$TMP/two.json" --to k8s --gateway-url http://gw
 expect_rc 2 "--gateway-url --to k8s"
-[ "$(head -1 "$TMP/err")" = "hexplan: error: --gateway-url is for --to llm-d" ] && ok ||
+[ "$(head -1 "$TMP/err")" = "hexplan: error: --gateway-url is for --to kserve or llm-d" ] && ok ||
 	fail "--gateway-url --to k8s: message"
 python3 - "$TMP/two.json" "$TMP/two-clash.json" <<'PY'
 import json, sys

@@ -30,9 +30,10 @@
  * decode group without a prefill group, per-class ingress, ingress weights
  * across models without --gateway-url (a request names its model; with it,
  * a LiteLLM router sends each unit's share to the unit's path on KServe's
- * Gateway), cascades and cross-replica hops.  Within a unit, which prefill replica hands its KV
- * cache to which decode replica is the scheduler's choice, as is the spread of requests over a
- * group's replicas.
+ * Gateway), cascades and cross-replica hops.  Within a unit, which
+ * prefill replica hands its KV cache to which decode replica is the
+ * scheduler's choice, as is the spread of requests over a group's
+ * replicas.
  */
 #include "config.h"
 

@@ -1255,6 +1255,10 @@ static void litellm_config(hx_buf *b, const char *target, const hx_litellm_dep *
 			hx_yaml_quote(b, model);
 			hx_buf_printf(b, "\n          api_base: ");
 			if (strstr(dep[i].api_base, "$(" HX_K8S_LITELLM_NS ")")) {
+				/* the proxy replaces a litellm_params value
+				 * "os.environ/VAR" by VAR when it loads the config
+				 * (litellm/proxy/proxy_server.py, load_config: "LOAD
+				 * FROM os.environ/") */
 				char var[64];
 				snprintf(var, sizeof(var), "os.environ/HEXPLAN_API_BASE_%d", i);
 				hx_yaml_quote(b, var);
@@ -1310,7 +1314,8 @@ static void litellm_container(hx_yw *w, const hx_litellm_dep *dep, int n)
 	hx_k8s_container_port(w, "http", HX_K8S_LITELLM_PORT);
 	if (env) {
 		/* the router's namespace, then the api_bases that name it:
-		 * Kubernetes expands $(VAR) of a variable defined before */
+		 * Kubernetes expands $(VAR) in an env value when VAR is
+		 * defined before it in the container (core/v1 EnvVar.value) */
 		hx_yw_map(w, "env");
 		hx_yw_item(w);
 		hx_yw_str(w, "name", HX_K8S_LITELLM_NS);

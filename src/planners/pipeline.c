@@ -781,11 +781,12 @@ static int twin_before(const pctx *c, const int *f, const int *l, int i)
 	return 0;
 }
 
-/* Repair placement F/L (flow *V) one node at a time: each round tries
+/* Repair placement F/L (score *V) one node at a time: each round tries
  * every node on every range the placement has (and the lost ones, and
  * none), and makes the single change that raises the score most (the
  * flow less HX_PIPE_MOVE_COST per node moved), until none raises it or
- * WORK flow evaluations are spent.  Returns the changes made. */
+ * WORK flow evaluations are spent (a round cut short still makes its best
+ * change).  Returns the changes made. */
 static long repair(pctx *c, int *f, int *l, const int *lf, const int *ll, int nlost, double *v,
 		   long work)
 {

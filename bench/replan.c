@@ -24,6 +24,12 @@ typedef struct kind {
 	const char *name, *model, *wpath;
 	const char *const *gpus; /* node GPU types, round robin */
 	int ngpu_types, nodes, per_node;
+	/* the capacity probes' run length in request lives and precision (0:
+	 * hx_sim_capacity's 50 lives or two minutes, 1%); the pipeline's
+	 * requests live about 110 s, so 50 lives are 100,000 requests a probe
+	 * on 64 nodes at 0.9 ms each, past 40 minutes for the two plans */
+	int cap_lives;
+	double cap_tol;
 } kind;
 
 static const char *const five[] = {"h100-sxm", "a100-80g", "l40s", "a10g", "l4"};
@@ -72,12 +78,13 @@ static int make_plan(const kind *k, const hx_problem *pb, hx_plan *p, hx_err *er
 	return hx_plan_colocated(pb, &o, p, err);
 }
 
-static double sim_capacity(const hx_plan *p, const hx_workload *w, int n)
+static double sim_capacity(const kind *k, const hx_plan *p, const hx_workload *w, int n)
 {
+	hx_sim_opts so = {1, 0, NULL, NULL, k->cap_lives, k->cap_lives ? 1 : 0, k->cap_tol, 0};
 	hx_err err = {0};
 	double rps = 0;
 
-	if (hx_sim_capacity(p, w, n, NULL, &rps, NULL, &err)) {
+	if (hx_sim_capacity(p, w, n, &so, &rps, NULL, &err)) {
 		fprintf(stderr, "replan: simulate: %s\n", err.msg);
 		return NAN;
 	}
@@ -141,8 +148,8 @@ static void run_kind(const hx_catalog *cat, const kind *k, double rate_frac, int
 	printf("%-9s %-14s %5d %5d %5s %8.3f %6.3f %5d %9.2f %9.2f %9.2f %9.2f %6s\n", k->name,
 	       k->model, k->nodes * k->per_node, nrep, p.groups[0].replicas[0].gpus[0][0].node,
 	       t[1], (double)mv.kept / nrep, mv.started, p.predicted.capacity_rps,
-	       q.predicted.capacity_rps, sim_capacity(&p, &w, nreq), sim_capacity(&q, &w, nreq),
-	       q.shortage.on ? "short" : "ok");
+	       q.predicted.capacity_rps, sim_capacity(k, &p, &w, nreq),
+	       sim_capacity(k, &q, &w, nreq), q.shortage.on ? "short" : "ok");
 	fflush(stdout);
 	hx_plan_release(&q);
 	hx_moves_release(&mv);
@@ -159,7 +166,8 @@ int main(int argc, char **argv)
 	static const kind kinds[] = {
 	    {"colocated", "llama-3.1-70b", "examples/workloads/chat.json", five, 5, 32, 8},
 	    {"disagg", "llama-3.1-8b", "examples/workloads/code.json", five, 5, 32, 8},
-	    {"pipeline", "llama-2-70b", "examples/workloads/pipeline.json", helix, 4, 64, 4},
+	    {"pipeline", "llama-2-70b", "examples/workloads/pipeline.json", helix, 4, 64, 4, 4,
+	     0.02},
 	    {"cascade", "qwen3-8b", "examples/workloads/cascade.json", h100, 1, 32, 8},
 	    {"route", "qwen3-8b", "examples/workloads/cascade.json", h100, 1, 32, 8},
 	    {"compose", "llama-3.1-70b", "examples/workloads/chat.json", five, 5, 32, 8},

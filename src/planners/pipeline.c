@@ -730,22 +730,145 @@ static int cover(const pctx *c, int *first, int *last, int a, int b)
 	return x - a;
 }
 
+/* Flow evaluations hx_pipe_adapt may spend on N nodes: the repair
+ * converges in a few rounds of about N x ranges each (1,969 evaluations on
+ * the 64 nodes of bench/replan's pipeline), the search after it (which
+ * raised the helix-24 case of tests/cli/replan.sh from 0.54 to 1.29
+ * req/s) in about a thousand. */
+static long repair_work(int n)
+{
+	return n < 90 ? 200L * n + 2000 : 20000;
+}
+
+static long search_work(int n)
+{
+	return n < 200 ? 20L * n + 1000 : 5000;
+}
+
+/* The distinct ranges of placement F/L and the N lost ones LF/LL into
+ * RF/RL (room for c->n + N); returns how many. */
+static int ranges_of(const pctx *c, const int *f, const int *l, const int *lf, const int *ll,
+		     int nlost, int *rf, int *rl)
+{
+	int m = 0;
+
+	for (int i = 0; i < c->n + nlost; i++) {
+		int a = i < c->n ? f[i] : lf[i - c->n], b = i < c->n ? l[i] : ll[i - c->n],
+		    q = 0;
+		if (a < 0)
+			continue;
+		while (q < m && !(rf[q] == a && rl[q] == b))
+			q++;
+		if (q == m) {
+			rf[m] = a;
+			rl[m++] = b;
+		}
+	}
+	return m;
+}
+
+/* Whether an earlier node than I of C is interchangeable with it in
+ * placement F/L (same type, region and range, and no link of the cluster
+ * set apart), so that moving it would score the same. */
+static int twin_before(const pctx *c, const int *f, const int *l, int i)
+{
+	if (c->pb->cluster->nlinks > 0)
+		return 0;
+	for (int j = 0; j < i; j++)
+		if (c->type[j] == c->type[i] && c->region[j] == c->region[i] && f[j] == f[i] &&
+		    l[j] == l[i])
+			return 1;
+	return 0;
+}
+
+/* Repair placement F/L (score *V) one node at a time: each round tries
+ * every node on every range the placement has (and the lost ones, and
+ * none), and makes the single change that raises the score most (the
+ * flow less HX_PIPE_MOVE_COST per node moved), until none raises it or
+ * WORK flow evaluations are spent (a round cut short still makes its best
+ * change).  Returns the changes made. */
+static long repair(pctx *c, int *f, int *l, const int *lf, const int *ll, int nlost, double *v,
+		   long work)
+{
+	int n = c->n, *rf = hx_xmalloc(((size_t)n + nlost + 1) * sizeof(int)),
+	    *rl = hx_xmalloc(((size_t)n + nlost + 1) * sizeof(int));
+	long changed = 0, evals = 0;
+
+	while (evals < work && !c->failed) {
+		int m = ranges_of(c, f, l, lf, ll, nlost, rf, rl), bi = -1, br = -1;
+		double bv = *v * (1 + 1e-9);
+		for (int i = 0; i < n && evals < work && !c->failed; i++) {
+			int of = f[i], ol = l[i];
+			if (twin_before(c, f, l, i))
+				continue;
+			for (int r = -1; r < m && evals < work; r++) {
+				double s;
+				f[i] = r < 0 ? -1 : rf[r];
+				l[i] = r < 0 ? -1 : rl[r];
+				if ((f[i] == of && l[i] == ol) ||
+				    (f[i] >= 0 && !can_hold(c, i, f[i], l[i])))
+					continue;
+				s = hx_pipe_score(c, f, l, NULL);
+				evals++;
+				if (s > bv) {
+					bv = s;
+					bi = i;
+					br = r;
+				}
+			}
+			f[i] = of;
+			l[i] = ol;
+		}
+		if (bi < 0)
+			break;
+		f[bi] = br < 0 ? -1 : rf[br];
+		l[bi] = br < 0 ? -1 : rl[br];
+		*v = bv;
+		changed++;
+	}
+	free(rf);
+	free(rl);
+	return changed;
+}
+
 int hx_pipe_adapt(const hx_problem *pb, int *first, int *last, const int *lost_first,
 		  const int *lost_last, int nlost, hx_plan *p, hx_err *err)
 {
 	pctx c;
-	int rc, mem_layers = 0, served_k = 0;
-	double bound = 0, value = 0;
+	int rc, mem_layers = 0, served_k = 0, n = pb->cluster->nnodes;
+	int *hf = hx_xmalloc(((size_t)n + 1) * sizeof(int)),
+	    *hl = hx_xmalloc(((size_t)n + 1) * sizeof(int));
+	double bound = 0, value = 0, v;
+	long moves = 0;
 
 	hx_plan_init(p);
 	strcpy(p->mode, "pipeline");
 	if ((rc = ctx_init(&c, pb, NULL, &mem_layers, &served_k, &bound, err)))
 		goto out;
-	for (int i = 0; i < pb->cluster->nnodes; i++)
+	for (int i = 0; i < n; i++)
 		if (first[i] >= 0 && !can_hold(&c, i, first[i], last[i]))
 			first[i] = last[i] = -1;
+	memcpy(hf, first, (size_t)n * sizeof(int));
+	memcpy(hl, last, (size_t)n * sizeof(int));
+	c.home_f = hf;
+	c.home_l = hl;
 	for (int k = 0; k < nlost; k++)
 		cover(&c, first, last, lost_first[k], lost_last[k]);
+	/* The cover alone puts the lost layers where they fit, not where the
+	 * flow needs them (one slow node for a fast node's range bounds the
+	 * whole flow): the best single changes first, then the planner's
+	 * local search for what takes several (boundaries that shift); both
+	 * pay for each node they move. */
+	v = hx_pipe_score(&c, first, last, NULL);
+	if (!c.failed)
+		moves =
+		    repair(&c, first, last, lost_first, lost_last, nlost, &v, repair_work(n));
+	if (!c.failed)
+		moves += hx_pipe_search(&c, first, last, &v, search_work(n));
+	if (c.failed) {
+		rc = HX_EINPUT;
+		goto out;
+	}
 	if ((rc = hx_pipe_emit(&c, first, last, p, &value, err)))
 		goto out;
 	if (p->ngroups == 0) {
@@ -755,8 +878,11 @@ int hx_pipe_adapt(const hx_problem *pb, int *first, int *last, const int *lost_f
 		goto out;
 	}
 	rc = hx_plan_finish(pb, p, HX_FINISH_INPUTS, err);
-	hx_plan_solver_search(p, "igraph", "heuristic", value, fmax(bound, value), c.flows, 0);
+	hx_plan_solver_search(p, "igraph", "heuristic", value, fmax(bound, value), c.flows,
+			      moves);
 out:
+	free(hf);
+	free(hl);
 	ctx_release(&c);
 	if (rc)
 		hx_plan_release(p);

@@ -76,9 +76,11 @@ int hx_plan_pipeline(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, 
 /* replan of a pipeline plan: FIRST/LAST per node of PB's cluster (-1:
  * none) hold the fragments that survive; each lost fragment [LOST_FIRST[k],
  * LOST_LAST[k]) is re-placed on free nodes (the fewest, front to back,
- * each holding the most it can), then the placement's flow gives the hops
- * and ingress, as the planner's own (nodes that carry no flow dropped).
- * FIRST/LAST are updated.  OUT gets the plan (groups named g0.. in layer
+ * each holding the most it can), then the placement is repaired for flow
+ * (the best single-node changes, then the planner's local search, each
+ * node moved costing HX_PIPE_MOVE_COST of the flow), and its flow gives
+ * the hops and ingress, as the planner's own (nodes that carry no flow
+ * dropped).  FIRST/LAST are updated.  OUT gets the plan (groups named g0.. in layer
  * order; the caller renames).  Returns 0, HX_EINFEASIBLE when no chain is
  * left, or an error. */
 int hx_pipe_adapt(const hx_problem *pb, int *first, int *last, const int *lost_first,

@@ -48,7 +48,16 @@ typedef struct pctx {
 	int nlc;
 	int throughput; /* --objective throughput: no latency SLO (Helix) */
 	double wfrac;   /* weights fit in this share of a GPU's memory (1: all) */
+	/* replan (hx_pipe_adapt): each node's range before (NULL: planning);
+	 * the score loses HX_PIPE_MOVE_COST of itself per node off it */
+	const int *home_f, *home_l;
 } pctx;
+
+/* The share of its flow a replan gives up per node it changes: a node is
+ * moved (or started) for at least 0.3% more flow.  At 0.1% the bench's
+ * pipeline (39 fragments, one lost) started 19 for 68.7 req/s, at 0.3% 10
+ * for 66.0 (its rate needs 65.0), at 1% 9 for 64.8 (short). */
+#define HX_PIPE_MOVE_COST 3e-3
 
 /* Whether J passes tokens to I in placement F/L: J ends where I starts,
  * or (C->net.overlap, Helix's rule) inside I's range, I running from there. */
@@ -86,7 +95,8 @@ void hx_pipe_node_caps(pctx *c, const int *first, const int *last, double *tpot_
 		       double *ttft_s);
 
 /* Flow of a placement (-1 on a failed max-flow: the search stops), less a
- * penalty when a path breaks the TPOT or TTFT SLO (see there); KEEP (may
+ * penalty when a path breaks the TPOT or TTFT SLO (see there) and, in a
+ * replan, HX_PIPE_MOVE_COST per node moved; KEEP (may
  * be NULL) gets the flow, the caller releases it. */
 double hx_pipe_score(pctx *c, const int *first, const int *last, hx_pipe_flow *keep);
 /* No node holds anything. */

@@ -62,7 +62,8 @@ static void worst_paths(const pctx *c, const int *f, const int *l, double *tpot_
 
 /* Flow of a placement (-1 on a failed max-flow: the search stops), less a
  * penalty when a path breaks the TPOT or TTFT SLO: flow * (slo / worst)^4,
- * so that the search is drawn back within the SLO. */
+ * so that the search is drawn back within the SLO; in a replan, less
+ * HX_PIPE_MOVE_COST of it per node off its range before. */
 void hx_pipe_node_caps(pctx *c, const int *first, const int *last, double *tpot_s,
 		       double *ttft_s)
 {
@@ -103,6 +104,12 @@ double hx_pipe_score(pctx *c, const int *first, const int *last, hx_pipe_flow *k
 		v *= pow(slo->tpot_ms / (tpot * 1e3), 4);
 	if (!c->throughput && ttft * 1e3 > slo->ttft_ms)
 		v *= pow(slo->ttft_ms / (ttft * 1e3), 4);
+	if (c->home_f) {
+		int moved = 0;
+		for (int i = 0; i < c->n; i++)
+			moved += first[i] != c->home_f[i] || last[i] != c->home_l[i];
+		v *= fmax(0, 1 - HX_PIPE_MOVE_COST * moved);
+	}
 	if (keep)
 		*keep = f;
 	else

@@ -1,7 +1,8 @@
 /* replan of pipeline plans (replan_int.h): each group of a pipeline plan
- * is one node's layer range; the ranges of nodes that survive stay where
- * they are, the ranges of lost nodes go to free nodes, and the max-flow of
- * the new placement re-routes the hops around what is gone. */
+ * is one node's layer range; the ranges of nodes that survive are the
+ * start, the ranges of lost nodes go to free nodes, hx_pipe_adapt moves
+ * what the flow needs moved (few nodes), and the max-flow of the new
+ * placement re-routes the hops around what is gone. */
 #include "config.h"
 
 #include <math.h>

@@ -935,7 +935,7 @@ static double chunk_iter(const hx_replica *r, double B, double ctx, double n, do
  * LAMBDA of them a second) fill the time, so the mean iteration takes
  * T_dec / (1 - LAMBDA S). */
 static double iter_at(const hx_replica *r, const hx_workload *w, int phase, double lambda,
-		      double P, double H, double O, double t)
+		      double P, double H, double O, double ctx, double t)
 {
 	hx_batch b = {0};
 	hx_iter it;
@@ -943,14 +943,14 @@ static double iter_at(const hx_replica *r, const hx_workload *w, int phase, doub
 
 	if (phase == HX_SERVE_BOTH) {
 		double B = lambda * O * t, c = fmax(w->serving.token_budget - B, 1), td, tc, n;
-		hx_batch_add_decode(&b, B, P + H + O / 2);
+		hx_batch_add_decode(&b, B, ctx);
 		td = hx_cost_cycle(r, &b, &it);
-		tc = chunk_iter(r, B, P + H + O / 2, P, c, H + fmin(P, c) / 2, &n);
+		tc = chunk_iter(r, B, ctx, P, c, H + fmin(P, c) / 2, &n);
 		stall = n * fmax(tc - td, 0);
 		return lambda * stall >= 1 ? INFINITY : td / (1 - lambda * stall);
 	}
 	if (phase != HX_SERVE_PREFILL)
-		hx_batch_add_decode(&b, lambda * O * t, P + H + O / 2);
+		hx_batch_add_decode(&b, lambda * O * t, ctx);
 	if (phase != HX_SERVE_DECODE)
 		hx_batch_add_prefill(&b, lambda * t, P, H);
 	return hx_cost_cycle(r, &b, &it);
@@ -1019,11 +1019,14 @@ static double output_steps(const hx_workload *w, int i)
 /* The fraction of requests whose TPOT misses TMAX through prefill
  * interference on short outputs, at rate LAMBDA and iteration time T (PS:
  * the decode batch's iterations with and without a prompt's chunk).  Each
- * request that arrives while a tagged one decodes stalls its iterations by
- * the time its prompt adds to them (a roofline is flat at small batches, so
- * the stall of a whole prompt, not a mean token cost). */
+ * request that arrives after a tagged one and before its last token stalls
+ * its iterations by the time its prompt adds to them (a roofline is flat at
+ * small batches, so the stall of a whole prompt, not a mean token cost):
+ * those that arrive while it decodes, and those that arrive while it waits
+ * for its first token (PRE: the mean of that wait and its own prefill),
+ * which the engine prefills after it, while it decodes. */
 static double tpot_misses(const hx_workload *w, double lambda, double t, double tmax,
-			  const prompt_steps *ps)
+			  double pre, const prompt_steps *ps)
 {
 	double sm[4] = {1, 0, 0, 0}, t0 = ps->t_dec, miss = 0, burst = 1;
 	double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
@@ -1050,8 +1053,8 @@ static double tpot_misses(const hx_workload *w, double lambda, double t, double 
 			miss += 1.0 / CAP_QUANTILES;
 			continue;
 		}
-		miss +=
-		    compound_tail(lambda * n * t / burst, sm, (tmax - t0) * n) / CAP_QUANTILES;
+		miss += compound_tail(lambda * (pre + n * t) / burst, sm, (tmax - t0) * n) /
+			CAP_QUANTILES;
 	}
 	return miss;
 }
@@ -1091,7 +1094,8 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 	/* A prefill-only replica has no TPOT to keep: its iterations may take
 	 * up to the TTFT SLO. */
 	double tmax = (phase == HX_SERVE_PREFILL ? w->slo.ttft_ms : w->slo.tpot_ms) * 1e-3;
-	double allow = 1 - w->slo.attainment, lo = 0, hi = tmax, B, p, t, c;
+	double allow = 1 - w->slo.attainment, lo = 0, hi = tmax, B, p, t, c, ctx;
+	double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1, u, service, scale;
 	double pm[4], om[4], miss_tpot = 0, miss_ttft = 0;
 	prompt_steps ps;
 	hx_iter it;
@@ -1100,13 +1104,20 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 	ev->ttft = INFINITY;
 	ev->t = INFINITY;
 	P -= H; /* from here on, P is the prompt tokens computed */
-	if (iter_at(r, w, phase, lambda, P, H, O, tmax) > tmax) {
+	dist_moments(&w->prompt, pm);
+	dist_moments(&w->output, om);
+	/* The decode batch's mean context: a sequence stays in it for its
+	 * output's steps, so long outputs are there more often than their
+	 * share of requests (length-biased): the prompt, then on average
+	 * E[O^2] / 2E[O] of its output, not E[O] / 2. */
+	ctx = P + H + om[2] / (2 * fmax(om[1], 1e-9));
+	if (iter_at(r, w, phase, lambda, P, H, O, ctx, tmax) > tmax) {
 		ev->binding = phase == HX_SERVE_PREFILL ? "ttft" : "tpot";
 		return;
 	}
 	for (int i = 0; i < 60; i++) {
 		double mid = (lo + hi) / 2;
-		if (iter_at(r, w, phase, lambda, P, H, O, mid) > mid)
+		if (iter_at(r, w, phase, lambda, P, H, O, ctx, mid) > mid)
 			lo = mid;
 		else
 			hi = mid;
@@ -1122,8 +1133,6 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 		ev->binding = "batch";
 		return;
 	}
-	dist_moments(&w->prompt, pm);
-	dist_moments(&w->output, om);
 	{
 		/* Occupancy of the KV cache: mean and spread of an M/G/inf
 		 * system (a decode-only replica's KV arrives whole). */
@@ -1148,53 +1157,53 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 		return;
 	}
 	c = fmax((budget - B) / dp, 1); /* a prompt is one rank's */
-	prompt_steps_at(r, w, B, P + H + O / 2, c, Pq, &ps);
-	if (phase == HX_SERVE_BOTH)
-		miss_tpot = tpot_misses(w, lambda, t, tmax, &ps);
+	prompt_steps_at(r, w, B, ctx, c, Pq, &ps);
+	/* The prompts queue for prefill as an M/G/1 server whose service is a
+	 * prompt's own compute: its tokens at the marginal time a prompt token
+	 * adds to an iteration of the decode batch (not its share of a mean
+	 * iteration, which spreads each prompt thinly over many steps and
+	 * hides the queue).  A prompt arrives whole and the engine computes
+	 * its tokens in as few chunks as the token budget allows. */
+	{
+		double k = fmax(1, fmin(P, c));
+		hx_batch bp = {0};
+		hx_batch_add_decode(&bp, B, ctx);
+		hx_batch_add_prefill(&bp, 1, k, H + k / 2);
+		service = P * fmax(hx_cost_cycle(r, &bp, &it) - (B > 0 ? ps.t_dec : 0), 0) / k;
+	}
+	u = lambda * service;
+	scale = (ca2 + hx_dist_cv2(&w->prompt)) / 2 * service / fmax(1 - u, 1e-9);
+	if (u >= 1) {
+		ev->binding = "ttft";
+		return;
+	}
+	if (phase == HX_SERVE_BOTH) {
+		/* the mean wait for the first token: queue, then own chunks */
+		double pre = u * scale;
+		for (int i = 0; i < CAP_QUANTILES; i++)
+			pre += ps.chunks[i] * fmax(t, ps.t_chunk[i]) / CAP_QUANTILES;
+		miss_tpot = tpot_misses(w, lambda, t, tmax, pre, &ps);
+	}
 	if (miss_tpot > allow) {
 		ev->binding = "tpot";
 		return;
 	}
-	/* TTFT misses: waiting for prefill room, then the prompt's chunks.
-	 * A prompt arrives whole and the engine computes its tokens in as few
-	 * chunks as the token budget allows, so the prompts queue as an
-	 * M/G/1 server whose service is a prompt's own compute: its tokens at
-	 * the marginal time a prompt token adds to an iteration of the decode
-	 * batch (not its share of a mean iteration, which spreads each prompt
-	 * thinly over many steps and hides the queue). */
-	{
-		double m, u, service, scale;
-		double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
-		double cs2 = hx_dist_cv2(&w->prompt);
-		{
-			double k = fmax(1, fmin(P, c));
-			hx_batch bp = {0};
-			hx_batch_add_decode(&bp, B, P + H + O / 2);
-			hx_batch_add_prefill(&bp, 1, k, H + k / 2);
-			m = fmax(hx_cost_cycle(r, &bp, &it) - (B > 0 ? ps.t_dec : 0), 0) / k;
+	/* TTFT misses: waiting for prefill room (the queue above), then the
+	 * prompt's chunks. */
+	for (int i = 0; i <= CAP_QUANTILES; i++) {
+		/* The last point is the percentile prompt, for the report.  The
+		 * first token reaches the client an iteration after the step
+		 * that computes it (the engine streams it out while it runs the
+		 * next). */
+		double chunks = ps.chunks[i], t_chunk = fmax(t, ps.t_chunk[i]);
+		double left = w->slo.ttft_ms * 1e-3 - ovh - t - chunks * t_chunk;
+		if (i == CAP_QUANTILES) {
+			double wq = u > 1 - q ? scale * log(u / (1 - q)) : 0;
+			ev->ttft = ovh + t + wq + chunks * t_chunk;
+			break;
 		}
-		service = P * m;
-		u = lambda * service;
-		scale = (ca2 + cs2) / 2 * service / fmax(1 - u, 1e-9);
-		if (u >= 1) {
-			ev->binding = "ttft";
-			return;
-		}
-		for (int i = 0; i <= CAP_QUANTILES; i++) {
-			/* The last point is the percentile prompt, for the report.
-			 * The first token reaches the client an iteration after
-			 * the step that computes it (the engine streams it out
-			 * while it runs the next). */
-			double chunks = ps.chunks[i], t_chunk = fmax(t, ps.t_chunk[i]);
-			double left = w->slo.ttft_ms * 1e-3 - ovh - t - chunks * t_chunk;
-			if (i == CAP_QUANTILES) {
-				double wq = u > 1 - q ? scale * log(u / (1 - q)) : 0;
-				ev->ttft = ovh + t + wq + chunks * t_chunk;
-				break;
-			}
-			miss_ttft += (left < 0 ? 1 : u * exp(-left / fmax(scale, 1e-12))) /
-				     CAP_QUANTILES;
-		}
+		miss_ttft +=
+		    (left < 0 ? 1 : u * exp(-left / fmax(scale, 1e-12))) / CAP_QUANTILES;
 	}
 	if (miss_tpot + miss_ttft > allow) {
 		ev->binding = miss_ttft > miss_tpot ? "ttft" : "tpot";

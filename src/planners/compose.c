@@ -415,12 +415,8 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 		hx_replica r;
 		for (int k = 0; k < s.ncls; k++)
 			use[c * s.ncls + k] = hx_cand_use(&s.c[c], k);
-		if (c > 0 && hx_past(co.deadline)) {
-			/* out of time: the shapes not yet rated stay at capacity
-			 * 0, which the program never picks */
-			s.cut = 1;
-			continue;
-		}
+		if (c > 0 && hx_past(co.deadline) && (s.cut = 1))
+			continue; /* out of time: unrated shapes stay at capacity 0 */
 		hx_cand_replica(&pb2, &s, &s.c[c], &r);
 		for (int k = 0; k < ncls; k++) {
 			hx_workload wk = hx_len_class_workload(w, &cls[k]);

@@ -29,6 +29,7 @@ enum {
 	OPT_LP,
 	OPT_LAYER_COSTS,
 	OPT_BUDGET,
+	OPT_SLO_PROBABILITY,
 	OPT_WEIGHTS_MEM_FRAC,
 	OPT_PLACEMENT
 };
@@ -80,6 +81,7 @@ enum {
 	TAKES_LAYER_COSTS = 16, /* --layer-costs, --weights-mem-frac, --placement,
 				 * --objective throughput: it cuts a model into layer ranges */
 	TAKES_BUDGET = 32,      /* --budget */
+	TAKES_SPOT = 64,        /* --slo-probability: it rents spot offers */
 };
 
 /* The modes this hexplan plans, in the order --help and errors name them: the
@@ -90,7 +92,7 @@ enum {
 	NEXT("colocated", hx_plan_colocated, TAKES_TIME | TAKES_MILP)                          \
 	NEXT("disagg", hx_plan_disagg, TAKES_TIME)                                             \
 	NEXT("pipeline", hx_plan_pipeline, TAKES_TIME | TAKES_MILP | TAKES_LAYER_COSTS)        \
-	NEXT("compose", hx_plan_compose, TAKES_TIME | TAKES_MILP | TAKES_BUDGET)               \
+	NEXT("compose", hx_plan_compose, TAKES_TIME | TAKES_MILP | TAKES_BUDGET | TAKES_SPOT)  \
 	NEXT("cascade", hx_plan_cascade, TAKES_TIME | TAKES_MILP | TAKES_QUALITY)              \
 	NEXT("route", hx_plan_route, TAKES_TIME | TAKES_MILP | TAKES_QUALITY)                  \
 	NEXT("bo", NULL, TAKES_TIME | TAKES_QUALITY | TAKES_BO | TAKES_BUDGET)                 \
@@ -111,7 +113,7 @@ const char *const hx_plan_usage[] = {
 	MODE_FIRST_NAME,
 	MODE_NEXT_NAME) "] "
 			"[--objective capacity|cost|latency|throughput] [--budget USD_PER_H] "
-			"[--time-limit S] [--gap G] [--seed N] [-o plan.json] "
+			"[--slo-probability P] [--time-limit S] [--gap G] [--seed N] [-o plan.json] "
 			"[--lp FILE] [--layer-costs FILE] [--weights-mem-frac F] "
 			"[--placement FILE] [--prefer "
 			"balanced|cost|latency|quality] [--max-evals N] [--evaluate model|sim] "
@@ -276,6 +278,7 @@ static int parse_args(hx_cli *cli, int argc, char **argv, plan_args *a)
 	    {"lp", required_argument, NULL, OPT_LP},
 	    {"layer-costs", required_argument, NULL, OPT_LAYER_COSTS},
 	    {"budget", required_argument, NULL, OPT_BUDGET},
+	    {"slo-probability", required_argument, NULL, OPT_SLO_PROBABILITY},
 	    {"weights-mem-frac", required_argument, NULL, OPT_WEIGHTS_MEM_FRAC},
 	    {"placement", required_argument, NULL, OPT_PLACEMENT},
 	    {"prefer", required_argument, NULL, OPT_PREFER},
@@ -347,6 +350,11 @@ static int parse_args(hx_cli *cli, int argc, char **argv, plan_args *a)
 					     &po->budget_usd_per_hour)))
 				return rc;
 			bo->budget_usd_per_hour = po->budget_usd_per_hour;
+			break;
+		case OPT_SLO_PROBABILITY:
+			if ((rc = hx_cli_num(CMD, "--slo-probability", optarg, 1e-6, 1,
+					     &po->slo_probability)))
+				return rc;
 			break;
 		case OPT_PREFER:
 			if (strcmp(optarg, "cost") == 0)
@@ -437,6 +445,9 @@ static int check_mode_opts(const plan_args *a, const struct mode *md)
 			       "--weights-mem-frac is for --mode")) ||
 	    (rc = mode_refuses(md, TAKES_LAYER_COSTS, a->placement != NULL,
 			       "--placement is for --mode")))
+		return rc;
+	if ((rc = mode_refuses(md, TAKES_SPOT, po->slo_probability > 0,
+			       "--slo-probability needs --mode")))
 		return rc;
 	return mode_refuses(md, TAKES_BUDGET, po->budget_usd_per_hour > 0,
 			    "--budget needs --mode");

@@ -561,9 +561,29 @@ static json_t *rent_json(const hx_plan *p)
 		hx_jset_int(c, "nodes", p->rent[i].nodes);
 		hx_jset_int(c, "gpus", p->rent[i].gpus);
 		json_object_set_new(c, "usd_per_hour", json_real(p->rent[i].usd_per_hour));
+		if (p->rent[i].preempt_per_hour > 0) {
+			json_object_set_new(c, "spot", json_true());
+			hx_jset_num(c, "preemptions_per_hour", p->rent[i].preempt_per_hour);
+			hx_jset_num(c, "window_s", p->rent[i].window_s);
+		}
 		json_array_append_new(a, c);
 	}
 	return a;
+}
+
+static json_t *spot_json(const hx_plan *p)
+{
+	json_t *o = json_object();
+
+	hx_jset_int(o, "nodes", p->spot.nodes);
+	hx_jset_int(o, "survives_nodes", p->spot.survives_nodes);
+	hx_jset_num(o, "target", p->spot.target);
+	hx_jset_num(o, "slo_probability", p->spot.slo_probability);
+	hx_jset_num(o, "expected_usd_per_hour", p->spot.expected_usd_per_hour);
+	hx_jset_num(o, "need_rps", p->spot.need_rps);
+	if (p->spot.on_demand_usd_per_hour > 0)
+		hx_jset_num(o, "on_demand_usd_per_hour", p->spot.on_demand_usd_per_hour);
+	return o;
 }
 
 static json_t *predicted_json(const hx_plan *p)
@@ -680,6 +700,8 @@ static json_t *plan_json(const hx_plan *p)
 	json_object_set_new(o, "routing", routing_json(p));
 	if (p->nrent > 0)
 		json_object_set_new(o, "rent", rent_json(p));
+	if (p->spot.on)
+		json_object_set_new(o, "spot", spot_json(p));
 	json_object_set_new(o, "predicted", predicted_json(p));
 	if (p->simulated.requests > 0)
 		json_object_set_new(o, "simulated", simulated_json(p));
@@ -966,8 +988,9 @@ static int parse_classes(const hx_jr *r, const json_t *v, hx_plan *p)
 
 static int parse_rent(const hx_jr *r, const json_t *v, hx_plan *p)
 {
-	static const char *const keys[] = {"offer", "gpu",          "nodes",
-					   "gpus",  "usd_per_hour", NULL};
+	static const char *const keys[] = {
+	    "offer",    "gpu", "nodes", "gpus", "usd_per_hour", "spot", "preemptions_per_hour",
+	    "window_s", NULL};
 	size_t n;
 	int rc;
 
@@ -987,11 +1010,47 @@ static int parse_rent(const hx_jr *r, const json_t *v, hx_plan *p)
 		    (rc = hx_jr_int(r, e, p1, "gpus", 1, 1, 1000000, &gpus)) ||
 		    (rc = hx_jr_num(r, e, p1, "usd_per_hour", 1, 0, 1e12, &k->usd_per_hour)))
 			return rc;
+		if (json_is_true(json_object_get(e, "spot")) &&
+		    ((rc = hx_jr_pos(r, e, p1, "preemptions_per_hour", 1,
+				     &k->preempt_per_hour)) ||
+		     (rc = hx_jr_num(r, e, p1, "window_s", 1, 0, 1e9, &k->window_s))))
+			return rc;
 		k->offer = (int)offer;
 		k->nodes = (int)nodes;
 		k->gpus = (int)gpus;
 		p->nrent++;
 	}
+	return 0;
+}
+
+static int parse_spot(const hx_jr *r, const json_t *v, hx_plan *p)
+{
+	static const char *const keys[] = {"nodes",
+					   "survives_nodes",
+					   "target",
+					   "slo_probability",
+					   "expected_usd_per_hour",
+					   "need_rps",
+					   "on_demand_usd_per_hour",
+					   NULL};
+	long nodes = 0, survives = 0;
+	int rc;
+
+	if ((rc = hx_jr_object(r, v, "/spot", keys)) ||
+	    (rc = hx_jr_int(r, v, "/spot", "nodes", 1, 1, 1000000, &nodes)) ||
+	    (rc = hx_jr_int(r, v, "/spot", "survives_nodes", 1, 0, 1000000, &survives)) ||
+	    (rc = hx_jr_num(r, v, "/spot", "target", 1, 0, 1, &p->spot.target)) ||
+	    (rc = hx_jr_num(r, v, "/spot", "slo_probability", 1, 0, 1,
+			    &p->spot.slo_probability)) ||
+	    (rc = hx_jr_num(r, v, "/spot", "expected_usd_per_hour", 1, 0, 1e12,
+			    &p->spot.expected_usd_per_hour)) ||
+	    (rc = hx_jr_num(r, v, "/spot", "need_rps", 1, 0, 1e12, &p->spot.need_rps)) ||
+	    (rc = hx_jr_num(r, v, "/spot", "on_demand_usd_per_hour", 0, 0, 1e12,
+			    &p->spot.on_demand_usd_per_hour)))
+		return rc;
+	p->spot.on = 1;
+	p->spot.nodes = (int)nodes;
+	p->spot.survives_nodes = (int)survives;
 	return 0;
 }
 
@@ -1377,7 +1436,7 @@ static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 	static const char *const top[] = {
 	    "schema",    "version",       "mode",    "status", "inputs",    "models",
 	    "gpus",      "groups",        "routing", "rent",   "predicted", "simulated",
-	    "shortfall", "substitutions", "solver",  NULL};
+	    "shortfall", "substitutions", "solver",  "spot",   NULL};
 	char schema[32];
 	json_t *v;
 	int rc;
@@ -1397,6 +1456,8 @@ static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 	if ((v = json_object_get(root, "routing")) && (rc = parse_routing(r, v, p)))
 		return rc;
 	if ((v = json_object_get(root, "rent")) && (rc = parse_rent(r, v, p)))
+		return rc;
+	if ((v = json_object_get(root, "spot")) && (rc = parse_spot(r, v, p)))
 		return rc;
 	if ((v = json_object_get(root, "predicted")) && (rc = parse_predicted(r, v, p)))
 		return rc;
@@ -1513,6 +1574,15 @@ char *hx_plan_table(const hx_plan *p)
 	else
 		hx_buf_printf(&t, "cost: $%.2f/hour, $%.4f per million tokens\n",
 			      p->predicted.usd_per_hour, p->predicted.usd_per_m_tokens);
+	if (p->spot.on)
+		hx_buf_printf(
+		    &t,
+		    "spot: the SLO holds with probability %.6f (target %g): while at most "
+		    "%d of the %d spot nodes are down; expected cost $%.2f/hour "
+		    "(on demand only: $%.2f/hour)\n",
+		    p->spot.slo_probability, p->spot.target, p->spot.survives_nodes,
+		    p->spot.nodes, p->spot.expected_usd_per_hour,
+		    p->spot.on_demand_usd_per_hour);
 	if (p->ncascade > 0) {
 		hx_buf_printf(&t, "cascade:");
 		for (int i = 0; i < p->ncascade; i++)

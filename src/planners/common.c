@@ -9,6 +9,7 @@
 #include "model/cost.h"
 #include "sim/sim.h"
 #include "planners/common.h"
+#include "plan/spot.h"
 
 double hx_plan_kv_reserve(const hx_workload *w)
 {
@@ -191,8 +192,13 @@ void hx_plan_fill_rent(hx_plan *p, const hx_cluster *cl)
 			rt->nodes++;
 			rt->gpus += cl->nodes[i].count;
 		}
-		if (rt)
+		if (rt) {
 			rt->usd_per_hour = hx_round6(rt->gpus * cl->offers[o].usd_per_hour);
+			rt->preempt_per_hour = cl->offers[o].preempt_per_hour;
+			if (rt->preempt_per_hour > 0 && p->nmodels > 0)
+				rt->window_s = hx_round6(
+				    hx_spot_window_s(&p->models[0], cl->offers[o].load_gbps));
+		}
 	}
 	free(used);
 }

@@ -42,6 +42,8 @@ typedef struct hx_plan_opts {
 	double budget_usd_per_hour; /* compose: > 0 maximizes capacity within it */
 	char **lp_text;             /* with lp_path: the LP text, a new string (the caller
 				     * frees it and writes it to lp_path with its outputs) */
+	double slo_probability;     /* compose: the chance the SLO must hold with spot
+				     * nodes preempted (0: HX_SPOT_SLO_PROBABILITY) */
 	int no_sim_check;           /* colocated: optimize the cost model's capacities alone,
 				     * without the simulator's check (tests against brute force) */
 } hx_plan_opts;

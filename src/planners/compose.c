@@ -10,6 +10,7 @@
 #include "planners/compose.h"
 #include "model/gen.h"
 #include "sim/sim.h"
+#include "plan/spot.h"
 
 /* ---- the MILP -------------------------------------------------------------- */
 
@@ -178,7 +179,7 @@ out:
  * rounds); the plan returned is the first that meets the target, else the
  * one with the best attainment.  The cost model's capacity assumes a steady batch; bursts
  * at high load push the p99 TPOT past the SLO on some shapes. */
-#define COMPOSE_UTIL    0.9
+#define COMPOSE_UTIL    HX_SPOT_UTIL /* 0.9; spot need_rps is the rate over it */
 #define COMPOSE_DERATE  0.85
 #define COMPOSE_ROUNDS  8
 #define COMPOSE_BUCKETS 3
@@ -361,8 +362,19 @@ static double owned_usd(const hx_plan *p, const hx_cluster *cl)
 	return usd;
 }
 
-static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, double **derate,
-		      int **gcand, hx_plan *p, double *kappa, hx_err *err)
+/* Whether candidate C takes GPUs of spot nodes (of S's classes). */
+static int cand_spot(const hx_candset *s, const hx_candidate *c)
+{
+	for (int i = 0; i < c->nstages; i++)
+		if (s->cls[c->st[i].cls].preempt_per_hour > 0)
+			return 1;
+	return 0;
+}
+
+/* SPOT_F: the fraction of spot replicas' capacity that the plan may not
+ * count on (their loss at the SLO probability, spot_cover). */
+static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, double spot_f,
+		      double **derate, int **gcand, hx_plan *p, double *kappa, hx_err *err)
 {
 	const hx_workload *w = pb->workload;
 	hx_cluster cl;
@@ -419,12 +431,22 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 			hx_capacity cap;
 			hx_cost_capacity(&r, &wk, &cap);
 			h[c * ncls + k] = cap.rps > 0 ? cap.rps * (*derate)[c] : 0;
+			if (cand_spot(&s, &s.c[c]))
+				h[c * ncls + k] *= spot_f < 1 ? 1 - spot_f : 0;
 		}
 		for (int k = 0; k < s.ncls; k++)
 			use[c * s.ncls + k] = hx_cand_use(&s.c[c], k);
 	}
-	if ((rc = class_demand(w, cls, ncls, h, s.n, lambda, err)))
+	if ((rc = class_demand(w, cls, ncls, h, s.n, lambda, err))) {
+		if (spot_f >= 1)
+			rc = hx_errf(
+			    err, HX_EINFEASIBLE,
+			    "no mix of spot and on-demand capacity keeps the SLO with probability %g: the on-demand nodes and offers alone serve no class %s",
+			    o->slo_probability > 0 ? o->slo_probability
+						   : HX_SPOT_SLO_PROBABILITY,
+			    cls[0].name);
 		goto out;
+	}
 	pool_nodes = hx_xcalloc((size_t)s.ncls + 1, sizeof(int));
 	pool_gpus = hx_xcalloc((size_t)s.ncls + 1, sizeof(int));
 	pool_usd = hx_xcalloc((size_t)s.ncls + 1, sizeof(double));
@@ -574,8 +596,8 @@ static int plan_copy(const hx_plan *p, hx_plan *out, hx_err *err)
  * the real offers, before the simulator derated any shape) uses other GPU
  * types than it, P lists the substitutions against it.  Nothing changes
  * when the preferred plan cannot be made. */
-static void spill_over(const hx_problem *pb, const hx_plan_opts *o, const hx_plan *round0,
-		       hx_plan *p)
+static void spill_over(const hx_problem *pb, const hx_plan_opts *o, double spot_f,
+		       const hx_plan *round0, hx_plan *p)
 {
 	hx_cluster cl = *pb->cluster;
 	hx_problem pb2 = *pb;
@@ -601,8 +623,8 @@ static void spill_over(const hx_problem *pb, const hx_plan_opts *o, const hx_pla
 	/* --lp writes the plan's own program, not this one */
 	o2.lp_path = NULL;
 	o2.lp_text = NULL;
-	if (raised &&
-	    compose_at(&pb2, &o2, COMPOSE_UTIL, &derate, &gcand, &pref, &kappa, NULL) == 0) {
+	if (raised && compose_at(&pb2, &o2, COMPOSE_UTIL, spot_f, &derate, &gcand, &pref,
+				 &kappa, NULL) == 0) {
 		if (plan_copy(round0, &r0, NULL) == 0) {
 			if (hx_plan_spill_against(&r0, &pref, pref.predicted.usd_per_hour) > 0)
 				hx_plan_spill_against(p, &pref, pref.predicted.usd_per_hour);
@@ -615,12 +637,57 @@ static void spill_over(const hx_problem *pb, const hx_plan_opts *o, const hx_pla
 	free(cl.offers);
 }
 
+/* Spot cover (SkyServe's mix of spot and on-demand replicas): while P's
+ * spot nodes keep the SLO with less than the target probability, count
+ * less of spot replicas' capacity (*SPOT_F: at least the share of it that
+ * the nodes lost at the target's quantile carry, and SPOT_STEP more each
+ * time) and compose again, so that on-demand replicas (or more spot ones)
+ * cover the loss; at SPOT_ROUNDS spot capacity counts for nothing.  P's
+ * spot section records the outcome.  Returns 0, or compose_at's error
+ * (P released). */
+#define SPOT_ROUNDS 12
+#define SPOT_STEP   0.05
+static int spot_cover(const hx_problem *pb, const hx_plan_opts *o, double *spot_f,
+		      double **derate, int **gcand, hx_plan *p, double *kappa, hx_err *err)
+{
+	const double target =
+	    o->slo_probability > 0 ? o->slo_probability : HX_SPOT_SLO_PROBABILITY;
+	int rc = 0, *gc = NULL;
+	double kp = 1;
+	hx_plan od;
+
+	hx_spot_assess(p, pb->workload->rate_rps * *kappa / HX_SPOT_UTIL, &p->spot);
+	for (int i = 0; p->spot.on && p->spot.slo_probability < target - 1e-9; i++) {
+		int k;
+		double f = hx_spot_loss_fraction(p, target, &k);
+		*spot_f = i + 1 >= SPOT_ROUNDS ? 1 : fmin(1, fmax(*spot_f + SPOT_STEP, f));
+		hx_plan_release(p);
+		free(*gcand);
+		*gcand = NULL;
+		if ((rc = compose_at(pb, o, COMPOSE_UTIL, *spot_f, derate, gcand, p, kappa,
+				     err)))
+			return rc;
+		hx_spot_assess(p, pb->workload->rate_rps * *kappa / HX_SPOT_UTIL, &p->spot);
+	}
+	p->spot.target = target;
+	/* What the same inputs cost without spot capacity, for comparison
+	 * (none when the on-demand capacity cannot serve the rate). */
+	if (p->spot.on &&
+	    compose_at(pb, o, COMPOSE_UTIL, 1, derate, &gc, &od, &kp, NULL) == 0) {
+		p->spot.on_demand_usd_per_hour = od.predicted.usd_per_hour;
+		hx_plan_release(&od);
+	}
+	free(gc);
+	return 0;
+}
+
 int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_err *err)
 {
 	const hx_workload *w = pb->workload;
 	double *derate = NULL, best_attain = -1;
 	const double deadline = hx_deadline(o->time_limit_s);
 	int rc = 0, have_best = 0, stale = 0, have_r0 = 0;
+	double spot_f = 0;
 	hx_plan best, r0;
 	hx_plan_opts o2 = *o;
 
@@ -633,7 +700,9 @@ int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_
 			break; /* keep the best so far: marked time_limit below */
 		if (deadline > 0)
 			o2.time_limit_s = hx_plan_time_left(deadline);
-		if ((rc = compose_at(pb, &o2, COMPOSE_UTIL, &derate, &gcand, p, &kappa, err)))
+		if ((rc = compose_at(pb, &o2, COMPOSE_UTIL, spot_f, &derate, &gcand, p, &kappa,
+				     err)) ||
+		    (rc = spot_cover(pb, &o2, &spot_f, &derate, &gcand, p, &kappa, err)))
 			break;
 		if (round == 0 && pb->cluster->noffers > 0 && (rc = plan_copy(p, &r0, err))) {
 			free(gcand);
@@ -695,7 +764,7 @@ int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_
 	}
 	*p = best;
 	if (have_r0) {
-		spill_over(pb, &o2, &r0, p);
+		spill_over(pb, &o2, spot_f, &r0, p);
 		hx_plan_release(&r0);
 	}
 	if (hx_past(deadline))

@@ -192,19 +192,3 @@ void hx_spot_assess(const hx_plan *p, double need_rps, hx_plan_spot *out)
 		;
 	out->need_rps = hx_round6(need_rps);
 }
-
-double hx_spot_loss_fraction(const hx_plan *p, double target, int *k)
-{
-	double *q, *lost, total, *d, cum = 0, f;
-	int n = spot_nodes(p, &q, &lost, &total);
-
-	d = down_dist(q, n);
-	*k = 0;
-	for (cum = d[0]; *k < n && cum < target; cum += d[++*k])
-		;
-	f = n > 0 && lost[n] > 0 ? lost[*k] / lost[n] : 0;
-	free(q);
-	free(lost);
-	free(d);
-	return f;
-}

@@ -40,9 +40,4 @@ void hx_spot_assess(const hx_plan *p, double need_rps, hx_plan_spot *out);
  * hosting the most are lost. */
 void hx_spot_at(const hx_plan *p, int k, hx_plan_spot *out, double left_rps[2]);
 
-/* The fewest spot nodes, K, that P must survive losing for the SLO to hold
- * with probability TARGET, and the fraction of P's spot capacity that the
- * K nodes hosting the most of it carry (0 when P has no spot nodes). */
-double hx_spot_loss_fraction(const hx_plan *p, double target, int *k);
-
 #endif

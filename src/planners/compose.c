@@ -637,47 +637,105 @@ static void spill_over(const hx_problem *pb, const hx_plan_opts *o, double spot_
 	free(cl.offers);
 }
 
-/* Spot cover (SkyServe's mix of spot and on-demand replicas): while P's
- * spot nodes keep the SLO with less than the target probability, count
- * less of spot replicas' capacity (*SPOT_F: at least the share of it that
- * the nodes lost at the target's quantile carry, and SPOT_STEP more each
- * time) and compose again, so that on-demand replicas (or more spot ones)
- * cover the loss; at SPOT_ROUNDS spot capacity counts for nothing.  P's
- * spot section records the outcome.  Returns 0, or compose_at's error
- * (P released). */
-#define SPOT_ROUNDS 12
-#define SPOT_STEP   0.05
-static int spot_cover(const hx_problem *pb, const hx_plan_opts *o, double *spot_f,
-		      double **derate, int **gcand, hx_plan *p, double *kappa, hx_err *err)
+/* P's spot section: what the same inputs cost on demand only (none when
+ * the on-demand capacity cannot carry the rate). */
+static void spot_on_demand(const hx_problem *pb, const hx_plan_opts *o, double **derate,
+			   hx_plan *p)
 {
-	const double target =
-	    o->slo_probability > 0 ? o->slo_probability : HX_SPOT_SLO_PROBABILITY;
-	int rc = 0, *gc = NULL;
+	int *gc = NULL;
 	double kp = 1;
 	hx_plan od;
 
-	hx_spot_assess(p, pb->workload->rate_rps * *kappa / HX_SPOT_UTIL, &p->spot);
-	for (int i = 0; p->spot.on && p->spot.slo_probability < target - 1e-9; i++) {
-		int k;
-		double f = hx_spot_loss_fraction(p, target, &k);
-		*spot_f = i + 1 >= SPOT_ROUNDS ? 1 : fmin(1, fmax(*spot_f + SPOT_STEP, f));
-		hx_plan_release(p);
-		free(*gcand);
-		*gcand = NULL;
-		if ((rc = compose_at(pb, o, COMPOSE_UTIL, *spot_f, derate, gcand, p, kappa,
-				     err)))
-			return rc;
-		hx_spot_assess(p, pb->workload->rate_rps * *kappa / HX_SPOT_UTIL, &p->spot);
-	}
-	p->spot.target = target;
-	/* What the same inputs cost without spot capacity, for comparison
-	 * (none when the on-demand capacity cannot serve the rate). */
 	if (p->spot.on &&
 	    compose_at(pb, o, COMPOSE_UTIL, 1, derate, &gc, &od, &kp, NULL) == 0) {
 		p->spot.on_demand_usd_per_hour = od.predicted.usd_per_hour;
 		hx_plan_release(&od);
 	}
 	free(gc);
+}
+
+/* Spot cover (SkyServe's mix of spot and on-demand replicas).  When P
+ * (composed counting spot replicas whole) keeps the SLO with less than the
+ * target probability, compose again counting only 1 - F of spot replicas'
+ * capacity for F = 0.05, 0.1, ..., 1 (at 1 spot capacity counts for
+ * nothing: on demand only), so that on-demand replicas or more spot ones
+ * cover the loss, and keep the cheapest plan that reaches the target (with
+ * a budget: the one that carries the most).  No single F fits every plan:
+ * how much spot capacity can be lost at the target depends on how many spot
+ * nodes the plan rents, which F itself decides.  *SPOT_F gets the F kept;
+ * P's spot section the outcome.  Returns 0, or HX_EINFEASIBLE (P released)
+ * when no F reaches the target. */
+#define SPOT_GRID 20
+
+typedef struct spot_try {
+	hx_plan p;
+	int *gcand, have;
+	double kappa, f;
+} spot_try;
+
+/* Whether T beats BEST: cheaper, or with a budget carrying more. */
+static int spot_better(const hx_plan_opts *o, const spot_try *t, const spot_try *best)
+{
+	if (!best->have)
+		return 1;
+	if (o->budget_usd_per_hour > 0)
+		return t->kappa > best->kappa + 1e-9;
+	return t->p.predicted.usd_per_hour < best->p.predicted.usd_per_hour - 1e-9;
+}
+
+static int spot_cover(const hx_problem *pb, const hx_plan_opts *o, double *spot_f,
+		      double **derate, int **gcand, hx_plan *p, double *kappa, hx_err *err)
+{
+	const double target =
+	    o->slo_probability > 0 ? o->slo_probability : HX_SPOT_SLO_PROBABILITY;
+	const double rate = pb->workload->rate_rps;
+	spot_try best = {0}, t;
+	double reach = 0;
+
+	*spot_f = 0;
+	hx_spot_assess(p, rate * *kappa / HX_SPOT_UTIL, &p->spot);
+	for (int i = 1; p->spot.on && p->spot.slo_probability < target - 1e-9 && i <= SPOT_GRID;
+	     i++) {
+		memset(&t, 0, sizeof(t));
+		t.kappa = 1;
+		t.f = (double)i / SPOT_GRID;
+		if (compose_at(pb, o, COMPOSE_UTIL, t.f, derate, &t.gcand, &t.p, &t.kappa,
+			       NULL)) {
+			free(t.gcand);
+			continue;
+		}
+		hx_spot_assess(&t.p, rate * t.kappa / HX_SPOT_UTIL, &t.p.spot);
+		reach = fmax(reach, t.p.spot.on ? t.p.spot.slo_probability : 1);
+		if ((!t.p.spot.on || t.p.spot.slo_probability >= target - 1e-9) &&
+		    spot_better(o, &t, &best)) {
+			if (best.have) {
+				hx_plan_release(&best.p);
+				free(best.gcand);
+			}
+			best = t;
+			best.have = 1;
+		} else {
+			hx_plan_release(&t.p);
+			free(t.gcand);
+		}
+	}
+	if (p->spot.on && p->spot.slo_probability < target - 1e-9) {
+		reach = fmax(reach, p->spot.slo_probability);
+		hx_plan_release(p);
+		free(*gcand);
+		*gcand = NULL;
+		if (!best.have)
+			return hx_errf(
+			    err, HX_EINFEASIBLE,
+			    "no mix of spot and on-demand capacity keeps the SLO with probability %g (at most %.6f)",
+			    target, reach);
+		*p = best.p;
+		*gcand = best.gcand;
+		*kappa = best.kappa;
+		*spot_f = best.f;
+	}
+	p->spot.target = target;
+	spot_on_demand(pb, o, derate, p);
 	return 0;
 }
 
@@ -700,7 +758,7 @@ int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_
 			break; /* keep the best so far: marked time_limit below */
 		if (deadline > 0)
 			o2.time_limit_s = hx_plan_time_left(deadline);
-		if ((rc = compose_at(pb, &o2, COMPOSE_UTIL, spot_f, &derate, &gcand, p, &kappa,
+		if ((rc = compose_at(pb, &o2, COMPOSE_UTIL, 0, &derate, &gcand, p, &kappa,
 				     err)) ||
 		    (rc = spot_cover(pb, &o2, &spot_f, &derate, &gcand, p, &kappa, err)))
 			break;

@@ -986,6 +986,30 @@ static int parse_classes(const hx_jr *r, const json_t *v, hx_plan *p)
 	return 0;
 }
 
+/* Rent entry E's spot keys: "spot": true with both of the others, or none. */
+static int parse_rent_spot(const hx_jr *r, const json_t *e, const char *p1, hx_plan_rent *k)
+{
+	json_t *s = json_object_get(e, "spot");
+	char pk[160];
+	int rc;
+
+	hx_ptr_key(pk, sizeof(pk), p1, "spot");
+	if (s && !json_is_true(s))
+		return hx_jr_fail(r, pk, "must be true (on-demand entries leave it out)");
+	if (s) {
+		if ((rc = hx_jr_pos(r, e, p1, "preemptions_per_hour", 1,
+				    &k->preempt_per_hour)) ||
+		    (rc = hx_jr_num(r, e, p1, "window_s", 1, 0, 1e9, &k->window_s)))
+			return rc;
+		return 0;
+	}
+	if (json_object_get(e, "preemptions_per_hour") || json_object_get(e, "window_s"))
+		return hx_jr_fail(
+		    r, p1,
+		    "only a spot entry (\"spot\": true) has a preemption rate and window");
+	return 0;
+}
+
 static int parse_rent(const hx_jr *r, const json_t *v, hx_plan *p)
 {
 	static const char *const keys[] = {
@@ -1010,10 +1034,7 @@ static int parse_rent(const hx_jr *r, const json_t *v, hx_plan *p)
 		    (rc = hx_jr_int(r, e, p1, "gpus", 1, 1, 1000000, &gpus)) ||
 		    (rc = hx_jr_num(r, e, p1, "usd_per_hour", 1, 0, 1e12, &k->usd_per_hour)))
 			return rc;
-		if (json_is_true(json_object_get(e, "spot")) &&
-		    ((rc = hx_jr_pos(r, e, p1, "preemptions_per_hour", 1,
-				     &k->preempt_per_hour)) ||
-		     (rc = hx_jr_num(r, e, p1, "window_s", 1, 0, 1e9, &k->window_s))))
+		if ((rc = parse_rent_spot(r, e, p1, k)))
 			return rc;
 		k->offer = (int)offer;
 		k->nodes = (int)nodes;

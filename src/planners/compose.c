@@ -371,6 +371,28 @@ static int cand_spot(const hx_candset *s, const hx_candidate *c)
 	return 0;
 }
 
+/* H[c * NCLS + k]: the capacity of a replica of candidate c of S serving
+ * class k of CLS alone, times DERATE[c], and times 1 - SPOT_F on spot
+ * nodes; USE[c * S->ncls + k]: its GPUs of node class k. */
+static void cand_capacities(const hx_problem *pb, const hx_candset *s, const hx_len_class *cls,
+			    int ncls, const double *derate, double spot_f, double *h, int *use)
+{
+	for (int c = 0; c < s->n; c++) {
+		hx_replica r;
+		hx_cand_replica(pb, s, &s->c[c], &r);
+		for (int k = 0; k < ncls; k++) {
+			hx_workload wk = hx_len_class_workload(pb->workload, &cls[k]);
+			hx_capacity cap;
+			hx_cost_capacity(&r, &wk, &cap);
+			h[c * ncls + k] = cap.rps > 0 ? cap.rps * derate[c] : 0;
+			if (cand_spot(s, &s->c[c]))
+				h[c * ncls + k] *= spot_f < 1 ? 1 - spot_f : 0;
+		}
+		for (int k = 0; k < s->ncls; k++)
+			use[c * s->ncls + k] = hx_cand_use(&s->c[c], k);
+	}
+}
+
 /* SPOT_F: the fraction of spot replicas' capacity that the plan may not
  * count on (their loss at the SLO probability, spot_cover). */
 static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, double spot_f,
@@ -423,20 +445,7 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 	h = hx_xcalloc((size_t)(s.n * ncls), sizeof(double));
 	use = hx_xcalloc((size_t)(s.n * s.ncls), sizeof(int));
 	lambda = hx_xcalloc((size_t)ncls, sizeof(double));
-	for (int c = 0; c < s.n; c++) {
-		hx_replica r;
-		hx_cand_replica(&pb2, &s, &s.c[c], &r);
-		for (int k = 0; k < ncls; k++) {
-			hx_workload wk = hx_len_class_workload(w, &cls[k]);
-			hx_capacity cap;
-			hx_cost_capacity(&r, &wk, &cap);
-			h[c * ncls + k] = cap.rps > 0 ? cap.rps * (*derate)[c] : 0;
-			if (cand_spot(&s, &s.c[c]))
-				h[c * ncls + k] *= spot_f < 1 ? 1 - spot_f : 0;
-		}
-		for (int k = 0; k < s.ncls; k++)
-			use[c * s.ncls + k] = hx_cand_use(&s.c[c], k);
-	}
+	cand_capacities(&pb2, &s, cls, ncls, *derate, spot_f, h, use);
 	if ((rc = class_demand(w, cls, ncls, h, s.n, lambda, err))) {
 		if (spot_f >= 1)
 			rc = hx_errf(

@@ -668,8 +668,10 @@ static void spot_on_demand(const hx_problem *pb, const hx_plan_opts *o, double *
  * target probability, compose again counting only 1 - F of spot replicas'
  * capacity for F = 0.05, 0.1, ..., 1 (at 1 spot capacity counts for
  * nothing: on demand only), so that on-demand replicas or more spot ones
- * cover the loss, and keep the cheapest plan that reaches the target (with
- * a budget: the one that carries the most).  No single F fits every plan:
+ * cover the loss, and keep the first plan that reaches the target: the
+ * cheapest (with a budget: the one that carries the most), as counting less
+ * spot capacity only shrinks what the program may choose, so its least rent
+ * never falls (nor its most kappa rises) as F grows.  No single F fits:
  * how much spot capacity can be lost at the target depends on how many spot
  * nodes the plan rents, which F itself decides.  *SPOT_F gets the F kept;
  * P's spot section the outcome.  Returns 0, or HX_EINFEASIBLE (P released)
@@ -682,16 +684,6 @@ typedef struct spot_try {
 	double kappa, f;
 } spot_try;
 
-/* Whether T beats BEST: cheaper, or with a budget carrying more. */
-static int spot_better(const hx_plan_opts *o, const spot_try *t, const spot_try *best)
-{
-	if (!best->have)
-		return 1;
-	if (o->budget_usd_per_hour > 0)
-		return t->kappa > best->kappa + 1e-9;
-	return t->p.predicted.usd_per_hour < best->p.predicted.usd_per_hour - 1e-9;
-}
-
 static int spot_cover(const hx_problem *pb, const hx_plan_opts *o, double *spot_f,
 		      double **derate, int **gcand, hx_plan *p, double *kappa, hx_err *err)
 {
@@ -703,7 +695,8 @@ static int spot_cover(const hx_problem *pb, const hx_plan_opts *o, double *spot_
 
 	*spot_f = 0;
 	hx_spot_assess(p, rate * *kappa / HX_SPOT_UTIL, &p->spot);
-	for (int i = 1; p->spot.on && p->spot.slo_probability < target - 1e-9 && i <= SPOT_GRID;
+	for (int i = 1; p->spot.on && p->spot.slo_probability < target - 1e-9 &&
+			i <= SPOT_GRID && !best.have;
 	     i++) {
 		memset(&t, 0, sizeof(t));
 		t.kappa = 1;
@@ -715,12 +708,7 @@ static int spot_cover(const hx_problem *pb, const hx_plan_opts *o, double *spot_
 		}
 		hx_spot_assess(&t.p, rate * t.kappa / HX_SPOT_UTIL, &t.p.spot);
 		reach = fmax(reach, t.p.spot.on ? t.p.spot.slo_probability : 1);
-		if ((!t.p.spot.on || t.p.spot.slo_probability >= target - 1e-9) &&
-		    spot_better(o, &t, &best)) {
-			if (best.have) {
-				hx_plan_release(&best.p);
-				free(best.gcand);
-			}
+		if (!t.p.spot.on || t.p.spot.slo_probability >= target - 1e-9) {
 			best = t;
 			best.have = 1;
 		} else {

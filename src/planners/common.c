@@ -201,6 +201,14 @@ void hx_plan_fill_rent(hx_plan *p, const hx_cluster *cl)
 		}
 	}
 	free(used);
+	/* A spot section stays true to the rent (replan changes it): the same
+	 * need and target, the nodes now used. */
+	if (p->spot.on) {
+		hx_plan_spot was = p->spot;
+		hx_spot_assess(p, was.need_rps, &p->spot);
+		p->spot.target = was.target;
+		p->spot.on_demand_usd_per_hour = was.on_demand_usd_per_hour;
+	}
 }
 
 double hx_plan_time_left(double deadline)

@@ -89,7 +89,9 @@ void hx_plan_solver_search(hx_plan *p, const char *engine, const char *status, d
 void hx_plan_nodes_used(const hx_plan *p, const hx_cluster *cl, char *used);
 
 /* Set P's rent (replacing any) from its placements on CL, a cluster with
- * its offers expanded: per offer, the nodes used, whole. */
+ * its offers expanded: per offer, the nodes used, whole; and P's spot
+ * section, when it has one, from them and the groups' capacities (call it
+ * once those are final). */
 void hx_plan_fill_rent(hx_plan *p, const hx_cluster *cl);
 
 /* Plan P simulated whole, with the capacity search of simulate --capacity

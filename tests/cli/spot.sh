@@ -81,6 +81,24 @@ grep -q '/rent/0: preempted 1 times per hour, but the offer says 6' "$TMP/err" &
 grep -q '/spot/survives_nodes: losing [0-9]* spot nodes leaves' "$TMP/err" && ok || fail "nodes survived"
 grep -q '/spot/slo_probability: ' "$TMP/err" && ok || fail "probability"
 
+# replan onto fewer spot nodes: the spot section follows the rent (check
+# recomputes it), and the probability falls below the target.
+python3 - $C "$TMP/fewer.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["offers"][1]["max_count"] = 7
+json.dump(c, open(sys.argv[2], "w"))
+PY
+run replan -p "$TMP/cover.json" -c "$TMP/fewer.json" -w $W -o "$TMP/replanned.json"
+expect_rc 0 "replan a spot plan onto fewer spot nodes"
+run check -p "$TMP/replanned.json" -c "$TMP/fewer.json"
+expect_rc 0 "check accepts the replanned spot section"
+python3 - "$TMP/replanned.json" <<'PY' && ok || fail "replanned spot section"
+import json, sys
+s = json.load(open(sys.argv[1]))["spot"]
+assert s["nodes"] == 7 and s["slo_probability"] < s["target"], s
+PY
+
 # The simulator takes spot nodes back at their rate (seeded): the covered
 # plan keeps the SLO attainment target, the bare one misses it by far.
 for p in cover bare; do

@@ -604,6 +604,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	if ((rc = write_plan(&p, &a, lp_text, &err)))
 		goto out;
 	hx_cli_spill_note(CMD, &p);
+	hx_cli_spot_note(CMD, &p);
 	if (a.table || !a.out) {
 		char *text = a.table ? hx_plan_table(&p) : hx_plan_dump(&p);
 		rc = hx_cli_output("-", text);

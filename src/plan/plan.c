@@ -713,6 +713,16 @@ static json_t *plan_json(const hx_plan *p)
 	return o;
 }
 
+void hx_plan_spot_line(const hx_plan *p, char *out, size_t n)
+{
+	snprintf(out, n,
+		 "spot: the SLO holds with probability %.6f (target %g): while at most %d of "
+		 "the %d spot nodes are down; expected cost $%.2f/hour (on demand only: "
+		 "$%.2f/hour)",
+		 p->spot.slo_probability, p->spot.target, p->spot.survives_nodes, p->spot.nodes,
+		 p->spot.expected_usd_per_hour, p->spot.on_demand_usd_per_hour);
+}
+
 char *hx_plan_dump(const hx_plan *p)
 {
 	json_t *o = plan_json(p);
@@ -1595,15 +1605,11 @@ char *hx_plan_table(const hx_plan *p)
 	else
 		hx_buf_printf(&t, "cost: $%.2f/hour, $%.4f per million tokens\n",
 			      p->predicted.usd_per_hour, p->predicted.usd_per_m_tokens);
-	if (p->spot.on)
-		hx_buf_printf(
-		    &t,
-		    "spot: the SLO holds with probability %.6f (target %g): while at most "
-		    "%d of the %d spot nodes are down; expected cost $%.2f/hour "
-		    "(on demand only: $%.2f/hour)\n",
-		    p->spot.slo_probability, p->spot.target, p->spot.survives_nodes,
-		    p->spot.nodes, p->spot.expected_usd_per_hour,
-		    p->spot.on_demand_usd_per_hour);
+	if (p->spot.on) {
+		char line[320];
+		hx_plan_spot_line(p, line, sizeof(line));
+		hx_buf_printf(&t, "%s\n", line);
+	}
 	if (p->ncascade > 0) {
 		hx_buf_printf(&t, "cascade:");
 		for (int i = 0; i < p->ncascade; i++)

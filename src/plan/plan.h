@@ -208,6 +208,9 @@ typedef struct hx_plan {
 } hx_plan;
 
 void hx_plan_init(hx_plan *p);
+
+/* P's spot section as one line of text (no newline) in OUT, N bytes. */
+void hx_plan_spot_line(const hx_plan *p, char *out, size_t n);
 void hx_plan_release(hx_plan *p);
 
 /* Builders: each returns a pointer into P (valid until the next add). */

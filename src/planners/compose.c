@@ -678,6 +678,22 @@ static void spot_on_demand(const hx_problem *pb, const hx_plan_opts *o, double *
  * when no F reaches the target. */
 #define SPOT_GRID 20
 
+/* The capacity P needs for RATE, in its groups' predicted capacities (the
+ * cost model's): the rate over the utilization, scaled up by the share of
+ * those capacities that the simulator's judge took off (DERATE of each
+ * group's candidate GCAND), since the MILP sized P with the derated ones. */
+static double spot_need(const hx_plan *p, const int *gcand, const double *derate, double rate)
+{
+	double cap = 0, judged = 0;
+
+	for (int g = 0; g < p->ngroups; g++) {
+		double c = p->groups[g].nreplicas * p->groups[g].capacity_rps;
+		cap += c;
+		judged += c * derate[gcand[g]];
+	}
+	return rate / HX_SPOT_UTIL * (judged > 0 ? cap / judged : 1);
+}
+
 typedef struct spot_try {
 	hx_plan p;
 	int *gcand, have;
@@ -694,7 +710,7 @@ static int spot_cover(const hx_problem *pb, const hx_plan_opts *o, double *spot_
 	double reach = 0;
 
 	*spot_f = 0;
-	hx_spot_assess(p, rate * *kappa / HX_SPOT_UTIL, &p->spot);
+	hx_spot_assess(p, spot_need(p, *gcand, *derate, rate * *kappa), &p->spot);
 	for (int i = 1; p->spot.on && p->spot.slo_probability < target - 1e-9 &&
 			i <= SPOT_GRID && !best.have;
 	     i++) {
@@ -706,7 +722,8 @@ static int spot_cover(const hx_problem *pb, const hx_plan_opts *o, double *spot_
 			free(t.gcand);
 			continue;
 		}
-		hx_spot_assess(&t.p, rate * t.kappa / HX_SPOT_UTIL, &t.p.spot);
+		hx_spot_assess(&t.p, spot_need(&t.p, t.gcand, *derate, rate * t.kappa),
+			       &t.p.spot);
 		reach = fmax(reach, t.p.spot.on ? t.p.spot.slo_probability : 1);
 		if (!t.p.spot.on || t.p.spot.slo_probability >= target - 1e-9) {
 			best = t;

@@ -346,21 +346,24 @@ static void enqueue(sim *s, int ri, int id)
 
 static void hop_route_req(sim *s, int id);
 
-/* Replica RI of group G (drawn for R) is down with its spot node: the next
- * live one of G, else of another group drawn by the weights (a few tries),
- * else any live replica that serves R's model at its step; -1 when none. */
-static int live_replica(sim *s, const req *r, int g, int ri)
+/* Replica RI of group G (drawn for R) is down with its spot node: a live
+ * one of G drawn at random (the router spreads a lost replica's share over
+ * the rest), else of another group drawn by the weights (a few tries), else
+ * any live replica that serves R's model at its step; -1 when none. */
+static int live_replica(sim *s, const req *r, int g)
 {
 	for (int tries = 0; tries < 8; tries++) {
-		int n = s->p->groups[g].nreplicas, first = s->group_first[g];
-		for (int k = 1; k <= n; k++) {
-			int c = first + (ri - first + k) % n;
-			if (!s->reps[c].down)
-				return c;
+		int n = s->p->groups[g].nreplicas, first = s->group_first[g], live = 0, k;
+		for (int c = first; c < first + n; c++)
+			live += !s->reps[c].down;
+		if (live > 0) {
+			k = (int)(hx_rng_uniform(&s->rng) * live) % live;
+			for (int c = first; c < first + n; c++)
+				if (!s->reps[c].down && k-- == 0)
+					return c;
 		}
 		if ((g = pick_group(s, r)) < 0)
 			break;
-		ri = s->group_first[g];
 	}
 	for (int c = 0; c < s->nreps; c++)
 		if (!s->reps[c].down &&
@@ -389,7 +392,7 @@ static void route(sim *s, int id)
 	 * the plan groups identical replicas */
 	ri = s->group_first[g] + (int)(hx_rng_uniform(&s->rng) * s->p->groups[g].nreplicas) %
 				     s->p->groups[g].nreplicas;
-	if (s->reps[ri].down && (ri = live_replica(s, r, g, ri)) < 0) {
+	if (s->reps[ri].down && (ri = live_replica(s, r, g)) < 0) {
 		drop(s, id);
 		return;
 	}

@@ -64,6 +64,13 @@ expect_err_line '/rent/0: only a spot entry \("spot": true\) has a preemption ra
 run plan -p "$TMP/cover.json" --format table
 expect_out "^spot: the SLO holds with probability 0\.99[0-9]* \(target 0\.99\)" "the summary states the probability"
 
+# hexplan(1)'s example line (compose, Spot capacity) is what the example
+# files give.
+run plan -c examples/clusters/spot-mix.json -w $W --mode compose -o "$TMP/mix.json"
+expect_rc 0 "plan the man page's spot example"
+line=$(grep -A1 '^\.nf' man/hexplan.1 | grep '^hexplan: plan: spot: the SLO holds' | sed 's/\\//g')
+[ -n "$line" ] && grep -qxF "$line" "$TMP/err" && ok || fail "the man page's spot line: $line"
+
 # check catches spot arithmetic that does not add up.
 python3 - "$TMP/cover.json" "$TMP/lie.json" <<'PY'
 import json, sys

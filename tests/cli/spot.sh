@@ -106,6 +106,21 @@ s = json.load(open(sys.argv[1]))["spot"]
 assert s["nodes"] == 7 and s["slo_probability"] < s["target"], s
 PY
 
+# schedule plans each period with compose: every period's plan that rents
+# spot nodes keeps the SLO at the target (a followed plan that would not is
+# replaced by the period's cheapest), and check accepts them all.
+run schedule -c $C -w examples/workloads/two-peaks.json --mode compose -o "$TMP/sched.json"
+expect_rc 0 "schedule with spot offers"
+run check -p "$TMP/sched.json" -c $C
+expect_rc 0 "check accepts the spot schedule"
+python3 - "$TMP/sched.json" <<'PY' && ok || fail "every period keeps the spot target"
+import json, sys
+ps = [p["plan"] for p in json.load(open(sys.argv[1]))["periods"] if p["plan"]]
+spot = [p["spot"] for p in ps if "spot" in p]
+assert spot, "no period rents spot nodes"
+assert all(s["slo_probability"] >= s["target"] for s in spot), spot
+PY
+
 # The simulator takes spot nodes back at their rate (seeded): the covered
 # plan keeps the SLO attainment target, the bare one misses it by far.
 for p in cover bare; do

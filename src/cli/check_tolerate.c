@@ -184,48 +184,30 @@ static int lose(const hx_problem *pb, const hx_plan *p, const int *s, int k, dou
 	return rc;
 }
 
-int hx_check_tolerate(const hx_problem *pb, const hx_plan *p, int k, uint64_t seed,
-		      json_t **summary, int *nfail, hx_err *err)
+void hx_tolerate_release(hx_tolerate *t)
+{
+	free(t->idx);
+	free(t->cap_rps);
+	free(t->short_);
+	free(t->used);
+	memset(t, 0, sizeof(*t));
+}
+
+int hx_tolerate_eval(const hx_problem *pb, const hx_plan *p, int k, uint64_t seed,
+		     hx_tolerate *t, hx_err *err)
 {
 	const hx_cluster *cl = pb->cluster;
-	const hx_workload *w = pb->workload;
-	double need = w->rate_rps / HX_REPLAN_UTIL;
-	char *used = hx_xcalloc((size_t)cl->nnodes + 1, 1);
 	int *u = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int)), nu = 0, rc = 0;
 	sets ss = {k, 0, hx_xcalloc((size_t)HX_TOLERATE_SETS * k, sizeof(int))};
-	json_t *o = json_object(), *skipped = json_array(), *failing = json_array();
-	hx_buf b = {0};
 	hx_rng r;
 
-	*nfail = 0;
-	hx_plan_nodes_used(p, cl, used);
-	for (int i = 0; i < cl->nnodes; i++) {
-		if (used[i])
+	memset(t, 0, sizeof(*t));
+	t->worst = -1;
+	t->used = hx_xcalloc((size_t)cl->nnodes + 1, 1);
+	hx_plan_nodes_used(p, cl, t->used);
+	for (int i = 0; i < cl->nnodes; i++)
+		if (t->used[i])
 			u[nu++] = i;
-		else
-			json_array_append_new(skipped, json_string(cl->nodes[i].name));
-	}
-	if (json_array_size(skipped) > 0) {
-		size_t i;
-		json_t *x;
-		hx_buf_printf(&b,
-			      "%zu node%s the plan does not use, whose loss changes nothing, "
-			      "not checked:",
-			      json_array_size(skipped),
-			      json_array_size(skipped) > 1 ? "s" : "");
-		/* The line stays short; the report lists them all. */
-		json_array_foreach(skipped, i, x)
-		{
-			if (i < HX_TOLERATE_NAMES)
-				hx_buf_printf(&b, "%s \"%s\"", i ? "," : "",
-					      json_string_value(x));
-		}
-		if (json_array_size(skipped) > HX_TOLERATE_NAMES)
-			hx_buf_printf(&b, " and %zu more",
-				      json_array_size(skipped) - HX_TOLERATE_NAMES);
-		fprintf(stderr, "hexplan: check: %s\n", b.s);
-		hx_buf_release(&b);
-	}
 	if (nu <= k) {
 		/* Losing them all: one set. */
 		ss.k = nu;
@@ -239,51 +221,111 @@ int hx_check_tolerate(const hx_problem *pb, const hx_plan *p, int k, uint64_t se
 		largest_sets(&ss, cl, u, nu);
 		other_sets(&ss, u, nu, &r);
 	}
+	t->k = ss.k;
+	t->nsets = ss.n;
+	t->idx = ss.idx;
+	t->cap_rps = hx_xcalloc((size_t)ss.n + 1, sizeof(double));
+	t->short_ = hx_xcalloc((size_t)ss.n + 1, 1);
 	for (int i = 0; i < ss.n; i++) {
-		const int *s = &ss.idx[i * ss.k];
-		double cap;
 		int short_;
-		if ((rc = lose(pb, p, s, ss.k, &cap, &short_, err)))
-			goto out;
+		if ((rc = lose(pb, p, &ss.idx[i * ss.k], ss.k, &t->cap_rps[i], &short_, err)))
+			break;
+		t->short_[i] = (char)short_;
 		if (!short_)
 			continue;
-		(*nfail)++;
-		set_name(&b, cl, s, ss.k);
+		t->nfail++;
+		/* The first of the least capacity: the sets' order is fixed. */
+		if (t->worst < 0 || t->cap_rps[i] < t->cap_rps[t->worst])
+			t->worst = i;
+	}
+	free(u);
+	if (rc)
+		hx_tolerate_release(t);
+	return rc;
+}
+
+void hx_tolerate_set_name(hx_buf *b, const hx_cluster *cl, const hx_tolerate *t, int i)
+{
+	set_name(b, cl, &t->idx[i * t->k], t->k);
+}
+
+/* The nodes of CL the plan does not use (USED 0), whose loss changes
+ * nothing, on one stderr line (ten named) and into SKIPPED. */
+static void say_unused(const hx_cluster *cl, const char *used, json_t *skipped)
+{
+	hx_buf b = {0};
+	size_t n;
+
+	for (int i = 0; i < cl->nnodes; i++)
+		if (!used[i])
+			json_array_append_new(skipped, json_string(cl->nodes[i].name));
+	if ((n = json_array_size(skipped)) == 0)
+		return;
+	hx_buf_printf(&b,
+		      "%zu node%s the plan does not use, whose loss changes nothing, "
+		      "not checked:",
+		      n, n > 1 ? "s" : "");
+	/* The line stays short; the report lists them all. */
+	for (size_t i = 0; i < n && i < HX_TOLERATE_NAMES; i++)
+		hx_buf_printf(&b, "%s \"%s\"", i ? "," : "",
+			      json_string_value(json_array_get(skipped, i)));
+	if (n > HX_TOLERATE_NAMES)
+		hx_buf_printf(&b, " and %zu more", n - HX_TOLERATE_NAMES);
+	fprintf(stderr, "hexplan: check: %s\n", b.s);
+	hx_buf_release(&b);
+}
+
+int hx_check_tolerate(const hx_problem *pb, const hx_plan *p, int k, uint64_t seed,
+		      json_t **summary, int *nfail, hx_err *err)
+{
+	const hx_cluster *cl = pb->cluster;
+	const hx_workload *w = pb->workload;
+	double need = w->rate_rps / HX_REPLAN_UTIL;
+	json_t *o, *skipped, *failing;
+	hx_buf b = {0};
+	hx_tolerate t;
+	int rc;
+
+	*nfail = 0;
+	if ((rc = hx_tolerate_eval(pb, p, k, seed, &t, err)))
+		return rc;
+	o = json_object();
+	skipped = json_array();
+	failing = json_array();
+	say_unused(cl, t.used, skipped);
+	for (int i = 0; i < t.nsets; i++) {
+		const int *s = &t.idx[i * t.k];
+		json_t *f, *names;
+		if (!t.short_[i])
+			continue;
+		set_name(&b, cl, s, t.k);
 		fprintf(stderr,
 			"hexplan: check: after losing %s: %.3f req/s at the SLO, short of the "
 			"%.3f req/s the rate of %g req/s needs at %g%% utilization\n",
-			b.s, cap, need, w->rate_rps, HX_REPLAN_UTIL * 100);
+			b.s, t.cap_rps[i], need, w->rate_rps, HX_REPLAN_UTIL * 100);
 		hx_buf_release(&b);
-		{
-			json_t *f = json_object(), *names = json_array();
-			for (int j = 0; j < ss.k; j++)
-				json_array_append_new(names, json_string(cl->nodes[s[j]].name));
-			json_object_set_new(f, "nodes", names);
-			json_object_set_new(f, "capacity_rps", json_real(hx_round6(cap)));
-			json_array_append_new(failing, f);
-		}
+		f = json_object();
+		names = json_array();
+		for (int j = 0; j < t.k; j++)
+			json_array_append_new(names, json_string(cl->nodes[s[j]].name));
+		json_object_set_new(f, "nodes", names);
+		json_object_set_new(f, "capacity_rps", json_real(hx_round6(t.cap_rps[i])));
+		json_array_append_new(failing, f);
 	}
+	*nfail = t.nfail;
 	hx_jset_int(o, "k", k);
 	if (k > 1)
 		hx_jset_int(o, "seed", (long)seed);
-	hx_jset_int(o, "sets_checked", ss.n);
-	hx_jset_int(o, "sets_failing", *nfail);
+	hx_jset_int(o, "sets_checked", t.nsets);
+	hx_jset_int(o, "sets_failing", t.nfail);
 	json_object_set_new(o, "rate_rps", json_real(w->rate_rps));
 	json_object_set_new(o, "needs_rps", json_real(hx_round6(need)));
-	json_object_set(o, "nodes_not_used", skipped);
-	json_object_set(o, "failing", failing);
+	json_object_set_new(o, "nodes_not_used", skipped);
+	json_object_set_new(o, "failing", failing);
 	/* One form for any count, as the table line has, for scripts. */
 	fprintf(stderr, "hexplan: check: tolerate-failures %d: %d sets checked, %d fail\n", k,
-		ss.n, *nfail);
-out:
-	json_decref(skipped);
-	json_decref(failing);
-	if (rc)
-		json_decref(o);
-	else
-		*summary = o;
-	free(used);
-	free(u);
-	free(ss.idx);
-	return rc;
+		t.nsets, t.nfail);
+	*summary = o;
+	hx_tolerate_release(&t);
+	return 0;
 }

@@ -47,6 +47,13 @@ int cmd_profiles(hx_cli *cli, int argc, char **argv);
 int cmd_validate(hx_cli *cli, int argc, char **argv);
 int cmd_plan(hx_cli *cli, int argc, char **argv);
 
+/* schedule --plot (schedule_plot.c): a period's figures and the SVG of
+ * the day drawn from them (a new string; free it). */
+typedef struct hx_sched_pt {
+	double start_s, duration_s, rate_rps, capacity_rps, usd_per_hour;
+} hx_sched_pt;
+char *hx_schedule_svg(const char *title, const hx_sched_pt *pt, int n);
+
 /* plan --mode auto (plan_auto.c): one candidate per mode tried. */
 typedef struct hx_auto_candidate {
 	char mode[16];
@@ -68,6 +75,28 @@ int hx_plan_auto(const struct hx_problem *pb, const struct hx_plan_opts *o, stru
 		 hx_auto_candidate *cand, int *ncand, hx_err *err);
 int cmd_simulate(hx_cli *cli, int argc, char **argv);
 int cmd_check(hx_cli *cli, int argc, char **argv);
+struct hx_cluster;
+/* The K-failure evaluation that check --tolerate-failures and plan
+ * --tolerate-failures share (check_tolerate.c): the sets of lost nodes (K
+ * of the nodes plan P uses on PB's cluster, offers expanded; fewer, all of
+ * them, when it uses no more than K) and what the kept replicas carry at
+ * the SLO after each, re-routed starting nothing. */
+typedef struct hx_tolerate {
+	int k, nsets;     /* the sets' size and count */
+	int *idx;         /* [nsets * k] node indexes of the cluster, each set ascending */
+	double *cap_rps;  /* [nsets] what the kept replicas carry */
+	char *short_;     /* [nsets] whether that is short of rate / HX_REPLAN_UTIL */
+	int nfail, worst; /* failing sets; the first with the least capacity (-1: none) */
+	char *used;       /* [nnodes] whether the plan uses the node */
+} hx_tolerate;
+/* Fill T (release with hx_tolerate_release) for plan P against PB's
+ * workload; SEED draws the sampled sets (K > 1).  Prints nothing.
+ * Returns 0, or an error in ERR (a plan that cannot be re-routed). */
+int hx_tolerate_eval(const struct hx_problem *pb, const struct hx_plan *p, int k, uint64_t seed,
+		     hx_tolerate *t, hx_err *err);
+void hx_tolerate_release(hx_tolerate *t);
+/* "node \"a\"" or "nodes \"a\", \"b\"" for set I of T on CL, into B. */
+void hx_tolerate_set_name(hx_buf *b, const struct hx_cluster *cl, const hx_tolerate *t, int i);
 /* check --tolerate-failures K (check_tolerate.c): re-route plan P, as
  * replan does but starting nothing, on PB's cluster (offers expanded) less
  * each set of K nodes the plan uses, and judge the kept capacity against
@@ -79,6 +108,16 @@ int cmd_check(hx_cli *cli, int argc, char **argv);
 struct json_t;
 int hx_check_tolerate(const struct hx_problem *pb, const struct hx_plan *p, int k,
 		      uint64_t seed, struct json_t **summary, int *nfail, hx_err *err);
+/* plan --tolerate-failures K (plan_tolerate.c): add to plan P, planned on
+ * PB (its cluster with offers expanded; OWNED the cluster as loaded), the
+ * replicas that make it pass check --tolerate-failures K with PB's seed,
+ * round by round, each insuring the worst failing set by replan's
+ * machinery (PO its MILP options), and record in P->tolerate what they
+ * cost.  Prints the summary on stderr.  Returns 0, HX_EINFEASIBLE when a
+ * set cannot be insured (named in ERR), or an error. */
+int hx_plan_insure(const struct hx_problem *pb, const struct hx_cluster *owned,
+		   const struct hx_plan_opts *po, int k, double deadline, struct hx_plan *p,
+		   hx_err *err);
 int cmd_trace(hx_cli *cli, int argc, char **argv);
 int cmd_export(hx_cli *cli, int argc, char **argv);
 int cmd_replan(hx_cli *cli, int argc, char **argv);

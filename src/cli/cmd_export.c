@@ -15,7 +15,8 @@
 const char *const hx_export_usage[] = {
     "hexplan export -p plan.json --to " HX_EXPORT_TARGET_NAMES " [-c cluster.json] "
     "[--engine vllm|sglang] [--format json|sh] [--lossy] [--image IMAGE] "
-    "[--model-cache PVC] [--checkpoint REPO] [--engine-version VER] [-o DIR|FILE|-]",
+    "[--model-cache PVC] [--checkpoint REPO] [--engine-version VER] [--gateway-url URL] "
+    "[-o DIR|FILE|-]",
     NULL};
 
 enum {
@@ -25,7 +26,8 @@ enum {
 	OPT_IMAGE,
 	OPT_CACHE,
 	OPT_CHECKPOINT,
-	OPT_VERSION
+	OPT_VERSION,
+	OPT_GATEWAY
 };
 
 /* A usage error when an option (WHAT) was GIVEN but target T's flags lack
@@ -40,12 +42,54 @@ static int target_refuses(const hx_export_target *t, int flag, int given, const 
 	return hx_cli_usage_error(CMD, "%s is for --to %s", what, list);
 }
 
-/* The words of --image, --model-cache and --checkpoint: a usage error when
- * one cannot be what it names. */
+/* A URL --gateway-url takes: http:// or https://, a host (and port), no
+ * path, and nothing a shell or a YAML reader would take apart. */
+static int url_ok(const char *u)
+{
+	const char *host = strncmp(u, "http://", 7) == 0    ? u + 7
+			   : strncmp(u, "https://", 8) == 0 ? u + 8
+							    : NULL;
+	const char *slash;
+
+	if (!host || !*host || *host == '/' || strpbrk(u, " \t\n\"'$`\\?#"))
+		return 0;
+	/* the Gateway itself: its routes match paths from "/" */
+	slash = strchr(host, '/');
+	return !slash || slash[1] == '\0';
+}
+
+/* A usage error when an option given is not one target T takes; else 0. */
+static int check_targets(const hx_export_target *t, const hx_export_opts *eo, int have_format,
+			 int have_engine)
+{
+	int rc;
+
+	if ((rc = target_refuses(t, HX_EXPORT_FORMAT, have_format, "--format json|sh")) ||
+	    (rc = target_refuses(t, HX_EXPORT_ENGINE, have_engine, "--engine")) ||
+	    (rc = target_refuses(t, HX_EXPORT_LOSSY, eo->lossy, "--lossy")) ||
+	    (rc = target_refuses(t, HX_EXPORT_IMAGE, eo->image != NULL, "--image")) ||
+	    (rc = target_refuses(t, HX_EXPORT_CACHE, eo->model_cache != NULL,
+				 "--model-cache")) ||
+	    (rc = target_refuses(t, HX_EXPORT_CHECKPOINT, eo->checkpoint != NULL,
+				 "--checkpoint")) ||
+	    (rc = target_refuses(t, HX_EXPORT_VERSION, eo->engine_version != NULL,
+				 "--engine-version")) ||
+	    (rc = target_refuses(t, HX_EXPORT_GATEWAY, eo->gateway_url != NULL,
+				 "--gateway-url")))
+		return rc;
+	return 0;
+}
+
+/* The words of --image, --model-cache, --checkpoint and --gateway-url: a
+ * usage error when one cannot be what it names. */
 static int check_words(const hx_export_opts *eo)
 {
 	char label[64];
 
+	if (eo->gateway_url && !url_ok(eo->gateway_url))
+		return hx_cli_usage_error(
+		    CMD, "--gateway-url must be an http:// or https:// URL, not \"%s\"",
+		    eo->gateway_url);
 	if (eo->image && (!*eo->image || strpbrk(eo->image, " \t\n\"'$`\\")))
 		return hx_cli_usage_error(CMD, "--image must be an image reference, not \"%s\"",
 					  eo->image);
@@ -134,11 +178,12 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 	    {"model-cache", required_argument, NULL, OPT_CACHE},
 	    {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
 	    {"engine-version", required_argument, NULL, OPT_VERSION},
+	    {"gateway-url", required_argument, NULL, OPT_GATEWAY},
 	    {"format", required_argument, NULL, HX_OPT_FORMAT},
 	    HX_GLOBAL_LONGOPTS,
 	    {NULL, 0, NULL, 0}};
 	const char *ppath = NULL, *cpath = NULL, *out = NULL, *to = NULL, *format = NULL;
-	hx_export_opts eo = {HX_ENGINE_VLLM, 0, 0, NULL, NULL, NULL, NULL, NULL};
+	hx_export_opts eo = {HX_ENGINE_VLLM, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL};
 	hx_export_out xo = {0};
 	hx_plan p;
 	hx_cluster cl;
@@ -159,6 +204,7 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 		case OPT_CACHE: eo.model_cache = optarg; break;
 		case OPT_CHECKPOINT: eo.checkpoint = optarg; break;
 		case OPT_VERSION: eo.engine_version = optarg; break;
+		case OPT_GATEWAY: eo.gateway_url = optarg; break;
 		case HX_OPT_FORMAT: format = optarg; break;
 		case OPT_ENGINE:
 			have_engine = 1;
@@ -192,16 +238,7 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 		hx_export_target_list(0, list, sizeof(list));
 		return hx_cli_usage_error(CMD, "--to must be %s, not \"%s\"", list, to);
 	}
-	if ((rc = target_refuses(t, HX_EXPORT_FORMAT, format != NULL, "--format json|sh")) ||
-	    (rc = target_refuses(t, HX_EXPORT_ENGINE, have_engine, "--engine")) ||
-	    (rc = target_refuses(t, HX_EXPORT_LOSSY, eo.lossy, "--lossy")) ||
-	    (rc = target_refuses(t, HX_EXPORT_IMAGE, eo.image != NULL, "--image")) ||
-	    (rc =
-		 target_refuses(t, HX_EXPORT_CACHE, eo.model_cache != NULL, "--model-cache")) ||
-	    (rc = target_refuses(t, HX_EXPORT_CHECKPOINT, eo.checkpoint != NULL,
-				 "--checkpoint")) ||
-	    (rc = target_refuses(t, HX_EXPORT_VERSION, eo.engine_version != NULL,
-				 "--engine-version")))
+	if ((rc = check_targets(t, &eo, format != NULL, have_engine)))
 		return rc;
 	if ((rc = check_version(&eo, t)))
 		return rc;

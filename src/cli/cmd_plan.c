@@ -31,7 +31,8 @@ enum {
 	OPT_BUDGET,
 	OPT_SLO_PROBABILITY,
 	OPT_WEIGHTS_MEM_FRAC,
-	OPT_PLACEMENT
+	OPT_PLACEMENT,
+	OPT_TOLERATE
 };
 /* --mode bo's own */
 enum { OPT_PREFER = 2300, OPT_FRONT, OPT_PLOT, OPT_MAX_EVALS, OPT_EVALUATE };
@@ -81,7 +82,8 @@ enum {
 	TAKES_LAYER_COSTS = 16, /* --layer-costs, --weights-mem-frac, --placement,
 				 * --objective throughput: it cuts a model into layer ranges */
 	TAKES_BUDGET = 32,      /* --budget */
-	TAKES_SPOT = 64,        /* --slo-probability: it rents spot offers */
+	TAKES_TOLERATE = 64,    /* --tolerate-failures: insurance replicas join its plans */
+	TAKES_SPOT = 128,       /* --slo-probability: it rents spot offers */
 };
 
 /* The modes this hexplan plans, in the order --help and errors name them: the
@@ -89,10 +91,11 @@ enum {
  * join the names with '|' at compile time). */
 #define HX_PLAN_MODES(FIRST, NEXT)                                                             \
 	FIRST("baseline", plan_baseline, 0)                                                    \
-	NEXT("colocated", hx_plan_colocated, TAKES_TIME | TAKES_MILP)                          \
+	NEXT("colocated", hx_plan_colocated, TAKES_TIME | TAKES_MILP | TAKES_TOLERATE)         \
 	NEXT("disagg", hx_plan_disagg, TAKES_TIME)                                             \
 	NEXT("pipeline", hx_plan_pipeline, TAKES_TIME | TAKES_MILP | TAKES_LAYER_COSTS)        \
-	NEXT("compose", hx_plan_compose, TAKES_TIME | TAKES_MILP | TAKES_BUDGET | TAKES_SPOT)  \
+	NEXT("compose", hx_plan_compose,                                                       \
+	     TAKES_TIME | TAKES_MILP | TAKES_BUDGET | TAKES_TOLERATE | TAKES_SPOT)             \
 	NEXT("cascade", hx_plan_cascade, TAKES_TIME | TAKES_MILP | TAKES_QUALITY)              \
 	NEXT("route", hx_plan_route, TAKES_TIME | TAKES_MILP | TAKES_QUALITY)                  \
 	NEXT("bo", NULL, TAKES_TIME | TAKES_QUALITY | TAKES_BO | TAKES_BUDGET)                 \
@@ -113,7 +116,8 @@ const char *const hx_plan_usage[] = {
 	MODE_FIRST_NAME,
 	MODE_NEXT_NAME) "] "
 			"[--objective capacity|cost|latency|throughput] [--budget USD_PER_H] "
-			"[--slo-probability P] [--time-limit S] [--gap G] [--seed N] [-o plan.json] "
+			"[--slo-probability P] [--time-limit S] [--gap G] [--seed N] "
+			"[--tolerate-failures K] [-o plan.json] "
 			"[--lp FILE] [--layer-costs FILE] [--weights-mem-frac F] "
 			"[--placement FILE] [--prefer "
 			"balanced|cost|latency|quality] [--max-evals N] [--evaluate model|sim] "
@@ -256,7 +260,7 @@ typedef struct plan_args {
 	double weights_mem_frac; /* 0: not given */
 	hx_bo_opts bo;
 	int bo_given, table;
-	long seed;
+	long seed, tolerate; /* tolerate: --tolerate-failures K (0: not given) */
 	hx_plan_opts po;
 } plan_args;
 
@@ -281,6 +285,7 @@ static int parse_args(hx_cli *cli, int argc, char **argv, plan_args *a)
 	    {"slo-probability", required_argument, NULL, OPT_SLO_PROBABILITY},
 	    {"weights-mem-frac", required_argument, NULL, OPT_WEIGHTS_MEM_FRAC},
 	    {"placement", required_argument, NULL, OPT_PLACEMENT},
+	    {"tolerate-failures", required_argument, NULL, OPT_TOLERATE},
 	    {"prefer", required_argument, NULL, OPT_PREFER},
 	    {"front", required_argument, NULL, OPT_FRONT},
 	    {"plot", required_argument, NULL, OPT_PLOT},
@@ -333,6 +338,11 @@ static int parse_args(hx_cli *cli, int argc, char **argv, plan_args *a)
 				    optarg);
 			break;
 		case OPT_PLACEMENT: a->placement = optarg; break;
+		case OPT_TOLERATE:
+			if ((rc = hx_cli_int(CMD, "--tolerate-failures", optarg, 1, 4095,
+					     &a->tolerate)))
+				return rc;
+			break;
 		case OPT_TIME_LIMIT:
 			if ((rc = hx_cli_num(CMD, "--time-limit", optarg, 1e-3, 1e7,
 					     &po->time_limit_s)))
@@ -449,6 +459,14 @@ static int check_mode_opts(const plan_args *a, const struct mode *md)
 	if ((rc = mode_refuses(md, TAKES_SPOT, po->slo_probability > 0,
 			       "--slo-probability needs --mode")))
 		return rc;
+	if ((rc = mode_refuses(md, TAKES_TOLERATE, a->tolerate > 0,
+			       "--tolerate-failures is for --mode")))
+		return rc;
+	if (a->tolerate > 0 && po->budget_usd_per_hour > 0)
+		return hx_cli_usage_error(
+		    CMD,
+		    "--tolerate-failures adds replicas beyond what --budget allows: give one "
+		    "of them");
 	return mode_refuses(md, TAKES_BUDGET, po->budget_usd_per_hour > 0,
 			    "--budget needs --mode");
 }
@@ -515,6 +533,36 @@ static int write_plan(const hx_plan *p, const plan_args *a, const char *lp_text,
 	return rc;
 }
 
+/* --tolerate-failures K: the cluster the insurance sees into *X, as check
+ * loads it (a composed plan's offers expanded into nodes; another's nodes
+ * as they are), and K checked against its nodes.  Returns 0, the exit
+ * status of a usage error (printed), or an error in ERR. */
+static int tolerate_cluster(const plan_args *a, const hx_cluster *cl, hx_cluster *x,
+			    hx_err *err)
+{
+	int rc;
+
+	if (strcmp(a->mode, "compose") == 0) {
+		/* Owned nodes free at the margin, as compose prices them. */
+		if ((rc = hx_cluster_expand_offers(cl, 1, x, err)))
+			return rc;
+	} else {
+		/* Its nodes, without the offers it does not rent. */
+		int *none = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int));
+		hx_cluster_without(cl, none, x);
+		free(none);
+	}
+	rc = 0;
+	if (a->tolerate >= x->nnodes) {
+		rc = hx_cli_usage_error(
+		    CMD,
+		    "--tolerate-failures must be less than the cluster's %d nodes, not %ld",
+		    x->nnodes, a->tolerate);
+		hx_cluster_release(x);
+	}
+	return rc;
+}
+
 int cmd_plan(hx_cli *cli, int argc, char **argv)
 {
 	plan_args a = {.mode = "baseline",
@@ -529,7 +577,8 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	hx_problem pb;
 	hx_err err = {0};
 	const struct mode *md;
-	int rc, have_c = 0, have_w = 0, have_p = 0;
+	hx_cluster tcl; /* --tolerate-failures: the cluster as check sees it */
+	int rc, have_c = 0, have_w = 0, have_p = 0, have_t = 0;
 	char *lp_text = NULL;
 	const double start = hx_now();
 	double limit;
@@ -580,10 +629,17 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 		goto out;
 	pb = (hx_problem){cat,     &cluster,        &w, &m, (uint64_t)a.seed, a.cpath,
 			  a.wpath, cli->calibration};
+	if (a.tolerate > 0) {
+		if ((rc = tolerate_cluster(&a, &cluster, &tcl, &err)))
+			goto out;
+		have_t = 1;
+	}
 	if (limit > 0)
 		/* The search stops at 90% of the limit, leaving the rest to
-		 * finish and write the plan; loading counts too. */
-		a.po.time_limit_s = fmax(0.9 * limit - (hx_now() - start), 1e-3);
+		 * finish and write the plan; loading counts too.  Insurance
+		 * takes the second half of that. */
+		a.po.time_limit_s =
+		    fmax((a.tolerate > 0 ? 0.45 : 0.9) * limit - (hx_now() - start), 1e-3);
 	if (md->takes & TAKES_BO) {
 		if (isatty(STDERR_FILENO)) {
 			a.bo.progress = bo_progress;
@@ -601,6 +657,13 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	if (rc)
 		goto out;
 	have_p = 1;
+	if (a.tolerate > 0) {
+		hx_problem tpb = pb;
+		tpb.cluster = &tcl;
+		if ((rc = hx_plan_insure(&tpb, &cluster, &a.po, (int)a.tolerate,
+					 limit > 0 ? start + 0.9 * limit : 0, &p, &err)))
+			goto out;
+	}
 	if ((rc = write_plan(&p, &a, lp_text, &err)))
 		goto out;
 	hx_cli_spill_note(CMD, &p);
@@ -618,6 +681,8 @@ out:
 		hx_plan_release(&p);
 	if (have_w)
 		hx_workload_release(&w);
+	if (have_t)
+		hx_cluster_release(&tcl);
 	if (have_c)
 		hx_cluster_release(&cluster);
 	return rc;

@@ -28,10 +28,10 @@
 const char *const hx_schedule_usage[] = {
     "hexplan schedule -c cluster.json -w workload.json [-m MODEL] [--mode colocated|compose] "
     "[--trace FILE --period S] [--seed N] [--time-limit S] [-o schedule.json] "
-    "[--format json|table]",
+    "[--plot FILE.svg] [--format json|table]",
     NULL};
 
-enum { OPT_MODE = 2800, OPT_TRACE, OPT_PERIOD, OPT_SEED, OPT_TIME_LIMIT };
+enum { OPT_MODE = 2800, OPT_TRACE, OPT_PERIOD, OPT_SEED, OPT_TIME_LIMIT, OPT_PLOT };
 
 /* A plan that follows the previous period's may cost this share more than
  * the cheapest plan for the rate: fewer moves are worth that much. */
@@ -53,7 +53,7 @@ typedef struct period {
 } period;
 
 typedef struct sched_args {
-	const char *cpath, *wpath, *model, *trace, *out, *mode;
+	const char *cpath, *wpath, *model, *trace, *out, *mode, *plot;
 	double period_s, time_limit_s;
 	long seed;
 	int table;
@@ -71,6 +71,7 @@ static int parse_args(hx_cli *cli, int argc, char **argv, sched_args *a)
 	    {"period", required_argument, NULL, OPT_PERIOD},
 	    {"seed", required_argument, NULL, OPT_SEED},
 	    {"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
+	    {"plot", required_argument, NULL, OPT_PLOT},
 	    {"format", required_argument, NULL, HX_OPT_FORMAT},
 	    HX_GLOBAL_LONGOPTS,
 	    {NULL, 0, NULL, 0}};
@@ -86,6 +87,7 @@ static int parse_args(hx_cli *cli, int argc, char **argv, sched_args *a)
 		case 'o': a->out = optarg; break;
 		case OPT_MODE: a->mode = optarg; break;
 		case OPT_TRACE: a->trace = optarg; break;
+		case OPT_PLOT: a->plot = optarg; break;
 		case OPT_PERIOD:
 			if ((rc = hx_cli_num(CMD, "--period", optarg, 1e-3, 1e9, &a->period_s)))
 				return rc;
@@ -932,6 +934,51 @@ static int plan_all(sched_ctx *x, period *ps, int n, hx_err *err)
 	return rc;
 }
 
+/* The SVG of --plot: each period's rate, the capacity its plan carries
+ * (the simulator's where there is one) and its price. */
+static char *schedule_plot(const sched_ctx *x, const period *ps, int n)
+{
+	hx_sched_pt *pt = hx_xcalloc((size_t)n + 1, sizeof(*pt));
+	json_t *tot = totals_json(ps, n);
+	char title[320], *svg;
+
+	for (int k = 0; k < n; k++) {
+		const period *p = &ps[k];
+		pt[k] = (hx_sched_pt){p->start_s, p->duration_s, p->rate_rps, 0, 0};
+		if (p->have_plan) {
+			pt[k].capacity_rps = p->plan.simulated.requests > 0
+						 ? p->plan.simulated.capacity_rps
+						 : p->plan.predicted.capacity_rps;
+			pt[k].usd_per_hour = p->plan.predicted.usd_per_hour;
+		}
+	}
+	snprintf(title, sizeof(title),
+		 "schedule of %.120s (%s), %d periods: $%.2f, %.3f of the peak plan all day",
+		 x->m->name, x->a->mode, n, json_real_value(json_object_get(tot, "usd")),
+		 json_real_value(json_object_get(tot, "cost_ratio")));
+	json_decref(tot);
+	svg = hx_schedule_svg(title, pt, n);
+	free(pt);
+	return svg;
+}
+
+/* -o and --plot, written together: both or neither. */
+static int write_outputs(const sched_ctx *x, const period *ps, int n, const char *text,
+			 hx_err *err)
+{
+	hx_out_file f[2];
+	char *svg = x->a->plot ? schedule_plot(x, ps, n) : NULL;
+	int nf = 0, rc;
+
+	if (x->a->out)
+		f[nf++] = (hx_out_file){x->a->out, text, strlen(text), 0};
+	if (svg)
+		f[nf++] = (hx_out_file){x->a->plot, svg, strlen(svg), 0};
+	rc = nf > 0 ? hx_write_files_atomic(f, nf, err) : 0;
+	free(svg);
+	return rc;
+}
+
 int cmd_schedule(hx_cli *cli, int argc, char **argv)
 {
 	sched_args a = {.mode = "colocated", .seed = 1};
@@ -958,7 +1005,8 @@ int cmd_schedule(hx_cli *cli, int argc, char **argv)
 		    {"--calibration", cli->calibration, 0},
 		    {a.out ? "-o" : "the schedule (standard output without -o)",
 		     a.out ? a.out : "-", 1},
-		    {"the table (standard output)", a.out && a.table ? "-" : NULL, 1}};
+		    {"the table (standard output)", a.out && a.table ? "-" : NULL, 1},
+		    {"--plot", a.plot, 1}};
 		if ((rc = hx_cli_check_files(CMD, files, (int)HX_ARRAY_LEN(files))))
 			return rc;
 	}
@@ -988,11 +1036,8 @@ int cmd_schedule(hx_cli *cli, int argc, char **argv)
 	if ((rc = plan_all(&x, ps, n, &err)))
 		goto out;
 	text = schedule_dump(&x, ps, n);
-	if (a.out) {
-		hx_out_file f = {a.out, text, strlen(text), 0};
-		if ((rc = hx_write_files_atomic(&f, 1, &err)))
-			goto out;
-	}
+	if ((rc = write_outputs(&x, ps, n, text, &err)))
+		goto out;
 	fprintf(stderr, "hexplan: schedule: %d periods planned in %.1f s\n", n,
 		hx_now() - start);
 	if (a.table || !a.out) {

@@ -25,6 +25,9 @@ typedef struct hx_export_opts {
 	const char *checkpoint;  /* a pre-quantized repository for int4 weights, or NULL */
 	const char *engine_version; /* --engine-version: the engine's release, or NULL (the
 				       target's default, hx_export_engine_version) */
+	const char
+	    *gateway_url; /* llm-d: the Gateway's in-cluster URL, where the LiteLLM
+			     router of a plan split over models sends requests, or NULL */
 } hx_export_opts;
 
 /* The engine releases whose flags the exports were checked against, the
@@ -104,7 +107,8 @@ enum {
 	HX_EXPORT_IMAGE = 16,      /* --image: the containers' image */
 	HX_EXPORT_CACHE = 32,      /* --model-cache PVC */
 	HX_EXPORT_CHECKPOINT = 64, /* --checkpoint REPO: int4 weights' repository */
-	HX_EXPORT_VERSION = 128    /* --engine-version VER: the engine release's flags */
+	HX_EXPORT_VERSION = 128,   /* --engine-version VER: the engine release's flags */
+	HX_EXPORT_GATEWAY = 256    /* --gateway-url URL: the Gateway's in-cluster address */
 };
 
 /* The targets, in the order usage and errors name them: the one list of
@@ -118,10 +122,11 @@ enum {
 	     HX_EXPORT_ENGINE | HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CACHE |          \
 		 HX_EXPORT_CHECKPOINT | HX_EXPORT_VERSION)                                     \
 	NEXT("kserve", hx_export_kserve,                                                       \
-	     HX_EXPORT_ENGINE | HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CHECKPOINT)      \
+	     HX_EXPORT_ENGINE | HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CHECKPOINT |     \
+		 HX_EXPORT_GATEWAY)                                                            \
 	NEXT("llm-d", hx_export_llmd,                                                          \
 	     HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CACHE | HX_EXPORT_CHECKPOINT |      \
-		 HX_EXPORT_VERSION)                                                            \
+		 HX_EXPORT_VERSION | HX_EXPORT_GATEWAY)                                        \
 	NEXT("dynamo", hx_export_dynamo,                                                       \
 	     HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CACHE | HX_EXPORT_CHECKPOINT)       \
 	NEXT("dot", hx_export_dot, HX_EXPORT_FRAGMENTS)

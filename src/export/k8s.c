@@ -1221,39 +1221,57 @@ int hx_k8s_httproute_open(hx_yw *w, int nmodels, const hx_export_opts *o, hx_exp
 	return 0;
 }
 
-/* The LiteLLM config: per group that takes requests, a deployment under
- * the model's name (what its vLLM serves, so a request that names a model
- * reaches that model's groups only) and one under HX_K8S_MODEL_GROUP, each
- * weighted by the group's share of the plan's requests, which
- * simple-shuffle draws by (LiteLLM normalizes the weights of one name). */
-static void litellm_config(hx_buf *b, const hx_plan *p, const hx_kgroup *kg,
-			   const double *weight)
+/* The LiteLLM config: per item of DEP that takes requests, a deployment
+ * under the model's name (what its vLLM serves, so a request that names a
+ * model reaches that model's engines only) and one under
+ * HX_K8S_MODEL_GROUP, each weighted by the item's share of the plan's
+ * requests, which simple-shuffle draws by (LiteLLM normalizes the weights
+ * of one name).  A header goes in litellm_params.extra_headers, which the
+ * router passes to litellm.completion() and it adds to the request
+ * (LiteLLM's litellm/main.py, completion(extra_headers); the proxy keeps
+ * unknown litellm_params: LiteLLM_Params in litellm/types/router.py allows
+ * extra fields). */
+static void litellm_config(hx_buf *b, const char *target, const hx_litellm_dep *dep, int n)
 {
 	double total = 0;
 
-	for (int g = 0; g < p->ngroups; g++)
-		total += weight[g] > 0 ? weight[g] : 0;
+	for (int i = 0; i < n; i++)
+		total += dep[i].weight > 0 ? dep[i].weight : 0;
 	hx_buf_printf(b,
-		      "    # LiteLLM %s router written by hexplan export --to k8s: clients\n"
+		      "    # LiteLLM %s router written by hexplan export --to %s: clients\n"
 		      "    # ask for model \"%s\" to be spread over the plan's models by\n"
-		      "    # its weights, or name one model to reach only its groups.\n"
+		      "    # its weights, or name one model to reach only its engines.\n"
 		      "    model_list:\n",
-		      HX_EXPORT_LITELLM_VERSION, HX_K8S_MODEL_GROUP);
+		      HX_EXPORT_LITELLM_VERSION, target, HX_K8S_MODEL_GROUP);
 	for (int pass = 0; pass < 2; pass++)
-		for (int g = 0; g < p->ngroups; g++) {
-			char base[128], model[512];
-			if (!(weight[g] > 0))
+		for (int i = 0; i < n; i++) {
+			char model[512];
+			if (!(dep[i].weight > 0))
 				continue;
-			snprintf(base, sizeof(base), "http://%s:%d/v1", kg[g].name,
-				 HX_K8S_PORT);
-			snprintf(model, sizeof(model), "hosted_vllm/%s", kg[g].repo);
+			snprintf(model, sizeof(model), "hosted_vllm/%s", dep[i].repo);
 			hx_buf_printf(b, "      - model_name: ");
-			hx_yaml_quote(b, pass ? HX_K8S_MODEL_GROUP : kg[g].repo);
+			hx_yaml_quote(b, pass ? HX_K8S_MODEL_GROUP : dep[i].repo);
 			hx_buf_printf(b, "\n        litellm_params:\n          model: ");
 			hx_yaml_quote(b, model);
 			hx_buf_printf(b, "\n          api_base: ");
-			hx_yaml_quote(b, base);
-			hx_buf_printf(b, "\n          weight: %.6g\n", weight[g] / total);
+			if (strstr(dep[i].api_base, "$(" HX_K8S_LITELLM_NS ")")) {
+				/* the proxy replaces a litellm_params value
+				 * "os.environ/VAR" by VAR when it loads the config
+				 * (litellm/proxy/proxy_server.py, load_config: "LOAD
+				 * FROM os.environ/") */
+				char var[64];
+				snprintf(var, sizeof(var), "os.environ/HEXPLAN_API_BASE_%d", i);
+				hx_yaml_quote(b, var);
+			} else {
+				hx_yaml_quote(b, dep[i].api_base);
+			}
+			hx_buf_printf(b, "\n          weight: %.6g\n", dep[i].weight / total);
+			if (dep[i].header) {
+				hx_buf_printf(b, "          extra_headers:\n            %s: ",
+					      HX_K8S_MODEL_HEADER);
+				hx_yaml_quote(b, dep[i].header);
+				hx_buf_printf(b, "\n");
+			}
 		}
 	hx_buf_printf(b, "    router_settings:\n      routing_strategy: simple-shuffle\n");
 }
@@ -1276,33 +1294,14 @@ static void litellm_meta(hx_yw *w)
 	hx_yw_end(w);
 }
 
-void hx_k8s_litellm(hx_yw *w, const hx_plan *p, const hx_kgroup *kg, const double *weight)
+/* The router's container, an item of an open "containers" list; DEP[0..N)
+ * as for hx_k8s_litellm. */
+static void litellm_container(hx_yw *w, const hx_litellm_dep *dep, int n)
 {
-	hx_yw_doc(w);
-	hx_yw_str(w, "apiVersion", "v1");
-	hx_yw_str(w, "kind", "ConfigMap");
-	litellm_meta(w);
-	hx_yw_map(w, "data");
-	hx_yw_lead(w);
-	hx_buf_printf(&w->b, "config.yaml: |\n");
-	litellm_config(&w->b, p, kg, weight);
-	hx_yw_end(w);
+	int env = 0;
 
-	hx_yw_doc(w);
-	hx_yw_str(w, "apiVersion", "apps/v1");
-	hx_yw_str(w, "kind", "Deployment");
-	litellm_meta(w);
-	hx_yw_map(w, "spec");
-	hx_yw_int(w, "replicas", 1);
-	hx_yw_map(w, "selector");
-	litellm_labels(w, "matchLabels");
-	hx_yw_end(w);
-	hx_yw_map(w, "template");
-	hx_yw_map(w, "metadata");
-	litellm_labels(w, "labels");
-	hx_yw_end(w);
-	hx_yw_map(w, "spec");
-	hx_yw_map(w, "containers");
+	for (int i = 0; i < n; i++)
+		env |= dep[i].weight > 0 && strstr(dep[i].api_base, "$(" HX_K8S_LITELLM_NS ")");
 	hx_yw_item(w);
 	hx_yw_str(w, "name", "litellm");
 	hx_yw_str(w, "image", HX_EXPORT_IMAGE_LITELLM);
@@ -1313,6 +1312,32 @@ void hx_k8s_litellm(hx_yw *w, const hx_plan *p, const hx_kgroup *kg, const doubl
 	hx_yw_item_str(w, HX_K8S_LITELLM_PORT_S);
 	hx_yw_end(w);
 	hx_k8s_container_port(w, "http", HX_K8S_LITELLM_PORT);
+	if (env) {
+		/* the router's namespace, then the api_bases that name it:
+		 * Kubernetes expands $(VAR) in an env value when VAR is
+		 * defined before it in the container (core/v1 EnvVar.value) */
+		hx_yw_map(w, "env");
+		hx_yw_item(w);
+		hx_yw_str(w, "name", HX_K8S_LITELLM_NS);
+		hx_yw_map(w, "valueFrom");
+		hx_yw_map(w, "fieldRef");
+		hx_yw_str(w, "fieldPath", "metadata.namespace");
+		hx_yw_end(w);
+		hx_yw_end(w);
+		hx_yw_end(w);
+		for (int i = 0; i < n; i++)
+			if (dep[i].weight > 0 &&
+			    strstr(dep[i].api_base, "$(" HX_K8S_LITELLM_NS ")")) {
+				char var[64];
+				snprintf(var, sizeof(var), "HEXPLAN_API_BASE_%d", i);
+				/* not hx_k8s_env, which keeps "$" from expansion */
+				hx_yw_item(w);
+				hx_yw_str(w, "name", var);
+				hx_yw_str(w, "value", dep[i].api_base);
+				hx_yw_end(w);
+			}
+		hx_yw_end(w);
+	}
 	/* LiteLLM's own probes: alive once its server answers, ready when its
 	 * router is */
 	probe_path(w, "readinessProbe", "/health/readiness", HX_K8S_LITELLM_PORT, 10, 0, 0);
@@ -1332,6 +1357,36 @@ void hx_k8s_litellm(hx_yw *w, const hx_plan *p, const hx_kgroup *kg, const doubl
 	hx_yw_end(w);
 	hx_yw_end(w);
 	hx_yw_end(w);
+}
+
+void hx_k8s_litellm(hx_yw *w, const char *target, const hx_litellm_dep *dep, int n)
+{
+	hx_yw_doc(w);
+	hx_yw_str(w, "apiVersion", "v1");
+	hx_yw_str(w, "kind", "ConfigMap");
+	litellm_meta(w);
+	hx_yw_map(w, "data");
+	hx_yw_lead(w);
+	hx_buf_printf(&w->b, "config.yaml: |\n");
+	litellm_config(&w->b, target, dep, n);
+	hx_yw_end(w);
+
+	hx_yw_doc(w);
+	hx_yw_str(w, "apiVersion", "apps/v1");
+	hx_yw_str(w, "kind", "Deployment");
+	litellm_meta(w);
+	hx_yw_map(w, "spec");
+	hx_yw_int(w, "replicas", 1);
+	hx_yw_map(w, "selector");
+	litellm_labels(w, "matchLabels");
+	hx_yw_end(w);
+	hx_yw_map(w, "template");
+	hx_yw_map(w, "metadata");
+	litellm_labels(w, "labels");
+	hx_yw_end(w);
+	hx_yw_map(w, "spec");
+	hx_yw_map(w, "containers");
+	litellm_container(w, dep, n);
 	hx_yw_end(w);
 	hx_yw_map(w, "volumes");
 	hx_yw_item(w);
@@ -1365,6 +1420,7 @@ static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_k
 	double *weight = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*weight));
 	int *keep = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*keep));
 	const hx_model **models = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*models));
+	hx_litellm_dep *dep = NULL;
 	int rc = 0, nmodels = 0;
 
 	if ((rc = hx_k8s_route_weights(p, o, 1, weight, out, err)))
@@ -1389,7 +1445,14 @@ static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_k
 				    kg[g].key);
 				goto done;
 			}
-		hx_k8s_litellm(w, p, kg, weight);
+		dep = hx_xcalloc((size_t)p->ngroups, sizeof(*dep));
+		for (int g = 0; g < p->ngroups; g++) {
+			dep[g].repo = kg[g].repo;
+			snprintf(dep[g].api_base, sizeof(dep[g].api_base), "http://%s:%d/v1",
+				 kg[g].name, HX_K8S_PORT);
+			dep[g].weight = weight[g];
+		}
+		hx_k8s_litellm(w, "k8s", dep, p->ngroups);
 		if ((rc = hx_k8s_httproute_open(w, 1, o, out, err)))
 			goto done;
 		hx_k8s_rule_open(w, NULL);
@@ -1423,6 +1486,7 @@ done:
 	free(weight);
 	free(keep);
 	free(models);
+	free(dep);
 	return rc;
 }
 

@@ -28,10 +28,12 @@
  * joins the one it sends most to), prefill groups of different shapes
  * feeding one decode group (one `prefill` shape: the first is kept), a
  * decode group without a prefill group, per-class ingress, ingress weights
- * across models (a request names its model), cascades and cross-replica
- * hops.  Within a unit, which prefill replica hands its KV cache to which
- * decode replica is the scheduler's choice, as is the spread of requests
- * over a group's replicas.
+ * across models without --gateway-url (a request names its model; with it,
+ * a LiteLLM router sends each unit's share to the unit's path on KServe's
+ * Gateway), cascades and cross-replica hops.  Within a unit, which
+ * prefill replica hands its KV cache to which decode replica is the
+ * scheduler's choice, as is the spread of requests over a group's
+ * replicas.
  */
 #include "config.h"
 
@@ -313,10 +315,10 @@ static int units(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
 				else if (kg[u[i].top].m != kg[u[first].top].m)
 					models = 1;
 			}
-		if (models && !rc)
+		if (models && !rc && !o->gateway_url)
 			rc = hx_yaml_lose(
 			    o, out, err,
-			    "the ingress splits requests over models, and KServe routes a request to the model it names: the weights hold among the units of each model");
+			    "the ingress splits requests over models, and KServe routes a request to the model it names: the LiteLLM router that splits them sends each unit's share to its path on KServe's Gateway, whose in-cluster address depends on its implementation (--gateway-url URL gives it); without it, the weights hold among the units of each model");
 	}
 	scale_units(u, n, kg);
 	free(unit_of);
@@ -325,6 +327,45 @@ static int units(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
 	free(kv_to);
 	*nu = n;
 	return rc;
+}
+
+/* The LiteLLM router of a plan split over models (--gateway-url): per
+ * unit that takes requests, a deployment sent to the unit's own path on
+ * KServe's Gateway, /NAMESPACE/NAME/v1 (KServe's managed HTTPRoute,
+ * config-llm-router-route: those paths go to the service's InferencePool,
+ * rewritten to /v1; its route group leaves them to the member:
+ * isPerParticipantRule in pkg/controller/v1alpha2/llmisvc/
+ * router_group_routing.go), weighted by the unit's share.  Nothing when
+ * one model takes all requests. */
+static void litellm(hx_yw *w, const hx_export_opts *o, const hx_kgroup *kg, const unit *u,
+		    int nu)
+{
+	hx_litellm_dep *dep;
+	size_t len;
+	int first = -1, models = 0;
+
+	for (int i = 0; i < nu; i++)
+		if (u[i].weight > 0) {
+			if (first < 0)
+				first = i;
+			else if (kg[u[i].top].m != kg[u[first].top].m)
+				models = 1;
+		}
+	if (!o->gateway_url || !models)
+		return;
+	len = strlen(o->gateway_url);
+	if (len > 0 && o->gateway_url[len - 1] == '/')
+		len--;
+	dep = hx_xcalloc((size_t)nu, sizeof(*dep));
+	for (int i = 0; i < nu; i++) {
+		dep[i].repo = kg[u[i].top].repo;
+		dep[i].weight = u[i].weight;
+		snprintf(dep[i].api_base, sizeof(dep[i].api_base),
+			 "%.*s/$(" HX_K8S_LITELLM_NS ")/%s/v1", (int)len, o->gateway_url,
+			 kg[u[i].top].name);
+	}
+	hx_k8s_litellm(w, "kserve", dep, nu);
+	free(dep);
 }
 
 int hx_export_kserve(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err)
@@ -353,6 +394,7 @@ int hx_export_kserve(const hx_plan *p, const hx_export_opts *o, hx_export_out *o
 		goto done;
 	for (int i = 0; i < nu; i++)
 		service(&w, kg, &u[i]);
+	litellm(&w, o, kg, u, nu);
 	if (!w.b.s)
 		hx_buf_printf(&w.b, "%s", "");
 	hx_export_add(out, "hexplan.yaml", w.b.s);

@@ -29,6 +29,11 @@
  * pod the EPP picked (NIXL, kv_producer to kv_consumer).  One HTTPRoute,
  * attached to the Gateway "hexplan-gateway", splits requests over the
  * InferencePools by the plan's weights (integers summing to 1,000,000).
+ * A plan split over models gets one rule per model on the model header and,
+ * with the Gateway's address (--gateway-url: the Service a Gateway runs on
+ * is its implementation's choice), k8s's LiteLLM router behind a rule
+ * without the header: it sends each model's share back to the Gateway with
+ * that model's header.
  *
  * The EPP has no plugin that splits a pool's requests by static weights:
  * within a pool it picks pods by load and cache.  So the plan's weights are
@@ -36,9 +41,9 @@
  * the pairing of replicas inside a pool is the EPP's.  Refused unless
  * --lossy: what the k8s export's pods cannot express, a unit with several
  * prefill or decode groups (the plan's split of KV among them), requests
- * split over models (the lossy form: one rule per model, as the k8s
- * export's), per-class ingress, cascades and hops (the k8s export's
- * messages).
+ * split over models without --gateway-url (the lossy form: the model rules
+ * without the router), per-class ingress, cascades and hops (the k8s
+ * export's messages).
  */
 #include "config.h"
 
@@ -620,16 +625,64 @@ static void route_rule(hx_yw *w, unit *u, int nu, const int *keep, const char *h
 	free(scaled);
 }
 
+/* The LiteLLM router in front of the pools of a plan split over NMODELS
+ * MODELS: per model, one deployment sent back to the Gateway (--gateway-url)
+ * with the model header that its HTTPRoute rule matches, weighted by the
+ * model's share of the requests; the rule then splits them over the
+ * model's pools by theirs, so each pool keeps the plan's share.  HX_EINPUT
+ * (ERR) when a group's objects would take the router's name, or when the
+ * rules (one per model and the router's) would not fit an HTTPRoute: a
+ * model without its rule would come back to the router. */
+static int litellm(hx_yw *w, const hx_export_opts *o, const hx_kgroup *kg, int ngroups,
+		   const unit *u, int nu, const hx_model **models, int nmodels, hx_err *err)
+{
+	hx_litellm_dep *dep;
+	size_t n = strlen(o->gateway_url);
+
+	for (int g = 0; g < ngroups; g++)
+		if (strcmp(kg[g].name, HX_K8S_LITELLM) == 0)
+			return hx_errf(
+			    err, HX_EINPUT,
+			    "group %s: its objects would be named " HX_K8S_LITELLM
+			    ", the name of the LiteLLM router that splits the plan's requests over its models",
+			    kg[g].key);
+	if (nmodels > HX_K8S_MAX_RULES - 1)
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "%d models take requests, and an HTTPRoute holds %d rules: one per model and the LiteLLM router's",
+		    nmodels, HX_K8S_MAX_RULES);
+	if (n > 0 && o->gateway_url[n - 1] == '/')
+		n--;
+	dep = hx_xcalloc((size_t)nmodels, sizeof(*dep));
+	for (int i = 0; i < nmodels; i++) {
+		for (int j = 0; j < nu; j++)
+			if (kg[u[j].first].m == models[i] && u[j].weight > 0) {
+				dep[i].repo = kg[u[j].first].repo;
+				dep[i].weight += u[j].weight;
+			}
+		dep[i].header = dep[i].repo;
+		snprintf(dep[i].api_base, sizeof(dep[i].api_base), "%.*s/v1", (int)n,
+			 o->gateway_url);
+	}
+	hx_k8s_litellm(w, "llm-d", dep, nmodels);
+	free(dep);
+	return 0;
+}
+
 /* The HTTPRoute into ROUTE (written last, but its weights are the pools'
- * annotations): the pools that take ingress; one rule per model. */
+ * annotations): the pools that take ingress; one rule per model, and
+ * when the plan splits over models and --gateway-url gives the Gateway's
+ * address, the LiteLLM router before them and a rule without the header
+ * that sends it every other request (a rule with a header match takes
+ * precedence over one without: HTTPRouteRule.matches in the HTTPRoute
+ * CRD, gateway.networking.k8s.io_httproutes.yaml). */
 static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
 		 unit *u, int nu, hx_export_out *out, hx_err *err)
 {
 	const hx_model **models = hx_xcalloc((size_t)nu + 1, sizeof(*models));
 	int *keep = hx_xcalloc((size_t)nu + 1, sizeof(*keep));
-	int rc = 0, nmodels = 0;
+	int rc = 0, nmodels = 0, router;
 
-	(void)p;
 	for (int i = 0; i < nu; i++)
 		if (u[i].weight > 0) {
 			int seen = 0;
@@ -638,7 +691,10 @@ static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_k
 			if (!seen)
 				models[nmodels++] = kg[u[i].first].m;
 		}
-	if ((rc = hx_k8s_httproute_open(w, nmodels, o, out, err))) {
+	router = nmodels > 1 && o->gateway_url;
+	if (router && (rc = litellm(w, o, kg, p->ngroups, u, nu, models, nmodels, err)))
+		goto done;
+	if ((rc = hx_k8s_httproute_open(w, nmodels + router, o, out, err))) {
 		if (rc == 1)
 			rc = 0;
 		goto done;
@@ -652,12 +708,45 @@ static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_k
 			first++;
 		route_rule(w, u, nu, keep, nmodels > 1 ? kg[u[first].first].repo : NULL);
 	}
+	if (router) {
+		hx_k8s_rule_open(w, NULL);
+		hx_yw_item(w);
+		hx_yw_str(w, "name", HX_K8S_LITELLM);
+		hx_yw_int(w, "port", HX_K8S_LITELLM_PORT);
+		hx_yw_end(w);
+		hx_yw_end(w);
+		hx_yw_end(w);
+	}
 	hx_yw_end(w);
 	hx_yw_end(w);
 done:
 	free(models);
 	free(keep);
 	return rc;
+}
+
+/* Requests split over models: each engine serves its own model, so a
+ * request needs a rule for the model it names, or the LiteLLM router,
+ * which needs the Gateway's address.  Without --gateway-url: refused, or
+ * noted with --lossy (one rule per model). */
+static int split_models(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
+			const double *weight, hx_export_out *out, hx_err *err)
+{
+	int first = -1;
+
+	if (o->gateway_url)
+		return 0;
+	for (int g = 0; g < p->ngroups; g++)
+		if (weight[g] > 0) {
+			if (first < 0)
+				first = g;
+			else if (kg[g].m != kg[first].m)
+				return hx_yaml_lose(
+				    o, out, err,
+				    "the ingress splits requests over models, and a request names its model: the LiteLLM router that splits them sends each model's requests back through the Gateway to its InferencePools, and the Gateway's in-cluster address depends on its implementation (--gateway-url URL gives it); without it, one HTTPRoute rule per model, matching the " HX_K8S_MODEL_HEADER
+				    " header that the gateway's body-based router sets, splits that model's requests over its pools by their weights");
+		}
+	return 0;
 }
 
 /* ---- the export ---- */
@@ -740,7 +829,8 @@ int hx_export_llmd(const hx_plan *p, const hx_export_opts *o, hx_export_out *out
 			goto done;
 		}
 	if ((rc = hx_yaml_lose_steps(p, o, out, err)) ||
-	    (rc = hx_k8s_route_weights(p, o, 0, weight, out, err)))
+	    (rc = hx_k8s_route_weights(p, o, 1, weight, out, err)) ||
+	    (rc = split_models(p, o, kg, weight, out, err)))
 		goto done;
 	units_find(p, kg, weight, u, &nu, unit_of);
 	for (int i = 0; i < nu; i++)

@@ -323,14 +323,27 @@ int hx_k8s_route_weights(const hx_plan *p, const hx_export_opts *o, int model_ro
 			 double *weight, hx_export_out *out, hx_err *err);
 /* A LiteLLM router for a plan whose requests split over models: the
  * ConfigMap, Deployment and Service HX_K8S_LITELLM on HX_K8S_LITELLM_PORT.
- * Its model_list has, per group of KG with WEIGHT > 0, a deployment under
- * the model's repository and one under HX_K8S_MODEL_GROUP, at the group's
- * Service and weighted by its share; simple-shuffle draws by the weights. */
+ * Its model_list has, per item of DEP[0..N) with weight > 0, a deployment
+ * under the item's repository and one under HX_K8S_MODEL_GROUP, sent to
+ * its api_base (with the header HX_K8S_MODEL_HEADER: HEADER when HEADER)
+ * and weighted by its share of the items' weights; simple-shuffle draws by
+ * the weights.  An api_base that holds "$(" HX_K8S_LITELLM_NS ")" (the
+ * router's namespace, which no manifest names) goes in an environment
+ * variable of the router's pod, where Kubernetes expands it, and the
+ * config names the variable.  TARGET names the export in the config's
+ * comment. */
 #define HX_K8S_LITELLM        "hexplan-litellm"
 #define HX_K8S_LITELLM_PORT   4000
 #define HX_K8S_LITELLM_PORT_S "4000"
 #define HX_K8S_MODEL_GROUP    "hexplan"
-void hx_k8s_litellm(hx_yw *w, const hx_plan *p, const hx_kgroup *kg, const double *weight);
+#define HX_K8S_LITELLM_NS     "HEXPLAN_NAMESPACE"
+typedef struct hx_litellm_dep {
+	const char *repo;   /* the model the engines serve (borrowed) */
+	char api_base[320]; /* the OpenAI base URL requests are sent to */
+	const char *header; /* HX_K8S_MODEL_HEADER's value, or NULL (borrowed) */
+	double weight;
+} hx_litellm_dep;
+void hx_k8s_litellm(hx_yw *w, const char *target, const hx_litellm_dep *dep, int n);
 /* WEIGHT[0..N) scaled to integers summing to 1,000,000, proportional
  * (largest remainder); all 0 when the weights sum to 0. */
 void hx_k8s_scale(const double *weight, int n, long *out);

@@ -63,6 +63,16 @@ void hx_plan_release(hx_plan *p)
 	hx_plan_init(p);
 }
 
+int hx_plan_gpus_used(const hx_plan *p)
+{
+	int n = 0;
+	for (int g = 0; g < p->ngroups; g++)
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			for (int s = 0; s < p->groups[g].nstages; s++)
+				n += p->groups[g].replicas[r].ngpus[s];
+	return n;
+}
+
 int hx_plan_gpus_of(const hx_plan *p, const char *gpu)
 {
 	int n = 0;
@@ -638,6 +648,33 @@ static json_t *spill_json(const hx_plan *p)
 	return x;
 }
 
+/* {"usd_per_hour", "gpus"} */
+static json_t *price_json(double usd, int gpus)
+{
+	json_t *x = json_object();
+
+	json_object_set_new(x, "usd_per_hour", json_real(hx_round6(usd)));
+	hx_jset_int(x, "gpus", gpus);
+	return x;
+}
+
+static json_t *tolerate_json(const hx_plan *p)
+{
+	const hx_plan_tolerate *t = &p->tolerate;
+	json_t *x = json_object();
+
+	hx_jset_int(x, "k", t->k);
+	if (t->k > 1)
+		json_object_set_new(x, "seed", json_integer((json_int_t)t->seed));
+	hx_jset_int(x, "sets_checked", t->sets_checked);
+	hx_jset_int(x, "rounds", t->rounds);
+	json_object_set_new(x, "plain", price_json(t->plain_usd_per_hour, t->plain_gpus));
+	json_object_set_new(x, "insured", price_json(t->usd_per_hour, t->gpus));
+	json_object_set_new(x, "insurance",
+			    price_json(t->insurance_usd_per_hour, t->insurance_gpus));
+	return x;
+}
+
 static json_t *solver_json(const hx_plan *p)
 {
 	json_t *x = json_object(), *a;
@@ -709,6 +746,8 @@ static json_t *plan_json(const hx_plan *p)
 		json_object_set_new(o, "shortfall", shortfall_json(p));
 	if (p->spill.nsubst > 0)
 		json_object_set_new(o, "substitutions", spill_json(p));
+	if (p->tolerate.on)
+		json_object_set_new(o, "tolerate", tolerate_json(p));
 	json_object_set_new(o, "solver", solver_json(p));
 	return o;
 }
@@ -1461,13 +1500,67 @@ static int parse_simulated(const hx_jr *r, const json_t *v, hx_plan *p)
 	return 0;
 }
 
+/* "tolerate"'s "plain", "insured" or "insurance" (KEY): a price and a GPU
+ * count, both at least 0 but the insurance's. */
+static int parse_price(const hx_jr *r, const json_t *v, const char *key, double *usd, int *gpus)
+{
+	static const char *const keys[] = {"usd_per_hour", "gpus", NULL};
+	const json_t *x = json_object_get(v, key);
+	double lo = strcmp(key, "insurance") == 0 ? -1e12 : 0;
+	char ptr[32];
+	long n;
+	int rc;
+
+	snprintf(ptr, sizeof(ptr), "/tolerate/%s", key);
+	if (!x)
+		return hx_jr_fail(r, "/tolerate",
+				  "needs \"plain\", \"insured\" and \"insurance\"");
+	if ((rc = hx_jr_object(r, x, ptr, keys)) ||
+	    (rc = hx_jr_num(r, x, ptr, "usd_per_hour", 1, lo, 1e12, usd)) ||
+	    (rc = hx_jr_int(r, x, ptr, "gpus", 1, (long)lo, 1000000000L, &n)))
+		return rc;
+	*gpus = (int)n;
+	return 0;
+}
+
+/* "tolerate": K from 1, the seed when K > 1, the sets and rounds, and the
+ * three prices. */
+static int parse_tolerate(const hx_jr *r, const json_t *v, hx_plan *p)
+{
+	static const char *const keys[] = {"k",     "seed",    "sets_checked", "rounds",
+					   "plain", "insured", "insurance",    NULL};
+	hx_plan_tolerate *t = &p->tolerate;
+	long k, sets, rounds, seed = 0;
+	int rc;
+
+	if ((rc = hx_jr_object(r, v, "/tolerate", keys)) ||
+	    (rc = hx_jr_int(r, v, "/tolerate", "k", 1, 1, 4095, &k)) ||
+	    (rc = hx_jr_int(r, v, "/tolerate", "seed", k > 1, 0, 0x7fffffffL, &seed)) ||
+	    (rc = hx_jr_int(r, v, "/tolerate", "sets_checked", 1, 1, 1000000L, &sets)) ||
+	    (rc = hx_jr_int(r, v, "/tolerate", "rounds", 1, 0, 1000000L, &rounds)) ||
+	    (rc = parse_price(r, v, "plain", &t->plain_usd_per_hour, &t->plain_gpus)) ||
+	    (rc = parse_price(r, v, "insured", &t->usd_per_hour, &t->gpus)) ||
+	    (rc = parse_price(r, v, "insurance", &t->insurance_usd_per_hour,
+			      &t->insurance_gpus)))
+		return rc;
+	if (k == 1 && json_object_get(v, "seed"))
+		return hx_jr_fail(r, "/tolerate/seed",
+				  "K = 1 removes every node in turn: it draws nothing");
+	t->on = 1;
+	t->k = (int)k;
+	t->seed = (uint64_t)seed;
+	t->sets_checked = (int)sets;
+	t->rounds = (int)rounds;
+	return 0;
+}
+
 /* The parts in the order the writer puts them; each part its own helper. */
 static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 {
 	static const char *const top[] = {
-	    "schema",    "version",       "mode",    "status", "inputs",    "models",
-	    "gpus",      "groups",        "routing", "rent",   "predicted", "simulated",
-	    "shortfall", "substitutions", "solver",  "spot",   NULL};
+	    "schema",    "version",       "mode",     "status", "inputs",    "models",
+	    "gpus",      "groups",        "routing",  "rent",   "predicted", "simulated",
+	    "shortfall", "substitutions", "tolerate", "solver", "spot",      NULL};
 	char schema[32];
 	json_t *v;
 	int rc;
@@ -1497,6 +1590,8 @@ static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 	if ((rc = parse_shortfall(r, root, p)))
 		return rc;
 	if ((v = json_object_get(root, "substitutions")) && (rc = parse_spill(r, v, p)))
+		return rc;
+	if ((v = json_object_get(root, "tolerate")) && (rc = parse_tolerate(r, v, p)))
 		return rc;
 	if ((v = json_object_get(root, "solver")) && (rc = parse_solver(r, v, p)))
 		return rc;
@@ -1636,6 +1731,15 @@ char *hx_plan_table(const hx_plan *p)
 		hx_buf_printf(
 		    &t, "substitutions cost: %+.2f $/hour against the preferred plan's $%.2f\n",
 		    p->spill.usd_per_hour_delta, p->spill.preferred_usd_per_hour);
+	if (p->tolerate.on)
+		hx_buf_printf(&t,
+			      "tolerate-failures %d: %d sets checked; insurance %+.2f $/hour, "
+			      "%+d GPU%s (plain plan $%.2f/hour on %d GPU%s)\n",
+			      p->tolerate.k, p->tolerate.sets_checked,
+			      p->tolerate.insurance_usd_per_hour, p->tolerate.insurance_gpus,
+			      abs(p->tolerate.insurance_gpus) == 1 ? "" : "s",
+			      p->tolerate.plain_usd_per_hour, p->tolerate.plain_gpus,
+			      p->tolerate.plain_gpus == 1 ? "" : "s");
 	hx_buf_printf(&t, "solver: %s, %s, seed %llu\n", p->solver.engine, p->solver.status,
 		      (unsigned long long)p->solver.seed);
 	free(gw);

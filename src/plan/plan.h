@@ -168,6 +168,19 @@ typedef struct hx_plan_spill {
 	double preferred_usd_per_hour, usd_per_hour_delta;
 } hx_plan_spill;
 
+/* plan --tolerate-failures K: the plan survives the loss of any K of the
+ * nodes it uses (SETS_CHECKED sets, as check --tolerate-failures draws them
+ * with SEED when K > 1), after ROUNDS rounds of insurance replicas added to
+ * the plain plan.  Written as "tolerate" only when ON.  What the insurance
+ * costs: the insured plan (the plan itself: its GPUs and predicted price)
+ * less the plain plan of the same inputs. */
+typedef struct hx_plan_tolerate {
+	int on, k, sets_checked, rounds;
+	uint64_t seed;
+	int plain_gpus, gpus, insurance_gpus;
+	double plain_usd_per_hour, usd_per_hour, insurance_usd_per_hour;
+} hx_plan_tolerate;
+
 typedef struct hx_solver_record {
 	char engine[16];
 	char status[16]; /* optimal gap_limit work_limit time_limit heuristic */
@@ -199,6 +212,7 @@ typedef struct hx_plan {
 	hx_plan_sim simulated;
 	hx_plan_short shortage;
 	hx_plan_spill spill;
+	hx_plan_tolerate tolerate;
 	hx_solver_record solver;
 	/* Group names to indexes, kept by parse_groups for plans read from a
 	 * file (50,000 groups); valid while ngroups == ngroups_indexed, and
@@ -259,6 +273,8 @@ int hx_gpu_ref_parse(const char *s, hx_gpu_ref *out);
 /* JSON.  The writer rounds nothing: planners store figures already rounded
  * (hx_round6) so that a plan read back is equal to the one written. */
 /* GPUs of type GPU that P's replicas use. */
+/* The GPUs plan P's replicas take, all types. */
+int hx_plan_gpus_used(const hx_plan *p);
 int hx_plan_gpus_of(const hx_plan *p, const char *gpu);
 
 /* Fill P->spill against PREF (the preferred plan, priced at PREF_USD per

@@ -14,7 +14,7 @@
 static const char *const vclass_names[HX_V_NCLASSES] = {
     "unknown-gpu", "gpu-twice",  "gpu-type",     "tp-count", "layers", "tp-heads",
     "memory",      "cross-node", "undeclared",   "routing",  "roles",  "duplicate-replica",
-    "rent",        "short",      "substitution", "spot",
+    "rent",        "short",      "substitution", "tolerate", "spot",
 };
 
 const char *hx_vclass_name(hx_vclass c)
@@ -934,6 +934,39 @@ static void check_spill(const hx_plan *p, vlist *l)
 		    delta);
 }
 
+/* What the insurance costs follows from the plan: the insured figures are
+ * the plan's GPUs and price, the insurance the insured less the plain
+ * plan's, and insurance only adds. */
+static void check_tolerate(const hx_plan *p, vlist *l)
+{
+	const hx_plan_tolerate *t = &p->tolerate;
+	int gpus = hx_plan_gpus_used(p);
+	double usd = p->predicted.usd_per_hour;
+
+	if (!t->on)
+		return;
+	if (t->gpus != gpus)
+		add(l, HX_V_TOLERATE, "/tolerate/insured/gpus", "%d, but the plan uses %d GPUs",
+		    t->gpus, gpus);
+	if (!near6(t->usd_per_hour, usd, usd))
+		add(l, HX_V_TOLERATE, "/tolerate/insured/usd_per_hour",
+		    "%.6g, but the plan costs %.6g USD/h", t->usd_per_hour, usd);
+	if (t->insurance_gpus != t->gpus - t->plain_gpus)
+		add(l, HX_V_TOLERATE, "/tolerate/insurance/gpus",
+		    "%d, but the insured plan uses %d GPUs and the plain plan %d: %+d",
+		    t->insurance_gpus, t->gpus, t->plain_gpus, t->gpus - t->plain_gpus);
+	if (!near6(t->insurance_usd_per_hour, t->usd_per_hour - t->plain_usd_per_hour,
+		   t->usd_per_hour + t->plain_usd_per_hour))
+		add(l, HX_V_TOLERATE, "/tolerate/insurance/usd_per_hour",
+		    "%.6g, but the insured plan costs %.6g USD/h and the plain plan %.6g: %+.6g",
+		    t->insurance_usd_per_hour, t->usd_per_hour, t->plain_usd_per_hour,
+		    t->usd_per_hour - t->plain_usd_per_hour);
+	if (t->gpus < t->plain_gpus)
+		add(l, HX_V_TOLERATE, "/tolerate/plain/gpus",
+		    "%d, more than the insured plan's %d: insurance only adds replicas",
+		    t->plain_gpus, t->gpus);
+}
+
 int hx_verify_plan(const hx_plan *p, const hx_cluster *c, hx_violation **out, int *n)
 {
 	vlist l = {NULL, 0, 0, {0}, NULL, NULL};
@@ -954,6 +987,7 @@ int hx_verify_plan(const hx_plan *p, const hx_cluster *c, hx_violation **out, in
 		check_rent(p, c, &l);
 	check_short(p, &l);
 	check_spill(p, &l);
+	check_tolerate(p, &l);
 	check_spot(p, &l);
 	hx_map_release(&l.ids);
 	free(l.id_g);

@@ -373,12 +373,23 @@ static int cand_spot(const hx_candset *s, const hx_candidate *c)
 
 /* H[c * NCLS + k]: the capacity of a replica of candidate c of S serving
  * class k of CLS alone, times DERATE[c], and times 1 - SPOT_F on spot
- * nodes; USE[c * S->ncls + k]: its GPUs of node class k. */
-static void cand_capacities(const hx_problem *pb, const hx_candset *s, const hx_len_class *cls,
-			    int ncls, const double *derate, double spot_f, double *h, int *use)
+ * nodes; USE[c * S->ncls + k]: its GPUs of node class k.  Past DEADLINE
+ * (hx_deadline) the shapes not yet rated stay at capacity 0, which the
+ * program never picks: returns 1 then, else 0. */
+static int cand_capacities(const hx_problem *pb, const hx_candset *s, const hx_len_class *cls,
+			   int ncls, const double *derate, double spot_f, double deadline,
+			   double *h, int *use)
 {
+	int cut = 0;
+
 	for (int c = 0; c < s->n; c++) {
 		hx_replica r;
+		for (int k = 0; k < s->ncls; k++)
+			use[c * s->ncls + k] = hx_cand_use(&s->c[c], k);
+		if (c > 0 && hx_past(deadline)) {
+			cut = 1;
+			continue;
+		}
 		hx_cand_replica(pb, s, &s->c[c], &r);
 		for (int k = 0; k < ncls; k++) {
 			hx_workload wk = hx_len_class_workload(pb->workload, &cls[k]);
@@ -388,9 +399,8 @@ static void cand_capacities(const hx_problem *pb, const hx_candset *s, const hx_
 			if (cand_spot(s, &s->c[c]))
 				h[c * ncls + k] *= spot_f < 1 ? 1 - spot_f : 0;
 		}
-		for (int k = 0; k < s->ncls; k++)
-			use[c * s->ncls + k] = hx_cand_use(&s->c[c], k);
 	}
+	return cut;
 }
 
 /* SPOT_F: the fraction of spot replicas' capacity that the plan may not
@@ -445,7 +455,7 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 	h = hx_xcalloc((size_t)(s.n * ncls), sizeof(double));
 	use = hx_xcalloc((size_t)(s.n * s.ncls), sizeof(int));
 	lambda = hx_xcalloc((size_t)ncls, sizeof(double));
-	cand_capacities(&pb2, &s, cls, ncls, *derate, spot_f, h, use);
+	s.cut |= cand_capacities(&pb2, &s, cls, ncls, *derate, spot_f, co.deadline, h, use);
 	if ((rc = class_demand(w, cls, ncls, h, s.n, lambda, err))) {
 		if (spot_f >= 1)
 			rc = hx_errf(
@@ -551,9 +561,9 @@ static int judge_requests(double rate)
 /* Whether plan P meets W's attainment target at RATE on requests drawn with
  * two seeds (one draw is too noisy a judge at p99); when it does not, MISS
  * (one per group, zeroed here); ATTAIN gets the mean attainment flags the groups whose own
- * requests miss it. */
-static int judge(const hx_plan *p, const hx_workload *w, double rate, uint64_t seed, int *met,
-		 double *attain, char *miss, hx_err *err)
+ * requests miss it.  HX_ELIMIT once past DEADLINE (hx_deadline; 0: none). */
+static int judge(const hx_plan *p, const hx_workload *w, double rate, uint64_t seed,
+		 double deadline, int *met, double *attain, char *miss, hx_err *err)
 {
 	long *n = hx_xcalloc((size_t)p->ngroups + 1, sizeof(long));
 	long *good = hx_xcalloc((size_t)p->ngroups + 1, sizeof(long));
@@ -565,7 +575,8 @@ static int judge(const hx_plan *p, const hx_workload *w, double rate, uint64_t s
 	for (int i = 0; i < 2 && !rc; i++) {
 		hx_trace t;
 		hx_sim_report rep;
-		hx_sim_opts so = {seed + 7919 * (uint64_t)i, 1, NULL, NULL};
+		hx_sim_opts so = {
+		    .seed = seed + 7919 * (uint64_t)i, .keep_records = 1, .deadline = deadline};
 		if ((rc = hx_gen_workload(w, rate, judge_requests(rate), 0, so.seed, &t, err)))
 			break;
 		rc = hx_simulate(p, w, &t, &so, &rep, err);
@@ -795,7 +806,21 @@ int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_
 			break;
 		}
 		miss = hx_xcalloc((size_t)p->ngroups + 1, 1);
-		rc = judge(p, w, w->rate_rps * kappa, pb->seed, &met, &attain, miss, err);
+		rc = judge(p, w, w->rate_rps * kappa, pb->seed, deadline, &met, &attain, miss,
+			   err);
+		if (rc == HX_ELIMIT) {
+			/* out of time while judging: as when none is left */
+			free(miss);
+			free(gcand);
+			rc = 0;
+			if (have_best)
+				hx_plan_release(p);
+			else {
+				best = *p;
+				have_best = 1;
+			}
+			break;
+		}
 		if (!rc && !met) {
 			/* Derate the shapes whose requests miss the SLO (all the
 			 * plan's when none does alone) and solve again. */
@@ -836,7 +861,12 @@ int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_
 	}
 	*p = best;
 	if (have_r0) {
-		spill_over(pb, &o2, spot_f, &r0, p);
+		if (!hx_past(deadline)) {
+			/* the preferred plan gets what is left of the time limit */
+			if (deadline > 0)
+				o2.time_limit_s = hx_plan_time_left(deadline);
+			spill_over(pb, &o2, spot_f, &r0, p);
+		}
 		hx_plan_release(&r0);
 	}
 	if (hx_past(deadline))

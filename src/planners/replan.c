@@ -80,8 +80,7 @@ static int has_replica(const hx_plan *p, const char *id)
 	return 0;
 }
 
-/* Renormalize the weights of LIST per FROM key. */
-static void normalize_per_key(hx_route *list, int n)
+void hx_replan_normalize_per_key(hx_route *list, int n)
 {
 	char *done = hx_xcalloc((size_t)n + 1, 1);
 	hx_route *tmp = hx_xcalloc((size_t)n + 1, sizeof(*tmp));
@@ -166,7 +165,7 @@ void hx_replan_reroute(hx_plan *p, const int *before)
 		}
 	}
 	free(keys);
-	normalize_per_key(p->ingress, p->ningress);
+	hx_replan_normalize_per_key(p->ingress, p->ningress);
 }
 
 /* KV routes after replicas stopped: routes to or from a stopped replica
@@ -214,7 +213,7 @@ static void reroute_kv(hx_plan *p, const hx_cluster *cl)
 			}
 		}
 	}
-	normalize_per_key(p->kv, p->nkv);
+	hx_replan_normalize_per_key(p->kv, p->nkv);
 }
 
 /* Disaggregated routes after roles changed: ingress to the groups that take
@@ -422,7 +421,7 @@ static void adopt_new(hx_plan *p, hx_plan *tmp, const hx_cluster *cl, int *const
  * decode); HAVE[k] what the plan's replicas carry in role k, NEED[k] what
  * it must reach. */
 typedef struct roles {
-	int n;
+	int n, cheapest; /* cheapest: the least USD/h first (hx_replan_opts) */
 	double *cap[2];
 	double have[2], need[2];
 } roles;
@@ -457,6 +456,9 @@ static hx_milp *counts_milp(const hx_candset *s, const roles *R, int most)
 		for (int c = 0; c < s->n; c++) {
 			char name[64];
 			double fewest = 1 + 1e-3 * s->c[c].gpus + 1e-6 * s->c[c].usd_per_hour;
+			if (R->cheapest)
+				fewest =
+				    s->c[c].usd_per_hour + 1e-4 * (1 + 1e-3 * s->c[c].gpus);
 			snprintf(name, sizeof(name), "n_%d_%d", k, c);
 			hx_milp_add_var(m, name, HX_MILP_INT, 0, count_bound(s, c),
 					most ? -1e-6 * fewest : fewest);
@@ -792,11 +794,11 @@ void hx_replan_mark_short(hx_plan *p, const hx_workload *w)
  * disaggregated plan, whichever its weaker role needs); with STRICT only
  * when they make up the whole shortfall. */
 static int make_up(hx_plan *p, const hx_cluster *cl, const hx_problem *pb, const hx_workload *w,
-		   const hx_plan_opts *o, int disagg, int strict, hx_moves *mv, int *cut,
-		   hx_err *err)
+		   const hx_plan_opts *o, int disagg, const hx_replan_opts *ro, hx_moves *mv,
+		   int *cut, hx_err *err)
 {
 	double need = w->rate_rps / HX_REPLAN_UTIL, agg = 0, cap = total_capacity(p), lost;
-	roles R = {1, {NULL, NULL}, {total_capacity(p), 0}, {need, 0}};
+	roles R = {1, ro->cheapest, {NULL, NULL}, {total_capacity(p), 0}, {need, 0}};
 	int rc;
 
 	if (disagg && (rc = link_capacity(p, cl, pb, &cap, err)))
@@ -828,7 +830,7 @@ static int make_up(hx_plan *p, const hx_cluster *cl, const hx_problem *pb, const
 		R.have[0] -= lost;
 		R.have[1] -= lost;
 	}
-	return place_new(p, cl, pb, w, o, &R, !strict, mv, cut, err);
+	return place_new(p, cl, pb, w, o, &R, !ro->strict, mv, cut, err);
 }
 
 /* Ingress of a plan routed by class after new groups (from index FIRST
@@ -862,7 +864,7 @@ static void route_classes(hx_plan *p, const hx_plan *old, int first)
 			    p->groups[g].capacity_rps * p->groups[g].nreplicas / (kept + add);
 		}
 	}
-	normalize_per_key(p->ingress, p->ningress);
+	hx_replan_normalize_per_key(p->ingress, p->ningress);
 }
 
 /* Route P after new groups (from index FIRST on) started.  Aggregated:
@@ -990,7 +992,7 @@ static int replan_one(const hx_plan *old, const hx_cluster *cl0, const hx_worklo
 	if (w) {
 		if ((rc = hx_plan_finish(&pb, p, 0, err)) ||
 		    (!ro->no_start &&
-		     (rc = make_up(p, &cl, &pb, w, o, disagg, ro->strict, mv, &cut, err))))
+		     (rc = make_up(p, &cl, &pb, w, o, disagg, ro, mv, &cut, err))))
 			goto out;
 		mv->rate_rps = w->rate_rps;
 	}

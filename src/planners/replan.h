@@ -58,7 +58,15 @@ typedef struct hx_replan_opts {
 	 * the plan already holds must carry the rate, as check
 	 * --tolerate-failures asks); pipeline plans are refused. */
 	int no_start;
+	/* New replicas: the least USD/h of them first (then the fewest),
+	 * rather than the fewest (each loads the weights once) with cost a
+	 * tie-break; what plan --tolerate-failures asks of its insurance. */
+	int cheapest;
 } hx_replan_opts;
+
+/* Make the weights of LIST (N routes) sum to exactly 1 per FROM key (each
+ * length class, or "" for all traffic), as hx_routes_normalize does. */
+void hx_replan_normalize_per_key(hx_route *list, int n);
 
 /* Adapt OLD to cluster CL (as loaded: offers not yet expanded) and workload
  * W (NULL: keep and re-route only, with the capacities OLD records).  PB

@@ -643,11 +643,14 @@ static double fit_objective(const hx_gpu *g, void *vctx)
 			sse += (isfinite(a) ? a * a : 25) + (isfinite(b) ? b * b : 25);
 		}
 	}
-	for (int k = 0; k < c->nkeys; k++) {
+	if (c->prior_weight > 0) {
+		/* hx_gpu_field wants a writable GPU: one copy of each for all keys */
 		hx_gpu a = *g, b = *c->prior;
-		double d = log(fmax(*hx_gpu_field(&a, c->keys[k]), 1e-3) /
-			       fmax(*hx_gpu_field(&b, c->keys[k]), 1e-3));
-		sse += c->prior_weight * d * d;
+		for (int k = 0; k < c->nkeys; k++) {
+			double d = log(fmax(*hx_gpu_field(&a, c->keys[k]), 1e-3) /
+				       fmax(*hx_gpu_field(&b, c->keys[k]), 1e-3));
+			sse += c->prior_weight * d * d;
+		}
 	}
 	return sse;
 }

@@ -471,6 +471,7 @@ cp "$TMP/out" "$TMP/two.k8s.yaml"
 valid "$TMP/two.k8s.yaml" "two models --to k8s"
 run export -p "$TMP/two.json" --to kserve
 expect_rc 1 "two models --to kserve"
+expect_err_line '^hexplan: error: the ingress splits requests over models, and KServe routes a request to the model it names: the LiteLLM router that splits them sends each unit.s share to its path on KServe.s Gateway, whose in-cluster address depends on its implementation \(--gateway-url URL gives it\); without it, the weights hold among the units of each model \(--lossy writes the closest form\)$' "two models --to kserve: message"
 run export -p "$TMP/two.json" --to kserve --lossy
 expect_rc 0 "two models --to kserve --lossy"
 cp "$TMP/out" "$TMP/two.kserve.yaml"
@@ -541,10 +542,85 @@ for host, w in plan.items():
     [d] = [d for d in cfg["model_list"] if d["model_name"] == "hexplan" and backend(d)[0] == host]
     assert abs(d["litellm_params"]["weight"] - w / total) < 1e-5, d
 units = [d for d in yaml.safe_load_all(open(f"{sys.argv[1]}/two.kserve.yaml")) if d]
+assert all(u["kind"] == "LLMInferenceService" for u in units), "no router with --lossy"
 groups = {u["spec"]["model"]["name"]: u["spec"]["router"].get("route") for u in units}
 assert groups["org/other-70b"] == {}, groups
 PY
 fi
+
+# KServe with --gateway-url: the LiteLLM router sends each unit's share to
+# the unit's own path on KServe's Gateway, /NAMESPACE/NAME/v1 (KServe's
+# managed HTTPRoute sends /NAMESPACE/NAME/v1/chat/completions to the
+# service's pool), the namespace expanded by Kubernetes from the pod's.
+run export -p "$TMP/two.json" --to kserve --gateway-url https://kserve-gw.example
+expect_rc 0 "two models --to kserve --gateway-url"
+[ -s "$TMP/err" ] && fail "two models --to kserve --gateway-url: nothing lost, nothing said" || ok
+cp "$TMP/out" "$TMP/two.kserve-router.yaml"
+valid "$TMP/two.kserve-router.yaml" "two models --to kserve --gateway-url"
+if [ "$have_yaml" = 1 ]; then
+	python3 - "$TMP/two.kserve-router.yaml" "$TMP/two.json" <<'PY' && ok || fail "two models --to kserve --gateway-url: the plan's split, by the model named"
+import json, re, sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+plan = json.load(open(sys.argv[2]))
+kinds = {}
+for d in docs:
+    kinds.setdefault(d["kind"], {})[d["metadata"]["name"]] = d
+assert set(kinds) == {"LLMInferenceService", "ConfigMap", "Deployment", "Service"}, set(kinds)
+svcs = kinds["LLMInferenceService"]
+dep = kinds["Deployment"]["hexplan-litellm"]
+pod = dep["spec"]["template"]
+svc = kinds["Service"]["hexplan-litellm"]
+assert all(pod["metadata"]["labels"][k] == v for k, v in svc["spec"]["selector"].items())
+[c] = pod["spec"]["containers"]
+assert c["image"] == "ghcr.io/berriai/litellm:main-v1.80.12", c["image"]
+# the container's environment as Kubernetes makes it: $(VAR) of a variable
+# defined before is expanded; the namespace from the downward API
+ns = "team-a"
+env = {}
+for e in c["env"]:
+    if "valueFrom" in e:
+        assert e["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}, e
+        env[e["name"]] = ns
+    else:
+        env[e["name"]] = re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], e["value"])
+cfg = yaml.safe_load(kinds["ConfigMap"]["hexplan-litellm"]["data"]["config.yaml"])
+assert cfg["router_settings"] == {"routing_strategy": "simple-shuffle"}, cfg
+# KServe's managed route: /NS/NAME/v1/chat/completions to NAME's pool
+def kserve(url):
+    m = re.match(r"^https://kserve-gw\.example/([^/]+)/([^/]+)/v1/chat/completions$", url)
+    assert m and m.group(1) == ns and m.group(2) in svcs, url
+    return svcs[m.group(2)]
+def litellm(model):
+    cands = [d for d in cfg["model_list"] if d["model_name"] == model]
+    assert cands, model
+    total = sum(d["litellm_params"]["weight"] for d in cands)
+    out = {}
+    for d in cands:
+        lp = d["litellm_params"]
+        assert lp["api_base"].startswith("os.environ/"), lp
+        base = env[lp["api_base"][len("os.environ/"):]]
+        sent = lp["model"][len("hosted_vllm/"):]
+        unit = kserve(base + "/chat/completions")
+        # what KServe's preset serves: --served-model-name spec.model.name
+        assert unit["spec"]["model"]["name"] == sent, (unit["metadata"]["name"], sent)
+        name = unit["metadata"]["name"]
+        out[name] = out.get(name, 0) + lp["weight"] / total
+    return out
+shares = {}
+for i in plan["routing"]["ingress"]:
+    shares["hexplan-" + i["group"]] = shares.get("hexplan-" + i["group"], 0) + i["weight"]
+total = sum(shares.values())
+got = litellm("hexplan")
+assert set(got) == set(shares), (got, shares)
+for name, w in shares.items():
+    assert abs(got[name] - w / total) < 1e-5, (name, got, shares)
+for model in {u["spec"]["model"]["name"] for u in svcs.values()}:
+    for name in litellm(model):
+        assert svcs[name]["spec"]["model"]["name"] == model, (model, name)
+PY
+fi
+run export -p "$TMP/two.json" --to kserve --gateway-url 'http://gw/$(X)'
+expect_rc 2 "--gateway-url with \$ --to kserve"
 
 # A group whose objects would take the router's name is an error.
 python3 - "$TMP/two.json" "$TMP/two-clash.json" <<'PY'

@@ -23,7 +23,8 @@ command -v yamllint >/dev/null 2>&1 && have_lint=1
 [ "$have_validate" = 1 ] || echo "SKIP: $VALIDATE or python3-jsonschema is missing: no schema checks"
 [ "$have_lint" = 1 ] || echo "SKIP: yamllint is missing: no lint"
 
-# valid FILE DESC: lints (the stream and every EPP configuration), passes
+# valid FILE DESC: lints (the stream, every EPP configuration and the
+# LiteLLM router's), passes
 # the schemas, unique DNS-1123 names.
 valid() {
 	if [ "$have_lint" = 1 ]; then
@@ -52,8 +53,11 @@ for d in docs:
     assert (d["kind"], name) not in seen, ("twice", d["kind"], name)
     seen.add((d["kind"], name))
     if d["kind"] == "ConfigMap":
+        # an EPP's configuration, or the LiteLLM router's
+        [(key, text)] = d["data"].items()
+        assert key == ("config.yaml" if name == "hexplan-litellm" else "epp-config.yaml"), key
         with open(f"{sys.argv[2]}/{name}.yaml", "w") as f:
-            f.write(d["data"]["epp-config.yaml"])
+            f.write(text)
 PY
 	if [ "$have_lint" = 1 ]; then
 		for c in "$TMP"/epp/*.yaml; do
@@ -295,13 +299,17 @@ expect_err_line '^hexplan: lossy: groups p0, p1, d9 exchange KV caches' "two pre
 cp "$TMP/out" "$TMP/shared.yaml"
 valid "$TMP/shared.yaml" "two prefill groups --lossy"
 
-# Requests split over models: refused (the k8s export's message), or one
-# rule per model on the model header, each to that model's pools.
+# Requests split over models: the LiteLLM router in front of the pools
+# needs the Gateway's in-cluster address (--gateway-url): refused without
+# it, or with --lossy one rule per model on the model header, each to that
+# model's pools (and no router).
 run export -p "$TMP/two.json" --to llm-d
 expect_rc 1 "two models"
-expect_err_line '^hexplan: error: the ingress splits requests over models, and a request names its model: one HTTPRoute rule per model, matching the X-Gateway-Model-Name header .* \(--lossy writes the closest form\)$' "two models: the message"
+expect_err_line '^hexplan: error: the ingress splits requests over models, and a request names its model: the LiteLLM router that splits them sends each model.s requests back through the Gateway to its InferencePools, and the Gateway.s in-cluster address depends on its implementation \(--gateway-url URL gives it\); without it, one HTTPRoute rule per model, matching the X-Gateway-Model-Name header .* \(--lossy writes the closest form\)$' "two models: the message"
+[ -s "$TMP/out" ] && fail "two models: a refusal writes nothing" || ok
 run export -p "$TMP/two.json" --to llm-d --lossy
 expect_rc 0 "two models --lossy"
+expect_err_line '^hexplan: lossy: the ingress splits requests over models, .*--gateway-url URL gives it' "two models --lossy: the note"
 cp "$TMP/out" "$TMP/two.yaml"
 valid "$TMP/two.yaml" "two models --lossy"
 check "$TMP/two.yaml" "$TMP/two.json" "two models: each model's requests go to its pools" '
@@ -318,7 +326,118 @@ for rule in rules:
     assert h["name"] == "X-Gateway-Model-Name" and h["type"] == "Exact"
     assert {served[pools[b["name"]]["spec"]["selector"]["matchLabels"]["hexplan.dev/pool"]] for b in rule["backendRefs"]} == {h["value"]}
 assert [b["name"] for b in rules[1]["backendRefs"]] == ["hexplan-g2"]
+assert not [d for d in docs if d["metadata"]["name"] == "hexplan-litellm"]
 '
+
+# With --gateway-url: the LiteLLM router (ConfigMap, Deployment, Service)
+# takes every request the model rules do not match, and sends each model's
+# share back to the Gateway with that model's header; a request reaches
+# the pools by the plan's weights, and one naming a model only its pools.
+run export -p "$TMP/two.json" --to llm-d --gateway-url http://gw.example:8080/
+expect_rc 0 "two models --gateway-url"
+[ -s "$TMP/err" ] && fail "two models --gateway-url: nothing lost, nothing said" || ok
+cp "$TMP/out" "$TMP/two-router.yaml"
+valid "$TMP/two-router.yaml" "two models --gateway-url"
+check "$TMP/two-router.yaml" "$TMP/two.json" "two models --gateway-url: the plan's split, by the model named" '
+[r] = kinds("HTTPRoute")
+rules = r["spec"]["rules"]
+pools = {p["metadata"]["name"]: p for p in kinds("InferencePool")}
+served = {}
+for d in workloads():
+    [t] = serving(d)
+    served[t["metadata"]["labels"]["hexplan.dev/pool"]] = t["spec"]["containers"][0]["command"][2]
+cfg = yaml.safe_load(named("ConfigMap", "hexplan-litellm")["data"]["config.yaml"])
+assert cfg["router_settings"] == {"routing_strategy": "simple-shuffle"}, cfg
+dep = named("Deployment", "hexplan-litellm")
+svc = named("Service", "hexplan-litellm")
+pod = dep["spec"]["template"]
+assert all(pod["metadata"]["labels"][k] == v for k, v in svc["spec"]["selector"].items())
+[c] = pod["spec"]["containers"]
+assert c["image"] == "ghcr.io/berriai/litellm:main-v1.80.12", c["image"]
+assert c["args"] == ["--config", "/etc/litellm/config.yaml", "--port", "4000"], c["args"]
+assert svc["spec"]["ports"][0]["port"] == 4000
+# the Gateway: of the rules whose matches hold, the one with the most
+# header matches wins (all match the path prefix "/")
+def gateway(headers):
+    best = None
+    for rule in rules:
+        for m in rule["matches"]:
+            assert m["path"] == {"type": "PathPrefix", "value": "/"}, m
+            hs = m.get("headers", [])
+            if all(headers.get(h["name"]) == h["value"] for h in hs):
+                if best is None or len(hs) > best[0]:
+                    best = (len(hs), rule)
+    assert best, headers
+    return best[1]["backendRefs"]
+def pool_split(refs):
+    total = sum(b["weight"] for b in refs)
+    return {b["name"]: b["weight"] / total for b in refs}
+# LiteLLM: simple-shuffle draws among the deployments of the requested
+# model_name by weight and sends the model (less hosted_vllm/) to api_base
+# with extra_headers
+def litellm(model):
+    cands = [d for d in cfg["model_list"] if d["model_name"] == model]
+    assert cands, model
+    total = sum(d["litellm_params"]["weight"] for d in cands)
+    out = {}
+    for d in cands:
+        lp = d["litellm_params"]
+        assert lp["api_base"] == "http://gw.example:8080/v1", lp
+        sent = lp["model"][len("hosted_vllm/"):]
+        assert lp["model"].startswith("hosted_vllm/")
+        assert lp["extra_headers"] == {"X-Gateway-Model-Name": sent}, lp
+        refs = gateway(lp["extra_headers"])
+        # never back to the router: that would loop
+        assert all(b.get("kind") == "InferencePool" for b in refs), refs
+        for name, f in pool_split(refs).items():
+            key = pools[name]["spec"]["selector"]["matchLabels"]["hexplan.dev/pool"]
+            assert served[key] == sent, (name, sent)
+            out[name] = out.get(name, 0) + lp["weight"] / total * f
+    return out
+# a client request without the header reaches the router
+assert gateway({}) == [{"name": "hexplan-litellm", "port": 4000}], gateway({})
+shares = {}
+for i in plan["routing"]["ingress"]:
+    shares["hexplan-" + i["group"]] = shares.get("hexplan-" + i["group"], 0) + i["weight"]
+total = sum(shares.values())
+got = litellm("hexplan")
+assert set(got) == set(shares), (got, shares)
+for name, w in shares.items():
+    assert abs(got[name] - w / total) < 1e-5, (name, got, shares)
+for model in set(served.values()):
+    for name in litellm(model):
+        key = pools[name]["spec"]["selector"]["matchLabels"]["hexplan.dev/pool"]
+        assert served[key] == model, (model, name)
+'
+[ "$(grep -c '"ghcr.io/berriai/litellm:main-v1.80.12"' "$TMP/two-router.yaml")" = 1 ] && ok ||
+	fail "two models --gateway-url: one LiteLLM container"
+
+# --gateway-url: a URL of the Gateway itself, for kserve and llm-d; a group
+# named like the router is an error.
+for u in gw.example http:// 'http://gw/v1' 'http://gw/$(X)' 'https://gw x'; do
+	run export -p "$TMP/two.json" --to llm-d --gateway-url "$u"
+	expect_rc 2 "--gateway-url $u"
+	head -1 "$TMP/err" | grep -qxF "hexplan: error: --gateway-url must be an http:// or https:// URL, not \"$u\"" && ok ||
+		fail "--gateway-url $u: message"
+done
+run export -p "$TMP/two.json" --to k8s --gateway-url http://gw
+expect_rc 2 "--gateway-url --to k8s"
+[ "$(head -1 "$TMP/err")" = "hexplan: error: --gateway-url is for --to kserve or llm-d" ] && ok ||
+	fail "--gateway-url --to k8s: message"
+python3 - "$TMP/two.json" "$TMP/two-clash.json" <<'PY'
+import json, sys
+q = json.load(open(sys.argv[1]))
+old = q["groups"][1]["name"]
+q["groups"][1]["name"] = "LiteLLM"
+for r in q["routing"]["ingress"]:
+    if r["group"] == old:
+        r["group"] = "LiteLLM"
+json.dump(q, open(sys.argv[2], "w"))
+PY
+run export -p "$TMP/two-clash.json" --to llm-d --gateway-url http://gw
+expect_rc 1 "a group named like the router"
+expect_err_line '^hexplan: error: group litellm: its objects would be named hexplan-litellm, the name of the LiteLLM router that splits the plan.s requests over its models$' \
+	"a group named like the router: message"
 
 # int4 weights without a pre-quantized checkpoint: the message every
 # target gives; with --checkpoint the pods serve that repository.

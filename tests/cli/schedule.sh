@@ -90,6 +90,52 @@ run schedule -c $C -w $W
 expect_rc 0 "schedule to standard output"
 cmp -s "$TMP/out" "$TMP/day.json" && ok || fail "schedule is not deterministic"
 
+# --plot: the day's picture, written with the schedule; its step lines
+# hold each period's rate, capacity and price over the period.
+run schedule -c $C -w $W -o "$TMP/day2.json" --plot "$TMP/day.svg"
+expect_rc 0 "schedule --plot"
+cmp -s "$TMP/day2.json" "$TMP/day.json" && ok || fail "--plot changes the schedule"
+python3 - "$TMP/day.json" "$TMP/day.svg" <<'PY' && ok || fail "the plot draws the schedule"
+import json, re, sys
+import xml.etree.ElementTree as ET
+d = json.load(open(sys.argv[1]))
+root = ET.parse(sys.argv[2]).getroot()
+ns = "{http://www.w3.org/2000/svg}"
+assert root.tag == ns + "svg", root.tag
+paths = {p.get("class"): p.get("d") for p in root.iter(ns + "path")}
+assert set(paths) == {"load", "capacity", "cost"}, paths.keys()
+ps = d["periods"]
+def levels(dd):
+    # "Mx y Hx L x y Hx ...": one (y, x0, x1) per period
+    segs = re.findall(r"[ML]\s*([0-9.]+) ([0-9.]+) H([0-9.]+)", dd)
+    return [(float(y), float(a), float(b)) for a, y, b in segs]
+for name in paths:
+    lv = levels(paths[name])
+    assert len(lv) == len(ps), (name, len(lv))
+    for k in range(1, len(lv)):
+        assert abs(lv[k][1] - lv[k - 1][2]) < 0.05, (name, k)  # periods abut
+# the higher the value, the higher on the page (smaller y)
+for name, key in (("load", "rate_rps"), ("cost", "usd_per_hour")):
+    lv = levels(paths[name])
+    for i in range(len(ps)):
+        for j in range(len(ps)):
+            if ps[i][key] > ps[j][key] + 1e-9:
+                assert lv[i][0] < lv[j][0], (name, i, j)
+cap = levels(paths["capacity"])
+rate = levels(paths["load"])
+for k, p in enumerate(ps):
+    if p["rate_rps"] > 0:
+        assert cap[k][0] <= rate[k][0] + 0.05, (k, cap[k], rate[k])  # capacity over load
+title = root.find(ns + "text").text
+assert ("%.3f of the peak plan" % d["totals"]["cost_ratio"]) in title, title
+PY
+run schedule -c $C -w $W -o "$TMP/same.out" --plot "$TMP/same.out"
+expect_rc 2 "-o and --plot naming one file"
+[ ! -e "$TMP/same.out" ] && ok || fail "-o and --plot naming one file wrote it"
+run schedule -c $C -w examples/workloads/chat.json --plot "$TMP/none.svg"
+expect_rc 1 "schedule --plot of a workload without stages"
+[ ! -e "$TMP/none.svg" ] && ok || fail "a failed schedule left a plot"
+
 # The table.
 run schedule -c $C -w $W --format table
 expect_rc 0 "schedule --format table"

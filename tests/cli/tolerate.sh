@@ -136,4 +136,115 @@ expect_rc 1 "pipeline plan"
 grep -q "^hexplan: error: a pipeline plan's lost layers are placed again: it cannot be re-routed without starting replicas\$" "$TMP/err" &&
 	ok || fail "pipeline plan: message"
 
+# --- plan --tolerate-failures K: the planner side --------------------------
+# The plain cost plan serves 20 req/s on one H100 GPU and fails N+1 with its
+# node named; the insured plan of the same inputs passes check's own
+# evaluation, and costs more.
+hx plan -c $C -w $W --mode colocated --objective cost -o "$TMP/plain.json" 2>/dev/null || fail "plain cost plan"
+run check -p "$TMP/plain.json" -c $C -w $W --tolerate-failures 1
+expect_rc 1 "the plain plan fails N+1"
+grep -q '^hexplan: check: after losing node "h100-0": 0.000 req/s at the SLO, short of the 22.222 req/s ' "$TMP/err" &&
+	ok || fail "the plain plan: the lost node named"
+run plan -c $C -w $W --mode colocated --objective cost --tolerate-failures 1 -o "$TMP/n1.json"
+expect_rc 0 "an N+1 plan"
+grep -Eq '^hexplan: plan: tolerate-failures 1: [0-9]+ sets checked, 0 fail after [1-9][0-9]* rounds?; insurance \+[0-9.]+ \$/hour, \+[0-9]+ GPUs? \(plain plan \$2\.99/hour on 1 GPU, insured \$[0-9.]+/hour on [0-9]+\)$' "$TMP/err" &&
+	ok || fail "the insurance said: $(cat "$TMP/err")"
+run check -p "$TMP/n1.json" -c $C -w $W --tolerate-failures 1
+expect_rc 0 "the N+1 plan passes check --tolerate-failures 1"
+grep -Eq '^hexplan: check: tolerate-failures 1: [0-9]+ sets checked, 0 fail$' "$TMP/err" && ok || fail "N+1 holds"
+# The record: the plain plan's figures are the plain plan's, the insured
+# ones the plan's own, and the insurance only adds (every plain replica is
+# there, on the same GPUs).
+python3 - "$TMP/plain.json" "$TMP/n1.json" <<'PY' && ok || fail "the tolerate record"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+def gpus(p):
+    return sorted((s["gpu"],) + tuple(x.split(":")) for g in p["groups"] for r in g["replicas"]
+                  for s, pl in zip(g["stages"], r["placement"]) for x in pl)
+t = b["tolerate"]
+assert t["k"] == 1 and "seed" not in t and t["rounds"] >= 1 and t["sets_checked"] >= 2, t
+assert t["plain"] == {"usd_per_hour": a["predicted"]["usd_per_hour"], "gpus": len(gpus(a))}, t
+assert t["insured"] == {"usd_per_hour": b["predicted"]["usd_per_hour"], "gpus": len(gpus(b))}, t
+assert t["insurance"]["gpus"] == t["insured"]["gpus"] - t["plain"]["gpus"] > 0, t
+assert abs(t["insurance"]["usd_per_hour"] - (t["insured"]["usd_per_hour"] - t["plain"]["usd_per_hour"])) < 1e-6, t
+assert t["insurance"]["usd_per_hour"] > 0, t
+assert set(gpus(a)) <= set(gpus(b)), "the plain plan's GPUs are kept"
+assert len({x[1] for x in gpus(b)}) >= 2, "an N+1 plan spans nodes"
+assert b["solver"]["status"] == "heuristic" and b["simulated"]["method"] == "plan", b["solver"]
+PY
+hx plan -c $C -w $W --mode colocated --objective cost --tolerate-failures 1 -o "$TMP/n1b.json" 2>/dev/null
+cmp -s "$TMP/n1.json" "$TMP/n1b.json" && ok || fail "the same inputs, another plan"
+run plan -p "$TMP/n1.json" --format table
+grep -Eq '^tolerate-failures 1: [0-9]+ sets checked; insurance \+[0-9.]+ \$/hour, \+[0-9]+ GPUs? \(plain plan \$2\.99/hour on 1 GPU\)$' "$TMP/out" &&
+	ok || fail "the table's tolerate line"
+
+# check verifies the record against the plan.
+python3 - "$TMP/n1.json" "$TMP/lie.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["tolerate"]["insurance"]["usd_per_hour"] += 1
+json.dump(p, open(sys.argv[2], "w"))
+PY
+run check -p "$TMP/lie.json" -c $C
+expect_rc 1 "a tolerate record that does not add up"
+grep -q '/tolerate/insurance/usd_per_hour: .*, but the insured plan costs .* USD/h and the plain plan 2.99: ' "$TMP/err" &&
+	ok || fail "the insurance's price checked: $(cat "$TMP/err")"
+python3 - "$TMP/n1.json" "$TMP/lie2.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["tolerate"]["seed"] = 3
+json.dump(p, open(sys.argv[2], "w"))
+PY
+run plan -p "$TMP/lie2.json"
+expect_rc 1 "a seed with K = 1"
+grep -q '/tolerate/seed: K = 1 removes every node in turn: it draws nothing' "$TMP/err" && ok || fail "seed with K = 1: message"
+
+# K = 2 draws its sets with the seed; the plan says which.
+run plan -c $C -w $W --mode colocated --objective cost --tolerate-failures 2 --seed 4 -o "$TMP/n2.json"
+expect_rc 0 "an N+2 plan"
+run check -p "$TMP/n2.json" -c $C -w $W --tolerate-failures 2 --seed 4
+expect_rc 0 "the N+2 plan passes check --tolerate-failures 2 with its seed"
+python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["tolerate"]; assert t["k"] == 2 and t["seed"] == 4, t' \
+	"$TMP/n2.json" && ok || fail "K = 2: the seed recorded"
+
+# A composed plan: nodes are rented whole, so the insurance takes the
+# spare GPUs of what is rented and the cheapest node type, not the fewest
+# replicas (one H100 would rent an 8-GPU node at $23.92/hour).
+run plan -c examples/clusters/rent-six.json -w $W --mode compose --tolerate-failures 1 -o "$TMP/c1.json"
+expect_rc 0 "an N+1 composed plan"
+run check -p "$TMP/c1.json" -c examples/clusters/rent-six.json -w $W --tolerate-failures 1
+expect_rc 0 "the composed N+1 plan passes check"
+python3 - "$TMP/comp.json" "$TMP/c1.json" <<'PY' && ok || fail "the composed insurance: its rent"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+t = b["tolerate"]
+assert t["plain"]["usd_per_hour"] == a["predicted"]["usd_per_hour"], (t, a["predicted"])
+assert b["predicted"]["usd_per_hour"] == round(sum(r["usd_per_hour"] for r in b["rent"]), 6)
+assert 0 < t["insurance"]["usd_per_hour"] < 23.92, t
+PY
+
+# Where no insurance fits: a capacity plan near what the cluster carries
+# uses every GPU; exit 3 names the set, and no plan is written.
+run plan -c $C -w "$TMP/w600.json" --mode colocated --tolerate-failures 1 -o "$TMP/none.json"
+expect_rc 3 "no N+1 plan on these inputs"
+expect_err_line '^hexplan: error: no plan found that tolerates the loss of any 1 node: after losing node "h100-0" the replicas carry [0-9.]+ req/s at the SLO, short of the 666\.667 req/s the rate of 600 req/s needs at 90% utilization, and the GPUs the plan leaves free add no replica$' "the set named"
+[ ! -e "$TMP/none.json" ] && ok || fail "a plan written after exit 3"
+
+# Misuse: exit 2, the first line of stderr saying why (the usage follows).
+grep_err() { head -n 1 "$TMP/err" | grep -Eq -- "$1" && ok || fail "$2: $(head -n 1 "$TMP/err")"; }
+run plan -c $C -w $W --tolerate-failures 1
+expect_rc 2 "baseline"
+grep_err '^hexplan: error: --tolerate-failures is for --mode colocated or compose$' "other modes refused"
+run plan -c examples/clusters/rent-six.json -w $W --mode compose --budget 10 --tolerate-failures 1
+expect_rc 2 "with --budget"
+grep_err '^hexplan: error: --tolerate-failures adds replicas beyond what --budget allows: give one of them$' "--budget refused"
+run plan -c $C -w $W --mode colocated --tolerate-failures 10
+expect_rc 2 "K as many as the nodes"
+grep_err '^hexplan: error: --tolerate-failures must be less than the cluster.s 10 nodes, not 10$' "K too large"
+for k in 0 x; do
+	run plan -c $C -w $W --mode colocated --tolerate-failures "$k"
+	expect_rc 2 "plan --tolerate-failures '$k'"
+	grep_err "^hexplan: error: --tolerate-failures must be an integer from 1 to 4095, not \"$k\"\$" "bad K"
+done
+
 finish

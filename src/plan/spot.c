@@ -185,6 +185,11 @@ void hx_spot_assess(const hx_plan *p, double need_rps, hx_plan_spot *out)
 	double left[2];
 	int k = 0;
 
+	/* the plan as composed carries its rate (its program and the
+	 * simulator's judge say so), however its groups' capacities at the
+	 * workload's mix add up: the need is at most all of them */
+	hx_spot_at(p, 0, out, left);
+	need_rps = fmin(need_rps, left[0]);
 	/* the capacity left only falls as nodes are lost: the first k at
 	 * which losing one more leaves too little */
 	for (hx_spot_at(p, k, out, left); left[1] >= need_rps * (1 - 1e-9);

@@ -26,7 +26,8 @@ double hx_spot_window_s(const hx_model *m, double load_gbps);
  * (lost within the last window): 1 - exp(-rate * window). */
 double hx_spot_down(const hx_plan_rent *r);
 
-/* Assess P's spot nodes against NEED_RPS (the capacity the rate needs):
+/* Assess P's spot nodes against NEED_RPS (the capacity the rate needs, at
+ * most all of P's: the plan as made carries its rate):
  * OUT->nodes, survives_nodes, slo_probability and expected_usd_per_hour
  * (OUT->target untouched; OUT->on set when P uses spot nodes).  The most
  * nodes the plan survives losing is counted by losing the spot nodes that

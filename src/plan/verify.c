@@ -829,11 +829,11 @@ static void check_spot(const hx_plan *p, vlist *l)
 		add(l, HX_V_SPOT, "/spot/expected_usd_per_hour",
 		    "the rent with spot nodes paid while up is %.6f USD/h, not %.6f",
 		    s.expected_usd_per_hour, p->spot.expected_usd_per_hour);
-	if (left[0] < p->spot.need_rps * (1 - 1e-6))
+	if (left[0] < p->spot.need_rps * (1 - 1e-5))
 		add(l, HX_V_SPOT, "/spot/survives_nodes",
 		    "losing %d spot nodes leaves %.3f req/s, less than the %.3f needed",
 		    p->spot.survives_nodes, left[0], p->spot.need_rps);
-	else if (left[1] >= p->spot.need_rps * (1 + 1e-6))
+	else if (left[1] >= p->spot.need_rps * (1 + 1e-5))
 		add(l, HX_V_SPOT, "/spot/survives_nodes",
 		    "losing %d spot nodes still leaves %.3f req/s of the %.3f needed",
 		    p->spot.survives_nodes + 1, left[1], p->spot.need_rps);

@@ -8,6 +8,7 @@
 
 #include "model/catalog.h"
 #include "plan/plan.h"
+#include "plan/spot.h"
 #include "planners/baseline.h"
 #include "planners/cascade.h"
 #include "planners/colocated.h"
@@ -317,6 +318,87 @@ START_TEST(test_gpu_v1_defaults)
 }
 END_TEST
 
+/* Spot arithmetic against brute force on a plan with spot nodes of two
+ * rates: the probability that at most K of them are down at once, summed
+ * over every subset of nodes, and the capacity left after losing the K that
+ * host the most, recounted replica by replica. */
+START_TEST(test_spot_brute)
+{
+	hx_plan p;
+	hx_err err = {0};
+	char names[16][64];
+	double q[16], cap[16] = {0}, total = 0;
+	int n = 0, order[16];
+
+	ck_assert_msg(
+	    hx_plan_load(&p, hx_check_src("tests/data/spot/plan-two-rates.json"), &err) == 0,
+	    "%s", err.msg);
+	for (int g = 0; g < p.ngroups; g++)
+		for (int r = 0; r < p.groups[g].nreplicas; r++) {
+			const hx_plan_replica *rp = &p.groups[g].replicas[r];
+			const char *nm = rp->gpus[0][0].node;
+			int o = hx_offer_node(nm, NULL), i;
+			total += p.groups[g].capacity_rps;
+			for (i = 0; i < n && strcmp(names[i], nm) != 0; i++)
+				;
+			if (i == n) {
+				ck_assert_int_lt(n, 16);
+				hx_strlcpy(names[n], nm, sizeof(names[n]));
+				q[n] = 0;
+				for (int e = 0; e < p.nrent; e++)
+					if (p.rent[e].offer == o)
+						q[n] = hx_spot_down(&p.rent[e]);
+				n++;
+			}
+			cap[i] += p.groups[g].capacity_rps;
+		}
+	/* two rates, so the down chances differ: not a plain binomial */
+	ck_assert_int_ge(n, 3);
+	for (int i = 0; i < n; i++)
+		order[i] = i;
+	for (int i = 0; i < n; i++) /* most capacity first, then by name */
+		for (int j = i + 1; j < n; j++)
+			if (cap[order[j]] > cap[order[i]] ||
+			    (cap[order[j]] == cap[order[i]] &&
+			     strcmp(names[order[j]], names[order[i]]) < 0)) {
+				int t = order[i];
+				order[i] = order[j];
+				order[j] = t;
+			}
+	for (int k = 0; k <= n; k++) {
+		hx_plan_spot s = {0};
+		double left[2], want = 0, lost = 0;
+		for (unsigned m = 0; m < 1u << n; m++) {
+			double pr = 1;
+			if (__builtin_popcount(m) > k)
+				continue;
+			for (int i = 0; i < n; i++)
+				pr *= m >> i & 1 ? q[i] : 1 - q[i];
+			want += pr;
+		}
+		for (int i = 0; i < k; i++)
+			lost += cap[order[i]];
+		hx_spot_at(&p, k, &s, left);
+		ck_assert_int_eq(s.nodes, n);
+		ck_assert_msg(fabs(s.slo_probability - want) < 1e-6, "k %d: %g, brute force %g",
+			      k, s.slo_probability, want);
+		ck_assert(fabs(left[0] - (total - lost)) < 1e-9);
+		if (k < n)
+			ck_assert(fabs(left[1] - (total - lost - cap[order[k]])) < 1e-9);
+	}
+	/* assess: the most nodes it survives losing against a need */
+	for (int k = 0; k < n; k++) {
+		hx_plan_spot s = {0};
+		double lost = 0;
+		for (int i = 0; i < k; i++)
+			lost += cap[order[i]];
+		hx_spot_assess(&p, total - lost - 1e-6, &s);
+		ck_assert_int_eq(s.survives_nodes, k);
+	}
+	hx_plan_release(&p);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("plan");
@@ -331,6 +413,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_reader_rejects);
 	tcase_add_test(tc, test_gpu_v1_defaults);
 	tcase_add_test(tc, test_routes_normalize);
+	tcase_add_test(tc, test_spot_brute);
 	suite_add_tcase(s, tc);
 	return s;
 }

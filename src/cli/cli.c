@@ -235,6 +235,16 @@ int hx_cli_plan_whole(const hx_plan *p, const char *path, hx_err *err)
 	return bad >= 0 ? HX_EINPUT : 0;
 }
 
+void hx_cli_spot_note(const char *cmd, const hx_plan *p)
+{
+	char line[320];
+
+	if (!p->spot.on)
+		return;
+	hx_plan_spot_line(p, line, sizeof(line));
+	fprintf(stderr, "hexplan: %s: %s\n", cmd, line);
+}
+
 void hx_cli_spill_note(const char *cmd, const hx_plan *p)
 {
 	const hx_plan_spill *s = &p->spill;

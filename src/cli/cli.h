@@ -197,6 +197,9 @@ int hx_cli_plan_whole(const struct hx_plan *p, const char *path, hx_err *err);
  * costs against the preferred plan, one line on stderr after
  * "hexplan: CMD: ". */
 void hx_cli_spill_note(const char *cmd, const struct hx_plan *p);
+/* One line on standard error for a plan with a spot section: the
+ * probability that the SLO holds and the expected cost. */
+void hx_cli_spot_note(const char *cmd, const struct hx_plan *p);
 
 /* Write a finished text to PATH ("-" or NULL: stdout), atomically. */
 int hx_cli_output(const char *path, const char *text);

@@ -29,6 +29,7 @@ enum {
 	OPT_LP,
 	OPT_LAYER_COSTS,
 	OPT_BUDGET,
+	OPT_SLO_PROBABILITY,
 	OPT_WEIGHTS_MEM_FRAC,
 	OPT_PLACEMENT,
 	OPT_TOLERATE
@@ -82,6 +83,7 @@ enum {
 				 * --objective throughput: it cuts a model into layer ranges */
 	TAKES_BUDGET = 32,      /* --budget */
 	TAKES_TOLERATE = 64,    /* --tolerate-failures: insurance replicas join its plans */
+	TAKES_SPOT = 128,       /* --slo-probability: it rents spot offers */
 };
 
 /* The modes this hexplan plans, in the order --help and errors name them: the
@@ -93,7 +95,7 @@ enum {
 	NEXT("disagg", hx_plan_disagg, TAKES_TIME)                                             \
 	NEXT("pipeline", hx_plan_pipeline, TAKES_TIME | TAKES_MILP | TAKES_LAYER_COSTS)        \
 	NEXT("compose", hx_plan_compose,                                                       \
-	     TAKES_TIME | TAKES_MILP | TAKES_BUDGET | TAKES_TOLERATE)                          \
+	     TAKES_TIME | TAKES_MILP | TAKES_BUDGET | TAKES_TOLERATE | TAKES_SPOT)             \
 	NEXT("cascade", hx_plan_cascade, TAKES_TIME | TAKES_MILP | TAKES_QUALITY)              \
 	NEXT("route", hx_plan_route, TAKES_TIME | TAKES_MILP | TAKES_QUALITY)                  \
 	NEXT("bo", NULL, TAKES_TIME | TAKES_QUALITY | TAKES_BO | TAKES_BUDGET)                 \
@@ -114,8 +116,8 @@ const char *const hx_plan_usage[] = {
 	MODE_FIRST_NAME,
 	MODE_NEXT_NAME) "] "
 			"[--objective capacity|cost|latency|throughput] [--budget USD_PER_H] "
-			"[--time-limit S] [--gap G] [--seed N] [--tolerate-failures K] "
-			"[-o plan.json] "
+			"[--slo-probability P] [--time-limit S] [--gap G] [--seed N] "
+			"[--tolerate-failures K] [-o plan.json] "
 			"[--lp FILE] [--layer-costs FILE] [--weights-mem-frac F] "
 			"[--placement FILE] [--prefer "
 			"balanced|cost|latency|quality] [--max-evals N] [--evaluate model|sim] "
@@ -280,6 +282,7 @@ static int parse_args(hx_cli *cli, int argc, char **argv, plan_args *a)
 	    {"lp", required_argument, NULL, OPT_LP},
 	    {"layer-costs", required_argument, NULL, OPT_LAYER_COSTS},
 	    {"budget", required_argument, NULL, OPT_BUDGET},
+	    {"slo-probability", required_argument, NULL, OPT_SLO_PROBABILITY},
 	    {"weights-mem-frac", required_argument, NULL, OPT_WEIGHTS_MEM_FRAC},
 	    {"placement", required_argument, NULL, OPT_PLACEMENT},
 	    {"tolerate-failures", required_argument, NULL, OPT_TOLERATE},
@@ -357,6 +360,11 @@ static int parse_args(hx_cli *cli, int argc, char **argv, plan_args *a)
 					     &po->budget_usd_per_hour)))
 				return rc;
 			bo->budget_usd_per_hour = po->budget_usd_per_hour;
+			break;
+		case OPT_SLO_PROBABILITY:
+			if ((rc = hx_cli_num(CMD, "--slo-probability", optarg, 1e-6, 1,
+					     &po->slo_probability)))
+				return rc;
 			break;
 		case OPT_PREFER:
 			if (strcmp(optarg, "cost") == 0)
@@ -447,6 +455,9 @@ static int check_mode_opts(const plan_args *a, const struct mode *md)
 			       "--weights-mem-frac is for --mode")) ||
 	    (rc = mode_refuses(md, TAKES_LAYER_COSTS, a->placement != NULL,
 			       "--placement is for --mode")))
+		return rc;
+	if ((rc = mode_refuses(md, TAKES_SPOT, po->slo_probability > 0,
+			       "--slo-probability needs --mode")))
 		return rc;
 	if ((rc = mode_refuses(md, TAKES_TOLERATE, a->tolerate > 0,
 			       "--tolerate-failures is for --mode")))
@@ -656,6 +667,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	if ((rc = write_plan(&p, &a, lp_text, &err)))
 		goto out;
 	hx_cli_spill_note(CMD, &p);
+	hx_cli_spot_note(CMD, &p);
 	if (a.table || !a.out) {
 		char *text = a.table ? hx_plan_table(&p) : hx_plan_dump(&p);
 		rc = hx_cli_output("-", text);

@@ -19,6 +19,7 @@
 #include "plan/plan.h"
 #include "planners/colocated.h"
 #include "planners/compose.h"
+#include "plan/spot.h"
 #include "planners/replan.h"
 #include "sim/sim.h"
 
@@ -584,8 +585,9 @@ static int plan_least(const sched_ctx *x, const hx_workload *wk, int n_left, hx_
 /* PREV's plan adapted to WK's rate: its spare replicas stopped, then
  * replan's routes and new replicas.  Returns 0 with OUT, -1 when PREV's
  * plan cannot be followed (OUT empty): replan cannot adapt it, the result
- * costs more than MAX_USD_PER_HOUR or the simulator finds it short of the
- * rate; or an error. */
+ * costs more than MAX_USD_PER_HOUR, keeps the SLO with less than its spot
+ * target's probability, or the simulator finds it short of the rate; or an
+ * error. */
 static int plan_follow(const sched_ctx *x, const period *prev, const hx_workload *wk,
 		       int n_left, double max_usd_per_hour, hx_plan *out, hx_err *err)
 {
@@ -614,7 +616,13 @@ static int plan_follow(const sched_ctx *x, const period *prev, const hx_workload
 		/* The cheapest plan stands in for what replan cannot adapt. */
 		return -1;
 	hx_moves_release(&mv);
-	if (out->shortage.on || out->predicted.usd_per_hour > max_usd_per_hour) {
+	/* Spot nodes: what they risk at this period's rate, and a plan that
+	 * keeps the SLO with less than the target's probability is not
+	 * followed (the cheapest plan reaches it). */
+	if (out->spot.on)
+		hx_spot_assess(out, wk->rate_rps / HX_SPOT_UTIL, &out->spot);
+	if (out->shortage.on || out->predicted.usd_per_hour > max_usd_per_hour ||
+	    (out->spot.on && out->spot.slo_probability < out->spot.target - 1e-9)) {
 		hx_plan_release(out);
 		return -1;
 	}

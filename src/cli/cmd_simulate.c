@@ -16,10 +16,17 @@
 
 const char *const hx_simulate_usage[] = {
     "hexplan simulate -p plan.json -w workload.json [-t trace.csv] [--requests N] [--rate R] "
-    "[--capacity] [--seed N] [-o report.json] [--per-request FILE] [--format json|table]",
+    "[--capacity] [--seed N] [--preempt-spot] [-o report.json] [--per-request FILE] [--format json|table]",
     NULL};
 
-enum { OPT_REQUESTS = 2300, OPT_RATE, OPT_CAPACITY, OPT_SEED, OPT_PER_REQUEST };
+enum {
+	OPT_REQUESTS = 2300,
+	OPT_RATE,
+	OPT_CAPACITY,
+	OPT_SEED,
+	OPT_PER_REQUEST,
+	OPT_PREEMPT_SPOT
+};
 
 static void progress(double done, void *ctx)
 {
@@ -40,7 +47,7 @@ static json_t *pct_json(double mean, const double v[4])
 }
 
 static json_t *report_json(const hx_plan *p, const hx_workload *w, const hx_sim_report *r,
-			   int capacity, double cap_rps)
+			   int capacity, double cap_rps, int spot)
 {
 	json_t *o = json_object(), *x, *a;
 
@@ -77,11 +84,17 @@ static json_t *report_json(const hx_plan *p, const hx_workload *w, const hx_sim_
 	hx_jset_num(o, "usd_per_hour", r->usd_per_hour);
 	hx_jset_num(o, "usd_per_m_tokens", r->usd_per_m_tokens);
 	hx_jset_int(o, "iterations", r->iterations);
+	if (spot) {
+		x = json_object();
+		hx_jset_int(x, "preemptions", r->spot_preemptions);
+		hx_jset_int(x, "requests_moved", r->spot_moved);
+		json_object_set_new(o, "spot", x);
+	}
 	return o;
 }
 
 static char *report_table(const hx_plan *p, const hx_workload *w, const hx_sim_report *r,
-			  int capacity, double cap_rps)
+			  int capacity, double cap_rps, int spot)
 {
 	hx_buf t = {0};
 
@@ -113,6 +126,9 @@ static char *report_table(const hx_plan *p, const hx_workload *w, const hx_sim_r
 			      r->groups[g].finished);
 	hx_buf_printf(&t, "cost         $%.2f/hour, $%.4f per million tokens\n",
 		      r->usd_per_hour, r->usd_per_m_tokens);
+	if (spot)
+		hx_buf_printf(&t, "spot         %ld preemptions, %ld requests moved\n",
+			      r->spot_preemptions, r->spot_moved);
 	return t.s;
 }
 
@@ -200,6 +216,7 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	    {"capacity", no_argument, NULL, OPT_CAPACITY},
 	    {"seed", required_argument, NULL, OPT_SEED},
 	    {"per-request", required_argument, NULL, OPT_PER_REQUEST},
+	    {"preempt-spot", no_argument, NULL, OPT_PREEMPT_SPOT},
 	    {"format", required_argument, NULL, HX_OPT_FORMAT},
 	    HX_GLOBAL_LONGOPTS,
 	    {NULL, 0, NULL, 0}};
@@ -234,6 +251,7 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 			rc = hx_cli_int(CMD, "--seed", optarg, 0, 0x7fffffffL, &seed);
 			break;
 		case OPT_PER_REQUEST: per = optarg; break;
+		case OPT_PREEMPT_SPOT: o.preempt_spot = 1; break;
 		default:
 			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
 				return rc;
@@ -252,6 +270,9 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	if (capacity && tpath)
 		return hx_cli_usage_error(
 		    CMD, "--capacity draws its requests from the workload: no -t");
+	if (capacity && o.preempt_spot)
+		return hx_cli_usage_error(
+		    CMD, "--capacity searches the rate without preemptions: no --preempt-spot");
 	if (capacity && rate > 0)
 		return hx_cli_usage_error(CMD,
 					  "--capacity searches the rate itself: no --rate");
@@ -302,11 +323,12 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 			goto plan_error;
 	}
 	have_r = 1;
-	doc = report_json(&p, &w, &r, capacity, cap_rps);
+	doc = report_json(&p, &w, &r, capacity, cap_rps, o.preempt_spot);
 	if ((rc = write_outputs(&p, &r, doc, per, out, &err)))
 		goto out;
 	if (table || !out) {
-		text = table ? report_table(&p, &w, &r, capacity, cap_rps) : hx_json_dump(doc);
+		text = table ? report_table(&p, &w, &r, capacity, cap_rps, o.preempt_spot)
+			     : hx_json_dump(doc);
 		rc = hx_cli_output("-", text);
 	}
 	goto out;

@@ -195,11 +195,35 @@ static int parse_links(const hx_jr *r, const json_t *list, hx_cluster *c)
 	return 0;
 }
 
+/* The spot keys of offer V at P: "preemptions_per_hour" (> 0) goes with
+ * "spot": true and only with it. */
+static int parse_spot(const hx_jr *r, const json_t *v, const char *p, hx_offer *o)
+{
+	json_t *s = json_object_get(v, "spot");
+	char pk[96];
+	int rc;
+
+	hx_ptr_key(pk, sizeof(pk), p, "spot");
+	if (s && !json_is_boolean(s))
+		return hx_jr_fail(r, pk, "must be true or false");
+	if ((rc = hx_jr_num(r, v, p, "preemptions_per_hour", 0, 0, 3600, &o->preempt_per_hour)))
+		return rc;
+	hx_ptr_key(pk, sizeof(pk), p, "preemptions_per_hour");
+	if (json_is_true(s) && !(o->preempt_per_hour > 0))
+		return hx_jr_fail(r, json_object_get(v, "preemptions_per_hour") ? pk : p,
+				  "a spot offer needs \"preemptions_per_hour\" above 0");
+	if (!json_is_true(s) && json_object_get(v, "preemptions_per_hour"))
+		return hx_jr_fail(r, pk, "only a spot offer (\"spot\": true) is preempted");
+	return 0;
+}
+
 static int parse_offers(const hx_jr *r, const json_t *list, const hx_catalog *cat,
 			hx_cluster *c)
 {
 	static const char *const keys[] = {
-	    "gpu", "max_count", "usd_per_hour", "gpus_per_node", "region", "load_gbps", NULL};
+	    "gpu",    "max_count", "usd_per_hour", "gpus_per_node",
+	    "region", "load_gbps", "spot",         "preemptions_per_hour",
+	    NULL};
 	size_t n, i;
 	int rc;
 
@@ -233,7 +257,8 @@ static int parse_offers(const hx_jr *r, const json_t *list, const hx_catalog *ca
 		    (rc = hx_jr_int(r, v, p, "gpus_per_node", 0, 1, 64, &per_node)) ||
 		    (rc = hx_jr_num(r, v, p, "usd_per_hour", 0, 0, 1e6, &o->usd_per_hour)) ||
 		    (rc = hx_jr_str(r, v, p, "region", 0, o->region, sizeof(o->region))) ||
-		    (rc = hx_jr_pos(r, v, p, "load_gbps", 0, &o->load_gbps)))
+		    (rc = hx_jr_pos(r, v, p, "load_gbps", 0, &o->load_gbps)) ||
+		    (rc = parse_spot(r, v, p, o)))
 			return rc;
 		o->max_count = (int)max_count;
 		o->gpus_per_node = (int)per_node;
@@ -438,6 +463,7 @@ int hx_cluster_expand_offers(const hx_cluster *in, int owned_free, hx_cluster *o
 			nd->nic_gbps = HX_DEFAULT_NIC_GBPS;
 			nd->usd_per_hour = o->usd_per_hour;
 			nd->load_gbps = o->load_gbps;
+			nd->preempt_per_hour = o->preempt_per_hour;
 			left -= nd->count;
 		}
 	}

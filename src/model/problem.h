@@ -49,10 +49,11 @@ typedef struct hx_node {
 	char host[256];
 	char iface[16]; /* the network interface its collectives use ("" none) */
 	hx_gpu gpu;
-	int count;           /* GPUs */
-	double nic_gbps;     /* per node, to the network */
-	double usd_per_hour; /* per GPU */
-	double load_gbps;    /* weights' load bandwidth (0: HX_DEFAULT_LOAD_GBPS) */
+	int count;               /* GPUs */
+	double nic_gbps;         /* per node, to the network */
+	double usd_per_hour;     /* per GPU */
+	double load_gbps;        /* weights' load bandwidth (0: HX_DEFAULT_LOAD_GBPS) */
+	double preempt_per_hour; /* a spot node's preemption rate (0: on demand) */
 } hx_node;
 
 typedef struct hx_link {
@@ -66,8 +67,15 @@ typedef struct hx_offer {
 	int gpus_per_node;
 	double usd_per_hour;
 	double load_gbps; /* of each of its nodes */
+	/* Spot capacity: nodes taken back at this rate per node and hour
+	 * (exponential times); 0 for on-demand offers. */
+	double preempt_per_hour;
 	char region[64];
 } hx_offer;
+
+/* How long a preempted spot node's replicas stay lost, besides loading
+ * their weights: the time to obtain and boot a replacement node. */
+#define HX_SPOT_REPLACE_S 120
 
 /* What a cluster may hold (hexplan-formats(5), LIMITS): beyond these the
  * planners' memory and time grow past what a planning run should take. */

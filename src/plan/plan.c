@@ -571,9 +571,29 @@ static json_t *rent_json(const hx_plan *p)
 		hx_jset_int(c, "nodes", p->rent[i].nodes);
 		hx_jset_int(c, "gpus", p->rent[i].gpus);
 		json_object_set_new(c, "usd_per_hour", json_real(p->rent[i].usd_per_hour));
+		if (p->rent[i].preempt_per_hour > 0) {
+			json_object_set_new(c, "spot", json_true());
+			hx_jset_num(c, "preemptions_per_hour", p->rent[i].preempt_per_hour);
+			hx_jset_num(c, "window_s", p->rent[i].window_s);
+		}
 		json_array_append_new(a, c);
 	}
 	return a;
+}
+
+static json_t *spot_json(const hx_plan *p)
+{
+	json_t *o = json_object();
+
+	hx_jset_int(o, "nodes", p->spot.nodes);
+	hx_jset_int(o, "survives_nodes", p->spot.survives_nodes);
+	hx_jset_num(o, "target", p->spot.target);
+	hx_jset_num(o, "slo_probability", p->spot.slo_probability);
+	hx_jset_num(o, "expected_usd_per_hour", p->spot.expected_usd_per_hour);
+	hx_jset_num(o, "need_rps", p->spot.need_rps);
+	if (p->spot.on_demand_usd_per_hour > 0)
+		hx_jset_num(o, "on_demand_usd_per_hour", p->spot.on_demand_usd_per_hour);
+	return o;
 }
 
 static json_t *predicted_json(const hx_plan *p)
@@ -717,6 +737,8 @@ static json_t *plan_json(const hx_plan *p)
 	json_object_set_new(o, "routing", routing_json(p));
 	if (p->nrent > 0)
 		json_object_set_new(o, "rent", rent_json(p));
+	if (p->spot.on)
+		json_object_set_new(o, "spot", spot_json(p));
 	json_object_set_new(o, "predicted", predicted_json(p));
 	if (p->simulated.requests > 0)
 		json_object_set_new(o, "simulated", simulated_json(p));
@@ -728,6 +750,16 @@ static json_t *plan_json(const hx_plan *p)
 		json_object_set_new(o, "tolerate", tolerate_json(p));
 	json_object_set_new(o, "solver", solver_json(p));
 	return o;
+}
+
+void hx_plan_spot_line(const hx_plan *p, char *out, size_t n)
+{
+	snprintf(out, n,
+		 "spot: the SLO holds with probability %.6f (target %g): while at most %d of "
+		 "the %d spot nodes are down; expected cost $%.2f/hour (on demand only: "
+		 "$%.2f/hour)",
+		 p->spot.slo_probability, p->spot.target, p->spot.survives_nodes, p->spot.nodes,
+		 p->spot.expected_usd_per_hour, p->spot.on_demand_usd_per_hour);
 }
 
 char *hx_plan_dump(const hx_plan *p)
@@ -1003,10 +1035,35 @@ static int parse_classes(const hx_jr *r, const json_t *v, hx_plan *p)
 	return 0;
 }
 
+/* Rent entry E's spot keys: "spot": true with both of the others, or none. */
+static int parse_rent_spot(const hx_jr *r, const json_t *e, const char *p1, hx_plan_rent *k)
+{
+	json_t *s = json_object_get(e, "spot");
+	char pk[160];
+	int rc;
+
+	hx_ptr_key(pk, sizeof(pk), p1, "spot");
+	if (s && !json_is_true(s))
+		return hx_jr_fail(r, pk, "must be true (on-demand entries leave it out)");
+	if (s) {
+		if ((rc = hx_jr_pos(r, e, p1, "preemptions_per_hour", 1,
+				    &k->preempt_per_hour)) ||
+		    (rc = hx_jr_num(r, e, p1, "window_s", 1, 0, 1e9, &k->window_s)))
+			return rc;
+		return 0;
+	}
+	if (json_object_get(e, "preemptions_per_hour") || json_object_get(e, "window_s"))
+		return hx_jr_fail(
+		    r, p1,
+		    "only a spot entry (\"spot\": true) has a preemption rate and window");
+	return 0;
+}
+
 static int parse_rent(const hx_jr *r, const json_t *v, hx_plan *p)
 {
-	static const char *const keys[] = {"offer", "gpu",          "nodes",
-					   "gpus",  "usd_per_hour", NULL};
+	static const char *const keys[] = {
+	    "offer",    "gpu", "nodes", "gpus", "usd_per_hour", "spot", "preemptions_per_hour",
+	    "window_s", NULL};
 	size_t n;
 	int rc;
 
@@ -1026,11 +1083,44 @@ static int parse_rent(const hx_jr *r, const json_t *v, hx_plan *p)
 		    (rc = hx_jr_int(r, e, p1, "gpus", 1, 1, 1000000, &gpus)) ||
 		    (rc = hx_jr_num(r, e, p1, "usd_per_hour", 1, 0, 1e12, &k->usd_per_hour)))
 			return rc;
+		if ((rc = parse_rent_spot(r, e, p1, k)))
+			return rc;
 		k->offer = (int)offer;
 		k->nodes = (int)nodes;
 		k->gpus = (int)gpus;
 		p->nrent++;
 	}
+	return 0;
+}
+
+static int parse_spot(const hx_jr *r, const json_t *v, hx_plan *p)
+{
+	static const char *const keys[] = {"nodes",
+					   "survives_nodes",
+					   "target",
+					   "slo_probability",
+					   "expected_usd_per_hour",
+					   "need_rps",
+					   "on_demand_usd_per_hour",
+					   NULL};
+	long nodes = 0, survives = 0;
+	int rc;
+
+	if ((rc = hx_jr_object(r, v, "/spot", keys)) ||
+	    (rc = hx_jr_int(r, v, "/spot", "nodes", 1, 1, 1000000, &nodes)) ||
+	    (rc = hx_jr_int(r, v, "/spot", "survives_nodes", 1, 0, 1000000, &survives)) ||
+	    (rc = hx_jr_num(r, v, "/spot", "target", 1, 0, 1, &p->spot.target)) ||
+	    (rc = hx_jr_num(r, v, "/spot", "slo_probability", 1, 0, 1,
+			    &p->spot.slo_probability)) ||
+	    (rc = hx_jr_num(r, v, "/spot", "expected_usd_per_hour", 1, 0, 1e12,
+			    &p->spot.expected_usd_per_hour)) ||
+	    (rc = hx_jr_num(r, v, "/spot", "need_rps", 1, 0, 1e12, &p->spot.need_rps)) ||
+	    (rc = hx_jr_num(r, v, "/spot", "on_demand_usd_per_hour", 0, 0, 1e12,
+			    &p->spot.on_demand_usd_per_hour)))
+		return rc;
+	p->spot.on = 1;
+	p->spot.nodes = (int)nodes;
+	p->spot.survives_nodes = (int)survives;
 	return 0;
 }
 
@@ -1470,7 +1560,7 @@ static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 	static const char *const top[] = {
 	    "schema",    "version",       "mode",     "status", "inputs",    "models",
 	    "gpus",      "groups",        "routing",  "rent",   "predicted", "simulated",
-	    "shortfall", "substitutions", "tolerate", "solver", NULL};
+	    "shortfall", "substitutions", "tolerate", "solver", "spot",      NULL};
 	char schema[32];
 	json_t *v;
 	int rc;
@@ -1490,6 +1580,8 @@ static int parse_plan(hx_plan *p, const json_t *root, const hx_jr *r)
 	if ((v = json_object_get(root, "routing")) && (rc = parse_routing(r, v, p)))
 		return rc;
 	if ((v = json_object_get(root, "rent")) && (rc = parse_rent(r, v, p)))
+		return rc;
+	if ((v = json_object_get(root, "spot")) && (rc = parse_spot(r, v, p)))
 		return rc;
 	if ((v = json_object_get(root, "predicted")) && (rc = parse_predicted(r, v, p)))
 		return rc;
@@ -1608,6 +1700,11 @@ char *hx_plan_table(const hx_plan *p)
 	else
 		hx_buf_printf(&t, "cost: $%.2f/hour, $%.4f per million tokens\n",
 			      p->predicted.usd_per_hour, p->predicted.usd_per_m_tokens);
+	if (p->spot.on) {
+		char line[320];
+		hx_plan_spot_line(p, line, sizeof(line));
+		hx_buf_printf(&t, "%s\n", line);
+	}
 	if (p->ncascade > 0) {
 		hx_buf_printf(&t, "cascade:");
 		for (int i = 0; i < p->ncascade; i++)

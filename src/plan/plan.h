@@ -89,7 +89,26 @@ typedef struct hx_plan_rent {
 	char gpu[48];
 	int nodes, gpus;
 	double usd_per_hour;
+	/* A spot offer: each node is taken back at PREEMPT_PER_HOUR (0: on
+	 * demand) and its replicas are lost for WINDOW_S (a replacement node
+	 * plus loading the weights). */
+	double preempt_per_hour, window_s;
 } hx_plan_rent;
+
+/* What a plan's spot nodes risk (compose, hexplan-formats(5)): ON when
+ * the plan rents spot nodes.  SLO_PROBABILITY is the chance that no more
+ * spot nodes are lost at once than SURVIVES_NODES, the most that the plan
+ * carries its rate without (losing those hosting the most capacity);
+ * TARGET is what the planner had to reach.  EXPECTED_USD_PER_HOUR: the rent
+ * with each spot node paid only while it runs (up for 1/rate, then down for
+ * its window). */
+typedef struct hx_plan_spot {
+	int on;
+	int nodes, survives_nodes;
+	double target, slo_probability, expected_usd_per_hour;
+	double need_rps;               /* the capacity the rate needs */
+	double on_demand_usd_per_hour; /* the plan without spot offers (0: none) */
+} hx_plan_spot;
 
 typedef struct hx_prediction {
 	double capacity_rps, throughput_tps, ttft_ms_p99, tpot_ms_p99;
@@ -188,6 +207,7 @@ typedef struct hx_plan {
 	int nclasses;
 	hx_plan_rent *rent;
 	int nrent;
+	hx_plan_spot spot;
 	hx_prediction predicted;
 	hx_plan_sim simulated;
 	hx_plan_short shortage;
@@ -202,6 +222,9 @@ typedef struct hx_plan {
 } hx_plan;
 
 void hx_plan_init(hx_plan *p);
+
+/* P's spot section as one line of text (no newline) in OUT, N bytes. */
+void hx_plan_spot_line(const hx_plan *p, char *out, size_t n);
 void hx_plan_release(hx_plan *p);
 
 /* Builders: each returns a pointer into P (valid until the next add). */

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "plan/verify.h"
+#include "plan/spot.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -13,7 +14,7 @@
 static const char *const vclass_names[HX_V_NCLASSES] = {
     "unknown-gpu", "gpu-twice",  "gpu-type",     "tp-count", "layers", "tp-heads",
     "memory",      "cross-node", "undeclared",   "routing",  "roles",  "duplicate-replica",
-    "rent",        "short",      "substitution", "tolerate",
+    "rent",        "short",      "substitution", "tolerate", "spot",
 };
 
 const char *hx_vclass_name(hx_vclass c)
@@ -719,6 +720,29 @@ static int offer_of(const char *name, int *j)
 	return *end || i > 1000000 ? -1 : (int)i;
 }
 
+/* A rent entry's spot keys against its offer: the same preemption rate,
+ * and the window of the plan's model on the offer's nodes. */
+static void check_rent_spot(const hx_plan *p, const hx_plan_rent *rt, const hx_offer *o,
+			    const char *ptr, vlist *l)
+{
+	double win;
+
+	if (rt->preempt_per_hour != o->preempt_per_hour) {
+		add(l, HX_V_SPOT, ptr,
+		    "preempted %g times per hour, but the offer says %g (0: on demand)",
+		    rt->preempt_per_hour, o->preempt_per_hour);
+		return;
+	}
+	if (rt->preempt_per_hour <= 0 || p->nmodels == 0)
+		return;
+	win = hx_spot_window_s(&p->models[0], o->load_gbps);
+	if (fabs(rt->window_s - win) > 1e-3 * fmax(1, win))
+		add(l, HX_V_SPOT, ptr,
+		    "a window of %g s, not %g (%d s for a node plus %s's weights at %g Gb/s)",
+		    rt->window_s, win, HX_SPOT_REPLACE_S, p->models[0].name,
+		    o->load_gbps > 0 ? o->load_gbps : HX_DEFAULT_LOAD_GBPS);
+}
+
 static void check_rent(const hx_plan *p, const hx_cluster *c, vlist *l)
 {
 	char ptr[160];
@@ -767,6 +791,7 @@ static void check_rent(const hx_plan *p, const hx_cluster *c, vlist *l)
 		    1e-5 * fmax(1, rt->usd_per_hour))
 			add(l, HX_V_RENT, ptr, "costs %g USD/h, not %d GPUs at %g USD/h",
 			    rt->usd_per_hour, rt->gpus, c->offers[o].usd_per_hour);
+		check_rent_spot(p, rt, &c->offers[o], ptr, l);
 		nodes[o] = -1; /* accounted for */
 	}
 	for (int o = 0; o < c->noffers; o++)
@@ -777,6 +802,41 @@ static void check_rent(const hx_plan *p, const hx_cluster *c, vlist *l)
 	free(nodes);
 	free(gpus);
 	free(seen);
+}
+
+/* The spot section against the plan's own rent and capacities: its nodes,
+ * the probability that no more than survives_nodes are down at once, the
+ * expected cost, and survives_nodes itself (the plan keeps need_rps after
+ * losing that many spot nodes, those hosting the most first, and not after
+ * one more). */
+static void check_spot(const hx_plan *p, vlist *l)
+{
+	hx_plan_spot s = {0};
+	double left[2];
+
+	if (!p->spot.on)
+		return;
+	hx_spot_at(p, p->spot.survives_nodes, &s, left);
+	if (s.nodes != p->spot.nodes)
+		add(l, HX_V_SPOT, "/spot/nodes", "the plan uses %d spot nodes, not %d", s.nodes,
+		    p->spot.nodes);
+	if (fabs(s.slo_probability - p->spot.slo_probability) > 2e-6)
+		add(l, HX_V_SPOT, "/spot/slo_probability",
+		    "%d of the spot nodes or fewer are down with probability %.6f, not %.6f",
+		    p->spot.survives_nodes, s.slo_probability, p->spot.slo_probability);
+	if (fabs(s.expected_usd_per_hour - p->spot.expected_usd_per_hour) >
+	    1e-5 * fmax(1, s.expected_usd_per_hour))
+		add(l, HX_V_SPOT, "/spot/expected_usd_per_hour",
+		    "the rent with spot nodes paid while up is %.6f USD/h, not %.6f",
+		    s.expected_usd_per_hour, p->spot.expected_usd_per_hour);
+	if (left[0] < p->spot.need_rps * (1 - 1e-5))
+		add(l, HX_V_SPOT, "/spot/survives_nodes",
+		    "losing %d spot nodes leaves %.3f req/s, less than the %.3f needed",
+		    p->spot.survives_nodes, left[0], p->spot.need_rps);
+	else if (left[1] >= p->spot.need_rps * (1 + 1e-5))
+		add(l, HX_V_SPOT, "/spot/survives_nodes",
+		    "losing %d spot nodes still leaves %.3f req/s of the %.3f needed",
+		    p->spot.survives_nodes + 1, left[1], p->spot.need_rps);
 }
 
 static void check_roles(const hx_plan *p, vlist *l)
@@ -928,6 +988,7 @@ int hx_verify_plan(const hx_plan *p, const hx_cluster *c, hx_violation **out, in
 	check_short(p, &l);
 	check_spill(p, &l);
 	check_tolerate(p, &l);
+	check_spot(p, &l);
 	hx_map_release(&l.ids);
 	free(l.id_g);
 	free(l.id_r);

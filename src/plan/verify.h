@@ -31,6 +31,8 @@ typedef enum hx_vclass {
 	HX_V_SHORT,       /* a short plan's shortfall and share against its capacity */
 	HX_V_SPILL,       /* substitutions: GPUs per type and price against the plan's */
 	HX_V_TOLERATE,    /* tolerate: the insured figures against the plan's */
+	HX_V_SPOT,        /* spot: rates and windows against the offers, the probability,
+			   * expected cost and nodes survived against the plan's */
 	HX_V_NCLASSES
 } hx_vclass;
 

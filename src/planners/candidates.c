@@ -26,7 +26,7 @@ static int same_class(const hx_cluster *c, int a, int b)
 	const hx_node *x = &c->nodes[a], *y = &c->nodes[b];
 	return memcmp(&x->gpu, &y->gpu, sizeof(hx_gpu)) == 0 && x->count == y->count &&
 	       strcmp(x->region, y->region) == 0 && x->nic_gbps == y->nic_gbps &&
-	       x->usd_per_hour == y->usd_per_hour;
+	       x->usd_per_hour == y->usd_per_hour && x->preempt_per_hour == y->preempt_per_hour;
 }
 
 static void make_classes(const hx_cluster *c, hx_candset *s)
@@ -47,6 +47,7 @@ static void make_classes(const hx_cluster *c, hx_candset *s)
 			cl->gpus_per_node = c->nodes[i].count;
 			cl->gpu = &c->nodes[i].gpu;
 			cl->usd_per_hour = c->nodes[i].usd_per_hour;
+			cl->preempt_per_hour = c->nodes[i].preempt_per_hour;
 			k = s->ncls - 1;
 		}
 		s->cls[k].nodes[s->cls[k].nnodes++] = i;

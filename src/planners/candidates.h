@@ -24,7 +24,8 @@ typedef struct hx_node_class {
 	int nnodes;
 	int gpus_per_node;
 	const hx_gpu *gpu;
-	double usd_per_hour; /* per GPU */
+	double usd_per_hour;     /* per GPU */
+	double preempt_per_hour; /* spot nodes' preemption rate (0: on demand) */
 } hx_node_class;
 
 typedef struct hx_cand_stage {

@@ -9,6 +9,7 @@
 #include "model/cost.h"
 #include "sim/sim.h"
 #include "planners/common.h"
+#include "plan/spot.h"
 
 double hx_plan_kv_reserve(const hx_workload *w)
 {
@@ -191,10 +192,23 @@ void hx_plan_fill_rent(hx_plan *p, const hx_cluster *cl)
 			rt->nodes++;
 			rt->gpus += cl->nodes[i].count;
 		}
-		if (rt)
+		if (rt) {
 			rt->usd_per_hour = hx_round6(rt->gpus * cl->offers[o].usd_per_hour);
+			rt->preempt_per_hour = cl->offers[o].preempt_per_hour;
+			if (rt->preempt_per_hour > 0 && p->nmodels > 0)
+				rt->window_s = hx_round6(
+				    hx_spot_window_s(&p->models[0], cl->offers[o].load_gbps));
+		}
 	}
 	free(used);
+	/* A spot section stays true to the rent (replan changes it): the same
+	 * need and target, the nodes now used. */
+	if (p->spot.on) {
+		hx_plan_spot was = p->spot;
+		hx_spot_assess(p, was.need_rps, &p->spot);
+		p->spot.target = was.target;
+		p->spot.on_demand_usd_per_hour = was.on_demand_usd_per_hour;
+	}
 }
 
 double hx_plan_time_left(double deadline)

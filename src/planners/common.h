@@ -42,6 +42,8 @@ typedef struct hx_plan_opts {
 	double budget_usd_per_hour; /* compose: > 0 maximizes capacity within it */
 	char **lp_text;             /* with lp_path: the LP text, a new string (the caller
 				     * frees it and writes it to lp_path with its outputs) */
+	double slo_probability;     /* compose: the chance the SLO must hold with spot
+				     * nodes preempted (0: HX_SPOT_SLO_PROBABILITY) */
 	int no_sim_check;           /* colocated: optimize the cost model's capacities alone,
 				     * without the simulator's check (tests against brute force) */
 } hx_plan_opts;
@@ -87,7 +89,9 @@ void hx_plan_solver_search(hx_plan *p, const char *engine, const char *status, d
 void hx_plan_nodes_used(const hx_plan *p, const hx_cluster *cl, char *used);
 
 /* Set P's rent (replacing any) from its placements on CL, a cluster with
- * its offers expanded: per offer, the nodes used, whole. */
+ * its offers expanded: per offer, the nodes used, whole; and P's spot
+ * section, when it has one, from them and the groups' capacities (call it
+ * once those are final). */
 void hx_plan_fill_rent(hx_plan *p, const hx_cluster *cl);
 
 /* Plan P simulated whole, with the capacity search of simulate --capacity

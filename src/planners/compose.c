@@ -10,6 +10,7 @@
 #include "planners/compose.h"
 #include "model/gen.h"
 #include "sim/sim.h"
+#include "plan/spot.h"
 
 /* ---- the MILP -------------------------------------------------------------- */
 
@@ -178,7 +179,7 @@ out:
  * rounds); the plan returned is the first that meets the target, else the
  * one with the best attainment.  The cost model's capacity assumes a steady batch; bursts
  * at high load push the p99 TPOT past the SLO on some shapes. */
-#define COMPOSE_UTIL    0.9
+#define COMPOSE_UTIL    HX_SPOT_UTIL /* 0.9; spot need_rps is the rate over it */
 #define COMPOSE_DERATE  0.85
 #define COMPOSE_ROUNDS  8
 #define COMPOSE_BUCKETS 3
@@ -361,8 +362,51 @@ static double owned_usd(const hx_plan *p, const hx_cluster *cl)
 	return usd;
 }
 
-static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, double **derate,
-		      int **gcand, hx_plan *p, double *kappa, hx_err *err)
+/* Whether candidate C takes GPUs of spot nodes (of S's classes). */
+static int cand_spot(const hx_candset *s, const hx_candidate *c)
+{
+	for (int i = 0; i < c->nstages; i++)
+		if (s->cls[c->st[i].cls].preempt_per_hour > 0)
+			return 1;
+	return 0;
+}
+
+/* H[c * NCLS + k]: the capacity of a replica of candidate c of S serving
+ * class k of CLS alone, times DERATE[c], and times 1 - SPOT_F on spot
+ * nodes; USE[c * S->ncls + k]: its GPUs of node class k.  Past DEADLINE
+ * (hx_deadline) the shapes not yet rated stay at capacity 0, which the
+ * program never picks: returns 1 then, else 0. */
+static int cand_capacities(const hx_problem *pb, const hx_candset *s, const hx_len_class *cls,
+			   int ncls, const double *derate, double spot_f, double deadline,
+			   double *h, int *use)
+{
+	int cut = 0;
+
+	for (int c = 0; c < s->n; c++) {
+		hx_replica r;
+		for (int k = 0; k < s->ncls; k++)
+			use[c * s->ncls + k] = hx_cand_use(&s->c[c], k);
+		if (c > 0 && hx_past(deadline)) {
+			cut = 1;
+			continue;
+		}
+		hx_cand_replica(pb, s, &s->c[c], &r);
+		for (int k = 0; k < ncls; k++) {
+			hx_workload wk = hx_len_class_workload(pb->workload, &cls[k]);
+			hx_capacity cap;
+			hx_cost_capacity(&r, &wk, &cap);
+			h[c * ncls + k] = cap.rps > 0 ? cap.rps * derate[c] : 0;
+			if (cand_spot(s, &s->c[c]))
+				h[c * ncls + k] *= spot_f < 1 ? 1 - spot_f : 0;
+		}
+	}
+	return cut;
+}
+
+/* SPOT_F: the fraction of spot replicas' capacity that the plan may not
+ * count on (their loss at the SLO probability, spot_cover). */
+static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, double spot_f,
+		      double **derate, int **gcand, hx_plan *p, double *kappa, hx_err *err)
 {
 	const hx_workload *w = pb->workload;
 	hx_cluster cl;
@@ -411,22 +455,17 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 	h = hx_xcalloc((size_t)(s.n * ncls), sizeof(double));
 	use = hx_xcalloc((size_t)(s.n * s.ncls), sizeof(int));
 	lambda = hx_xcalloc((size_t)ncls, sizeof(double));
-	for (int c = 0; c < s.n; c++) {
-		hx_replica r;
-		for (int k = 0; k < s.ncls; k++)
-			use[c * s.ncls + k] = hx_cand_use(&s.c[c], k);
-		if (c > 0 && hx_past(co.deadline) && (s.cut = 1))
-			continue; /* out of time: unrated shapes stay at capacity 0 */
-		hx_cand_replica(&pb2, &s, &s.c[c], &r);
-		for (int k = 0; k < ncls; k++) {
-			hx_workload wk = hx_len_class_workload(w, &cls[k]);
-			hx_capacity cap;
-			hx_cost_capacity(&r, &wk, &cap);
-			h[c * ncls + k] = cap.rps > 0 ? cap.rps * (*derate)[c] : 0;
-		}
-	}
-	if ((rc = class_demand(w, cls, ncls, h, s.n, lambda, err)))
+	s.cut |= cand_capacities(&pb2, &s, cls, ncls, *derate, spot_f, co.deadline, h, use);
+	if ((rc = class_demand(w, cls, ncls, h, s.n, lambda, err))) {
+		if (spot_f >= 1)
+			rc = hx_errf(
+			    err, HX_EINFEASIBLE,
+			    "no mix of spot and on-demand capacity keeps the SLO with probability %g: the on-demand nodes and offers alone serve no class %s",
+			    o->slo_probability > 0 ? o->slo_probability
+						   : HX_SPOT_SLO_PROBABILITY,
+			    cls[0].name);
 		goto out;
+	}
 	pool_nodes = hx_xcalloc((size_t)s.ncls + 1, sizeof(int));
 	pool_gpus = hx_xcalloc((size_t)s.ncls + 1, sizeof(int));
 	pool_usd = hx_xcalloc((size_t)s.ncls + 1, sizeof(double));
@@ -577,8 +616,8 @@ static int plan_copy(const hx_plan *p, hx_plan *out, hx_err *err)
  * the real offers, before the simulator derated any shape) uses other GPU
  * types than it, P lists the substitutions against it.  Nothing changes
  * when the preferred plan cannot be made. */
-static void spill_over(const hx_problem *pb, const hx_plan_opts *o, const hx_plan *round0,
-		       hx_plan *p)
+static void spill_over(const hx_problem *pb, const hx_plan_opts *o, double spot_f,
+		       const hx_plan *round0, hx_plan *p)
 {
 	hx_cluster cl = *pb->cluster;
 	hx_problem pb2 = *pb;
@@ -604,8 +643,8 @@ static void spill_over(const hx_problem *pb, const hx_plan_opts *o, const hx_pla
 	/* --lp writes the plan's own program, not this one */
 	o2.lp_path = NULL;
 	o2.lp_text = NULL;
-	if (raised &&
-	    compose_at(&pb2, &o2, COMPOSE_UTIL, &derate, &gcand, &pref, &kappa, NULL) == 0) {
+	if (raised && compose_at(&pb2, &o2, COMPOSE_UTIL, spot_f, &derate, &gcand, &pref,
+				 &kappa, NULL) == 0) {
 		if (plan_copy(round0, &r0, NULL) == 0) {
 			if (hx_plan_spill_against(&r0, &pref, pref.predicted.usd_per_hour) > 0)
 				hx_plan_spill_against(p, &pref, pref.predicted.usd_per_hour);
@@ -618,12 +657,120 @@ static void spill_over(const hx_problem *pb, const hx_plan_opts *o, const hx_pla
 	free(cl.offers);
 }
 
+/* P's spot section: what the same inputs cost on demand only (none when
+ * the on-demand capacity cannot carry the rate). */
+static void spot_on_demand(const hx_problem *pb, const hx_plan_opts *o, double **derate,
+			   hx_plan *p)
+{
+	int *gc = NULL;
+	double kp = 1;
+	hx_plan od;
+
+	if (p->spot.on &&
+	    compose_at(pb, o, COMPOSE_UTIL, 1, derate, &gc, &od, &kp, NULL) == 0) {
+		p->spot.on_demand_usd_per_hour = od.predicted.usd_per_hour;
+		hx_plan_release(&od);
+	}
+	free(gc);
+}
+
+/* Spot cover (SkyServe's mix of spot and on-demand replicas).  When P
+ * (composed counting spot replicas whole) keeps the SLO with less than the
+ * target probability, compose again counting only 1 - F of spot replicas'
+ * capacity for F = 0.05, 0.1, ..., 1 (at 1 spot capacity counts for
+ * nothing: on demand only), so that on-demand replicas or more spot ones
+ * cover the loss, and keep the first plan that reaches the target: the
+ * cheapest (with a budget: the one that carries the most), as counting less
+ * spot capacity only shrinks what the program may choose, so its least rent
+ * never falls (nor its most kappa rises) as F grows.  No single F fits:
+ * how much spot capacity can be lost at the target depends on how many spot
+ * nodes the plan rents, which F itself decides.  *SPOT_F gets the F kept;
+ * P's spot section the outcome.  Returns 0, or HX_EINFEASIBLE (P released)
+ * when no F reaches the target. */
+#define SPOT_GRID 20
+
+/* The capacity P needs for RATE, in its groups' predicted capacities (the
+ * cost model's): the rate over the utilization, scaled up by the share of
+ * those capacities that the simulator's judge took off (DERATE of each
+ * group's candidate GCAND), since the MILP sized P with the derated ones. */
+static double spot_need(const hx_plan *p, const int *gcand, const double *derate, double rate)
+{
+	double cap = 0, judged = 0;
+
+	for (int g = 0; g < p->ngroups; g++) {
+		double c = p->groups[g].nreplicas * p->groups[g].capacity_rps;
+		cap += c;
+		judged += c * derate[gcand[g]];
+	}
+	return rate / HX_SPOT_UTIL * (judged > 0 ? cap / judged : 1);
+}
+
+typedef struct spot_try {
+	hx_plan p;
+	int *gcand, have;
+	double kappa, f;
+} spot_try;
+
+static int spot_cover(const hx_problem *pb, const hx_plan_opts *o, double *spot_f,
+		      double **derate, int **gcand, hx_plan *p, double *kappa, hx_err *err)
+{
+	const double target =
+	    o->slo_probability > 0 ? o->slo_probability : HX_SPOT_SLO_PROBABILITY;
+	const double rate = pb->workload->rate_rps;
+	spot_try best = {0}, t;
+	double reach = 0;
+
+	*spot_f = 0;
+	hx_spot_assess(p, spot_need(p, *gcand, *derate, rate * *kappa), &p->spot);
+	for (int i = 1; p->spot.on && p->spot.slo_probability < target - 1e-9 &&
+			i <= SPOT_GRID && !best.have;
+	     i++) {
+		memset(&t, 0, sizeof(t));
+		t.kappa = 1;
+		t.f = (double)i / SPOT_GRID;
+		if (compose_at(pb, o, COMPOSE_UTIL, t.f, derate, &t.gcand, &t.p, &t.kappa,
+			       NULL)) {
+			free(t.gcand);
+			continue;
+		}
+		hx_spot_assess(&t.p, spot_need(&t.p, t.gcand, *derate, rate * t.kappa),
+			       &t.p.spot);
+		reach = fmax(reach, t.p.spot.on ? t.p.spot.slo_probability : 1);
+		if (!t.p.spot.on || t.p.spot.slo_probability >= target - 1e-9) {
+			best = t;
+			best.have = 1;
+		} else {
+			hx_plan_release(&t.p);
+			free(t.gcand);
+		}
+	}
+	if (p->spot.on && p->spot.slo_probability < target - 1e-9) {
+		reach = fmax(reach, p->spot.slo_probability);
+		hx_plan_release(p);
+		free(*gcand);
+		*gcand = NULL;
+		if (!best.have)
+			return hx_errf(
+			    err, HX_EINFEASIBLE,
+			    "no mix of spot and on-demand capacity keeps the SLO with probability %g (at most %.6f)",
+			    target, reach);
+		*p = best.p;
+		*gcand = best.gcand;
+		*kappa = best.kappa;
+		*spot_f = best.f;
+	}
+	p->spot.target = target;
+	spot_on_demand(pb, o, derate, p);
+	return 0;
+}
+
 int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_err *err)
 {
 	const hx_workload *w = pb->workload;
 	double *derate = NULL, best_attain = -1;
 	const double deadline = hx_deadline(o->time_limit_s);
 	int rc = 0, have_best = 0, stale = 0, have_r0 = 0;
+	double spot_f = 0;
 	hx_plan best, r0;
 	hx_plan_opts o2 = *o;
 
@@ -636,7 +783,9 @@ int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_
 			break; /* keep the best so far: marked time_limit below */
 		if (deadline > 0)
 			o2.time_limit_s = hx_plan_time_left(deadline);
-		if ((rc = compose_at(pb, &o2, COMPOSE_UTIL, &derate, &gcand, p, &kappa, err)))
+		if ((rc = compose_at(pb, &o2, COMPOSE_UTIL, 0, &derate, &gcand, p, &kappa,
+				     err)) ||
+		    (rc = spot_cover(pb, &o2, &spot_f, &derate, &gcand, p, &kappa, err)))
 			break;
 		if (round == 0 && pb->cluster->noffers > 0 && (rc = plan_copy(p, &r0, err))) {
 			free(gcand);
@@ -716,7 +865,7 @@ int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_
 			/* the preferred plan gets what is left of the time limit */
 			if (deadline > 0)
 				o2.time_limit_s = hx_plan_time_left(deadline);
-			spill_over(pb, &o2, &r0, p);
+			spill_over(pb, &o2, spot_f, &r0, p);
 		}
 		hx_plan_release(&r0);
 	}

@@ -10,7 +10,7 @@
 #include "model/cost.h"
 #include "model/gen.h"
 
-enum { EV_ITER, EV_XFER, EV_DELIVER, EV_HOP };
+enum { EV_ITER, EV_XFER, EV_DELIVER, EV_HOP, EV_NODE_DOWN, EV_NODE_UP };
 
 typedef struct event {
 	double t;
@@ -65,6 +65,7 @@ typedef struct replica {
 	 * model), its exit (it ends at the last layer) and its hops out */
 	int frag_off, frag_n, exit;
 	int *hop_route, nhop_route;
+	int down; /* its spot nodes that are down (--preempt-spot) */
 } replica;
 
 typedef struct xfer {
@@ -114,6 +115,9 @@ typedef struct sim {
 		double *acc;
 	} ing[8];
 	int ning, ing_next;
+	/* --preempt-spot: per spot node the replicas on it */
+	int nspot, **spot_reps, *nspot_reps;
+	long spot_preemptions, spot_moved;
 } sim;
 
 /* ---- event heap ------------------------------------------------------------ */
@@ -342,6 +346,32 @@ static void enqueue(sim *s, int ri, int id)
 
 static void hop_route_req(sim *s, int id);
 
+/* Replica RI of group G (drawn for R) is down with its spot node: a live
+ * one of G drawn at random (the router spreads a lost replica's share over
+ * the rest), else of another group drawn by the weights (a few tries), else
+ * any live replica that serves R's model at its step; -1 when none. */
+static int live_replica(sim *s, const req *r, int g)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		int n = s->p->groups[g].nreplicas, first = s->group_first[g], live = 0, k;
+		for (int c = first; c < first + n; c++)
+			live += !s->reps[c].down;
+		if (live > 0) {
+			k = (int)(hx_rng_uniform(&s->rng) * live) % live;
+			for (int c = first; c < first + n; c++)
+				if (!s->reps[c].down && k-- == 0)
+					return c;
+		}
+		if ((g = pick_group(s, r)) < 0)
+			break;
+	}
+	for (int c = 0; c < s->nreps; c++)
+		if (!s->reps[c].down &&
+		    strcmp(s->p->groups[s->reps[c].group].model, step_model(s, r->step)) == 0)
+			return c;
+	return -1;
+}
+
 static void route(sim *s, int id)
 {
 	req *r = &s->reqs[id];
@@ -362,6 +392,11 @@ static void route(sim *s, int id)
 	 * the plan groups identical replicas */
 	ri = s->group_first[g] + (int)(hx_rng_uniform(&s->rng) * s->p->groups[g].nreplicas) %
 				     s->p->groups[g].nreplicas;
+	if (s->reps[ri].down && (ri = live_replica(s, r, g)) < 0) {
+		drop(s, id);
+		return;
+	}
+	g = s->reps[ri].group;
 	r->group = g;
 	r->replica = ri;
 	enqueue(s, ri, id);
@@ -969,6 +1004,123 @@ static void hop_iteration_done(sim *s, int ri)
 	deliver(s, rp);
 }
 
+/* ---- spot preemptions (--preempt-spot) ------------------------------------ */
+
+/* Spot node I is taken back: each replica on it stops, its running and
+ * waiting requests go back to the router (recomputed where they land: the
+ * KV cache went with the node), and it takes none until the node is back. */
+static void node_down(sim *s, int i)
+{
+	int *fresh = hx_xmalloc(((size_t)s->nspot_reps[i] + 1) * sizeof(int)), nf = 0;
+
+	s->spot_preemptions++;
+	/* all of the node's replicas stop before any request moves */
+	for (int k = 0; k < s->nspot_reps[i]; k++)
+		if (s->reps[s->spot_reps[i][k]].down++ == 0)
+			fresh[nf++] = s->spot_reps[i][k];
+	for (int k = 0; k < nf; k++) {
+		replica *rp = &s->reps[fresh[k]];
+		int n = 0, *ids = hx_xmalloc(((size_t)rp->nrun + (size_t)rp->wq_len + 1) *
+					     sizeof(int));
+		for (int j = 0; j < rp->nrun; j++)
+			ids[n++] = rp->run[j].req;
+		while (rp->wq_len > 0)
+			ids[n++] = wq_pop(rp);
+		rp->nrun = 0;
+		rp->kv_used = 0;
+		rp->busy = 0;
+		rp->version++; /* its running iteration never ends */
+		if (rp->cached) {
+			memset(rp->cached, 0, (size_t)s->w->prefix_groups);
+			memset(rp->user_cached, 0,
+			       (size_t)s->w->prefix_groups * (size_t)s->w->prefix_users);
+		}
+		for (int j = 0; j < n; j++) {
+			s->reqs[ids[j]].preempt++;
+			s->spot_moved++;
+			route(s, ids[j]);
+		}
+		free(ids);
+	}
+	free(fresh);
+}
+
+static void node_up(sim *s, int i)
+{
+	for (int k = 0; k < s->nspot_reps[i]; k++)
+		s->reps[s->spot_reps[i][k]].down--;
+}
+
+/* Spot node NAME's index in S (a new one with RENT's rate when first
+ * seen), with replica RI on it. */
+static int spot_node(sim *s, hx_map *idx, const char *name, const hx_plan_rent *rent,
+		     const hx_plan_rent ***rate, int ri)
+{
+	int i = hx_map_get(idx, name);
+
+	if (i < 0) {
+		i = s->nspot++;
+		hx_map_put(idx, name, i);
+		s->spot_reps = hx_xrealloc(s->spot_reps, (size_t)s->nspot * sizeof(int *));
+		s->nspot_reps = hx_xrealloc(s->nspot_reps, (size_t)s->nspot * sizeof(int));
+		*rate = hx_xrealloc((void *)*rate, (size_t)s->nspot * sizeof(**rate));
+		s->spot_reps[i] = hx_xmalloc((size_t)s->nreps * sizeof(int));
+		s->nspot_reps[i] = 0;
+		(*rate)[i] = rent;
+	}
+	if (s->nspot_reps[i] == 0 || s->spot_reps[i][s->nspot_reps[i] - 1] != ri)
+		s->spot_reps[i][s->nspot_reps[i]++] = ri;
+	return i;
+}
+
+/* The spot nodes of P (those of its rent entries with a preemption rate)
+ * and the replicas on each; their preemptions until HORIZON_S drawn with
+ * SEED (exponential times at the node's rate, each down for the entry's
+ * window) pushed as events.  HX_EINPUT with ERR for plans whose requests
+ * move between replicas (pipelines, disaggregation). */
+static int setup_spot(sim *s, uint64_t seed, double horizon_s, hx_err *err)
+{
+	const hx_plan *p = s->p;
+	hx_map idx = {0};
+	const hx_plan_rent **rate = NULL;
+	hx_rng rng;
+
+	if (s->hops || p->nkv > 0)
+		return hx_errf(err, HX_EINPUT,
+			       "--preempt-spot simulates plans of whole replicas only: "
+			       "this plan moves requests between replicas");
+	for (int ri = 0; ri < s->nreps; ri++) {
+		const hx_plan_group *g = &p->groups[s->reps[ri].group];
+		const hx_plan_replica *r = &g->replicas[s->reps[ri].id_in_group];
+		for (int st = 0; st < g->nstages; st++)
+			for (int k = 0; k < r->ngpus[st]; k++) {
+				int o = hx_offer_node(r->gpus[st][k].node, NULL);
+				for (int j = 0; o >= 0 && j < p->nrent; j++)
+					if (p->rent[j].offer == o &&
+					    p->rent[j].preempt_per_hour > 0)
+						spot_node(s, &idx, r->gpus[st][k].node,
+							  &p->rent[j], &rate, ri);
+			}
+	}
+	/* A generator of its own: the same seed draws the same requests and
+	 * routes with and without preemptions until the first one. */
+	hx_rng_seed(&rng, seed ^ 0x5b07u);
+	for (int i = 0; i < s->nspot; i++) {
+		double t = 0, per_s = rate[i]->preempt_per_hour / 3600;
+		for (;;) {
+			t += -log(hx_rng_uniform(&rng)) / per_s;
+			if (t >= horizon_s)
+				break;
+			push(s, t, EV_NODE_DOWN, i, 0, 0);
+			push(s, t + rate[i]->window_s, EV_NODE_UP, i, 0, 0);
+			t += rate[i]->window_s;
+		}
+	}
+	hx_map_release(&idx);
+	free((void *)rate);
+	return 0;
+}
+
 /* ---- set-up and report ------------------------------------------------------ */
 
 static int setup(sim *s, hx_err *err)
@@ -1133,6 +1285,10 @@ static void teardown(sim *s)
 		free(s->reps[i].kv_route);
 		free(s->reps[i].hop_route);
 	}
+	for (int i = 0; i < s->nspot; i++)
+		free(s->spot_reps[i]);
+	free(s->spot_reps);
+	free(s->nspot_reps);
 	for (long i = 0; s->reqs && s->t && i < s->t->n; i++)
 		free(s->reqs[i].path);
 	free(s->hop_to);
@@ -1228,6 +1384,8 @@ static void report(sim *s, hx_sim_report *out, int keep)
 	out->usd_per_m_tokens =
 	    tokens > 0 ? out->usd_per_hour * end / 3600 / (tokens / 1e6) : 0;
 	out->preemptions = s->preemptions;
+	out->spot_preemptions = s->spot_preemptions;
+	out->spot_moved = s->spot_moved;
 	out->iterations = s->iterations;
 	out->kv_overflows = s->kv_overflows;
 	out->time_reversals = s->time_reversals;
@@ -1306,6 +1464,11 @@ int hx_simulate(const hx_plan *p, const hx_workload *w, const hx_trace *t, const
 		r->user = -1;
 	}
 	setup_prefix(&s, o ? o->seed : 1);
+	if (o && o->preempt_spot && t->n > 0 &&
+	    (rc = setup_spot(&s, o->seed, t->arrival_s[t->n - 1], err))) {
+		teardown(&s);
+		return rc;
+	}
 	while (next < t->n || s.nheap > 0) {
 		/* Arrivals come in trace order, each reaching the engine a fixed
 		 * time after the client sent it; events from the heap. */
@@ -1344,6 +1507,8 @@ int hx_simulate(const hx_plan *p, const hx_workload *w, const hx_trace *t, const
 			if (e.version == s.links[e.a].version)
 				xfer_done(&s, e.a);
 			break;
+		case EV_NODE_DOWN: node_down(&s, e.a); break;
+		case EV_NODE_UP: node_up(&s, e.a); break;
 		case EV_DELIVER:
 			if (s.reqs[e.a].first < 0)
 				s.reqs[e.a].first = s.now;

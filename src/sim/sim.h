@@ -36,6 +36,10 @@ typedef struct hx_sim_opts {
 	/* hx_sim_capacity stops with HX_ELIMIT once past this deadline
 	 * (hx_deadline; 0: none), checked before each rate it tries. */
 	double deadline;
+	/* Take the plan's spot nodes back at their rate (rent entries'
+	 * preemptions_per_hour, seeded), each for its window_s: their
+	 * replicas' requests go back to the router. */
+	int preempt_spot;
 } hx_sim_opts;
 
 typedef struct hx_sim_record {
@@ -63,6 +67,8 @@ typedef struct hx_sim_report {
 	hx_sim_group_stats *groups;
 	/* Invariants the tests read: each must stay 0. */
 	long kv_overflows, time_reversals;
+	/* --preempt-spot: spot nodes taken back, requests moved off them */
+	long spot_preemptions, spot_moved;
 	hx_sim_record *records;
 	int nrecords;
 } hx_sim_report;

@@ -407,7 +407,7 @@ v -c cluster-defaults-unknown-field.json ": /defaults/same_region/jitter_ms: unk
 v -c cluster-offer-no-gpu.json ": /offers/0: missing required key \"gpu\""
 v -c cluster-offer-no-max-count.json ": /offers/0: missing required key \"max_count\""
 v -c cluster-offer-region-64-chars.json ": /offers/0/region: is longer than 63 characters"
-v -c cluster-offer-unknown-key.json ": /offers/0/spot: unknown key"
+v -c cluster-offer-unknown-key.json ": /offers/0/spot_price: unknown key"
 v -c cluster-offer-not-object.json ": /offers/0: must be an object, not a string"
 v -c cluster-offer-max-count-string.json ": /offers/0/max_count: must be an integer, not a string"
 v -c cluster-offer-price-huge.json ": /offers/0/usd_per_hour: must be between 0 and 1e\+06, not 2e\+06"

@@ -102,6 +102,10 @@ static cset *cands_cached(ctx *x, int m, const double *theta, double budget_ms, 
 	hx_problem pb = *x->pb;
 	hx_cand_opts co = {0, x->deadline};
 
+	/* Every request reaches the first model unless it is skipped: the
+	 * whole sample's set is its set (at the same budget), priced once. */
+	if (theta && m == 0 && !(x->q->nmodels > 1 && theta[0] > 100))
+		theta = NULL;
 	for (int i = 0; i < x->ncache; i++) {
 		c = x->cache[i];
 		if (c->model == m && c->full == !theta && c->budget_ms == budget_ms &&

@@ -65,6 +65,14 @@ typedef struct cset {
 	hx_candset s;
 } cset;
 
+/* A deployment the search solved (under a time limit): the plan falls back
+ * on it when its own solve, on what is left of the limit, finds none. */
+typedef struct solved {
+	double theta[MAXM];
+	hx_milp_result res;
+	double val;
+} solved;
+
 typedef struct ctx {
 	const hx_problem *pb;
 	hx_model models[MAXM]; /* the profile's, resolved */
@@ -80,6 +88,8 @@ typedef struct ctx {
 	int evals, time_cut, work_cut;
 	int unpriced;    /* 1 + the model none of whose shapes the search priced in time */
 	double deadline; /* hx_deadline of the call's time limit */
+	solved *kept;    /* the search's deployments, under a time limit */
+	int nkept;
 } ctx;
 
 /* Each stage's TTFT budget in a cascade of STAGES models (route: the SLO). */
@@ -155,6 +165,9 @@ static void cache_free(ctx *x)
 		free(x->cache[i]);
 	}
 	free(x->cache);
+	for (int i = 0; i < x->nkept; i++)
+		free(x->kept[i].res.x);
+	free(x->kept);
 }
 
 /* One integer variable per model and candidate shape: its replicas (cost:
@@ -424,7 +437,14 @@ static int visit(ctx *x, eval *e, eval *seen, int *nev, double fstar, double qst
 	e->quality = ev.quality;
 	if ((*rc = deploy(x, e->theta, NULL, sets, &res, &e->val, err)))
 		return 0;
-	free(res.x);
+	if (x->o->time_limit_s > 0 && res.x && res.status <= HX_MILP_TIME_LIMIT) {
+		x->kept = hx_xrealloc(x->kept, (size_t)(x->nkept + 1) * sizeof(solved));
+		memcpy(x->kept[x->nkept].theta, e->theta, sizeof(e->theta));
+		x->kept[x->nkept].res = res;
+		x->kept[x->nkept++].val = e->val;
+	} else {
+		free(res.x);
+	}
 	e->f = f_of(x, e->val);
 	lt = isfinite(fstar) && fstar > 0 ? (e->f - fstar) / fstar : e->f;
 	qt = (qstar - e->quality) / fmax(qstar - x->q->floor, 1);
@@ -741,6 +761,15 @@ static int choose(ctx *x, const double *theta, chosen *d, hx_err *err)
 	if ((rc = deploy(x, d->best.theta, o->lp_path ? o->lp_text : NULL, d->sets, &d->res,
 			 &d->val, err)))
 		return rc;
+	/* what was left was too little for that solve: the search's own */
+	for (int i = 0; i < x->nkept && d->res.status > HX_MILP_TIME_LIMIT; i++)
+		if (memcmp(x->kept[i].theta, d->best.theta, sizeof(d->best.theta)) == 0) {
+			free(d->res.x);
+			d->res = x->kept[i].res;
+			d->val = x->kept[i].val;
+			x->kept[i].res.x = NULL;
+			x->time_cut = 1;
+		}
 	/* The MILP's optimum is a bottleneck: only the model that binds kappa
 	 * needs all it has, and GPUs may be left over.  A second program keeps
 	 * kappa and spends what is left on the models' headroom (capacity over

@@ -437,7 +437,7 @@ int hx_plan_bo(const hx_problem *pb, const hx_plan_opts *o, const hx_bo_opts *bo
 	for (int i = 0; i < b.nev; i++)
 		f->n += keep[i];
 	if (f->n == 0) {
-		if (b.time_cut && b.nev == 0)
+		if ((b.time_cut && b.nev == 0) || b.cands_cut)
 			rc = hx_errf(err, HX_ELIMIT,
 				     "the time limit was reached before any plan");
 		else

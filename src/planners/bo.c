@@ -184,13 +184,14 @@ static int setup(bo *b, const hx_problem *pb, const hx_plan_opts *o, const hx_bo
 {
 	const hx_workload *w = pb->workload;
 	const hx_quality *q = w->quality;
+	hx_cand_opts co = {0, hx_deadline(o->time_limit_s)};
 	memset(b, 0, sizeof(*b));
 	b->pb = pb;
 	b->o = bo_o;
 	b->q = q;
 	for (int m = 0; m < q->nmodels; m++)
 		b->qmean[m] = hx_quality_mean(q, m);
-	b->deadline = hx_deadline(o->time_limit_s);
+	b->deadline = co.deadline;
 	hx_rng_seed(&b->rng, pb->seed);
 	if (!q)
 		return hx_errf(err, HX_EINPUT,
@@ -230,9 +231,17 @@ static int setup(bo *b, const hx_problem *pb, const hx_plan_opts *o, const hx_bo
 		}
 		b->pbm[m] = *pb;
 		b->pbm[m].model = &b->models[m];
-		if (hx_candidates(&b->pbm[m], NULL, &b->s[m], err))
+		if (hx_candidates(&b->pbm[m], &co, &b->s[m], err))
 			return HX_EINPUT;
 		b->have_s[m] = 1;
+		/* shapes the deadline left unpriced: the search runs on the
+		 * others and its plans say time_limit */
+		if (b->s[m].cut && b->s[m].n == 0)
+			return hx_errf(
+			    err, HX_ELIMIT,
+			    "the time limit was reached before %s's shapes were priced",
+			    b->models[m].name);
+		b->cands_cut |= b->s[m].cut;
 		/* the MAXC shapes with the most capacity per dollar */
 		for (int c = 0; c < b->s[m].n; c++) {
 			const hx_candidate *cd = &b->s[m].c[c];
@@ -363,7 +372,9 @@ int hx_plan_bo(const hx_problem *pb, const hx_plan_opts *o, const hx_bo_opts *bo
 	{
 		cfg k;
 		if (hx_bo_random_cfg(&b, &k)) {
-			rc = no_start(&b, err);
+			rc = b.cands_cut ? hx_errf(err, HX_ELIMIT,
+						   "the time limit was reached before any plan")
+					 : no_start(&b, err);
 			goto out;
 		}
 	}
@@ -417,6 +428,8 @@ int hx_plan_bo(const hx_problem *pb, const hx_plan_opts *o, const hx_bo_opts *bo
 		break;
 	}
 	}
+	if (b.cands_cut) /* searched on the shapes priced in time */
+		strcpy(f->status, "time_limit");
 	f->evals = bo_o->method == HX_BO_EXHAUSTIVE ? (int)b.evals_seen : b.nev;
 	f->hypervolume = hx_bo_hypervolume(&b);
 	keep = hx_xcalloc((size_t)b.nev + 1, sizeof(int));
@@ -424,7 +437,7 @@ int hx_plan_bo(const hx_problem *pb, const hx_plan_opts *o, const hx_bo_opts *bo
 	for (int i = 0; i < b.nev; i++)
 		f->n += keep[i];
 	if (f->n == 0) {
-		if (b.time_cut && b.nev == 0)
+		if ((b.time_cut && b.nev == 0) || b.cands_cut)
 			rc = hx_errf(err, HX_ELIMIT,
 				     "the time limit was reached before any plan");
 		else

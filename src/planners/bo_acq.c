@@ -317,6 +317,12 @@ void hx_bo_initial_design(bo *b, int n)
 	}
 	for (int t = 0; t < n && t < npool; t++) {
 		int pick = 0;
+		/* past the deadline the search stops too (time_limit), on
+		 * what it has: at least one configuration */
+		if (t > 0 && hx_past(b->deadline)) {
+			b->time_cut = 1;
+			break;
+		}
 		for (int i = 1; i < npool; i++)
 			if (dmin[i] > dmin[pick])
 				pick = i;

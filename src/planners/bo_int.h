@@ -56,6 +56,7 @@ typedef struct bo {
 	int *free_gpus; /* scratch: per node */
 	int totgpus;
 	int time_cut;
+	int cands_cut;   /* the deadline cut some model's pricing short */
 	long evals_seen; /* the exhaustive search's evaluations (it keeps only its front) */
 	hx_trace trace;  /* --evaluate sim: the requests every evaluation replays */
 	int have_trace;

@@ -65,6 +65,14 @@ typedef struct cset {
 	hx_candset s;
 } cset;
 
+/* A deployment the search solved (under a time limit): the plan falls back
+ * on it when its own solve, on what is left of the limit, finds none. */
+typedef struct solved {
+	double theta[MAXM];
+	hx_milp_result res;
+	double val;
+} solved;
+
 typedef struct ctx {
 	const hx_problem *pb;
 	hx_model models[MAXM]; /* the profile's, resolved */
@@ -73,12 +81,15 @@ typedef struct ctx {
 	int route, even;   /* even: each serving model gets at most its equal share of GPUs */
 	double out_ms;     /* G: one earlier answer at the percentile output and TPOT SLO */
 	double fill_kappa; /* > 0: keep kappa >= this, spend the spare GPUs (see choose) */
-	int final;         /* the plan's own solves: the whole time limit each */
+	int final;         /* the plan's own solves: they run even past the deadline */
 	cset **cache;
 	int ncache;
 	long nodes, iterations;
 	int evals, time_cut, work_cut;
+	int unpriced;    /* 1 + the model none of whose shapes the search priced in time */
 	double deadline; /* hx_deadline of the call's time limit */
+	solved *kept;    /* the search's deployments, under a time limit */
+	int nkept;
 } ctx;
 
 /* Each stage's TTFT budget in a cascade of STAGES models (route: the SLO). */
@@ -91,13 +102,20 @@ static double budget(const ctx *x, int stages)
 }
 
 /* The candidates of model M for the requests that reach it under THETA
- * (NULL: the whole sample), priced with TTFT budget BUDGET_MS; cached by
- * the thresholds before M.  NULL with ERR on error. */
-static cset *cands(ctx *x, int m, const double *theta, double budget_ms, hx_err *err)
+ * (NULL: the whole sample), priced with TTFT budget BUDGET_MS until the
+ * call's deadline; cached by the thresholds before M.  A set the deadline
+ * cut short keeps its s.cut in the cache: once the deadline has passed,
+ * pricing again would only cut sooner.  NULL with ERR on error. */
+static cset *cands_cached(ctx *x, int m, const double *theta, double budget_ms, hx_err *err)
 {
 	cset *c;
 	hx_problem pb = *x->pb;
+	hx_cand_opts co = {0, x->deadline};
 
+	/* Every request reaches the first model unless it is skipped: the
+	 * whole sample's set is its set (at the same budget), priced once. */
+	if (theta && m == 0 && !(x->q->nmodels > 1 && theta[0] > 100))
+		theta = NULL;
 	for (int i = 0; i < x->ncache; i++) {
 		c = x->cache[i];
 		if (c->model == m && c->full == !theta && c->budget_ms == budget_ms &&
@@ -117,9 +135,24 @@ static cset *cands(ctx *x, int m, const double *theta, double budget_ms, hx_err 
 	c->w.slo.ttft_ms = budget_ms;
 	pb.model = &x->models[m];
 	pb.workload = &c->w;
-	if (hx_candidates(&pb, NULL, &c->s, err))
+	if (hx_candidates(&pb, &co, &c->s, err))
 		return NULL;
 	c->ok = 1;
+	return c;
+}
+
+/* cands_cached's set, or NULL with ERR on error and (HX_ELIMIT) when the
+ * deadline passed before any of M's shapes was priced. */
+static cset *cands(ctx *x, int m, const double *theta, double budget_ms, hx_err *err)
+{
+	cset *c = cands_cached(x, m, theta, budget_ms, err);
+
+	if (c && c->ok && c->s.cut && c->s.n == 0) {
+		hx_errf(err, HX_ELIMIT,
+			"the time limit was reached before %s's shapes were priced",
+			x->models[m].name);
+		return NULL;
+	}
 	return c;
 }
 
@@ -132,6 +165,9 @@ static void cache_free(ctx *x)
 		free(x->cache[i]);
 	}
 	free(x->cache);
+	for (int i = 0; i < x->nkept; i++)
+		free(x->kept[i].res.x);
+	free(x->kept);
 }
 
 /* One integer variable per model and candidate shape: its replicas (cost:
@@ -239,8 +275,17 @@ static int deploy(ctx *x, const double *theta, char **lp, cset **sets, hx_milp_r
 			sets[i] = NULL;
 			continue;
 		}
-		if (!(sets[i] = cands(x, i, x->route ? NULL : theta, bud, err)))
-			return HX_EINPUT;
+		if (!(sets[i] = cands(x, i, x->route ? NULL : theta, bud, err))) {
+			if (err->code != HX_ELIMIT || x->final)
+				return err->code ? err->code : HX_EINPUT;
+			/* the search stops; choose says why if it has no plan */
+			x->time_cut = 1;
+			x->unpriced = i + 1;
+			return 0;
+		}
+		/* a plan on shapes the deadline cut short is itself cut short */
+		if (sets[i]->ok && sets[i]->s.cut)
+			x->time_cut = 1;
 		if (sets[i]->ok && sets[i]->s.n > 0)
 			s0 = &sets[i]->s;
 		else if (!x->route)
@@ -248,12 +293,13 @@ static int deploy(ctx *x, const double *theta, char **lp, cset **sets, hx_milp_r
 	}
 	if (!s0)
 		return 0;
-	/* the final solve has the whole limit; the search's share what is left */
+	/* Every solve gets what is left of the limit; the search's stop when
+	 * nothing is, the plan's own still run (with at least a millisecond). */
 	if (!x->final && hx_past(x->deadline)) {
 		x->time_cut = 1;
 		return 0;
 	}
-	mo = hx_plan_milp_opts(x->o, x->final ? 0 : x->deadline);
+	mo = hx_plan_milp_opts(x->o, x->deadline);
 	mo.lp_text = lp;
 	m = hx_milp_new(!cost);
 	nv = add_counts(m, sets, nm, cost, base);
@@ -391,7 +437,14 @@ static int visit(ctx *x, eval *e, eval *seen, int *nev, double fstar, double qst
 	e->quality = ev.quality;
 	if ((*rc = deploy(x, e->theta, NULL, sets, &res, &e->val, err)))
 		return 0;
-	free(res.x);
+	if (x->o->time_limit_s > 0 && res.x && res.status <= HX_MILP_TIME_LIMIT) {
+		x->kept = hx_xrealloc(x->kept, (size_t)(x->nkept + 1) * sizeof(solved));
+		memcpy(x->kept[x->nkept].theta, e->theta, sizeof(e->theta));
+		x->kept[x->nkept].res = res;
+		x->kept[x->nkept++].val = e->val;
+	} else {
+		free(res.x);
+	}
 	e->f = f_of(x, e->val);
 	lt = isfinite(fstar) && fstar > 0 ? (e->f - fstar) / fstar : e->f;
 	qt = (qstar - e->quality) / fmax(qstar - x->q->floor, 1);
@@ -408,6 +461,7 @@ static int tpot_binds(ctx *x, int m)
 	hx_err ignore = {0};
 	cset *c = cands(x, m, NULL, budget(x, 1), &ignore);
 	hx_problem pb = *x->pb;
+	hx_cand_opts co = {0, x->deadline};
 	hx_workload w;
 	hx_candset s;
 	int binds = 0;
@@ -418,9 +472,10 @@ static int tpot_binds(ctx *x, int m)
 	w.slo.tpot_ms = 1e12;
 	pb.model = &x->models[m];
 	pb.workload = &w;
-	if (hx_candidates(&pb, NULL, &s, NULL))
+	if (hx_candidates(&pb, &co, &s, NULL))
 		return 0;
-	for (int k = 0; k < s.n; k++)
+	/* a set the deadline cut short says nothing */
+	for (int k = 0; k < s.n && !s.cut; k++)
 		binds |= s.c[k].capacity_rps > 0;
 	hx_candset_release(&s);
 	return binds;
@@ -476,7 +531,7 @@ static int search(ctx *x, eval *best, hx_err *err)
 		cset *c;
 		gpu_rate[i] = 0;
 		if (!(c = cands(x, i, NULL, budget(x, 1), err)))
-			return HX_EINPUT;
+			return err->code ? err->code : HX_EINPUT;
 		for (int k = 0; c->ok && k < c->s.n; k++)
 			gpu_rate[i] =
 			    fmax(gpu_rate[i], c->s.c[k].capacity_rps / c->s.c[k].gpus);
@@ -701,11 +756,20 @@ static int choose(ctx *x, const double *theta, chosen *d, hx_err *err)
 		return rc;
 	}
 	/* Once the search has an incumbent, a time limit it hit does not take
-	 * the plan away: the incumbent's solves get the whole limit again. */
+	 * the plan away: the incumbent's solves run on what is left. */
 	x->final = theta || route || d->best.val > 0;
 	if ((rc = deploy(x, d->best.theta, o->lp_path ? o->lp_text : NULL, d->sets, &d->res,
 			 &d->val, err)))
 		return rc;
+	/* what was left was too little for that solve: the search's own */
+	for (int i = 0; i < x->nkept && d->res.status > HX_MILP_TIME_LIMIT; i++)
+		if (memcmp(x->kept[i].theta, d->best.theta, sizeof(d->best.theta)) == 0) {
+			free(d->res.x);
+			d->res = x->kept[i].res;
+			d->val = x->kept[i].val;
+			x->kept[i].res.x = NULL;
+			x->time_cut = 1;
+		}
 	/* The MILP's optimum is a bottleneck: only the model that binds kappa
 	 * needs all it has, and GPUs may be left over.  A second program keeps
 	 * kappa and spends what is left on the models' headroom (capacity over
@@ -731,6 +795,11 @@ static int choose(ctx *x, const double *theta, chosen *d, hx_err *err)
 	}
 	if (d->res.status > HX_MILP_TIME_LIMIT ||
 	    (o->objective == HX_OBJ_COST ? !isfinite(d->val) : d->val <= 0)) {
+		if (x->unpriced)
+			return hx_errf(
+			    err, HX_ELIMIT,
+			    "the time limit was reached before %s's shapes were priced",
+			    x->models[x->unpriced - 1].name);
 		if (x->time_cut || d->res.status == HX_MILP_NO_SOLUTION)
 			return hx_errf(err, HX_ELIMIT,
 				       "the time limit was reached before any plan");
@@ -972,7 +1041,7 @@ static int run(const hx_problem *pb, const hx_plan_opts *o, int route, const dou
 	pick_replicas(&x, &d);
 	lay_out(&x, &d, p);
 	strcpy(p->solver.engine, "glpk");
-	if (route || theta)
+	if ((route || theta) && !x.time_cut)
 		strcpy(p->solver.status, hx_milp_plan_status(d.res.status));
 	else
 		strcpy(p->solver.status, x.time_cut   ? "time_limit"

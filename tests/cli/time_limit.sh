@@ -55,6 +55,36 @@ limited_on cascade "$TMP/big.json" examples/workloads/cascade.json --mode cascad
 limited_on route "$TMP/big.json" examples/workloads/cascade.json --mode route
 limited_on bo examples/clusters/bo-48.json examples/workloads/llama-8b-70b.json --mode bo --budget 30
 
+# cascade, route and bo price every model's shapes before they search, up to
+# the deadline: at a tiny limit a plan on the shapes priced in time says
+# time_limit, and a model none of whose shapes was priced is named (not a
+# "fits no GPU" or budget error)
+# unpriced WHAT CLUSTER WORKLOAD ARGS...
+unpriced() {
+	what=$1 c=$2 w=$3
+	shift 3
+	rm -f "$TMP/plan.json"
+	run plan -c "$c" -w "$w" --time-limit "$LIMIT" -o "$TMP/plan.json" "$@"
+	case $rc in
+	0)
+		if grep -q '"status": "time_limit"' "$TMP/plan.json"; then ok; else fail "$what at $LIMIT s: exit 0 without status time_limit"; fi
+		;;
+	4)
+		expect_err_line "^hexplan: error: the time limit was reached before ($MODELS)'s shapes were priced\$" "$what at $LIMIT s: exit 4 names the unpriced model"
+		;;
+	*) fail "$what at $LIMIT s: exit $rc, expected 0 (time_limit) or 4" ;;
+	esac
+}
+MODELS='qwen3-8b|qwen3-32b|qwen3-235b-a22b'
+for LIMIT in 0.001 0.05; do
+	unpriced cascade "$TMP/big.json" examples/workloads/cascade.json --mode cascade
+	unpriced route "$TMP/big.json" examples/workloads/cascade.json --mode route
+done
+MODELS='llama-3.1-8b|llama-3.1-70b'
+for LIMIT in 0.001 0.05; do
+	unpriced bo examples/clusters/bo-48.json examples/workloads/llama-8b-70b.json --mode bo --budget 30
+done
+
 # without a limit the same instance is solved to optimality
 run plan -c "$TMP/big.json" -w $W -m llama-3.1-70b --mode colocated -o "$TMP/plan.json"
 expect_rc 0 "colocated without a limit"

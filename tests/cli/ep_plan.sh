@@ -181,6 +181,42 @@ run estimate -m mixtral-8x7b -g l40s --ep 2 --dp-attention
 expect_rc 3 "estimate mixtral EP 2 on L40S"
 expect_err_line 'each GPU needs 45\.0 GiB of weights' "estimate agrees on the weights"
 
+# --- colocated considers EP shapes -----------------------------------------
+# On one H100 node, code requests (long prompts): EP 8 with 8 attention
+# ranks carries more than any TP split of the node (estimate: 100.2 req/s;
+# TP 8 57.1, two TP 4 74.1), so the planner writes it, check passes it,
+# and its capacity is estimate's for the shape.
+CODE=examples/workloads/code.json
+run plan -c $NODE -w $CODE -m qwen3-30b-a3b --mode colocated -o "$TMP/col.json"
+expect_rc 0 "colocated qwen3-30b-a3b, code"
+python3 - "$TMP/col.json" <<'PY' && ok || fail "colocated did not choose EP 8 x 8: $(head -c 300 "$TMP/col.json")"
+import json, sys
+g = json.load(open(sys.argv[1]))["groups"]
+assert len(g) == 1 and len(g[0]["replicas"]) == 1, g
+s = g[0]["stages"][0]
+assert (s["tp"], s.get("ep"), s.get("dp_attention")) == (8, 8, 8), s
+PY
+run check -p "$TMP/col.json" -c $NODE --format table
+expect_rc 0 "check the colocated EP plan"
+cp "$TMP/col.json" "$TMP/colplan.json"
+run estimate -m qwen3-30b-a3b -g h100-sxm --ep 8 --dp-attention -w $CODE --format json
+want=$(jnum capacity.rps)
+python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["groups"][0]["predicted"]["capacity_rps"])' "$TMP/colplan.json" >"$TMP/got"
+[ "$(cat "$TMP/got")" = "$want" ] && ok || fail "colocated EP capacity $(cat "$TMP/got"), estimate $want"
+# A dense model gets no EP shape.
+run plan -c $NODE -w $CODE -m llama-3.1-8b --mode colocated
+expect_rc 0 "colocated llama-3.1-8b"
+grep -q '"ep"' "$TMP/out" && fail "EP keys on a dense model's plan" || ok
+
+# --- export refuses EP stages until the engines' flags are written ---------
+for t in launch k8s; do
+	run export -p $ONE --to $t --lossy
+	expect_rc 1 "export --to $t an EP plan"
+	expect_err_line "^hexplan: error: $ONE: group g0 stage 0 is expert parallel \(ep 8, dp_attention 8\): its engine flags are not written yet, so it cannot be exported to $t \(--to dot draws it\)\$" "export $t refusal"
+done
+run export -p $ONE --to dot
+expect_rc 0 "export --to dot an EP plan"
+
 # --- the reader's bounds ---------------------------------------------------
 for spec in 'ep|0|must be a positive integer, not 0' 'dp_attention|2.5|must be an integer, not a number' \
 	'redundant_experts|-1|must be between 0 and 4096, not -1' 'eplb_imbalance|0.5|must be between 1 and 100, not 0.5'; do

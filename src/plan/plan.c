@@ -1760,10 +1760,14 @@ char *hx_plan_table(const hx_plan *p)
 		char st[256] = "";
 		double w = gw[g];
 		for (int s = 0; s < grp->nstages; s++) {
-			char one[96];
-			snprintf(one, sizeof(one), "%s%s x%d [%d,%d)", s ? " | " : "",
-				 grp->stage[s].gpu, grp->stage[s].tp, grp->stage[s].first,
-				 grp->stage[s].last);
+			const hx_plan_stage *ps = &grp->stage[s];
+			char one[128];
+			int n = snprintf(one, sizeof(one), "%s%s x%d [%d,%d)", s ? " | " : "",
+					 ps->gpu, ps->tp, ps->first, ps->last);
+			/* EP stages say so; others as before. */
+			if ((ps->ep > 1 || ps->dp > 1) && n > 0 && (size_t)n < sizeof(one))
+				snprintf(one + n, sizeof(one) - (size_t)n, " ep%d dp%d",
+					 ps->ep > 1 ? ps->ep : 1, ps->dp > 1 ? ps->dp : 1);
 			if (strlen(st) + strlen(one) < sizeof(st))
 				strcat(st, one);
 		}

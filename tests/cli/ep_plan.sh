@@ -24,6 +24,9 @@ assert "redundant_experts" not in s and "eplb_imbalance" not in s, s' "$TMP/once
 	ok || fail "unset EP keys written"
 run plan -p "$TMP/once.json"
 cmp -s "$TMP/out" "$TMP/once.json" && ok || fail "EP plan written twice differs"
+run plan -p $ONE --format table
+expect_rc 0 "plan -p EP plan as a table"
+expect_out '^g0 +aggregated qwen3-30b-a3b h100-sxm x8 \[0,48\) ep8 dp8 ' "table says the EP shape"
 
 # --- check ------------------------------------------------------------------
 run check -p $ONE -c $NODE --format table

@@ -53,6 +53,23 @@ for spec in "$ONE:$NODE:--ep 8 --dp-attention" "$TWO:$MIXED:--ep 16 --dp-attenti
 	want=$(jnum capacity.rps)
 	[ "$got" = "$want" ] && ok || fail "$plan: plan capacity $got, estimate $opts $want"
 done
+# Redundant experts and an imbalance are priced as estimate's options.
+python3 - $ONE "$TMP/red.json" <<'PY' && ok || fail "redundant variant"
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["groups"][0]["stages"][0].update({"redundant_experts": 8, "eplb_imbalance": 1.1})
+json.dump(p, open(sys.argv[2], "w"))
+PY
+run plan -p "$TMP/red.json"
+[ "$(jnum groups.0.stages.0.redundant_experts)/$(jnum groups.0.stages.0.eplb_imbalance)" = "8/1.1" ] &&
+	ok || fail "redundant_experts and eplb_imbalance written back"
+run replan -p "$TMP/red.json" -c $NODE -w $CHAT
+got=$(jnum groups.0.predicted.capacity_rps)
+run estimate -m qwen3-30b-a3b -g h100-sxm --ep 8 --dp-attention --redundant-experts 8 --eplb-imbalance 1.1 -w $CHAT --format json
+want=$(jnum capacity.rps)
+[ "$got" = "$want" ] && ok || fail "redundant: plan capacity $got, estimate $want"
+run estimate -m qwen3-30b-a3b -g h100-sxm --ep 8 --dp-attention -w $CHAT --format json
+[ "$(jnum capacity.rps)" != "$want" ] && ok || fail "redundant experts and imbalance change nothing"
 # The NIC comes from the replica's tp_links: the same plan at 400 Gb/s
 # is priced as estimate --nic-gbps 400.
 python3 - $TWO "$TMP/fast.json" <<'PY' && ok || fail "fast NIC variant"

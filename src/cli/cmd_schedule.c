@@ -222,6 +222,11 @@ static char *replica_key(const hx_plan_group *g, const hx_plan_replica *r)
 	for (int s = 0; s < g->nstages; s++) {
 		hx_buf_printf(&b, "%s:%d:%d:%d:%d[", g->stage[s].gpu, g->stage[s].tp,
 			      g->stage[s].first, g->stage[s].last, g->stage[s].cross_node);
+		/* The same GPUs under EP run another engine: not kept. */
+		if (g->stage[s].ep > 1 || g->stage[s].dp > 1)
+			hx_buf_printf(&b, "ep%d:%d:%d:%g", g->stage[s].ep, g->stage[s].dp,
+				      g->stage[s].redundant_experts,
+				      g->stage[s].eplb_imbalance);
 		for (int k = 0; k < r->ngpus[s]; k++)
 			hx_buf_printf(&b, "%s:%d,", r->gpus[s][k].node, r->gpus[s][k].index);
 		hx_buf_printf(&b, "]");
@@ -470,7 +475,8 @@ typedef struct shape_cache {
 	int n, cap;
 } shape_cache;
 
-/* The key of group G's shape: its stages and replica R's links. */
+/* The key of group G's shape: its stages (with their EP) and replica R's
+ * links. */
 static char *shape_key(const hx_plan_group *g, const hx_plan_replica *r)
 {
 	hx_buf b = {0};
@@ -483,6 +489,10 @@ static char *shape_key(const hx_plan_group *g, const hx_plan_replica *r)
 			      r->link ? r->link[s].latency_ms : 0,
 			      r->tp_link ? r->tp_link[s].bw_gbps : 0,
 			      r->tp_link ? r->tp_link[s].latency_ms : 0);
+	/* Expert parallelism changes the shape's capacity as much. */
+	for (int s = 0; s < g->nstages; s++)
+		hx_buf_printf(&b, "|ep%d:%d:%d:%g", g->stage[s].ep, g->stage[s].dp,
+			      g->stage[s].redundant_experts, g->stage[s].eplb_imbalance);
 	return b.s;
 }
 

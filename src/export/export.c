@@ -65,6 +65,26 @@ int hx_export_check_fragments(const hx_plan *p, const hx_export_target *t,
 	return 0;
 }
 
+int hx_export_check_ep(const hx_plan *p, const hx_export_target *t, const char *plan_path,
+		       hx_err *err)
+{
+	if (t->flags & HX_EXPORT_FRAGMENTS)
+		return 0;
+	/* No target writes the engines' expert-parallel flags yet; their
+	 * tensor-parallel form would run (and be priced as) another plan. */
+	for (int g = 0; g < p->ngroups; g++)
+		for (int s = 0; s < p->groups[g].nstages; s++) {
+			const hx_plan_stage *st = &p->groups[g].stage[s];
+			if (st->ep > 1 || st->dp > 1)
+				return hx_errf(
+				    err, HX_EINPUT,
+				    "%s: group %s stage %d is expert parallel (ep %d, dp_attention %d): its engine flags are not written yet, so it cannot be exported to %s (--to dot draws it)",
+				    hx_display_path(plan_path), p->groups[g].name, s,
+				    st->ep > 1 ? st->ep : 1, st->dp > 1 ? st->dp : 1, t->name);
+		}
+	return 0;
+}
+
 void hx_export_add(hx_export_out *out, const char *name, char *text)
 {
 	out->f = hx_xrealloc(out->f, (size_t)(out->n + 1) * sizeof(*out->f));

@@ -158,6 +158,14 @@ void hx_export_target_list(int flag, char *out, size_t len);
 int hx_export_check_fragments(const hx_plan *p, const hx_export_target *t,
 			      const char *plan_path, hx_err *err);
 
+/* 0 when target T can express plan P's stages; else HX_EINPUT with ERR
+ * naming PLAN_PATH and the first expert-parallel stage (ep or
+ * dp_attention): no target writes the engines' EP flags yet (dot draws
+ * any plan), and a tensor-parallel form would be another plan, so even a
+ * lossy export refuses. */
+int hx_export_check_ep(const hx_plan *p, const hx_export_target *t, const char *plan_path,
+		       hx_err *err);
+
 /* Add a file to OUT; TEXT is taken over (freed by hx_export_release). */
 void hx_export_add(hx_export_out *out, const char *name, char *text);
 void hx_export_release(hx_export_out *out);

@@ -277,6 +277,61 @@ int hx_plan_group_index(const hx_plan *p, const char *name)
 	return -1;
 }
 
+/* The most GPUs of stage S's placement in R on one node. */
+static int placement_gpus_per_node(const hx_plan_replica *r, int s)
+{
+	int most = 0;
+
+	for (int k = 0; k < r->ngpus[s]; k++) {
+		int n = 0, seen = 0;
+		for (int j = 0; j < k && !seen; j++)
+			seen = strcmp(r->gpus[s][j].node, r->gpus[s][k].node) == 0;
+		if (seen)
+			continue;
+		for (int j = k; j < r->ngpus[s]; j++)
+			n += strcmp(r->gpus[s][j].node, r->gpus[s][k].node) == 0;
+		if (n > most)
+			most = n;
+	}
+	return most;
+}
+
+/* ST (stage S of a replica built from PS and R's placement, R may be
+ * NULL) gets the plan stage's expert parallelism, as estimate --ep prices
+ * it: two-batch overlap; the nodes from the placement (its most GPUs on one
+ * node; without R, all on one); the NIC from R's tp_link for the stage
+ * (without one, HX_DEFAULT_NIC_GBPS and HX_EP_NIC_LATENCY_US), which then
+ * carries the attention all-reduces only when an attention rank spans
+ * nodes.  A stage without EP is left as it is. */
+static void plan_stage_ep(const hx_plan_stage *ps, const hx_plan_replica *r, int s,
+			  hx_stage *st)
+{
+	int gpn, atp;
+
+	st->ep = ps->ep;
+	st->dp = ps->dp;
+	st->redundant_experts = ps->redundant_experts;
+	st->imbalance = ps->eplb_imbalance;
+	if (!hx_stage_is_ep(st))
+		return;
+	st->micro_batches = 2;
+	gpn = r ? placement_gpus_per_node(r, s) : 0;
+	st->gpus_per_node = gpn < st->tp ? gpn : 0;
+	atp = st->dp > 1 && st->tp % st->dp == 0 ? st->tp / st->dp : st->tp;
+	st->tp_bw_gb_s = st->tp_latency_us = 0;
+	if (r && r->tp_link[s].bw_gbps > 0) {
+		st->nic_gbps = r->tp_link[s].bw_gbps;
+		st->nic_latency_us = r->tp_link[s].latency_ms * 1e3;
+		if (st->gpus_per_node > 0 && atp > st->gpus_per_node) {
+			st->tp_bw_gb_s = r->tp_link[s].bw_gbps / 8;
+			st->tp_latency_us = r->tp_link[s].latency_ms * 1e3;
+		}
+	} else if (st->gpus_per_node > 0 && atp > st->gpus_per_node) {
+		st->tp_bw_gb_s = HX_DEFAULT_NIC_GBPS / 8.0;
+		st->tp_latency_us = HX_EP_NIC_LATENCY_US;
+	}
+}
+
 int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan_replica *r,
 			 hx_replica *out, hx_err *err)
 {
@@ -313,6 +368,7 @@ int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan
 		} else {
 			st->next_bw_gbps = HX_DEFAULT_NIC_GBPS;
 		}
+		plan_stage_ep(&g->stage[s], r, s, st);
 	}
 	if ((rc = hx_replica_check(out, err)) && err) {
 		char msg[sizeof(err->msg)];
@@ -368,6 +424,7 @@ int hx_plan_fragment_cost(const hx_plan *p, const hx_plan_group *g, const hx_pla
 			st->next_bw_gbps = r->link[s].bw_gbps;
 			st->next_latency_ms = r->link[s].latency_ms;
 		}
+		plan_stage_ep(&g->stage[s], r, s, st);
 	}
 	*offset = pre;
 	return 0;
@@ -495,6 +552,20 @@ static json_t *replica_json(const hx_plan_group *g, const hx_plan_replica *rep)
 	return ro;
 }
 
+/* The EP keys of stage S on SO, each only when set: a plan without them
+ * writes the bytes it wrote before they existed. */
+static void stage_ep_json(json_t *so, const hx_plan_stage *s)
+{
+	if (s->ep > 0)
+		hx_jset_int(so, "ep", s->ep);
+	if (s->dp > 0)
+		hx_jset_int(so, "dp_attention", s->dp);
+	if (s->redundant_experts > 0)
+		hx_jset_int(so, "redundant_experts", s->redundant_experts);
+	if (s->eplb_imbalance > 0)
+		hx_jset_num(so, "eplb_imbalance", s->eplb_imbalance);
+}
+
 static json_t *group_json(const hx_plan_group *g)
 {
 	json_t *go = json_object(), *st = json_array(), *rs = json_array(), *pr;
@@ -513,6 +584,7 @@ static json_t *group_json(const hx_plan_group *g)
 		json_object_set_new(so, "layers", l);
 		if (g->stage[s].cross_node)
 			json_object_set_new(so, "cross_node", json_true());
+		stage_ep_json(so, &g->stage[s]);
 		json_array_append_new(st, so);
 	}
 	json_object_set_new(go, "stages", st);
@@ -861,11 +933,38 @@ static int parse_replica(const hx_jr *r, const json_t *v, const char *ptr, hx_pl
 	return 0;
 }
 
+/* Stage SO's optional EP keys into X (absent: 0, off).  Only their own
+ * bounds here: whether they fit the model and the stage's tp is check's
+ * (verify.c) and the cost model's (hx_replica_check). */
+static int parse_stage_ep(const hx_jr *r, const json_t *so, const char *ps, hx_plan_stage *x)
+{
+	long ep = 0, dp = 0, red = 0;
+	int rc;
+
+	if ((rc = hx_jr_int(r, so, ps, "ep", 0, 1, 4096, &ep)) ||
+	    (rc = hx_jr_int(r, so, ps, "dp_attention", 0, 1, 4096, &dp)) ||
+	    (rc = hx_jr_int(r, so, ps, "redundant_experts", 0, 0, 4096, &red)) ||
+	    (rc = hx_jr_num(r, so, ps, "eplb_imbalance", 0, 1, 100, &x->eplb_imbalance)))
+		return rc;
+	x->ep = (int)ep;
+	x->dp = (int)dp;
+	x->redundant_experts = (int)red;
+	return 0;
+}
+
 static int parse_group(const hx_jr *r, const json_t *v, const char *ptr, hx_plan_group *g)
 {
 	static const char *const keys[] = {"name",   "model",    "role",      "weights", "kv",
 					   "stages", "replicas", "predicted", NULL};
-	static const char *const skeys[] = {"gpu", "tp", "layers", "cross_node", NULL};
+	static const char *const skeys[] = {"gpu",
+					    "tp",
+					    "layers",
+					    "cross_node",
+					    "ep",
+					    "dp_attention",
+					    "redundant_experts",
+					    "eplb_imbalance",
+					    NULL};
 	static const char *const pkeys[] = {"capacity_rps", "max_batch", NULL};
 	static const char *const wdts[] = {"bf16", "fp16", "fp8", "int4", NULL};
 	static const char *const kvdts[] = {"bf16", "fp16", "fp8", NULL};
@@ -905,7 +1004,8 @@ static int parse_group(const hx_jr *r, const json_t *v, const char *ptr, hx_plan
 		if ((rc = hx_jr_object(r, so, ps, skeys)) ||
 		    (rc = hx_jr_str(r, so, ps, "gpu", 1, x->gpu, sizeof(x->gpu))) ||
 		    (rc = hx_jr_int(r, so, ps, "tp", 1, 1, 4096, &tp)) ||
-		    (rc = hx_jr_bool(r, so, ps, "cross_node", 0, &x->cross_node)))
+		    (rc = hx_jr_bool(r, so, ps, "cross_node", 0, &x->cross_node)) ||
+		    (rc = parse_stage_ep(r, so, ps, x)))
 			return rc;
 		x->tp = (int)tp;
 		l = json_object_get(so, "layers");
@@ -1660,10 +1760,14 @@ char *hx_plan_table(const hx_plan *p)
 		char st[256] = "";
 		double w = gw[g];
 		for (int s = 0; s < grp->nstages; s++) {
-			char one[96];
-			snprintf(one, sizeof(one), "%s%s x%d [%d,%d)", s ? " | " : "",
-				 grp->stage[s].gpu, grp->stage[s].tp, grp->stage[s].first,
-				 grp->stage[s].last);
+			const hx_plan_stage *ps = &grp->stage[s];
+			char one[128];
+			int n = snprintf(one, sizeof(one), "%s%s x%d [%d,%d)", s ? " | " : "",
+					 ps->gpu, ps->tp, ps->first, ps->last);
+			/* EP stages say so; others as before. */
+			if ((ps->ep > 1 || ps->dp > 1) && n > 0 && (size_t)n < sizeof(one))
+				snprintf(one + n, sizeof(one) - (size_t)n, " ep%d dp%d",
+					 ps->ep > 1 ? ps->ep : 1, ps->dp > 1 ? ps->dp : 1);
 			if (strlen(st) + strlen(one) < sizeof(st))
 				strcat(st, one);
 		}

@@ -25,6 +25,12 @@ typedef struct hx_plan_stage {
 	int tp;
 	int first, last; /* layers [first, last) */
 	int cross_node;  /* the TP group may span nodes */
+	/* Expert parallelism and data-parallel attention (hx_stage's fields
+	 * of the same names; 0: absent, off): the keys ep, dp_attention,
+	 * redundant_experts and eplb_imbalance, written only when set. */
+	int ep, dp;
+	int redundant_experts;
+	double eplb_imbalance;
 } hx_plan_stage;
 
 /* A GPU of the cluster: node name and index in it ("n0:3"). */

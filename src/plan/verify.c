@@ -14,7 +14,7 @@
 static const char *const vclass_names[HX_V_NCLASSES] = {
     "unknown-gpu", "gpu-twice",  "gpu-type",     "tp-count", "layers", "tp-heads",
     "memory",      "cross-node", "undeclared",   "routing",  "roles",  "duplicate-replica",
-    "rent",        "short",      "substitution", "tolerate", "spot",
+    "rent",        "short",      "substitution", "tolerate", "spot",   "expert-parallel",
 };
 
 const char *hx_vclass_name(hx_vclass c)
@@ -70,6 +70,71 @@ static int ref_node(const hx_cluster *c, const hx_gpu_ref *ref)
 
 /* ---- groups -------------------------------------------------------------- */
 
+/* Expert parallelism and data-parallel attention of stage S of group GI
+ * on model M: the rules of the cost model's hx_replica_check (cost.c),
+ * each at the key that breaks it. */
+static void check_stage_ep(const hx_plan_stage *st, const hx_model *m, int gi, int s, vlist *l)
+{
+	const hx_arch *a = &m->a;
+	int ep = st->ep > 1 ? st->ep : 1, dp = st->dp > 1 ? st->dp : 1;
+	char ptr[160];
+
+#define AT(key) snprintf(ptr, sizeof(ptr), "/groups/%d/stages/%d/%s", gi, s, key)
+	if (ep > 1 && a->experts <= 1) {
+		AT("ep");
+		add(l, HX_V_EP, ptr,
+		    "ep %d: expert parallelism needs a mixture-of-experts model: %s is dense",
+		    ep, m->name);
+		return;
+	}
+	if (ep > 1 && ep != st->tp) {
+		AT("ep");
+		add(l, HX_V_EP, ptr,
+		    "ep %d must equal the stage's tp %d (the experts are split over all its GPUs)",
+		    ep, st->tp);
+	} else if (ep > 1 && (a->experts + st->redundant_experts) % ep) {
+		AT("ep");
+		if (st->redundant_experts)
+			add(l, HX_V_EP, ptr,
+			    "ep %d does not divide the %d experts of %s plus %d redundant", ep,
+			    a->experts, m->name, st->redundant_experts);
+		else
+			add(l, HX_V_EP, ptr, "ep %d does not divide the %d experts of %s", ep,
+			    a->experts, m->name);
+	}
+	if (ep <= 1 && st->redundant_experts > 0) {
+		AT("redundant_experts");
+		add(l, HX_V_EP, ptr, "%d redundant experts need expert parallelism (ep)",
+		    st->redundant_experts);
+	}
+	if (ep <= 1 && st->eplb_imbalance > 0) {
+		AT("eplb_imbalance");
+		add(l, HX_V_EP, ptr, "an EPLB imbalance needs expert parallelism (ep)");
+	}
+	if (dp > 1 && ep <= 1 && a->experts > 1) {
+		AT("dp_attention");
+		add(l, HX_V_EP, ptr,
+		    "data-parallel attention on %s, a mixture of experts, needs expert parallelism (ep)",
+		    m->name);
+	}
+	if (st->tp % dp) {
+		AT("dp_attention");
+		add(l, HX_V_EP, ptr, "%d attention ranks do not divide the stage's %d GPUs", dp,
+		    st->tp);
+	} else if (a->heads % (st->tp / dp)) {
+		AT(dp > 1 ? "dp_attention" : "tp");
+		if (dp > 1)
+			add(l, HX_V_TP_HEADS, ptr,
+			    "attention tp %d (tp %d over %d ranks) does not divide the %d attention heads of %s",
+			    st->tp / dp, st->tp, dp, a->heads, m->name);
+		else
+			add(l, HX_V_TP_HEADS, ptr,
+			    "tp %d does not divide the %d attention heads of %s", st->tp,
+			    a->heads, m->name);
+	}
+#undef AT
+}
+
 static void check_stages(const hx_plan *p, int gi, vlist *l)
 {
 	const hx_plan_group *g = &p->groups[gi];
@@ -89,7 +154,10 @@ static void check_stages(const hx_plan *p, int gi, vlist *l)
 			add(l, HX_V_UNDECLARED, ptr, "GPU \"%s\" is not among the plan's gpus",
 			    st->gpu);
 		}
-		if (m && m->a.heads % st->tp) {
+		if (m && (st->ep > 1 || st->dp > 1 || st->redundant_experts > 0 ||
+			  st->eplb_imbalance > 0))
+			check_stage_ep(st, m, gi, s, l);
+		else if (m && m->a.heads % st->tp) {
 			snprintf(ptr, sizeof(ptr), "/groups/%d/stages/%d/tp", gi, s);
 			add(l, HX_V_TP_HEADS, ptr,
 			    "tp %d does not divide the %d attention heads of %s", st->tp,
@@ -114,11 +182,12 @@ static void check_stages(const hx_plan *p, int gi, vlist *l)
 	}
 }
 
-/* KV bytes per token that one GPU of stage S holds. */
+/* KV bytes per token that one GPU of stage S holds: its attention rank's
+ * share (the whole stage's but for data-parallel attention). */
 static double stage_kv_bytes_per_token(const hx_replica *rep, int s)
 {
 	const hx_stage *st = &rep->stage[s];
-	return hx_kv_bytes_token_layer_gpu(rep->model, st->tp, rep->kvdt) *
+	return hx_kv_bytes_token_layer_gpu(rep->model, st->tp / hx_stage_dp(st), rep->kvdt) *
 	       (st->last - st->first);
 }
 
@@ -153,7 +222,9 @@ static void check_memory(const hx_plan *p, const hx_cluster *c, int gi, int ri, 
 				continue;
 			rep.stage[s].gpu = &c->nodes[ni].gpu;
 			hx_cost_memory(&rep, HX_VERIFY_MEM_UTIL, &mem);
-			if (mem.st[s].kv_tokens >= HX_VERIFY_KV_TOKENS)
+			/* Under data-parallel attention one rank holds a request. */
+			if (mem.st[s].kv_tokens / hx_stage_dp(&rep.stage[s]) >=
+			    HX_VERIFY_KV_TOKENS)
 				continue;
 			kv_b = HX_VERIFY_KV_TOKENS * stage_kv_bytes_per_token(&rep, s);
 			short_b = mem.st[s].weights_b + mem.st[s].reserve_b + kv_b -

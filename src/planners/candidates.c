@@ -89,6 +89,12 @@ void hx_cand_replica(const hx_problem *pb, const hx_candset *s, const hx_candida
 		st->next_bw_gbps =
 		    c->link[i].bw_gbps > 0 ? c->link[i].bw_gbps : HX_DEFAULT_NIC_GBPS;
 		st->next_latency_ms = c->link[i].latency_ms;
+		/* As the plan's stage is priced (hx_plan_replica_cost): one
+		 * node, so no NIC. */
+		st->ep = c->st[i].ep;
+		st->dp = c->st[i].dp;
+		if (hx_stage_is_ep(st))
+			st->micro_batches = 2;
 	}
 }
 
@@ -103,7 +109,9 @@ static int price(const hx_problem *pb, const hx_candset *s, hx_candidate *c)
 	if (hx_replica_check(&r, NULL))
 		return 0;
 	hx_cost_memory(&r, pb->workload->serving.mem_util, &m);
-	if (!m.fits || m.kv_tokens < hx_plan_kv_reserve(pb->workload))
+	/* The long request is one attention rank's. */
+	if (!m.fits ||
+	    m.kv_tokens / hx_stage_dp(&r.stage[0]) < hx_plan_kv_reserve(pb->workload))
 		return 0;
 	hx_cost_capacity(&r, pb->workload, &cap);
 	if (cap.rps <= 0)
@@ -310,6 +318,37 @@ static void pipelines(const hx_problem *pb, hx_candset *s, const int (*sh)[2], i
 	}
 }
 
+/* The one-node EP shapes of class K (ep = tp over TP GPUs dividing the
+ * node and the experts, each DP that divides tp with attention TP dividing
+ * the heads) into S; none for a dense model. */
+static void ep_shapes(const hx_problem *pb, hx_candset *s, int k, double deadline, int *cap)
+{
+	const hx_arch *a = &pb->model->a;
+	const hx_node_class *cl = &s->cls[k];
+
+	if (a->experts <= 1)
+		return;
+	for (int tp = 2; tp <= cl->gpus_per_node; tp++) {
+		if (cl->gpus_per_node % tp || a->experts % tp)
+			continue;
+		for (int dp = 1; dp <= tp; dp++) {
+			hx_candidate c;
+			if (tp % dp || a->heads % (tp / dp))
+				continue;
+			if (hx_past(deadline)) {
+				s->cut = 1;
+				return;
+			}
+			memset(&c, 0, sizeof(c));
+			c.nstages = 1;
+			c.st[0] = (hx_cand_stage){k, tp, 0, a->layers, tp, dp > 1 ? dp : 0};
+			s->considered++;
+			if (price(pb, s, &c))
+				push(s, &c, cap);
+		}
+	}
+}
+
 /* A is dominated by B when A's GPUs could hold k copies of B (k >= 1)
  * with at least A's capacity. */
 static int dominated(const hx_candset *s, const hx_candidate *a, const hx_candidate *b)
@@ -369,6 +408,8 @@ int hx_candidates(const hx_problem *pb, const hx_cand_opts *o, hx_candset *s, hx
 			sh[nsh][1] = widest;
 			nsh++;
 		}
+		if (o && o->ep && !s->cut)
+			ep_shapes(pb, s, k, deadline, &cap);
 	}
 	if (!s->cut)
 		pipelines(pb, s, (const int(*)[2])sh, nsh, alone, max_stages, deadline, &cap);
@@ -413,6 +454,8 @@ void hx_cand_place(const hx_problem *pb, const hx_candset *s, const hx_candidate
 		g->stage[i].tp = c->st[i].tp;
 		g->stage[i].first = c->st[i].first;
 		g->stage[i].last = c->st[i].last;
+		g->stage[i].ep = c->st[i].ep;
+		g->stage[i].dp = c->st[i].dp;
 	}
 	for (int r = 0; r < n; r++) {
 		hx_plan_replica *rep = hx_plan_add_replica(g);

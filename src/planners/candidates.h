@@ -31,6 +31,7 @@ typedef struct hx_node_class {
 typedef struct hx_cand_stage {
 	int cls, tp;
 	int first, last; /* layers [first, last) */
+	int ep, dp;      /* expert parallel size, attention DP ranks (0: off) */
 } hx_cand_stage;
 
 typedef struct hx_candidate {
@@ -55,6 +56,10 @@ typedef struct hx_candset {
 typedef struct hx_cand_opts {
 	int max_stages;  /* pipelines of 2..max_stages stages (default 3) */
 	double deadline; /* hx_deadline(): stop pricing shapes when it passes */
+	/* Also one-node expert-parallel shapes of a mixture-of-experts model:
+	 * ep = tp dividing the experts, each number of attention DP ranks
+	 * whose TP divides the heads (two-batch overlap, as estimate --ep). */
+	int ep;
 } hx_cand_opts;
 
 /* Enumerate the feasible shapes (capacity > 0) and drop dominated ones: a

@@ -56,8 +56,13 @@ static int solve(const hx_problem *pb, const hx_plan_opts *o, double deadline,
 		}
 		if (use && !use[c])
 			ub = 0;
-		snprintf(name, sizeof(name), "n_%d_%s_tp%d_pp%d", c,
-			 s->cls[x->st[0].cls].gpu->name, x->st[0].tp, x->nstages);
+		if (x->st[0].ep > 1) /* an EP shape says so */
+			snprintf(name, sizeof(name), "n_%d_%s_ep%d_dp%d", c,
+				 s->cls[x->st[0].cls].gpu->name, x->st[0].ep,
+				 x->st[0].dp > 1 ? x->st[0].dp : 1);
+		else
+			snprintf(name, sizeof(name), "n_%d_%s_tp%d_pp%d", c,
+				 s->cls[x->st[0].cls].gpu->name, x->st[0].tp, x->nstages);
 		hx_milp_add_var(m, name, HX_MILP_INT, 0, ub,
 				objective == HX_OBJ_COST ? x->usd_per_hour : x->capacity_rps);
 	}
@@ -506,7 +511,7 @@ static int keep_better(const hx_problem *pb, const hx_plan_opts *o, const hx_can
 int hx_plan_colocated(const hx_problem *pb, const hx_plan_opts *o0, hx_plan *p, hx_err *err)
 {
 	const double deadline = hx_deadline(o0->time_limit_s);
-	hx_cand_opts co = {0, deadline};
+	hx_cand_opts co = {0, deadline, 1}; /* EP shapes too, for MoE models */
 	const hx_plan_opts *o = o0;
 	hx_candset s;
 	hx_milp_result res = {0}, raw = {0};

@@ -432,11 +432,28 @@ static int prefix_hit(const sim *s, const replica *rp, const req *r)
 				  r->user >= 0 && rp->user_cached[r->user]);
 }
 
+/* Attention data-parallel ranks of R: its fewest over stages (1 but for
+ * EP stages). */
+static int replica_dp(const hx_replica *r)
+{
+	int dp = r->nstages > 0 ? hx_stage_dp(&r->stage[0]) : 1;
+
+	for (int i = 1; i < r->nstages; i++)
+		if (hx_stage_dp(&r->stage[i]) < dp)
+			dp = hx_stage_dp(&r->stage[i]);
+	return dp;
+}
+
 static void start_iteration(sim *s, int ri)
 {
 	replica *rp = &s->reps[ri];
-	double budget = s->w->serving.token_budget, kv_need = 0, left;
-	int max_seqs = (int)s->w->serving.max_seqs, ndec = 0;
+	/* Each data-parallel attention rank of an EP replica is an engine
+	 * with its own token budget and sequences (the cost model's rule);
+	 * a prompt's chunk is one rank's. */
+	int dp = replica_dp(&rp->cost);
+	double rank_budget = s->w->serving.token_budget, budget = rank_budget * dp;
+	double kv_need = 0, left;
+	int max_seqs = (int)s->w->serving.max_seqs * dp, ndec = 0;
 	hx_batch b = {0};
 	hx_iter it;
 
@@ -469,7 +486,7 @@ static void start_iteration(sim *s, int ri)
 		int n;
 		if (q->decoding)
 			continue;
-		n = (int)fmin(q->prompt - q->prefilled, left);
+		n = (int)fmin(fmin(q->prompt - q->prefilled, left), rank_budget);
 		n = (int)fmin(n, rp->kv_cap - rp->kv_used - kv_need);
 		if (n <= 0)
 			continue;
@@ -498,7 +515,7 @@ static void start_iteration(sim *s, int ri)
 			/* A preempted request recomputes what it had, less what the
 			 * prefix cache holds. */
 			q.prompt = r->input + (r->generated > 0 ? r->generated - 1 : 0);
-			n = (int)fmin(q.prompt - hit, left);
+			n = (int)fmin(fmin(q.prompt - hit, left), rank_budget);
 			if (rp->kv_used + kv_need + hit + n > rp->kv_cap)
 				break;
 			q.prefilled = hit;

@@ -86,6 +86,15 @@ for f in tests/data/plans/*.json; do
 	fi
 done
 
+# --- the hand-written expert-parallel plans of tests/data/ep ------------------
+validate tests/data/ep/*.json >"$TMP/ep.txt"
+for f in tests/data/ep/*.json; do
+	run plan -p "$f"
+	expect_rc 0 "the reader loads $f"
+	case $(verdict "$f" "$TMP/ep.txt") in ok\ *) ok ;; *) fail "EP plan: $(verdict "$f" "$TMP/ep.txt")" ;; esac
+done
+[ "$(grep -c '^ok ' "$TMP/ep.txt")" -ge 3 ] && ok || fail "validated $(grep -c '^ok ' "$TMP/ep.txt") EP plans"
+
 # --- variants: the schema and the reader agree -------------------------------
 # Each variant is a plan made above with one change; NAME says what it is.
 mkdir "$TMP/var"
@@ -145,6 +154,10 @@ variant("ok-index-zeros", setk(["groups", 0, "replicas", 0, "placement", 0, 0], 
 variant("ok-pp-links", lambda p: None, pp)
 variant("ok-short", several(setk(["status"], "short"), setk(["shortfall"], {"rate_rps": 20, "utilization": 0.9, "shortfall_rps": 1.5, "served_share": 0.95})))
 variant("ok-status-complete", setk(["status"], "complete"))
+# The EP keys' bounds are the reader's; whether they fit the model is check's.
+variant("ok-ep", several(setk(["groups", 0, "stages", 0, "ep"], 4), setk(["groups", 0, "stages", 0, "dp_attention"], 2),
+                         setk(["groups", 0, "stages", 0, "redundant_experts"], 0), setk(["groups", 0, "stages", 0, "eplb_imbalance"], 1.1)))
+variant("ok-ep-imbalance-integer", setk(["groups", 0, "stages", 0, "eplb_imbalance"], 2))
 
 # Rejected by the reader.
 variant("bad-top-key", setk(["comment"], "x"))
@@ -191,6 +204,14 @@ variant("bad-layers-three", setk(["groups", 0, "stages", 0, "layers"], [0, 40, 8
 variant("bad-layers-negative", setk(["groups", 0, "stages", 0, "layers"], [-1, 80]))
 variant("bad-layers-huge", setk(["groups", 0, "stages", 0, "layers"], [0, 2000000]))
 variant("bad-cross-node", setk(["groups", 0, "stages", 0, "cross_node"], "yes"))
+variant("bad-ep-zero", setk(["groups", 0, "stages", 0, "ep"], 0))
+variant("bad-ep-huge", setk(["groups", 0, "stages", 0, "ep"], 4097))
+variant("bad-ep-bool", setk(["groups", 0, "stages", 0, "ep"], True))
+variant("bad-dp-attention-real", setk(["groups", 0, "stages", 0, "dp_attention"], 2.5))
+variant("bad-dp-attention-bool", setk(["groups", 0, "stages", 0, "dp_attention"], True))
+variant("bad-redundant-negative", setk(["groups", 0, "stages", 0, "redundant_experts"], -1))
+variant("bad-imbalance-below-one", setk(["groups", 0, "stages", 0, "eplb_imbalance"], 0.9))
+variant("bad-imbalance-string", setk(["groups", 0, "stages", 0, "eplb_imbalance"], "1.1"))
 variant("bad-no-replicas", delk(["groups", 0, "replicas"]))
 variant("bad-replica-key", setk(["groups", 0, "replicas", 0, "host"], "10.0.0.1"))
 variant("bad-replica-no-id", delk(["groups", 0, "replicas", 0, "id"]))

@@ -1058,6 +1058,29 @@ int hx_k8s_route_weights(const hx_plan *p, const hx_export_opts *o, int model_ro
 	return 0;
 }
 
+void hx_k8s_env_namespace(hx_yw *w, const char *name)
+{
+	hx_yw_item(w);
+	hx_yw_str(w, "name", name);
+	hx_yw_map(w, "valueFrom");
+	hx_yw_map(w, "fieldRef");
+	hx_yw_str(w, "fieldPath", "metadata.namespace");
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+}
+
+void hx_k8s_litellm_rule(hx_yw *w)
+{
+	hx_k8s_rule_open(w, NULL);
+	hx_yw_item(w);
+	hx_yw_str(w, "name", HX_K8S_LITELLM);
+	hx_yw_int(w, "port", HX_K8S_LITELLM_PORT);
+	hx_yw_end(w);
+	hx_yw_end(w);
+	hx_yw_end(w);
+}
+
 void hx_k8s_rule_open(hx_yw *w, const char *header)
 {
 	hx_yw_item(w);
@@ -1317,14 +1340,7 @@ static void litellm_container(hx_yw *w, const hx_litellm_dep *dep, int n)
 		 * Kubernetes expands $(VAR) in an env value when VAR is
 		 * defined before it in the container (core/v1 EnvVar.value) */
 		hx_yw_map(w, "env");
-		hx_yw_item(w);
-		hx_yw_str(w, "name", HX_K8S_LITELLM_NS);
-		hx_yw_map(w, "valueFrom");
-		hx_yw_map(w, "fieldRef");
-		hx_yw_str(w, "fieldPath", "metadata.namespace");
-		hx_yw_end(w);
-		hx_yw_end(w);
-		hx_yw_end(w);
+		hx_k8s_env_namespace(w, HX_K8S_LITELLM_NS);
 		for (int i = 0; i < n; i++)
 			if (dep[i].weight > 0 &&
 			    strstr(dep[i].api_base, "$(" HX_K8S_LITELLM_NS ")")) {
@@ -1455,13 +1471,7 @@ static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_k
 		hx_k8s_litellm(w, "k8s", dep, p->ngroups);
 		if ((rc = hx_k8s_httproute_open(w, 1, o, out, err)))
 			goto done;
-		hx_k8s_rule_open(w, NULL);
-		hx_yw_item(w);
-		hx_yw_str(w, "name", HX_K8S_LITELLM);
-		hx_yw_int(w, "port", HX_K8S_LITELLM_PORT);
-		hx_yw_end(w);
-		hx_yw_end(w);
-		hx_yw_end(w);
+		hx_k8s_litellm_rule(w);
 		hx_yw_end(w);
 		hx_yw_end(w);
 		goto done;

@@ -485,14 +485,7 @@ static void epp_container(hx_yw *w, const unit *u)
 	hx_yw_end(w);
 	/* the pool's namespace: the EPP reads NAMESPACE */
 	hx_yw_map(w, "env");
-	hx_yw_item(w);
-	hx_yw_str(w, "name", "NAMESPACE");
-	hx_yw_map(w, "valueFrom");
-	hx_yw_map(w, "fieldRef");
-	hx_yw_str(w, "fieldPath", "metadata.namespace");
-	hx_yw_end(w);
-	hx_yw_end(w);
-	hx_yw_end(w);
+	hx_k8s_env_namespace(w, "NAMESPACE");
 	hx_yw_end(w);
 	hx_yw_map(w, "ports");
 	hx_yw_item(w);
@@ -708,15 +701,8 @@ static int route(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_k
 			first++;
 		route_rule(w, u, nu, keep, nmodels > 1 ? kg[u[first].first].repo : NULL);
 	}
-	if (router) {
-		hx_k8s_rule_open(w, NULL);
-		hx_yw_item(w);
-		hx_yw_str(w, "name", HX_K8S_LITELLM);
-		hx_yw_int(w, "port", HX_K8S_LITELLM_PORT);
-		hx_yw_end(w);
-		hx_yw_end(w);
-		hx_yw_end(w);
-	}
+	if (router)
+		hx_k8s_litellm_rule(w);
 	hx_yw_end(w);
 	hx_yw_end(w);
 done:

@@ -350,6 +350,12 @@ void hx_k8s_scale(const double *weight, int n, long *out);
 /* One HTTPRoute rule's head: a path match on "/" and, when HEADER, an exact
  * match of the model header on it; leaves its "backendRefs" list open. */
 void hx_k8s_rule_open(hx_yw *w, const char *header);
+/* A whole HTTPRoute rule with no header match that sends every request
+ * to the LiteLLM router's Service (HX_K8S_LITELLM). */
+void hx_k8s_litellm_rule(hx_yw *w);
+/* An env list item NAME whose value is the pod's own namespace (the
+ * downward API's metadata.namespace). */
+void hx_k8s_env_namespace(hx_yw *w, const char *name);
 /* Clear the smallest of WEIGHT[0..N) flagged in KEEP (KEPT of them) until
  * MAX are left; ties go to the later index. */
 void hx_k8s_keep_largest(const double *weight, int *keep, int n, int kept, int max);

@@ -793,23 +793,13 @@ int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_
 			break;
 		}
 		have_r0 |= round == 0 && pb->cluster->noffers > 0;
-		if (hx_past(deadline)) {
+		miss = hx_xcalloc((size_t)p->ngroups + 1, 1);
+		rc = hx_past(deadline) ? HX_ELIMIT
+				       : judge(p, w, w->rate_rps * kappa, pb->seed, deadline,
+					       &met, &attain, miss, err);
+		if (rc == HX_ELIMIT) {
 			/* no time left to judge it in the simulator: the plan as
 			 * the cost model sees it (or the best judged before) */
-			free(gcand);
-			if (have_best)
-				hx_plan_release(p);
-			else {
-				best = *p;
-				have_best = 1;
-			}
-			break;
-		}
-		miss = hx_xcalloc((size_t)p->ngroups + 1, 1);
-		rc = judge(p, w, w->rate_rps * kappa, pb->seed, deadline, &met, &attain, miss,
-			   err);
-		if (rc == HX_ELIMIT) {
-			/* out of time while judging: as when none is left */
 			free(miss);
 			free(gcand);
 			rc = 0;

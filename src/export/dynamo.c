@@ -19,20 +19,25 @@
  * export: a nodeSelector on the GPU product, GPU limits, CPU and memory
  * requests, the model cache (HF_HOME; --model-cache's claim, else scratch)
  * and HF_TOKEN from the Secret hf-token.  Probes and /dev/shm are the
- * operator's.
+ * operator's.  When the plan's ingress splits over models (a route or bo
+ * plan), the LiteLLM router of export_k8s.c goes in front of the graphs'
+ * frontend Services, one deployment per model weighted by its share, so a
+ * request for "hexplan" is split as planned and one that names a model
+ * reaches only its frontend.
  *
  * Refused, even with --lossy: replicas that span nodes (a multi-node worker
  * needs Dynamo's multinode launch, not written), AMD GPUs (Dynamo's vLLM
  * runtime image is built for CUDA).  Refused unless --lossy: what the pods
  * cannot express (export_k8s.c: int4 without --checkpoint, stages with
  * different TP sizes, a model without a Hugging Face repository), cascades,
- * cross-replica hops, per-class ingress, ingress split across models,
- * weights among a model's groups that are not proportional to their replicas
- * (Dynamo's router spreads a model's requests over its workers itself),
- * several prefill or decode groups of one model (the router pairs prefill
- * and decode workers itself: the plan's KV routes are not kept), and a
- * decode group without prefill groups or prefill groups without a decode
- * group.
+ * cross-replica hops, per-class ingress, weights among a model's groups
+ * that are not proportional to their replicas (Dynamo's router spreads a
+ * model's requests over its workers itself), several prefill or decode
+ * groups of one model (the router pairs prefill and decode workers itself:
+ * the plan's KV routes are not kept), and a decode group without prefill
+ * groups or prefill groups without a decode group.  Refused even with
+ * --lossy: a split over models where a frontend Service's name would pass
+ * 63 characters.
  */
 #include "config.h"
 
@@ -106,13 +111,14 @@ static int model_limits(const hx_plan *p, const hx_export_opts *o, const hx_kgro
 	return rc;
 }
 
-/* Ingress per group (summed over classes) into WEIGHT; cascades, hops,
- * classes and splits across models refused or noted. */
+/* Ingress per group (summed over classes) into WEIGHT, and into *MODELS
+ * whether it splits over models (then the LiteLLM router splits it);
+ * cascades, hops and classes refused or noted. */
 static int plan_limits(const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
-		       double *weight, hx_export_out *out, hx_err *err)
+		       double *weight, int *models, hx_export_out *out, hx_err *err)
 {
 	const hx_model *first = NULL;
-	int rc = 0, models = 0;
+	int rc = 0;
 
 	if ((rc = hx_yaml_lose_steps(p, o, out, err)))
 		return rc;
@@ -128,13 +134,8 @@ static int plan_limits(const hx_plan *p, const hx_export_opts *o, const hx_kgrou
 			if (!first)
 				first = kg[g].m;
 			else if (kg[g].m != first)
-				models = 1;
+				*models = 1;
 		}
-	if (models &&
-	    (rc = hx_yaml_lose(
-		 o, out, err,
-		 "the ingress splits requests over models, and each model has its own DynamoGraphDeployment and frontend: a request goes to the model it names")))
-		return rc;
 	return 0;
 }
 
@@ -280,13 +281,19 @@ static void worker(hx_yw *w, const hx_plan *p, const hx_kgroup *kg, int gi)
 	hx_yw_end(w);
 }
 
+/* NAME (64 bytes): the DynamoGraphDeployment of K's model. */
+static void graph_name(char *name, const hx_kgroup *k)
+{
+	snprintf(name, 64, "hexplan-%.52s", k->model);
+}
+
 /* The DynamoGraphDeployment of the model of group FIRST. */
 static void graph(hx_yw *w, const hx_plan *p, const hx_export_opts *o, const hx_kgroup *kg,
 		  int first)
 {
 	char name[64];
 
-	snprintf(name, sizeof(name), "hexplan-%.52s", kg[first].model);
+	graph_name(name, &kg[first]);
 	hx_yw_doc(w);
 	hx_yw_str(w, "apiVersion", "nvidia.com/v1beta1");
 	hx_yw_str(w, "kind", "DynamoGraphDeployment");
@@ -329,13 +336,60 @@ static int write_graphs(const hx_plan *p, const hx_export_opts *o, const hx_kgro
 	return 0;
 }
 
+/* The LiteLLM router of a plan whose ingress splits over models: per model
+ * that takes requests, one deployment sent to its graph's frontend, the
+ * Service the operator names GRAPH-frontend (GetDCDResourceName: the graph's
+ * name, "-", the component's name in lower case) on port 8000
+ * (GenerateComponentService gives a frontend DynamoServicePort; Dynamo's
+ * deploy/operator/internal/dynamo/graph.go and internal/consts/consts.go),
+ * weighted by the model's share of the plan's ingress.  The frontend serves
+ * the model under the name its workers register, --served-model-name or
+ * else --model (components/src/dynamo/vllm/main.py: "if not
+ * config.served_model_name: ... = config.model"), the repository that
+ * worker_args gives, which is LiteLLM's model.  HX_EINPUT (ERR) when a
+ * Service name would pass Kubernetes' 63 characters. */
+static int router(hx_yw *w, const hx_plan *p, const hx_kgroup *kg, const double *weight,
+		  hx_err *err)
+{
+	hx_litellm_dep *dep = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*dep));
+	int n = 0, rc = 0;
+
+	for (int g = 0; g < p->ngroups; g++) {
+		char name[64];
+		int seen = 0;
+		for (int h = 0; h < g && !seen; h++)
+			seen = kg[h].m == kg[g].m;
+		if (seen)
+			continue;
+		graph_name(name, &kg[g]);
+		dep[n].repo = kg[g].repo;
+		for (int h = g; h < p->ngroups; h++)
+			if (kg[h].m == kg[g].m && weight[h] > 0)
+				dep[n].weight += weight[h];
+		if (dep[n].weight > 0 && strlen(name) + strlen("-frontend") > 63) {
+			rc = hx_errf(
+			    err, HX_EINPUT,
+			    "model \"%s\": the LiteLLM router that splits the plan's requests over its models sends them to the frontend Service %s-frontend, whose name passes Kubernetes' 63 characters",
+			    kg[g].m->name, name);
+			goto done;
+		}
+		snprintf(dep[n].api_base, sizeof(dep[n].api_base), "http://%s-frontend:8000/v1",
+			 name);
+		n++;
+	}
+	hx_k8s_litellm(w, "dynamo", dep, n);
+done:
+	free(dep);
+	return rc;
+}
+
 int hx_export_dynamo(const hx_plan *p, const hx_export_opts *o, hx_export_out *out, hx_err *err)
 {
 	char(*key)[56] = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*key));
 	hx_kgroup *kg = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*kg));
 	double *weight = hx_xcalloc((size_t)p->ngroups + 1, sizeof(*weight));
 	hx_yw w = {{0}, 0, 0};
-	int rc = 0, n = 0;
+	int rc = 0, n = 0, models = 0;
 
 	hx_k8s_keys(p, key);
 	for (n = 0; n < p->ngroups; n++)
@@ -344,7 +398,7 @@ int hx_export_dynamo(const hx_plan *p, const hx_export_opts *o, hx_export_out *o
 			n++;
 			goto done;
 		}
-	if ((rc = plan_limits(p, o, kg, weight, out, err)))
+	if ((rc = plan_limits(p, o, kg, weight, &models, out, err)))
 		goto done;
 	if (o->image)
 		hx_buf_printf(&w.b,
@@ -356,7 +410,8 @@ int hx_export_dynamo(const hx_plan *p, const hx_export_opts *o, hx_export_out *o
 		    "# Written by hexplan export --to dynamo for NVIDIA Dynamo %s: image\n"
 		    "# %s (default; --image replaces it).\n",
 		    HX_EXPORT_DYNAMO_VERSION, HX_EXPORT_IMAGE_DYNAMO);
-	if ((rc = write_graphs(p, o, kg, weight, &w, out, err)))
+	if ((rc = write_graphs(p, o, kg, weight, &w, out, err)) ||
+	    (models && (rc = router(&w, p, kg, weight, err))))
 		goto done;
 	hx_export_add(out, "hexplan.yaml", w.b.s);
 	w.b.s = NULL;

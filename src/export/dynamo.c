@@ -339,10 +339,12 @@ static int write_graphs(const hx_plan *p, const hx_export_opts *o, const hx_kgro
 /* The LiteLLM router of a plan whose ingress splits over models: per model
  * that takes requests, one deployment sent to its graph's frontend, the
  * Service the operator names GRAPH-frontend (GetDCDResourceName: the graph's
- * name, "-", the component's name in lower case) on port 8000
- * (GenerateComponentService gives a frontend DynamoServicePort; Dynamo's
- * deploy/operator/internal/dynamo/graph.go and internal/consts/consts.go),
- * weighted by the model's share of the plan's ingress.  The frontend serves
+ * name, "-", the component's name in lower case; NormalizeKubeResourceName
+ * only lowers it and turns dots into dashes, so a name past 63 characters
+ * is not shortened but rejected) on port 8000 (GenerateComponentService
+ * gives a frontend DynamoServicePort; Dynamo's
+ * deploy/operator/internal/dynamo/graph.go and internal/consts), weighted
+ * by the model's share of the plan's ingress.  The frontend serves
  * the model under the name its workers register, --served-model-name or
  * else --model (components/src/dynamo/vllm/main.py: "if not
  * config.served_model_name: ... = config.model"), the repository that

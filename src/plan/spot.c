@@ -114,7 +114,8 @@ static int spot_nodes(const hx_plan *p, double **q, double **lost, double *total
 				       &a);
 			*total += p->groups[g].capacity_rps;
 		}
-	qsort(a.n, (size_t)a.nn, sizeof(spot_node), cmp_spot_node);
+	if (a.nn > 0) /* no spot node: a.n is NULL, which qsort may not take */
+		qsort(a.n, (size_t)a.nn, sizeof(spot_node), cmp_spot_node);
 	hx_map_release(&a.idx);
 	memset(&a.idx, 0, sizeof(a.idx));
 	*q = hx_xcalloc((size_t)a.nn + 1, sizeof(double));

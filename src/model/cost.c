@@ -1082,9 +1082,23 @@ static double kv_arrival_misses(const hx_workload *w, double B, double t, double
 	return miss;
 }
 
-static void cap_check(const hx_replica *r, const hx_workload *w, int phase, double kv_tokens,
-		      double lambda, cap_eval *ev)
+/* What a capacity search reads of its workload's lengths at every rate:
+ * the moments of the prompt and output distributions (CAP_QUANTILES
+ * quantiles each way would be 512 lookups a rate; a trace's are scans). */
+typedef struct cap_lens {
+	double pm[4], om[4];
+} cap_lens;
+
+static void cap_lens_of(const hx_workload *w, cap_lens *l)
 {
+	dist_moments(&w->prompt, l->pm);
+	dist_moments(&w->output, l->om);
+}
+
+static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens *lens,
+		      int phase, double kv_tokens, double lambda, cap_eval *ev)
+{
+	const double *pm = lens->pm, *om = lens->om;
 	double P = hx_dist_mean(&w->prompt), O = hx_dist_mean(&w->output);
 	double q = w->slo.percentile / 100, Pq = hx_dist_quantile(&w->prompt, q);
 	/* Each DP rank of an EP replica is an engine with its own budget. */
@@ -1096,7 +1110,7 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 	double tmax = (phase == HX_SERVE_PREFILL ? w->slo.ttft_ms : w->slo.tpot_ms) * 1e-3;
 	double allow = 1 - w->slo.attainment, lo = 0, hi = tmax, B, p, t, c, ctx;
 	double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1, u, service, scale;
-	double pm[4], om[4], miss_tpot = 0, miss_ttft = 0;
+	double miss_tpot = 0, miss_ttft = 0;
 	prompt_steps ps;
 	hx_iter it;
 
@@ -1104,8 +1118,6 @@ static void cap_check(const hx_replica *r, const hx_workload *w, int phase, doub
 	ev->ttft = INFINITY;
 	ev->t = INFINITY;
 	P -= H; /* from here on, P is the prompt tokens computed */
-	dist_moments(&w->prompt, pm);
-	dist_moments(&w->output, om);
 	/* The decode batch's mean context: a sequence stays in it for its
 	 * output's steps, so long outputs are there more often than their
 	 * share of requests (length-biased): the prompt, then on average
@@ -1222,6 +1234,7 @@ void hx_cost_at_rate_phase(const hx_replica *r, const hx_workload *w, int phase,
 {
 	hx_memory mem;
 	cap_eval ev;
+	cap_lens lens;
 
 	memset(out, 0, sizeof(*out));
 	hx_cost_memory(r, w->serving.mem_util, &mem);
@@ -1229,7 +1242,8 @@ void hx_cost_at_rate_phase(const hx_replica *r, const hx_workload *w, int phase,
 		out->binding = "memory";
 		return;
 	}
-	cap_check(r, w, phase, mem.kv_tokens, lambda, &ev);
+	cap_lens_of(w, &lens);
+	cap_check(r, w, &lens, phase, mem.kv_tokens, lambda, &ev);
 	out->rps = ev.ok ? lambda : 0;
 	out->binding = ev.ok ? NULL : ev.binding;
 	out->tokens_per_s = out->rps * hx_dist_mean(&w->output);
@@ -1248,6 +1262,7 @@ int hx_cost_capacity_phase(const hx_replica *r, const hx_workload *w, int phase,
 {
 	hx_memory mem;
 	cap_eval ev, best = {0};
+	cap_lens lens;
 	double lo = 0, hi = 0.01, P = hx_dist_mean(&w->prompt), O = hx_dist_mean(&w->output);
 	int i;
 
@@ -1264,7 +1279,8 @@ int hx_cost_capacity_phase(const hx_replica *r, const hx_workload *w, int phase,
 		return 0;
 	}
 	/* Does even a trickle meet the SLO? */
-	cap_check(r, w, phase, mem.kv_tokens, 1e-9, &ev);
+	cap_lens_of(w, &lens);
+	cap_check(r, w, &lens, phase, mem.kv_tokens, 1e-9, &ev);
 	if (!ev.ok) {
 		out->binding = ev.binding;
 		out->tpot_ms = ev.t * 1e3;
@@ -1273,7 +1289,7 @@ int hx_cost_capacity_phase(const hx_replica *r, const hx_workload *w, int phase,
 	}
 	best = ev;
 	for (i = 0; i < 60; i++) {
-		cap_check(r, w, phase, mem.kv_tokens, hi, &ev);
+		cap_check(r, w, &lens, phase, mem.kv_tokens, hi, &ev);
 		if (!ev.ok)
 			break;
 		best = ev;
@@ -1282,7 +1298,7 @@ int hx_cost_capacity_phase(const hx_replica *r, const hx_workload *w, int phase,
 	}
 	for (i = 0; i < 50 && hi - lo > 1e-6 * hi; i++) {
 		double mid = (lo + hi) / 2;
-		cap_check(r, w, phase, mem.kv_tokens, mid, &ev);
+		cap_check(r, w, &lens, phase, mem.kv_tokens, mid, &ev);
 		if (ev.ok) {
 			lo = mid;
 			best = ev;
@@ -1292,7 +1308,7 @@ int hx_cost_capacity_phase(const hx_replica *r, const hx_workload *w, int phase,
 		}
 	}
 	if (!out->binding) {
-		cap_check(r, w, phase, mem.kv_tokens, hi, &ev);
+		cap_check(r, w, &lens, phase, mem.kv_tokens, hi, &ev);
 		out->binding = ev.binding ? ev.binding : "tpot";
 	}
 	out->rps = lo;

@@ -109,33 +109,13 @@ static int adopt_started(hx_plan *p, hx_plan *q, const hx_moves *mv)
 	return n;
 }
 
-/* What P's GPUs on the owned nodes of OWNED (the cluster as loaded, its
- * offers not expanded) cost at their prices. */
-static double owned_usd(const hx_plan *p, const hx_cluster *owned)
-{
-	double usd = 0;
-
-	for (int g = 0; g < p->ngroups; g++)
-		for (int r = 0; r < p->groups[g].nreplicas; r++)
-			for (int s = 0; s < p->groups[g].nstages; s++)
-				for (int k = 0; k < p->groups[g].replicas[r].ngpus[s]; k++)
-					for (int i = 0; i < owned->nnodes; i++)
-						if (strcmp(owned->nodes[i].name,
-							   p->groups[g]
-							       .replicas[r]
-							       .gpus[s][k]
-							       .node) == 0)
-							usd += owned->nodes[i].usd_per_hour;
-	return usd;
-}
-
 /* P's predictions again after groups from FIRST on joined it (PB's cluster:
  * offers expanded, OWNED as loaded); a composed plan's price is its rent,
  * as compose prices it. */
 static int refinish(const hx_problem *pb, const hx_cluster *owned, hx_plan *p, int first,
 		    hx_err *err)
 {
-	double objective = p->solver.objective, usd = 0, served;
+	double objective = p->solver.objective;
 	const hx_workload *w = pb->workload;
 	int rc;
 
@@ -153,17 +133,11 @@ static int refinish(const hx_problem *pb, const hx_cluster *owned, hx_plan *p, i
 	strcpy(p->solver.status, "heuristic");
 	if (strcmp(p->mode, "compose") != 0)
 		return 0;
-	hx_plan_fill_rent(p, pb->cluster);
-	for (int i = 0; i < p->nrent; i++)
-		usd += p->rent[i].usd_per_hour;
-	served = fmin(w->rate_rps, p->predicted.capacity_rps);
-	p->predicted.owned_usd_per_hour = hx_round6(owned_usd(p, owned));
-	p->predicted.usd_per_hour = hx_round6(usd);
+	hx_plan_price_rent(p, pb->cluster, owned, w,
+			   fmin(w->rate_rps, p->predicted.capacity_rps));
 	if (p->spill.nsubst > 0)
 		p->spill.usd_per_hour_delta =
 		    hx_round6(p->predicted.usd_per_hour - p->spill.preferred_usd_per_hour);
-	p->predicted.usd_per_m_tokens = hx_round6(
-	    hx_usd_per_mtok(usd, served, hx_dist_mean(&w->prompt) + hx_dist_mean(&w->output)));
 	return 0;
 }
 

@@ -275,3 +275,37 @@ void hx_plan_set_simulated(hx_plan *p, const hx_problem *pb, const char *method,
 	p->simulated.seed = pb->seed;
 	hx_strlcpy(p->simulated.method, method, sizeof(p->simulated.method));
 }
+
+double hx_plan_owned_usd(const hx_plan *p, const hx_cluster *owned)
+{
+	hx_map idx = {0};
+	double usd = 0;
+
+	for (int i = 0; i < owned->nnodes; i++)
+		hx_map_put(&idx, owned->nodes[i].name, i);
+	for (int g = 0; g < p->ngroups; g++)
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			for (int s = 0; s < p->groups[g].nstages; s++)
+				for (int k = 0; k < p->groups[g].replicas[r].ngpus[s]; k++) {
+					int ni = hx_map_get(
+					    &idx, p->groups[g].replicas[r].gpus[s][k].node);
+					if (ni >= 0)
+						usd += owned->nodes[ni].usd_per_hour;
+				}
+	hx_map_release(&idx);
+	return usd;
+}
+
+void hx_plan_price_rent(hx_plan *p, const hx_cluster *cl, const hx_cluster *owned,
+			const hx_workload *w, double served)
+{
+	double usd = 0;
+
+	hx_plan_fill_rent(p, cl);
+	for (int i = 0; i < p->nrent; i++)
+		usd += p->rent[i].usd_per_hour;
+	p->predicted.owned_usd_per_hour = hx_round6(hx_plan_owned_usd(p, owned));
+	p->predicted.usd_per_hour = hx_round6(usd);
+	p->predicted.usd_per_m_tokens = hx_round6(
+	    hx_usd_per_mtok(usd, served, hx_dist_mean(&w->prompt) + hx_dist_mean(&w->output)));
+}

@@ -88,6 +88,17 @@ void hx_plan_solver_search(hx_plan *p, const char *engine, const char *status, d
  * GPU on node i of CL. */
 void hx_plan_nodes_used(const hx_plan *p, const hx_cluster *cl, char *used);
 
+/* The price of the owned GPUs P places, at the prices of OWNED (a cluster
+ * before its offers are expanded: offer nodes are not among its nodes). */
+double hx_plan_owned_usd(const hx_plan *p, const hx_cluster *owned);
+
+/* A composed plan's price: its rent on CL (offers expanded) refilled
+ * (hx_plan_fill_rent), the plan's price that rent (owned GPUs are free at
+ * the margin), what its owned GPUs cost at OWNED's prices beside it, and
+ * USD per million tokens of W's lengths at SERVED req/s. */
+void hx_plan_price_rent(hx_plan *p, const hx_cluster *cl, const hx_cluster *owned,
+			const hx_workload *w, double served);
+
 /* Set P's rent (replacing any) from its placements on CL, a cluster with
  * its offers expanded: per offer, the nodes used, whole; and P's spot
  * section, when it has one, from them and the groups' capacities (call it

@@ -340,28 +340,6 @@ static int class_demand(const hx_workload *w, const hx_len_class *cls, int ncls,
 /* One composition at utilization UTIL with each candidate's capacities
  * scaled by *DERATE (allocated here, all 1, when NULL); *GCAND gets the
  * candidate of each group of P (new). */
-/* The price of the owned GPUs P places, at the prices of CL (the cluster
- * before its offers are expanded: offer nodes are not among its nodes). */
-static double owned_usd(const hx_plan *p, const hx_cluster *cl)
-{
-	hx_map idx = {0};
-	double usd = 0;
-
-	for (int i = 0; i < cl->nnodes; i++)
-		hx_map_put(&idx, cl->nodes[i].name, i);
-	for (int g = 0; g < p->ngroups; g++)
-		for (int r = 0; r < p->groups[g].nreplicas; r++)
-			for (int s = 0; s < p->groups[g].nstages; s++)
-				for (int k = 0; k < p->groups[g].replicas[r].ngpus[s]; k++) {
-					int ni = hx_map_get(
-					    &idx, p->groups[g].replicas[r].gpus[s][k].node);
-					if (ni >= 0)
-						usd += cl->nodes[ni].usd_per_hour;
-				}
-	hx_map_release(&idx);
-	return usd;
-}
-
 /* Whether candidate C takes GPUs of spot nodes (of S's classes). */
 static int cand_spot(const hx_candset *s, const hx_candidate *c)
 {
@@ -417,7 +395,7 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 	hx_compose_in in = {0};
 	hx_compose_out out = {0};
 	hx_milp_opts mo = hx_plan_milp_opts(o, 0);
-	double *h = NULL, *lambda = NULL, *pool_usd = NULL, usd = 0, P, O, served;
+	double *h = NULL, *lambda = NULL, *pool_usd = NULL, usd = 0;
 	int *use = NULL, *pool_nodes = NULL, *pool_gpus = NULL, *free_gpus = NULL, *next = NULL;
 	int ncls = 0, rc, have_cl = 0, npicks = 0;
 	cpick *picks = NULL;
@@ -514,18 +492,8 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 	hx_plan_solver_milp(p, "glpk", &out.res); /* objective: set below */
 	if ((rc = hx_plan_finish(&pb2, p, 0, err)))
 		goto out;
-	hx_plan_fill_rent(p, &cl);
-	/* What the plan costs is its rent: owned GPUs are free at the margin,
-	 * and what they cost at the cluster's prices is stated beside it. */
-	usd = 0;
-	for (int i = 0; i < p->nrent; i++)
-		usd += p->rent[i].usd_per_hour;
-	p->predicted.owned_usd_per_hour = hx_round6(owned_usd(p, pb->cluster));
-	P = hx_dist_mean(&w->prompt);
-	O = hx_dist_mean(&w->output);
-	served = fmin(w->rate_rps * out.kappa, p->predicted.capacity_rps);
-	p->predicted.usd_per_hour = hx_round6(usd);
-	p->predicted.usd_per_m_tokens = hx_round6(hx_usd_per_mtok(usd, served, P + O));
+	hx_plan_price_rent(p, &cl, pb->cluster, w,
+			   fmin(w->rate_rps * out.kappa, p->predicted.capacity_rps));
 	p->solver.objective =
 	    hx_round6(o->budget_usd_per_hour > 0 ? out.kappa : out.usd_per_hour);
 	*kappa = out.kappa;

@@ -255,7 +255,6 @@ static int insure_set(const hx_problem *pb, const hx_plan_opts *po, const hx_clu
 		ntypes = unused_offer_types(pb, p, types);
 	hx_plan_nodes_used(p, cl, used);
 	for (int opt = -1; opt < ntypes && ntypes > 0; opt++) {
-		char *text = hx_plan_dump(p);
 		hx_plan q;
 		int n;
 		/* The unrented offer nodes but those of type OPT go too. */
@@ -264,8 +263,7 @@ static int insure_set(const hx_problem *pb, const hx_plan_opts *po, const hx_clu
 				  (opt < 0 || strcmp(cl->nodes[i].gpu.name, types[opt]) != 0);
 		for (int i = 0; i < t->k; i++)
 			gone[t->idx[t->worst * t->k + i]] = 1;
-		rc = hx_plan_parse_text(&q, text, "plan", err);
-		free(text);
+		rc = hx_plan_copy(p, &q, err);
 		if (rc ||
 		    (rc = insure_on(pb, po, owned, gone, deadline, &q, &n, &short_, err))) {
 			hx_plan_release(&q);

@@ -1870,3 +1870,12 @@ int hx_cascade_thresholds(const hx_quality *q, const hx_cascade_step *steps, int
 		theta[m] = 0;
 	return n > 0 ? 0 : -1;
 }
+
+int hx_plan_copy(const hx_plan *p, hx_plan *out, hx_err *err)
+{
+	char *text = hx_plan_dump(p);
+	int rc = hx_plan_parse_text(out, text, "plan", err);
+
+	free(text);
+	return rc;
+}

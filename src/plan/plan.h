@@ -293,6 +293,8 @@ char *hx_plan_dump(const hx_plan *p); /* new string */
 int hx_plan_write(const hx_plan *p, const char *path, hx_err *err);
 int hx_plan_load(hx_plan *p, const char *path, hx_err *err);
 int hx_plan_parse_text(hx_plan *p, const char *text, const char *name, hx_err *err);
+/* OUT becomes a copy of P (its JSON written and read back; release it). */
+int hx_plan_copy(const hx_plan *p, hx_plan *out, hx_err *err);
 
 /* A readable summary of P for people: new string. */
 char *hx_plan_table(const hx_plan *p);

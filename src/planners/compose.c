@@ -569,15 +569,6 @@ static int judge(const hx_plan *p, const hx_workload *w, double rate, uint64_t s
 	return rc;
 }
 
-/* A copy of P (new; hx_plan_release). */
-static int plan_copy(const hx_plan *p, hx_plan *out, hx_err *err)
-{
-	char *text = hx_plan_dump(p);
-	int rc = hx_plan_parse_text(out, text, "plan", err);
-	free(text);
-	return rc;
-}
-
 /* Spill-over: the composition with every offer's availability ignored
  * (each offer as large as the whole cluster, owned GPUs and offers
  * together) is the preferred plan.  When ROUND0 (the first composition on
@@ -613,7 +604,7 @@ static void spill_over(const hx_problem *pb, const hx_plan_opts *o, double spot_
 	o2.lp_text = NULL;
 	if (raised && compose_at(&pb2, &o2, COMPOSE_UTIL, spot_f, &derate, &gcand, &pref,
 				 &kappa, NULL) == 0) {
-		if (plan_copy(round0, &r0, NULL) == 0) {
+		if (hx_plan_copy(round0, &r0, NULL) == 0) {
 			if (hx_plan_spill_against(&r0, &pref, pref.predicted.usd_per_hour) > 0)
 				hx_plan_spill_against(p, &pref, pref.predicted.usd_per_hour);
 			hx_plan_release(&r0);
@@ -755,7 +746,8 @@ int hx_plan_compose(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_
 				     err)) ||
 		    (rc = spot_cover(pb, &o2, &spot_f, &derate, &gcand, p, &kappa, err)))
 			break;
-		if (round == 0 && pb->cluster->noffers > 0 && (rc = plan_copy(p, &r0, err))) {
+		if (round == 0 && pb->cluster->noffers > 0 &&
+		    (rc = hx_plan_copy(p, &r0, err))) {
 			free(gcand);
 			hx_plan_release(p);
 			break;

@@ -78,3 +78,18 @@ finish() {
 	echo "$passes passed, $fails failed"
 	[ "$fails" -eq 0 ]
 }
+
+# rename_group IN OUT INDEX NAME: plan IN with group INDEX named NAME, its
+# ingress routes following, written to OUT.
+rename_group() {
+	python3 - "$@" <<'PY'
+import json, sys
+q = json.load(open(sys.argv[1]))
+g, new = q["groups"][int(sys.argv[3])], sys.argv[4]
+old, g["name"] = g["name"], new
+for r in q["routing"]["ingress"]:
+    if r["group"] == old:
+        r["group"] = new
+json.dump(q, open(sys.argv[2], "w"))
+PY
+}

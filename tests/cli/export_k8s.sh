@@ -623,16 +623,7 @@ run export -p "$TMP/two.json" --to kserve --gateway-url 'http://gw/$(X)'
 expect_rc 2 "--gateway-url with \$ --to kserve"
 
 # A group whose objects would take the router's name is an error.
-python3 - "$TMP/two.json" "$TMP/two-clash.json" <<'PY'
-import json, sys
-q = json.load(open(sys.argv[1]))
-old = q["groups"][1]["name"]
-q["groups"][1]["name"] = "LiteLLM"
-for r in q["routing"]["ingress"]:
-    if r["group"] == old:
-        r["group"] = "LiteLLM"
-json.dump(q, open(sys.argv[2], "w"))
-PY
+rename_group "$TMP/two.json" "$TMP/two-clash.json" 1 LiteLLM
 run export -p "$TMP/two-clash.json" --to k8s
 expect_rc 1 "a group named like the router"
 expect_err_line '^hexplan: error: group litellm: its objects would be named hexplan-litellm, the name of the LiteLLM router that splits the plan.s requests over its models$' \

@@ -424,16 +424,7 @@ run export -p "$TMP/two.json" --to k8s --gateway-url http://gw
 expect_rc 2 "--gateway-url --to k8s"
 [ "$(head -1 "$TMP/err")" = "hexplan: error: --gateway-url is for --to kserve or llm-d" ] && ok ||
 	fail "--gateway-url --to k8s: message"
-python3 - "$TMP/two.json" "$TMP/two-clash.json" <<'PY'
-import json, sys
-q = json.load(open(sys.argv[1]))
-old = q["groups"][1]["name"]
-q["groups"][1]["name"] = "LiteLLM"
-for r in q["routing"]["ingress"]:
-    if r["group"] == old:
-        r["group"] = "LiteLLM"
-json.dump(q, open(sys.argv[2], "w"))
-PY
+rename_group "$TMP/two.json" "$TMP/two-clash.json" 1 LiteLLM
 run export -p "$TMP/two-clash.json" --to llm-d --gateway-url http://gw
 expect_rc 1 "a group named like the router"
 expect_err_line '^hexplan: error: group litellm: its objects would be named hexplan-litellm, the name of the LiteLLM router that splits the plan.s requests over its models$' \

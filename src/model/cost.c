@@ -890,10 +890,9 @@ double hx_prefix_cached(const hx_workload *w, double len)
 	return hx_prefix_hit(w, len, 1, 1);
 }
 
-/* Attention data-parallel ranks of R (the fewest of its stages'). */
-static double replica_dp(const hx_replica *r)
+int hx_replica_dp(const hx_replica *r)
 {
-	int dp = hx_stage_dp(&r->stage[0]);
+	int dp = r->nstages > 0 ? hx_stage_dp(&r->stage[0]) : 1;
 	for (int i = 1; i < r->nstages; i++)
 		if (hx_stage_dp(&r->stage[i]) < dp)
 			dp = hx_stage_dp(&r->stage[i]);
@@ -1102,7 +1101,7 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 	double P = hx_dist_mean(&w->prompt), O = hx_dist_mean(&w->output);
 	double q = w->slo.percentile / 100, Pq = hx_dist_quantile(&w->prompt, q);
 	/* Each DP rank of an EP replica is an engine with its own budget. */
-	double dp = replica_dp(r);
+	double dp = hx_replica_dp(r);
 	double budget = w->serving.token_budget * dp, H = hx_prefix_cached(w, P);
 	double ovh = request_overhead_s(r);
 	/* A prefill-only replica has no TPOT to keep: its iterations may take
@@ -1269,7 +1268,7 @@ int hx_cost_capacity_phase(const hx_replica *r, const hx_workload *w, int phase,
 	memset(out, 0, sizeof(*out));
 	hx_cost_memory(r, w->serving.mem_util, &mem);
 	out->max_batch =
-	    fmin(floor(mem.kv_tokens / (P + O)), w->serving.max_seqs * replica_dp(r));
+	    fmin(floor(mem.kv_tokens / (P + O)), w->serving.max_seqs * hx_replica_dp(r));
 	if (!mem.fits ||
 	    mem.kv_tokens < hx_dist_quantile(&w->prompt, w->slo.percentile / 100) +
 				(phase == HX_SERVE_PREFILL

@@ -79,6 +79,10 @@ typedef struct hx_replica {
 int hx_stage_is_ep(const hx_stage *s);
 /* Attention data-parallel ranks of S (1 when off). */
 int hx_stage_dp(const hx_stage *s);
+/* Attention data-parallel ranks of replica R: the fewest of its stages'
+ * (1 but for EP stages).  Each rank is an engine with its own token
+ * budget and sequences. */
+int hx_replica_dp(const hx_replica *r);
 
 /* Bytes one GPU of an EP stage sends per MoE layer to dispatch TOKENS
  * tokens of the stage's batch to their experts (DISPATCH) and to gather

@@ -66,6 +66,7 @@ typedef struct replica {
 	int frag_off, frag_n, exit;
 	int *hop_route, nhop_route;
 	int down; /* its spot nodes that are down (--preempt-spot) */
+	int dp;   /* its attention data-parallel ranks (hx_replica_dp) */
 } replica;
 
 typedef struct xfer {
@@ -432,25 +433,13 @@ static int prefix_hit(const sim *s, const replica *rp, const req *r)
 				  r->user >= 0 && rp->user_cached[r->user]);
 }
 
-/* Attention data-parallel ranks of R: its fewest over stages (1 but for
- * EP stages). */
-static int replica_dp(const hx_replica *r)
-{
-	int dp = r->nstages > 0 ? hx_stage_dp(&r->stage[0]) : 1;
-
-	for (int i = 1; i < r->nstages; i++)
-		if (hx_stage_dp(&r->stage[i]) < dp)
-			dp = hx_stage_dp(&r->stage[i]);
-	return dp;
-}
-
 static void start_iteration(sim *s, int ri)
 {
 	replica *rp = &s->reps[ri];
 	/* Each data-parallel attention rank of an EP replica is an engine
 	 * with its own token budget and sequences (the cost model's rule);
 	 * a prompt's chunk is one rank's. */
-	int dp = replica_dp(&rp->cost);
+	int dp = rp->dp;
 	double rank_budget = s->w->serving.token_budget, budget = rank_budget * dp;
 	double kv_need = 0, left;
 	int max_seqs = (int)s->w->serving.max_seqs * dp, ndec = 0;
@@ -1207,6 +1196,7 @@ static int setup(sim *s, hx_err *err)
 					    g, r);
 				rp->kv_cap = m.kv_tokens;
 			}
+			rp->dp = hx_replica_dp(&rp->cost);
 			rp->group = g;
 			rp->role = grp->role;
 			rp->id_in_group = r;

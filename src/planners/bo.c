@@ -237,10 +237,7 @@ static int setup(bo *b, const hx_problem *pb, const hx_plan_opts *o, const hx_bo
 		/* shapes the deadline left unpriced: the search runs on the
 		 * others and its plans say time_limit */
 		if (b->s[m].cut && b->s[m].n == 0)
-			return hx_errf(
-			    err, HX_ELIMIT,
-			    "the time limit was reached before %s's shapes were priced",
-			    b->models[m].name);
+			return hx_plan_err_unpriced(err, b->models[m].name);
 		b->cands_cut |= b->s[m].cut;
 		/* the MAXC shapes with the most capacity per dollar */
 		for (int c = 0; c < b->s[m].n; c++) {

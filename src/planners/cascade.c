@@ -148,9 +148,7 @@ static cset *cands(ctx *x, int m, const double *theta, double budget_ms, hx_err 
 	cset *c = cands_cached(x, m, theta, budget_ms, err);
 
 	if (c && c->ok && c->s.cut && c->s.n == 0) {
-		hx_errf(err, HX_ELIMIT,
-			"the time limit was reached before %s's shapes were priced",
-			x->models[m].name);
+		hx_plan_err_unpriced(err, x->models[m].name);
 		return NULL;
 	}
 	return c;
@@ -796,10 +794,7 @@ static int choose(ctx *x, const double *theta, chosen *d, hx_err *err)
 	if (d->res.status > HX_MILP_TIME_LIMIT ||
 	    (o->objective == HX_OBJ_COST ? !isfinite(d->val) : d->val <= 0)) {
 		if (x->unpriced)
-			return hx_errf(
-			    err, HX_ELIMIT,
-			    "the time limit was reached before %s's shapes were priced",
-			    x->models[x->unpriced - 1].name);
+			return hx_plan_err_unpriced(err, x->models[x->unpriced - 1].name);
 		if (x->time_cut || d->res.status == HX_MILP_NO_SOLUTION)
 			return hx_errf(err, HX_ELIMIT,
 				       "the time limit was reached before any plan");

@@ -309,3 +309,9 @@ void hx_plan_price_rent(hx_plan *p, const hx_cluster *cl, const hx_cluster *owne
 	p->predicted.usd_per_m_tokens = hx_round6(
 	    hx_usd_per_mtok(usd, served, hx_dist_mean(&w->prompt) + hx_dist_mean(&w->output)));
 }
+
+int hx_plan_err_unpriced(hx_err *err, const char *model)
+{
+	return hx_errf(err, HX_ELIMIT,
+		       "the time limit was reached before %s's shapes were priced", model);
+}

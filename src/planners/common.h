@@ -88,6 +88,10 @@ void hx_plan_solver_search(hx_plan *p, const char *engine, const char *status, d
  * GPU on node i of CL. */
 void hx_plan_nodes_used(const hx_plan *p, const hx_cluster *cl, char *used);
 
+/* HX_ELIMIT, with ERR saying the deadline came before any of MODEL's
+ * replica shapes was priced (hx_candidates cut its set empty). */
+int hx_plan_err_unpriced(hx_err *err, const char *model);
+
 /* The price of the owned GPUs P places, at the prices of OWNED (a cluster
  * before its offers are expanded: offer nodes are not among its nodes). */
 double hx_plan_owned_usd(const hx_plan *p, const hx_cluster *owned);

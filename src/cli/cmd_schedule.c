@@ -269,7 +269,7 @@ static void count_moves(const period *prev, period *cur, const hx_cluster *ex,
 				}
 				replica_price(ex, grp, &grp->replicas[r], &usd, &gbps);
 				bytes = hx_model_weight_bytes(m, grp->wdt);
-				secs = bytes / hx_gbps_bytes_s(gbps);
+				secs = hx_weights_load_s(m, grp->wdt, gbps);
 				cur->started++;
 				cur->bytes += bytes;
 				cur->startup_s = fmax(cur->startup_s, secs);

@@ -805,6 +805,12 @@ double hx_model_weight_bytes(const hx_model *m, hx_dtype wdt)
 	return hx_model_params(&m->a) * hx_dtype_bytes(wdt);
 }
 
+double hx_weights_load_s(const hx_model *m, hx_dtype wdt, double load_gbps)
+{
+	return hx_model_weight_bytes(m, wdt) /
+	       hx_gbps_bytes_s(load_gbps > 0 ? load_gbps : HX_DEFAULT_LOAD_GBPS);
+}
+
 double hx_cost_act_bytes_per_token(const hx_model *m)
 {
 	return m->a.hidden * 2.0;

@@ -186,6 +186,9 @@ double hx_kv_bytes_per_token(const hx_model *m, hx_dtype kvdt);
 double hx_kv_bytes_token_layer_gpu(const hx_model *m, int tp, hx_dtype kvdt);
 /* Weight bytes of the whole model at WDT. */
 double hx_model_weight_bytes(const hx_model *m, hx_dtype wdt);
+/* Seconds to load M's weights at type WDT over a node's LOAD_GBPS (its
+ * load bandwidth; HX_DEFAULT_LOAD_GBPS when 0): a replica's start-up. */
+double hx_weights_load_s(const hx_model *m, hx_dtype wdt, double load_gbps);
 /* Seconds to move the KV of TOKENS prompt tokens over a link. */
 /* Bytes of activations one token carries across a pipeline stage boundary
  * (hidden values at 16 bits). */

@@ -6,14 +6,12 @@
 #include <string.h>
 
 #include "plan/spot.h"
+#include "model/cost.h"
 #include "model/problem.h"
 
 double hx_spot_window_s(const hx_model *m, double load_gbps)
 {
-	double bytes = hx_model_params(&m->a) * hx_dtype_bytes(m->a.dtype);
-	double gbps = load_gbps > 0 ? load_gbps : HX_DEFAULT_LOAD_GBPS;
-
-	return HX_SPOT_REPLACE_S + bytes / hx_gbps_bytes_s(gbps);
+	return HX_SPOT_REPLACE_S + hx_weights_load_s(m, m->a.dtype, load_gbps);
 }
 
 double hx_spot_down(const hx_plan_rent *r)

@@ -61,6 +61,16 @@ static double active_experts(const hx_arch *a, double tokens)
 	return e * (1 - pow(1 - k / e, tokens));
 }
 
+/* How many of layer_gemms' GEMMs, first in its list, are attention's (the
+ * rest are the MLP's or the MoE block's): attention/FFN disaggregation
+ * puts them on different GPUs. */
+static int attn_gemms_n(const hx_arch *a)
+{
+	if (a->kv_lora_rank > 0)
+		return a->q_lora_rank > 0 ? 5 : 4;
+	return 2;
+}
+
 /* The GEMMs of layer LAYER for M tokens on TP GPUs; returns how many. */
 static int layer_gemms(const hx_arch *a, int tp, int layer, double m, gemm *g)
 {
@@ -1322,4 +1332,237 @@ int hx_cost_capacity_phase(const hx_replica *r, const hx_workload *w, int phase,
 	out->tpot_ms = best.t * 1e3;
 	out->ttft_ms = best.ttft * 1e3;
 	return 0;
+}
+
+/* ---- attention/FFN disaggregation (AFD, issue 22) ----------------------- */
+
+/*
+ * An AFD decode group (hx_afd) runs each layer in two halves on two sets of
+ * instances, as MegaScale-Infer (Zhu et al., "MegaScale-Infer: Serving
+ * Mixture-of-Experts at Scale with Disaggregated Expert Parallelism",
+ * arXiv:2504.02263, 2025, §4) and Step-3's attention-FFN disaggregation do:
+ *   - attention side, per instance (tA GPUs, TP): its B / a sequences; per
+ *     layer the attention GEMMs, the attention kernel over their KV cache
+ *     (KV bytes read and FLOPs, attention_s), the input norm, rotary (and
+ *     QK norm), one residual add and one all-reduce; the output head at the
+ *     end of the step;
+ *   - FFN side, per instance (tF GPUs, TP): a dense model's MLP for B / f
+ *     of the tokens; a MoE model's E / f routed experts for the B k / f
+ *     token-expert pairs routed to them (a grouped GEMM reading the active
+ *     experts: E / f * (1 - (1 - k/E)^B') for B' tokens), its router, shared
+ *     experts and dense MLPs for B / f tokens; the post-attention norm, the
+ *     activation, one residual add, one all-reduce;
+ *   - exchange, per layer each way: the hidden state of every token at 16
+ *     bits (hx_cost_act_bytes_per_token), k copies on a MoE layer (each
+ *     token goes to each of its k experts: MegaScale-Infer's M2N), so
+ *     B * hidden * 2 * k bytes; on the link an attention instance sends its
+ *     share, an FFN instance receives its share, and one way takes the
+ *     link's latency plus the busier end's bytes over its bandwidth.
+ * With m micro-batches of B / m sequences in flight (ping-pong), per layer
+ * l a micro-batch takes T_a (attention), T_c (to the FFN side), T_f (FFN),
+ * T_c (back): cycle_l = T_a + T_f + 2 T_c; the four resources (attention
+ * GPUs, the link each way, FFN GPUs) each serve the m micro-batches in turn,
+ * so a layer takes max(m * slowest_l, cycle_l) once the pipeline is full,
+ * slowest_l = max(T_a, T_f, T_c).  The step (all L layers):
+ *   pipeline = cycle_0 + sum_{l=1}^{L-1} max(m slowest_l, cycle_l)
+ *              + (m - 1) slowest_{L-1}
+ *   step     = pipeline + m * head(B / (a m)) + overhead
+ * which for m >= 2, a balanced pipeline and m slowest >= cycle is
+ * MegaScale-Infer's (T_a + T_e + 2 T_c) + T_f (m L - 1) (§4.2, T_f there
+ * max(T_a, T_e)), and for m = 1 is L cycles, nothing overlapped.  The
+ * overhead is the attention GPU's per-step host time (iter_overhead_ms, and
+ * seq_overhead_us for each of an instance's B / a sequences): the attention
+ * instances schedule.  Memory: the attention side holds the attention
+ * weights, norms, embedding and head and its sequences' KV cache; the FFN
+ * side the MLP or expert weights (routed experts split f ways).
+ */
+
+int hx_afd_check(const hx_afd *g, hx_err *err)
+{
+	const hx_arch *a = &g->model->a;
+	int moe = a->experts > 1, dense = !moe || a->first_dense_layers > 0;
+
+	if (g->attn_n < 1 || g->attn_tp < 1 || g->ffn_n < 1 || g->ffn_tp < 1 ||
+	    g->micro_batches < 1)
+		return hx_errf(err, HX_EINPUT, "an AFD group needs positive sizes");
+	if (g->link.bw_gbps <= 0 || g->link.latency_ms < 0)
+		return hx_errf(err, HX_EINPUT,
+			       "an AFD group needs a link of positive bandwidth");
+	if (a->heads % g->attn_tp)
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "attention tensor parallel degree %d must divide the %d attention "
+		    "heads of %s",
+		    g->attn_tp, a->heads, g->model->name);
+	if (dense && a->intermediate % g->ffn_tp)
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "FFN tensor parallel degree %d must divide the intermediate size "
+		    "%d of %s",
+		    g->ffn_tp, a->intermediate, g->model->name);
+	if (moe && a->moe_intermediate % g->ffn_tp)
+		return hx_errf(err, HX_EINPUT,
+			       "FFN tensor parallel degree %d must divide the expert "
+			       "intermediate size %d of %s",
+			       g->ffn_tp, a->moe_intermediate, g->model->name);
+	if (moe && a->experts % g->ffn_n)
+		return hx_errf(err, HX_EINPUT,
+			       "%d FFN instances must divide the %d experts of %s", g->ffn_n,
+			       a->experts, g->model->name);
+	return 0;
+}
+
+/* One attention instance's half of layer LAYER for TOKENS decoding
+ * sequences at context CTX (R: a one-stage replica on the attention GPUs). */
+static double afd_attn_s(const hx_replica *r, int layer, double tokens, double ctx)
+{
+	const hx_arch *a = &r->model->a;
+	const hx_stage *s = &r->stage[0];
+	const hx_gpu *g = s->gpu;
+	double fl = floor_s(g, tokens), h = a->hidden, t = 0;
+	double qkv = ((double)a->heads / s->tp + kv_heads_gpu(a, s->tp)) * a->head_dim;
+	hx_batch b = {0};
+	gemm gs[16];
+	int n = attn_gemms_n(a);
+
+	layer_gemms(a, s->tp, layer, tokens, gs);
+	for (int i = 0; i < n; i++)
+		t += gemm_s(g, r->wdt, &gs[i], fl);
+	t += elementwise_s(g, tokens * h * 2 * 2, fl);   /* input norm */
+	t += elementwise_s(g, tokens * qkv * 2 * 2, fl); /* rotary */
+	if (a->qk_norm)
+		t += elementwise_s(g, tokens * qkv * 2 * 2, fl);
+	t += elementwise_s(g, tokens * h * 2 * 3, fl); /* residual add */
+	hx_batch_add_decode(&b, tokens, ctx);
+	t += attention_s(r, s, &b);
+	return t + allreduce_s(s, tokens * h * 2);
+}
+
+/* One FFN instance's half of layer LAYER for a micro-batch of MB tokens
+ * (G's group; S: one stage on the FFN GPUs). */
+static double afd_ffn_s(const hx_afd *g, const hx_stage *s, int layer, double mb)
+{
+	const hx_arch *a = &g->model->a;
+	const hx_gpu *gpu = g->ffn_gpu;
+	double share = mb / g->ffn_n, fl = floor_s(gpu, share), h = a->hidden, t = 0;
+	double up = a->gated_mlp ? 3 : 2, rows = 0, act;
+	gemm gs[16];
+	int n = layer_gemms(a, g->ffn_tp, layer, share, gs);
+
+	if (hx_layer_is_moe(a, layer)) {
+		double E = a->experts, k = a->experts_per_tok, local = E / g->ffn_n;
+		rows = mb * k / g->ffn_n;
+		for (int i = attn_gemms_n(a); i < n; i++) {
+			if (gs[i].resident > 1) { /* this instance's routed experts */
+				gs[i].resident = local;
+				gs[i].read = local * (1 - pow(1 - k / E, mb));
+				gs[i].m = rows;
+			}
+		}
+		/* the activation's elements: routed rows and shared experts */
+		act = (rows + share * a->shared_experts) * a->moe_intermediate / g->ffn_tp;
+	} else {
+		act = share * a->intermediate / g->ffn_tp;
+	}
+	for (int i = attn_gemms_n(a); i < n; i++)
+		t += gemm_s(gpu, g->wdt, &gs[i], fl);
+	t += elementwise_s(gpu, share * h * 2 * 2, fl); /* post-attention norm */
+	t += elementwise_s(gpu, act * up * 2, fl);      /* activation */
+	t += elementwise_s(gpu, share * h * 2 * 3, fl); /* residual add */
+	return t + allreduce_s(s, (rows > 0 ? rows : share) * h * 2);
+}
+
+void hx_cost_afd_memory(const hx_afd *g, double mem_util, hx_afd_step *out)
+{
+	const hx_arch *a = &g->model->a;
+	double wb = hx_dtype_bytes(g->wdt), h = a->hidden, aw = 0, fw = 0, kvt;
+	int na = attn_gemms_n(a);
+	gemm gs[16];
+
+	for (int l = 0; l < a->layers; l++) {
+		int n = layer_gemms(a, g->attn_tp, l, 1, gs);
+		for (int i = 0; i < na; i++)
+			aw += gs[i].k * gs[i].n * wb;
+		aw += 2.0 * h * (a->norm_layer ? 2 : 1) * 2; /* norms, 16-bit */
+		n = layer_gemms(a, g->ffn_tp, l, 1, gs);
+		for (int i = na; i < n; i++)
+			fw += (gs[i].resident > 1 ? gs[i].resident / g->ffn_n : 1) * gs[i].k *
+			      gs[i].n * wb;
+	}
+	aw += ((double)a->vocab / g->attn_tp + a->learned_pos) * h * wb; /* embedding */
+	if (!a->tied_embeddings)
+		aw += (double)a->vocab / g->attn_tp * h * wb; /* head */
+	out->attn_capacity_b = g->attn_gpu->mem_gib * HX_GIB * mem_util;
+	out->attn_weights_b = aw;
+	out->attn_reserve_b = g->attn_gpu->runtime_reserve_gib * HX_GIB;
+	out->attn_kv_b = out->attn_capacity_b - aw - out->attn_reserve_b;
+	kvt = kv_token_layer_gpu(a, g->attn_tp, g->kvdt) * a->layers;
+	out->attn_kv_tokens = out->attn_kv_b > 0 ? g->attn_n * floor(out->attn_kv_b / kvt) : 0;
+	out->ffn_capacity_b = g->ffn_gpu->mem_gib * HX_GIB * mem_util;
+	out->ffn_weights_b = fw;
+	out->ffn_reserve_b = g->ffn_gpu->runtime_reserve_gib * HX_GIB;
+}
+
+/* X: layer LAYER (one of its kind) for micro-batches of MB sequences at
+ * context CTX; RA the attention side as a one-stage replica, SF one FFN
+ * instance as a stage. */
+static void afd_layer(const hx_afd *g, const hx_replica *ra, const hx_stage *sf, int layer,
+		      double mb, double ctx, hx_afd_layer *x)
+{
+	const hx_arch *a = &g->model->a;
+	double act = hx_cost_act_bytes_per_token(g->model);
+	double copies = hx_layer_is_moe(a, layer) ? a->experts_per_tok : 1;
+	double send = mb / g->attn_n * act * copies, recv = mb / g->ffn_n * act * copies;
+
+	x->attn_s = afd_attn_s(ra, layer, mb / g->attn_n, ctx);
+	x->ffn_s = afd_ffn_s(g, sf, layer, mb);
+	x->xfer_s =
+	    g->link.latency_ms * 1e-3 + fmax(send, recv) / hx_gbps_bytes_s(g->link.bw_gbps);
+	x->bytes_each_way = mb * g->micro_batches * act * copies;
+	x->cycle_s = x->attn_s + x->ffn_s + 2 * x->xfer_s;
+	x->slowest_s = fmax(x->attn_s, fmax(x->ffn_s, x->xfer_s));
+}
+
+void hx_cost_afd(const hx_afd *g, double batch, double ctx, double mem_util, hx_afd_step *out)
+{
+	const hx_arch *a = &g->model->a;
+	int m = g->micro_batches, last = a->layers - 1;
+	double mb = batch / m;
+	hx_replica ra;
+	hx_stage sf = {0};
+	hx_batch hb = {0};
+	const hx_afd_layer *k0, *kl;
+
+	memset(out, 0, sizeof(*out));
+	memset(&ra, 0, sizeof(ra));
+	ra.model = g->model;
+	ra.wdt = g->wdt;
+	ra.kvdt = g->kvdt;
+	ra.nstages = 1;
+	ra.stage[0].gpu = g->attn_gpu;
+	ra.stage[0].tp = g->attn_tp;
+	ra.stage[0].last = a->layers;
+	sf.gpu = g->ffn_gpu;
+	sf.tp = g->ffn_tp;
+	sf.last = a->layers;
+	for (int l = 0; l < a->layers; l++) {
+		hx_afd_layer *x = &out->kind[hx_layer_is_moe(a, l)];
+		if (x->count++ == 0)
+			afd_layer(g, &ra, &sf, l, mb, ctx, x);
+	}
+	k0 = &out->kind[hx_layer_is_moe(a, 0)];
+	kl = &out->kind[hx_layer_is_moe(a, last)];
+	out->pipeline_s = k0->cycle_s + (m - 1) * kl->slowest_s;
+	for (int k = 0; k < 2; k++) {
+		const hx_afd_layer *x = &out->kind[k];
+		int n = x->count - (x == k0); /* the first layer is its cycle */
+		out->pipeline_s += n * fmax(m * x->slowest_s, x->cycle_s);
+	}
+	hx_batch_add_decode(&hb, mb / g->attn_n, ctx);
+	out->head_s = m * head_s(&ra, &ra.stage[0], &hb);
+	out->overhead_s = g->attn_gpu->iter_overhead_ms * 1e-3 +
+			  g->attn_gpu->seq_overhead_us * 1e-6 * batch / g->attn_n;
+	out->step_s = out->pipeline_s + out->head_s + out->overhead_s;
+	out->tokens_per_s = batch / out->step_s;
+	hx_cost_afd_memory(g, mem_util, out);
 }

@@ -233,4 +233,59 @@ void hx_cost_at_rate(const hx_replica *r, const hx_workload *w, double lambda,
 void hx_cost_at_rate_phase(const hx_replica *r, const hx_workload *w, int phase, double lambda,
 			   hx_capacity *out);
 
+/* ---- attention/FFN disaggregation (AFD, issue 22) ----------------------- */
+
+/* A decode group whose attention and FFN (or expert) layers run on
+ * different instances: attn_n attention instances of attn_tp GPUs of type
+ * attn_gpu each (attention, its projections, norms, embedding and head,
+ * and the KV cache of its 1/attn_n of the batch), ffn_n FFN instances of
+ * ffn_tp GPUs of type ffn_gpu each (a dense model's MLPs, replicated, each
+ * for 1/ffn_n of the tokens; a MoE model's routed experts split ffn_n
+ * ways, its router, shared experts and dense MLPs replicated), and
+ * micro_batches micro-batches in flight between them (ping-pong).  Every
+ * instance reaches the other side over LINK. */
+typedef struct hx_afd {
+	const hx_model *model;
+	hx_dtype wdt, kvdt;
+	const hx_gpu *attn_gpu, *ffn_gpu;
+	int attn_n, attn_tp, ffn_n, ffn_tp;
+	int micro_batches;
+	hx_linkspec link;
+} hx_afd;
+
+/* One kind of layer (dense or MoE) of an AFD step, per micro-batch of
+ * batch / micro_batches sequences. */
+typedef struct hx_afd_layer {
+	int count;             /* layers of this kind (0: none) */
+	double attn_s;         /* one attention instance's share */
+	double ffn_s;          /* one FFN instance's share */
+	double xfer_s;         /* one way: link latency + the busier end's bytes */
+	double bytes_each_way; /* the whole batch's activations, each way */
+	double cycle_s;        /* attn + ffn + 2 xfer: a micro-batch's round trip */
+	double slowest_s;      /* max(attn, ffn, xfer): the pipeline's bottleneck */
+} hx_afd_layer;
+
+typedef struct hx_afd_step {
+	hx_afd_layer kind[2]; /* [0] dense layers, [1] MoE layers */
+	double pipeline_s;    /* the layers, micro-batches overlapped */
+	double head_s;        /* the output head, every micro-batch */
+	double overhead_s;    /* the attention instance's per-step host time */
+	double step_s, tokens_per_s;
+	/* Memory per GPU of each side (bytes), the attention side's KV. */
+	double attn_capacity_b, attn_weights_b, attn_reserve_b, attn_kv_b;
+	double attn_kv_tokens; /* the whole group's (attn_n instances) */
+	double ffn_capacity_b, ffn_weights_b, ffn_reserve_b;
+} hx_afd_step;
+
+/* Check G's shape: attn_tp dividing the heads, ffn_tp the FFN's
+ * intermediate size, ffn_n the experts of a MoE model, sizes positive.
+ * 0, or HX_EINPUT with ERR. */
+int hx_afd_check(const hx_afd *g, hx_err *err);
+/* Memory of G's two sides at MEM_UTIL (the *_b and attn_kv_tokens fields
+ * of OUT; the rest untouched). */
+void hx_cost_afd_memory(const hx_afd *g, double mem_util, hx_afd_step *out);
+/* One decode step of G for BATCH sequences at mean context CTX (cost.c
+ * gives the formula), and its memory at MEM_UTIL. */
+void hx_cost_afd(const hx_afd *g, double batch, double ctx, double mem_util, hx_afd_step *out);
+
 #endif

@@ -16,6 +16,9 @@ const char *const hx_estimate_usage[] = {
     "[--output N] [--weights bf16|fp8|int4] [--kv fp16|fp8] [--ep N [--redundant-experts N] "
     "[--eplb-imbalance F]] [--dp-attention [--dp N]] [--nic-gbps G] [-w workload.json] "
     "[--format json|table]",
+    "hexplan estimate -m MODEL --afd ATTN_GPU:A:TP,FFN_GPU:F:TP [--micro-batches M] "
+    "[--batch B] [--input N] [--output N] [--weights bf16|fp8|int4] [--kv fp16|fp8] "
+    "[--nic-gbps G] [--format json|table]",
     NULL};
 
 enum {
@@ -31,7 +34,9 @@ enum {
 	OPT_DP,
 	OPT_REDUNDANT,
 	OPT_IMBALANCE,
-	OPT_NIC
+	OPT_NIC,
+	OPT_AFD,
+	OPT_MICRO
 };
 
 typedef struct est_args {
@@ -42,6 +47,9 @@ typedef struct est_args {
 	long ep, dp, redundant;
 	int dp_attn, tp_given;
 	double imbalance, nic_gbps; /* imbalance 0: the default */
+	/* Attention/FFN disaggregation (NULL: off; issue 22). */
+	const char *afd;
+	long micro;
 } est_args;
 
 /* Whether A asks for an EP / DP-attention stage. */
@@ -347,6 +355,286 @@ out:
 	return rc;
 }
 
+/* ---- attention/FFN disaggregation (--afd) -------------------------------- */
+
+/* One side of --afd, "GPU:N:TP" in the LEN characters at S: 0, or -1 when
+ * it is not of that form (numbers of 1 to 1024, a name that fits). */
+static int afd_side(const char *s, size_t len, char *gpu, size_t gsz, long *n, long *tp)
+{
+	char buf[128], *c1, *c2, *end;
+
+	if (len == 0 || len >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	if (!(c2 = strrchr(buf, ':')))
+		return -1;
+	*c2 = '\0';
+	if (!(c1 = strrchr(buf, ':')) || c1 == buf || (size_t)(c1 - buf) >= gsz)
+		return -1;
+	*c1 = '\0';
+	*n = strtol(c1 + 1, &end, 10);
+	if (c1[1] < '0' || c1[1] > '9' || *end || *n < 1 || *n > 1024)
+		return -1;
+	*tp = strtol(c2 + 1, &end, 10);
+	if (c2[1] < '0' || c2[1] > '9' || *end || *tp < 1 || *tp > 1024)
+		return -1;
+	memcpy(gpu, buf, (size_t)(c1 - buf) + 1);
+	return 0;
+}
+
+/* G's sides from --afd SPEC (GPUs resolved in CAT): 0, or HX_EUSAGE /
+ * HX_EINPUT with the message printed. */
+static int afd_parse(const hx_catalog *cat, const char *spec, hx_afd *g)
+{
+	const char *comma = strchr(spec, ',');
+	char name[2][64];
+	long n[2], tp[2];
+	hx_err err = {0};
+
+	if (!comma || strchr(comma + 1, ',') ||
+	    afd_side(spec, (size_t)(comma - spec), name[0], sizeof(name[0]), &n[0], &tp[0]) ||
+	    afd_side(comma + 1, strlen(comma + 1), name[1], sizeof(name[1]), &n[1], &tp[1]))
+		return hx_cli_usage_error(
+		    CMD,
+		    "--afd must be ATTN_GPU:A:TP,FFN_GPU:F:TP (instances and "
+		    "TP from 1 to 1024), not \"%s\"",
+		    spec);
+	for (int i = 0; i < 2; i++) {
+		const hx_gpu *gpu = hx_catalog_gpu(cat, name[i]);
+		if (!gpu) {
+			hx_errf(&err, HX_EINPUT,
+				"unknown GPU \"%s\" in --afd (see 'hexplan profiles list')",
+				name[i]);
+			return hx_cli_fail(&err);
+		}
+		if (i == 0) {
+			g->attn_gpu = gpu;
+			g->attn_n = (int)n[0];
+			g->attn_tp = (int)tp[0];
+		} else {
+			g->ffn_gpu = gpu;
+			g->ffn_n = (int)n[1];
+			g->ffn_tp = (int)tp[1];
+		}
+	}
+	return 0;
+}
+
+static json_t *afd_layer_json(const char *kind, const hx_afd_layer *x)
+{
+	json_t *o = json_object();
+	hx_jset_str(o, "kind", kind);
+	hx_jset_int(o, "layers", x->count);
+	hx_jset_num(o, "attention_ms", x->attn_s * 1e3);
+	hx_jset_num(o, "ffn_ms", x->ffn_s * 1e3);
+	hx_jset_num(o, "exchange_ms", x->xfer_s * 1e3);
+	hx_jset_num(o, "exchange_bytes_each_way", x->bytes_each_way);
+	hx_jset_num(o, "cycle_ms", x->cycle_s * 1e3);
+	hx_jset_num(o, "slowest_ms", x->slowest_s * 1e3);
+	return o;
+}
+
+static json_t *afd_side_json(const hx_gpu *gpu, int n, int tp)
+{
+	json_t *o = json_object();
+	hx_jset_str(o, "gpu", gpu->name);
+	hx_jset_int(o, "instances", n);
+	hx_jset_int(o, "tp", tp);
+	return o;
+}
+
+/* The JSON report of an AFD estimate: a new reference. */
+static json_t *afd_json(const est_args *a, const hx_afd *g, double ctx, const hx_afd_step *st)
+{
+	json_t *o = json_object(), *x = json_object(), *l = json_array(), *y;
+	static const char *const kinds[2] = {"dense", "moe"};
+
+	hx_jset_str(o, "model", g->model->name);
+	hx_jset_int(o, "batch", a->batch);
+	hx_jset_int(o, "input_tokens", a->input);
+	hx_jset_int(o, "output_tokens", a->output);
+	hx_jset_str(o, "weights", hx_dtype_name(g->wdt));
+	hx_jset_str(o, "kv", hx_dtype_name(g->kvdt));
+	json_object_set_new(x, "attention", afd_side_json(g->attn_gpu, g->attn_n, g->attn_tp));
+	json_object_set_new(x, "ffn", afd_side_json(g->ffn_gpu, g->ffn_n, g->ffn_tp));
+	hx_jset_int(x, "micro_batches", g->micro_batches);
+	hx_jset_num(x, "link_gbps", g->link.bw_gbps);
+	hx_jset_num(x, "link_latency_ms", g->link.latency_ms);
+	json_object_set_new(o, "afd", x);
+	x = json_object();
+	hx_jset_num(x, "step_ms", st->step_s * 1e3);
+	hx_jset_num(x, "context", ctx);
+	hx_jset_num(x, "tokens_per_s", st->tokens_per_s);
+	hx_jset_num(x, "pipeline_ms", st->pipeline_s * 1e3);
+	hx_jset_num(x, "head_ms", st->head_s * 1e3);
+	hx_jset_num(x, "overhead_ms", st->overhead_s * 1e3);
+	for (int k = 0; k < 2; k++)
+		if (st->kind[k].count > 0)
+			json_array_append_new(l, afd_layer_json(kinds[k], &st->kind[k]));
+	json_object_set_new(x, "per_layer", l);
+	json_object_set_new(o, "decode", x);
+	x = json_object();
+	y = json_object();
+	hx_jset_num(y, "gpu_gib", g->attn_gpu->mem_gib);
+	hx_jset_num(y, "usable_gib", st->attn_capacity_b / HX_GIB);
+	hx_jset_num(y, "weights_gib", st->attn_weights_b / HX_GIB);
+	hx_jset_num(y, "reserve_gib", st->attn_reserve_b / HX_GIB);
+	hx_jset_num(y, "kv_gib", st->attn_kv_b / HX_GIB);
+	hx_jset_num(y, "kv_capacity_tokens", st->attn_kv_tokens);
+	hx_jset_int(y, "max_batch", (long)floor(st->attn_kv_tokens / (a->input + a->output)));
+	json_object_set_new(x, "attention", y);
+	y = json_object();
+	hx_jset_num(y, "gpu_gib", g->ffn_gpu->mem_gib);
+	hx_jset_num(y, "usable_gib", st->ffn_capacity_b / HX_GIB);
+	hx_jset_num(y, "weights_gib", st->ffn_weights_b / HX_GIB);
+	hx_jset_num(y, "reserve_gib", st->ffn_reserve_b / HX_GIB);
+	hx_jset_num(y, "free_gib",
+		    (st->ffn_capacity_b - st->ffn_weights_b - st->ffn_reserve_b) / HX_GIB);
+	json_object_set_new(x, "ffn", y);
+	json_object_set_new(o, "memory", x);
+	return o;
+}
+
+/* The table report of an AFD estimate: a new string. */
+static char *afd_table(const est_args *a, const hx_afd *g, double ctx, const hx_afd_step *st)
+{
+	static const char *const kinds[2] = {"dense", "moe"};
+	hx_buf t = {0};
+
+	hx_buf_printf(&t,
+		      "%s AFD: attention %d x %s (tp %d each), FFN %d x %s (tp %d each), %d "
+		      "micro-batches, link %g Gb/s %g ms; weights %s, kv %s\n",
+		      g->model->name, g->attn_n, g->attn_gpu->name, g->attn_tp, g->ffn_n,
+		      g->ffn_gpu->name, g->ffn_tp, g->micro_batches, g->link.bw_gbps,
+		      g->link.latency_ms, hx_dtype_name(g->wdt), hx_dtype_name(g->kvdt));
+	hx_buf_printf(&t,
+		      "decode    batch %ld at context %.0f: %.3f ms/step (pipeline %.3f, head "
+		      "%.3f, overhead %.3f), %.1f tokens/s\n",
+		      a->batch, ctx, st->step_s * 1e3, st->pipeline_s * 1e3, st->head_s * 1e3,
+		      st->overhead_s * 1e3, st->tokens_per_s);
+	for (int k = 0; k < 2; k++) {
+		const hx_afd_layer *x = &st->kind[k];
+		if (x->count == 0)
+			continue;
+		hx_buf_printf(&t,
+			      "  %-5s x%-3d attention %.4f  ffn %.4f  exchange %.4f ms per "
+			      "micro-batch; %.0f bytes each way per layer\n",
+			      kinds[k], x->count, x->attn_s * 1e3, x->ffn_s * 1e3,
+			      x->xfer_s * 1e3, x->bytes_each_way);
+	}
+	hx_buf_printf(&t,
+		      "memory    attention %.1f GiB weights per GPU, %.1f GiB KV: %.0f tokens, "
+		      "max batch %.0f; FFN %.1f GiB weights per GPU, %.1f GiB free\n",
+		      st->attn_weights_b / HX_GIB, st->attn_kv_b / HX_GIB, st->attn_kv_tokens,
+		      floor(st->attn_kv_tokens / (a->input + a->output)),
+		      st->ffn_weights_b / HX_GIB,
+		      (st->ffn_capacity_b - st->ffn_weights_b - st->ffn_reserve_b) / HX_GIB);
+	return t.s;
+}
+
+/* Whether the two sides hold their weights and the batch's KV: 0, or
+ * HX_EINFEASIBLE with ERR. */
+static int afd_fits(const est_args *a, const hx_afd *g, const hx_afd_step *st, hx_err *err)
+{
+	double need = (double)a->batch * (a->input + a->output);
+
+	if (st->attn_kv_b < 0)
+		return hx_errf(err, HX_EINFEASIBLE,
+			       "the attention side of %s does not fit on %s (tp %d): each GPU "
+			       "needs %.1f GiB of weights and %.1f GiB of reserve but has %.1f "
+			       "GiB usable",
+			       g->model->name, g->attn_gpu->name, g->attn_tp,
+			       st->attn_weights_b / HX_GIB, st->attn_reserve_b / HX_GIB,
+			       st->attn_capacity_b / HX_GIB);
+	if (st->ffn_weights_b + st->ffn_reserve_b > st->ffn_capacity_b)
+		return hx_errf(err, HX_EINFEASIBLE,
+			       "the FFN side of %s does not fit on %d x %s (tp %d): each GPU "
+			       "needs %.1f GiB of weights and %.1f GiB of reserve but has %.1f "
+			       "GiB usable",
+			       g->model->name, g->ffn_n, g->ffn_gpu->name, g->ffn_tp,
+			       st->ffn_weights_b / HX_GIB, st->ffn_reserve_b / HX_GIB,
+			       st->ffn_capacity_b / HX_GIB);
+	if (st->attn_kv_tokens < need)
+		return hx_errf(err, HX_EINFEASIBLE,
+			       "the KV cache of %d x %s (tp %d) holds %.0f tokens but a batch "
+			       "of %ld requests of %ld + %ld tokens needs %.0f",
+			       g->attn_n, g->attn_gpu->name, g->attn_tp, st->attn_kv_tokens,
+			       a->batch, a->input, a->output, need);
+	return 0;
+}
+
+/* estimate --afd: one AFD group's decode step. */
+static int run_afd(hx_cli *cli, const est_args *a)
+{
+	const hx_catalog *cat;
+	hx_model m;
+	hx_afd g = {0};
+	hx_afd_step st;
+	hx_err err = {0};
+	json_t *o = NULL;
+	char *text = NULL;
+	double ctx;
+	int rc;
+
+	if (!(cat = hx_cli_catalog(cli, &rc)))
+		return rc;
+	if ((rc = afd_parse(cat, a->afd, &g)))
+		return rc;
+	if ((rc = hx_model_resolve(cat, a->model, &m, &err)))
+		return hx_cli_fail(&err);
+	g.model = &m;
+	g.wdt = a->wdt >= 0 ? (hx_dtype)a->wdt : m.a.dtype;
+	g.kvdt = a->kvdt >= 0 ? (hx_dtype)a->kvdt : HX_DT_FP16;
+	g.micro_batches = (int)a->micro;
+	/* The two sides are different machines: estimate's network link. */
+	g.link.bw_gbps = a->nic_gbps;
+	g.link.latency_ms = 0.02;
+	if (hx_afd_check(&g, &err))
+		return hx_cli_usage_error(CMD, "--afd: %s", err.msg);
+	ctx = a->input + a->output / 2.0;
+	hx_cost_afd(&g, (double)a->batch, ctx, HX_DEFAULT_MEM_UTIL, &st);
+	if ((rc = afd_fits(a, &g, &st, &err)))
+		return hx_cli_fail(&err);
+	if (!a->table) {
+		o = afd_json(a, &g, ctx, &st);
+		text = hx_json_dump(o);
+	} else {
+		text = afd_table(a, &g, ctx, &st);
+	}
+	rc = hx_cli_output("-", text);
+	json_decref(o);
+	free(text);
+	return rc;
+}
+
+/* The options --afd does not combine with, or those it needs: 0, or the
+ * usage error. */
+static int afd_args_check(const est_args *a, int given)
+{
+	if (!a->afd) {
+		if (given)
+			return hx_cli_usage_error(CMD, "--micro-batches needs --afd");
+		return 0;
+	}
+	if (a->gpu)
+		return hx_cli_usage_error(CMD, "--afd names its GPUs: -g does not apply");
+	if (a->tp_given || a->pp != 1 || a->ep || a->dp_attn || a->dp || a->redundant ||
+	    a->imbalance > 0)
+		return hx_cli_usage_error(CMD, "--afd does not combine with --tp, --pp, --ep, "
+					       "--dp-attention, --dp, --redundant-experts or "
+					       "--eplb-imbalance");
+	if (a->workload)
+		return hx_cli_usage_error(CMD, "--afd does not take -w: its capacity at an SLO "
+					       "is not modelled yet");
+	if (a->micro > a->batch)
+		return hx_cli_usage_error(CMD,
+					  "--micro-batches %ld exceeds --batch %ld: every "
+					  "micro-batch needs a sequence",
+					  a->micro, a->batch);
+	return 0;
+}
+
 int cmd_estimate(hx_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -366,6 +654,8 @@ int cmd_estimate(hx_cli *cli, int argc, char **argv)
 	    {"redundant-experts", required_argument, NULL, OPT_REDUNDANT},
 	    {"eplb-imbalance", required_argument, NULL, OPT_IMBALANCE},
 	    {"nic-gbps", required_argument, NULL, OPT_NIC},
+	    {"afd", required_argument, NULL, OPT_AFD},
+	    {"micro-batches", required_argument, NULL, OPT_MICRO},
 	    {"format", required_argument, NULL, HX_OPT_FORMAT},
 	    HX_GLOBAL_LONGOPTS,
 	    {NULL, 0, NULL, 0}};
@@ -376,8 +666,9 @@ int cmd_estimate(hx_cli *cli, int argc, char **argv)
 		      .output = 128,
 		      .wdt = -1,
 		      .kvdt = -1,
-		      .nic_gbps = HX_DEFAULT_NIC_GBPS};
-	int c, rc;
+		      .nic_gbps = HX_DEFAULT_NIC_GBPS,
+		      .micro = 2};
+	int c, rc, micro_given = 0;
 
 	optind = 1;
 	opterr = 0;
@@ -403,6 +694,11 @@ int cmd_estimate(hx_cli *cli, int argc, char **argv)
 			break;
 		case OPT_NIC:
 			rc = hx_cli_num(CMD, "--nic-gbps", optarg, 0.001, 1e6, &a.nic_gbps);
+			break;
+		case OPT_AFD: a.afd = optarg; break;
+		case OPT_MICRO:
+			rc = hx_cli_int(CMD, "--micro-batches", optarg, 1, 64, &a.micro);
+			micro_given = 1;
 			break;
 		case OPT_PP:
 			rc = hx_cli_int(CMD, "--pp", optarg, 1, HX_MAX_STAGES, &a.pp);
@@ -441,6 +737,13 @@ int cmd_estimate(hx_cli *cli, int argc, char **argv)
 	}
 	if (optind < argc)
 		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+	if ((rc = afd_args_check(&a, micro_given)))
+		return rc;
+	if (a.afd) {
+		if (!a.model)
+			return hx_cli_usage_error(CMD, "-m MODEL is required");
+		return run_afd(cli, &a);
+	}
 	if (!a.model || !a.gpu)
 		return hx_cli_usage_error(CMD, "-m MODEL and -g GPU are required");
 	if (a.dp > 0 && !a.dp_attn)

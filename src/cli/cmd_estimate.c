@@ -608,9 +608,9 @@ static int run_afd(hx_cli *cli, const est_args *a)
 	return rc;
 }
 
-/* The options --afd does not combine with, or those it needs: 0, or the
- * usage error. */
-static int afd_args_check(const est_args *a, int given)
+/* The options --afd does not combine with, or those it needs, and A's
+ * micro-batches when not GIVEN: 0, or the usage error. */
+static int afd_args_check(est_args *a, int given)
 {
 	if (!a->afd) {
 		if (given)
@@ -627,6 +627,8 @@ static int afd_args_check(const est_args *a, int given)
 	if (a->workload)
 		return hx_cli_usage_error(CMD, "--afd does not take -w: its capacity at an SLO "
 					       "is not modelled yet");
+	if (!given) /* two micro-batches (ping-pong), when the batch has two */
+		a->micro = a->batch < 2 ? 1 : 2;
 	if (a->micro > a->batch)
 		return hx_cli_usage_error(CMD,
 					  "--micro-batches %ld exceeds --batch %ld: every "

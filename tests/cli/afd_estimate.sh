@@ -154,6 +154,15 @@ c=l["attention_ms"]+l["ffn_ms"]+2*l["exchange_ms"]; s=max(l["attention_ms"],l["f
 p=c+31*max(2*s,c)+s
 sys.exit(0 if abs(o["pipeline_ms"]-p)<=1e-4*p and abs(o["step_ms"]-(o["pipeline_ms"]+o["head_ms"]+o["overhead_ms"]))<=1e-4*o["step_ms"] else 1)' "$TMP/out" && ok || fail "moe step formula"
 
+# With the pipeline full (m slowest >= cycle: batch 1024, m 4) the step's
+# layers are MegaScale-Infer's closed form, cycle + slowest (m L - 1).
+run estimate -m mixtral-8x7b --afd h100-sxm:4:2,h100-sxm:8:1 --batch 1024 --input 2000 --output 500 --nic-gbps 400 --micro-batches 4
+expect_rc 0 "afd mixtral m 4"
+python3 -c 'import json,sys
+o=json.load(open(sys.argv[1]))["decode"]; l=o["per_layer"][0]
+full=4*l["slowest_ms"]>=l["cycle_ms"]; p=l["cycle_ms"]+l["slowest_ms"]*(4*32-1)
+sys.exit(0 if full and abs(o["pipeline_ms"]-p)<=1e-4*p else 1)' "$TMP/out" && ok || fail "MegaScale-Infer closed form"
+
 run estimate -m llama-3.1-8b --afd h100-sxm:2:1,l40s:1:1 --batch 64 --format table
 expect_rc 0 "afd table"
 expect_out '^llama-3\.1-8b AFD: attention 2 x h100-sxm \(tp 1 each\), FFN 1 x l40s \(tp 1 each\), 2 micro-batches, link 100 Gb/s 0\.02 ms; weights bf16, kv fp16$' "table head"

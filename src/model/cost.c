@@ -1523,6 +1523,17 @@ static void afd_layer(const hx_afd *g, const hx_replica *ra, const hx_stage *sf,
 	x->slowest_s = fmax(x->attn_s, fmax(x->ffn_s, x->xfer_s));
 }
 
+/* A TP group S wider than a node (8 GPUs, as estimate takes them)
+ * all-reduces over the network, at a GPU's share of its BW_GBPS link and
+ * the latency estimate gives such a group. */
+static void afd_wide_tp(hx_stage *s, double bw_gbps)
+{
+	if (s->tp > 8) {
+		s->tp_bw_gb_s = bw_gbps / 8.0;
+		s->tp_latency_us = 20;
+	}
+}
+
 void hx_cost_afd(const hx_afd *g, double batch, double ctx, double mem_util, hx_afd_step *out)
 {
 	const hx_arch *a = &g->model->a;
@@ -1545,6 +1556,8 @@ void hx_cost_afd(const hx_afd *g, double batch, double ctx, double mem_util, hx_
 	sf.gpu = g->ffn_gpu;
 	sf.tp = g->ffn_tp;
 	sf.last = a->layers;
+	afd_wide_tp(&ra.stage[0], g->link.bw_gbps);
+	afd_wide_tp(&sf, g->link.bw_gbps);
 	for (int l = 0; l < a->layers; l++) {
 		hx_afd_layer *x = &out->kind[hx_layer_is_moe(a, l)];
 		if (x->count++ == 0)

@@ -399,6 +399,90 @@ START_TEST(test_ep_cost)
 }
 END_TEST
 
+/* AFD (issue 22): the two halves of a layer are the colocated layer split,
+ * on one GPU a side at m = 1; the weights split likewise; shapes checked. */
+START_TEST(test_afd)
+{
+	const char *models[] = {"llama-3.1-8b", "mixtral-8x7b"};
+	hx_err err = {0};
+
+	for (int i = 0; i < 2; i++) {
+		hx_afd g = {M(models[i]),
+			    HX_DT_BF16,
+			    HX_DT_FP16,
+			    G("h100-sxm"),
+			    G("h100-sxm"),
+			    1,
+			    1,
+			    1,
+			    1,
+			    1,
+			    {100, 0.02}};
+		hx_afd_step st;
+		hx_replica r;
+		hx_memory mem;
+		hx_batch b = {0};
+		double layer;
+		int moe = M(models[i])->a.experts > 0;
+
+		ck_assert_int_eq(hx_afd_check(&g, &err), 0);
+		uniform(&r, models[i], "h100-sxm", 1, 1);
+		hx_batch_add_decode(&b, 48, 1500);
+		layer = hx_cost_layer(&r, &r.stage[0], 5, &b, NULL);
+		hx_cost_afd(&g, 48, 1500, 0.9, &st);
+		ck_assert_int_eq(st.kind[moe].count, 32);
+		ck_assert_double_eq_tol(st.kind[moe].attn_s + st.kind[moe].ffn_s, layer,
+					1e-12 * layer);
+		ck_assert_double_eq_tol(st.kind[moe].cycle_s * 32, st.pipeline_s,
+					1e-12 * st.pipeline_s);
+		/* 48 tokens of 4096 at 16 bits, once, or to each of 2 experts */
+		ck_assert_double_eq(st.kind[moe].bytes_each_way, 48 * 4096 * 2 * (moe ? 2 : 1));
+		hx_cost_memory(&r, 0.9, &mem);
+		ck_assert_double_eq_tol(st.attn_weights_b + st.ffn_weights_b,
+					mem.st[0].weights_b, 1e-9 * mem.st[0].weights_b);
+		ck_assert_double_eq(
+		    st.attn_kv_tokens,
+		    floor(st.attn_kv_b / hx_kv_bytes_per_token(M(models[i]), HX_DT_FP16)));
+		/* Two micro-batches halve what each side and the link carry at
+		 * once. */
+		g.micro_batches = 2;
+		hx_cost_afd(&g, 48, 1500, 0.9, &st);
+		ck_assert_double_eq(st.kind[moe].bytes_each_way, 48 * 4096 * 2 * (moe ? 2 : 1));
+		ck_assert(st.kind[moe].xfer_s < 0.02e-3 + 48 * 4096 * 2 * 2 / 12.5e9);
+	}
+	{
+		hx_afd g = {M("mixtral-8x7b"),
+			    HX_DT_BF16,
+			    HX_DT_FP16,
+			    G("h100-sxm"),
+			    G("l40s"),
+			    2,
+			    3,
+			    8,
+			    1,
+			    2,
+			    {100, 0.02}};
+		ck_assert_int_eq(hx_afd_check(&g, &err), HX_EINPUT);
+		ck_assert_str_eq(err.msg,
+				 "attention tensor parallel degree 3 must divide the 32 "
+				 "attention heads of mixtral-8x7b");
+		g.attn_tp = 2;
+		g.ffn_n = 3;
+		ck_assert_int_eq(hx_afd_check(&g, &err), HX_EINPUT);
+		ck_assert_str_eq(err.msg,
+				 "3 FFN instances must divide the 8 experts of mixtral-8x7b");
+		g.ffn_n = 4;
+		g.link.bw_gbps = 0;
+		ck_assert_int_eq(hx_afd_check(&g, &err), HX_EINPUT);
+		g.link.bw_gbps = 100;
+		g.micro_batches = 0;
+		ck_assert_int_eq(hx_afd_check(&g, &err), HX_EINPUT);
+		g.micro_batches = 2;
+		ck_assert_int_eq(hx_afd_check(&g, &err), 0);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("cost");
@@ -417,6 +501,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_ep_all_to_all);
 	tcase_add_test(tc, test_ep_check);
 	tcase_add_test(tc, test_ep_cost);
+	tcase_add_test(tc, test_afd);
 	suite_add_tcase(s, tc);
 	return s;
 }

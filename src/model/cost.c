@@ -852,6 +852,12 @@ double hx_cost_kv_transfer(const hx_model *m, hx_dtype kvdt, double tokens, doub
  *   - KV: the running sequences hold, on average, L t (P O + E[O^2]/2)
  *     tokens (longer outputs stay longer); that mean plus two standard
  *     deviations must fit the KV cache;
+ *   - a request that finds the cache too full for it is preempted and
+ *     misses: the engine admits a prompt by its first chunk, so when the
+ *     sequences in flight outgrow the cache the latest admitted recomputes
+ *     from the start.  Those in flight (prefilling or decoding) are an
+ *     M/G/inf population; the fraction of requests whose prompt and output
+ *     do not fit beside them counts as misses with the TPOT and TTFT ones;
  *   - the fraction of requests that miss the SLO must stay within
  *     1 - attainment.  A request with n = O - 1 decode steps has TPOT
  *     t0 + S / n, where t0 = T(B, 0) and S the stalls of the requests that
@@ -1110,6 +1116,31 @@ static void cap_lens_of(const hx_workload *w, cap_lens *l)
 	dist_moments(&w->output, l->om);
 }
 
+/* The fraction of requests that find the KV cache too full for them: the
+ * engine admits a prompt by its first chunk and allocates the rest as it
+ * goes, so when the sequences in flight grow past the cache the latest
+ * admitted is preempted and recomputes from the start (TTFT lost, and the
+ * others' iterations stalled while it does).  The sequences in flight are
+ * an M/G/inf population of M = L * (TTFT + decode time) requests (Poisson),
+ * each holding its prompt and output, SM their moments; a request of prompt
+ * quantile i and the mean output misses when the others hold more than the
+ * cache leaves it. */
+static double kv_overflow_misses(const hx_workload *w, const cap_lens *lens, double m,
+				 double kv_tokens)
+{
+	const double *pm = lens->pm, *om = lens->om;
+	/* a sequence in flight holds its prompt and the part of its output
+	 * made so far: uniform over its output, which is length-biased */
+	double o1 = om[2] / (2 * fmax(om[1], 1e-9)), o2 = om[3] / (3 * fmax(om[1], 1e-9));
+	double sm[4] = {1, pm[1] + o1, pm[2] + 2 * pm[1] * o1 + o2, 0}, miss = 0;
+
+	for (int i = 0; i < CAP_QUANTILES; i++) {
+		double s = hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES) + om[1];
+		miss += compound_tail(m, sm, kv_tokens - s) / CAP_QUANTILES;
+	}
+	return miss;
+}
+
 static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens *lens,
 		      int phase, double kv_tokens, double lambda, cap_eval *ev)
 {
@@ -1125,7 +1156,7 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 	double tmax = (phase == HX_SERVE_PREFILL ? w->slo.ttft_ms : w->slo.tpot_ms) * 1e-3;
 	double allow = 1 - w->slo.attainment, lo = 0, hi = tmax, B, p, t, c, ctx;
 	double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1, u, service, scale;
-	double miss_tpot = 0, miss_ttft = 0;
+	double miss_tpot = 0, miss_ttft = 0, miss_kv = 0, pre = 0;
 	prompt_steps ps;
 	hx_iter it;
 
@@ -1206,7 +1237,7 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 	}
 	if (phase == HX_SERVE_BOTH) {
 		/* the mean wait for the first token: queue, then own chunks */
-		double pre = u * scale;
+		pre = u * scale;
 		for (int i = 0; i < CAP_QUANTILES; i++)
 			pre += ps.chunks[i] * fmax(t, ps.t_chunk[i]) / CAP_QUANTILES;
 		miss_tpot = tpot_misses(w, lambda, t, tmax, pre, &ps);
@@ -1232,8 +1263,12 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 		miss_ttft +=
 		    (left < 0 ? 1 : u * exp(-left / fmax(scale, 1e-12))) / CAP_QUANTILES;
 	}
-	if (miss_tpot + miss_ttft > allow) {
-		ev->binding = miss_ttft > miss_tpot ? "ttft" : "tpot";
+	if (phase == HX_SERVE_BOTH)
+		miss_kv = kv_overflow_misses(w, lens, lambda * (pre + om[1] * t), kv_tokens);
+	if (miss_tpot + miss_ttft + miss_kv > allow) {
+		ev->binding = miss_kv > fmax(miss_ttft, miss_tpot) ? "kv"
+			      : miss_ttft > miss_tpot              ? "ttft"
+								   : "tpot";
 		return;
 	}
 	ev->ok = 1;

@@ -239,9 +239,12 @@ static void price_shape(const dctx *d, int i, int phase, int tp, int ep, int dp,
  * heads; for a MoE model also the EP shapes of a node (ep = tp dividing
  * its GPUs and the experts, dp attention ranks dividing tp with the
  * attention TP tp / dp dividing the heads), which win only by more
- * capacity, so that the roles' EP sizes are chosen apart. */
-static void price_nodes(dctx *d)
+ * capacity, so that the roles' EP sizes are chosen apart.  EP shapes are
+ * not priced past DEADLINE (0: none): 1 when some were left out. */
+static int price_nodes(dctx *d, double deadline)
 {
+	int cut = 0;
+
 	const hx_cluster *c = d->pb->cluster;
 	const hx_arch *a = &d->pb->model->a;
 
@@ -262,15 +265,20 @@ static void price_nodes(dctx *d)
 			for (int tp = 1; tp <= count; tp++)
 				if (count % tp == 0 && a->heads % tp == 0)
 					price_shape(d, i, phase, tp, 0, 0, nr);
-			for (int tp = 2; a->experts > 1 && tp <= count; tp++) {
+			for (int tp = 2; a->experts > 1 && tp <= count && !cut; tp++) {
 				if (count % tp || a->experts % tp)
 					continue;
+				if (hx_past(deadline)) {
+					cut = 1;
+					break;
+				}
 				for (int dp = 1; dp <= tp; dp++)
 					if (tp % dp == 0 && a->heads % (tp / dp) == 0)
 						price_shape(d, i, phase, tp, tp, dp, nr);
 			}
 		}
 	}
+	return cut;
 }
 
 static double gbps_to_rps(const dctx *d, double gbps)
@@ -989,7 +997,7 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 {
 	const hx_cluster *c = pb->cluster;
 	dctx d;
-	int n = c->nnodes, rc = 0;
+	int n = c->nnodes, rc = 0, priced_cut;
 	double P = hx_dist_mean(&pb->workload->prompt);
 	double Pq = hx_dist_quantile(&pb->workload->prompt, pb->workload->slo.percentile / 100);
 	pgraph pg;
@@ -1018,7 +1026,7 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 				      c->same_region.latency_ms);
 	if (d.wp.slo.ttft_ms <= 0)
 		d.wp.slo.ttft_ms = 1e-3;
-	price_nodes(&d);
+	priced_cut = price_nodes(&d, s.deadline);
 	/* (1) the node graph, links weighted by bandwidth; node weight memory */
 	pgraph_init(&d, &pg);
 	s.best = hx_xcalloc((size_t)n, sizeof(int));
@@ -1028,6 +1036,7 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 	if (rc)
 		goto out;
 	search_flips(&d, &s, err);
+	s.cut |= priced_cut; /* the search went on without the shapes left out */
 	if (s.best_v <= 0) {
 		rc = hx_errf(
 		    err, HX_EINFEASIBLE,

@@ -103,6 +103,10 @@ run estimate -m mixtral-8x7b -g l40s -w $CHAT --role both
 expect_rc 2 "estimate --role both"
 head -1 "$TMP/err" | grep -q '^hexplan: error: --role must be aggregated, prefill or decode, not "both"$' && ok ||
 	fail "--role value message"
+run estimate -m qwen3-30b-a3b --afd h100-sxm:2:2,h100-sxm:2:2 --role decode
+expect_rc 2 "estimate --afd --role"
+head -1 "$TMP/err" | grep -q '^hexplan: error: --afd does not take --role: it has no -w$' && ok ||
+	fail "--afd --role message"
 # aggregated is the default
 run estimate -m mixtral-8x7b -g l40s --ep 8 --dp-attention -w $CHAT --format json
 a=$(jnum capacity.rps)

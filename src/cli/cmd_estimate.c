@@ -14,8 +14,8 @@
 const char *const hx_estimate_usage[] = {
     "hexplan estimate -m MODEL -g GPU [--tp N] [--pp N] [--batch B] [--input N] "
     "[--output N] [--weights bf16|fp8|int4] [--kv fp16|fp8] [--ep N [--redundant-experts N] "
-    "[--eplb-imbalance F]] [--dp-attention [--dp N]] [--nic-gbps G] [-w workload.json] "
-    "[--format json|table]",
+    "[--eplb-imbalance F]] [--dp-attention [--dp N]] [--nic-gbps G] [-w workload.json "
+    "[--role aggregated|prefill|decode]] [--format json|table]",
     "hexplan estimate -m MODEL --afd ATTN_GPU:A:TP,FFN_GPU:F:TP [--micro-batches M] "
     "[--batch B] [--input N] [--output N] [--weights bf16|fp8|int4] [--kv fp16|fp8] "
     "[--nic-gbps G] [--format json|table]",
@@ -36,7 +36,8 @@ enum {
 	OPT_IMBALANCE,
 	OPT_NIC,
 	OPT_AFD,
-	OPT_MICRO
+	OPT_MICRO,
+	OPT_ROLE
 };
 
 typedef struct est_args {
@@ -50,6 +51,9 @@ typedef struct est_args {
 	/* Attention/FFN disaggregation (NULL: off; issue 22). */
 	const char *afd;
 	long micro;
+	/* The capacity's phase: HX_SERVE_BOTH (aggregated), or a disagg
+	 * role's, HX_SERVE_PREFILL or HX_SERVE_DECODE; ROLE_GIVEN: --role. */
+	int phase, role_given;
 } est_args;
 
 /* Whether A asks for an EP / DP-attention stage. */
@@ -165,6 +169,11 @@ static json_t *estimate_json(const est_args *a, const est *e)
 	}
 	if (e->w) {
 		x = json_object();
+		if (a->role_given)
+			hx_jset_str(x, "role",
+				    a->phase == HX_SERVE_PREFILL  ? "prefill"
+				    : a->phase == HX_SERVE_DECODE ? "decode"
+								  : "aggregated");
 		hx_jset_num(x, "rps", e->cap->rps);
 		hx_jset_num(x, "tokens_per_s", e->cap->tokens_per_s);
 		hx_jset_num(x, "batch", e->cap->batch);
@@ -213,9 +222,13 @@ static char *estimate_table(const est_args *a, const est *e)
 	if (e->w && e->cap->rps > 0)
 		hx_buf_printf(
 		    &t,
-		    "capacity  %.3f req/s at the SLO (batch %.1f, tpot %.2f ms, ttft p%g %.1f ms; bound by %s)\n",
-		    e->cap->rps, e->cap->batch, e->cap->tpot_ms, e->w->slo.percentile,
-		    e->cap->ttft_ms, e->cap->binding);
+		    "capacity  %.3f req/s at the SLO%s (batch %.1f, tpot %.2f ms, ttft p%g %.1f ms; bound by %s)\n",
+		    e->cap->rps,
+		    a->phase == HX_SERVE_PREFILL  ? " as a prefill replica"
+		    : a->phase == HX_SERVE_DECODE ? " as a decode replica"
+						  : "",
+		    e->cap->batch, e->cap->tpot_ms, e->w->slo.percentile, e->cap->ttft_ms,
+		    e->cap->binding);
 	else if (e->w)
 		hx_buf_printf(
 		    &t, "capacity  0 req/s: even one request misses the SLO (bound by %s)\n",
@@ -335,7 +348,7 @@ static int run(hx_cli *cli, const est_args *a)
 	hx_batch_add_decode(&db, a->batch, ctx);
 	hx_cost_cycle(&r, &db, &dec);
 	if (have_w)
-		hx_cost_capacity(&r, &w, &cap);
+		hx_cost_capacity_phase(&r, &w, a->phase, &cap);
 
 	e = (est){g, &m, &r, &mem, &pre, &dec, &cap, have_w ? &w : NULL, ctx, wdt, kvdt};
 	if (!a->table) {
@@ -627,6 +640,8 @@ static int afd_args_check(est_args *a, int given)
 	if (a->workload)
 		return hx_cli_usage_error(CMD, "--afd does not take -w: its capacity at an SLO "
 					       "is not modelled yet");
+	if (a->role_given)
+		return hx_cli_usage_error(CMD, "--afd does not take --role: it has no -w");
 	if (!given) /* two micro-batches (ping-pong), when the batch has two */
 		a->micro = a->batch < 2 ? 1 : 2;
 	if (a->micro > a->batch)
@@ -658,6 +673,7 @@ int cmd_estimate(hx_cli *cli, int argc, char **argv)
 	    {"nic-gbps", required_argument, NULL, OPT_NIC},
 	    {"afd", required_argument, NULL, OPT_AFD},
 	    {"micro-batches", required_argument, NULL, OPT_MICRO},
+	    {"role", required_argument, NULL, OPT_ROLE},
 	    {"format", required_argument, NULL, HX_OPT_FORMAT},
 	    HX_GLOBAL_LONGOPTS,
 	    {NULL, 0, NULL, 0}};
@@ -669,7 +685,8 @@ int cmd_estimate(hx_cli *cli, int argc, char **argv)
 		      .wdt = -1,
 		      .kvdt = -1,
 		      .nic_gbps = HX_DEFAULT_NIC_GBPS,
-		      .micro = 2};
+		      .micro = 2,
+		      .phase = HX_SERVE_BOTH};
 	int c, rc, micro_given = 0;
 
 	optind = 1;
@@ -701,6 +718,20 @@ int cmd_estimate(hx_cli *cli, int argc, char **argv)
 		case OPT_MICRO:
 			rc = hx_cli_int(CMD, "--micro-batches", optarg, 1, 64, &a.micro);
 			micro_given = 1;
+			break;
+		case OPT_ROLE:
+			a.role_given = 1;
+			if (strcmp(optarg, "aggregated") == 0)
+				a.phase = HX_SERVE_BOTH;
+			else if (strcmp(optarg, "prefill") == 0)
+				a.phase = HX_SERVE_PREFILL;
+			else if (strcmp(optarg, "decode") == 0)
+				a.phase = HX_SERVE_DECODE;
+			else
+				return hx_cli_usage_error(
+				    CMD,
+				    "--role must be aggregated, prefill or decode, not \"%s\"",
+				    optarg);
 			break;
 		case OPT_PP:
 			rc = hx_cli_int(CMD, "--pp", optarg, 1, HX_MAX_STAGES, &a.pp);
@@ -748,6 +779,9 @@ int cmd_estimate(hx_cli *cli, int argc, char **argv)
 	}
 	if (!a.model || !a.gpu)
 		return hx_cli_usage_error(CMD, "-m MODEL and -g GPU are required");
+	if (a.role_given && !a.workload)
+		return hx_cli_usage_error(
+		    CMD, "--role needs -w workload.json (it sets the capacity's role)");
 	if (a.dp > 0 && !a.dp_attn)
 		return hx_cli_usage_error(CMD, "--dp needs --dp-attention");
 	if ((a.redundant > 0 || a.imbalance > 0) && a.ep == 0)

@@ -3,15 +3,15 @@
  * phases).  (1) Partition the node graph, links weighted by bandwidth, into
  * k groups of high internal bandwidth (solver/partition, k = 2..8; above
  * 256 nodes a graph of classes of like nodes stands for it).  (2) Give
- * each group a role; every node of a role runs replicas of the TP that
+ * each group a role; every node of a role runs replicas of the shape that
  * gives it the most capacity for that phase (cost model, one node per
- * replica).  (3) Score a role assignment by a max-flow in requests/s:
- * source -> prefill replicas (their prefill capacity at the TTFT SLO, less
- * the KV transfer) -> the prefill node's NIC -> the link between the two
- * nodes -> the decode node's NIC -> decode replicas (their capacity at the
- * TPOT SLO) -> sink, each NIC and link a capacity shared by every pair that
- * crosses it (bandwidth / KV bytes of a mean prompt).  The edge flows give
- * the ingress and KV routing weights (a node's decode replicas share what
+ * replica): a TP, or for a mixture of experts also an expert-parallel
+ * shape with data-parallel attention, its EP size chosen per role.  (3) Score a role assignment
+ * by a max-flow in requests/s: source -> prefill replicas (their prefill capacity at the TTFT
+ * SLO, less the KV transfer) -> the prefill node's NIC -> the link between the two nodes -> the
+ * decode node's NIC -> decode replicas (their capacity at the TPOT SLO) -> sink, each NIC and
+ * link a capacity shared by every pair that crosses it (bandwidth / KV bytes of a mean prompt).
+ * The edge flows give the ingress and KV routing weights (a node's decode replicas share what
  * reaches the node evenly).  (4) Refine: flip single nodes'
  * roles (moving them between the prefill and decode sides) while the flow
  * grows.  The bound is the best split ignoring links (nodes sorted by
@@ -33,10 +33,12 @@
 #include "planners/disagg.h"
 
 typedef struct node_role {
-	int tp[2];       /* best TP for prefill (0) and decode (1); 0: cannot */
-	double cap[2];   /* per replica, requests/s */
-	int reps[2];     /* replicas on the node */
-	double total[2]; /* the node's capacity in each role */
+	int tp[2];        /* best TP for prefill (0) and decode (1); 0: cannot */
+	int ep[2], dp[2]; /* its expert parallelism and attention ranks (an EP
+			   * shape of a MoE model, ep = tp); 0: none */
+	double cap[2];    /* per replica, requests/s */
+	int reps[2];      /* replicas on the node */
+	double total[2];  /* the node's capacity in each role */
 } node_role;
 
 /* The cluster's links by node, so that one node's links to all others
@@ -181,26 +183,78 @@ static void topk_release(topk *t)
 	}
 }
 
-static hx_replica one_node_replica(const hx_problem *pb, const hx_gpu *g, int tp)
+/* The one-node replica of TP GPUs of type G, expert parallel over them
+ * (EP = TP) with DP attention ranks when EP > 1, as the plan's stage is
+ * priced (hx_plan_replica_cost: one node, so no NIC). */
+static hx_replica one_node_replica(const hx_problem *pb, const hx_gpu *g, int tp, int ep,
+				   int dp)
 {
 	hx_replica r;
-	hx_replica_uniform(&r, pb->model, g, tp, 1, pb->model->a.dtype, HX_DT_FP16, 100, 0,
-			   NULL);
+	hx_replica_uniform(&r, pb->model, g, ep > 1 ? 1 : tp, 1, pb->model->a.dtype, HX_DT_FP16,
+			   100, 0, NULL);
+	if (ep > 1) {
+		r.stage[0].tp = tp;
+		r.stage[0].ep = ep;
+		r.stage[0].dp = dp > 1 ? dp : 0;
+		r.stage[0].micro_batches = 2;
+	}
 	return r;
 }
 
-static void price_nodes(dctx *d)
+/* Price node I's shape (TP, EP, DP) for PHASE into NR when its node total
+ * is higher than the best so far.  An EP shape's longest request is one
+ * attention rank's: each rank must hold it. */
+static void price_shape(const dctx *d, int i, int phase, int tp, int ep, int dp, node_role *nr)
 {
+	const hx_node *nd = &d->pb->cluster->nodes[i];
+	const hx_workload *w = phase ? d->pb->workload : &d->wp;
+	hx_replica r = one_node_replica(d->pb, &nd->gpu, tp, ep, dp);
+	hx_capacity cap;
+	double tot;
+
+	if (ep > 1) {
+		hx_memory m;
+		double q = w->slo.percentile / 100;
+		if (hx_replica_check(&r, NULL))
+			return;
+		hx_cost_memory(&r, w->serving.mem_util, &m);
+		if (!m.fits || m.kv_tokens / hx_stage_dp(&r.stage[0]) <
+				   hx_dist_quantile(&w->prompt, q) +
+				       (phase ? hx_dist_quantile(&w->output, q) : 0))
+			return;
+	}
+	hx_cost_capacity_phase(&r, w, phase ? HX_SERVE_DECODE : HX_SERVE_PREFILL, &cap);
+	tot = cap.rps * (nd->count / tp);
+	if (cap.rps > 0 && tot > nr->total[phase]) {
+		nr->tp[phase] = tp;
+		nr->ep[phase] = ep;
+		nr->dp[phase] = dp > 1 ? dp : 0;
+		nr->cap[phase] = cap.rps;
+		nr->reps[phase] = nd->count / tp;
+		nr->total[phase] = tot;
+	}
+}
+
+/* Each node's best shape for each role: a TP dividing its GPUs and the
+ * heads; for a MoE model also the EP shapes of a node (ep = tp dividing
+ * its GPUs and the experts, dp attention ranks dividing tp with the
+ * attention TP tp / dp dividing the heads), which win only by more
+ * capacity, so that the roles' EP sizes are chosen apart.  EP shapes are
+ * not priced past DEADLINE (0: none): 1 when some were left out. */
+static int price_nodes(dctx *d, double deadline)
+{
+	int cut = 0;
+
 	const hx_cluster *c = d->pb->cluster;
-	int heads = d->pb->model->a.heads;
+	const hx_arch *a = &d->pb->model->a;
 
 	for (int i = 0; i < d->n; i++) {
 		node_role *nr = &d->nr[i];
-		int j;
+		int j, count = c->nodes[i].count;
 		/* A node with the same GPU profile and count as an earlier one
 		 * prices the same (one-node replicas do not see links). */
 		for (j = 0; j < i; j++)
-			if (c->nodes[j].count == c->nodes[i].count &&
+			if (c->nodes[j].count == count &&
 			    hx_gpu_same(&c->nodes[j].gpu, &c->nodes[i].gpu))
 				break;
 		if (j < i) {
@@ -208,26 +262,23 @@ static void price_nodes(dctx *d)
 			continue;
 		}
 		for (int phase = 0; phase < 2; phase++) {
-			for (int tp = 1; tp <= c->nodes[i].count; tp++) {
-				hx_replica r;
-				hx_capacity cap;
-				double tot;
-				if (c->nodes[i].count % tp || heads % tp)
+			for (int tp = 1; tp <= count; tp++)
+				if (count % tp == 0 && a->heads % tp == 0)
+					price_shape(d, i, phase, tp, 0, 0, nr);
+			for (int tp = 2; a->experts > 1 && tp <= count && !cut; tp++) {
+				if (count % tp || a->experts % tp)
 					continue;
-				r = one_node_replica(d->pb, &c->nodes[i].gpu, tp);
-				hx_cost_capacity_phase(
-				    &r, phase ? d->pb->workload : &d->wp,
-				    phase ? HX_SERVE_DECODE : HX_SERVE_PREFILL, &cap);
-				tot = cap.rps * (c->nodes[i].count / tp);
-				if (cap.rps > 0 && tot > nr->total[phase]) {
-					nr->tp[phase] = tp;
-					nr->cap[phase] = cap.rps;
-					nr->reps[phase] = c->nodes[i].count / tp;
-					nr->total[phase] = tot;
+				if (hx_past(deadline)) {
+					cut = 1;
+					break;
 				}
+				for (int dp = 1; dp <= tp; dp++)
+					if (tp % dp == 0 && a->heads % (tp / dp) == 0)
+						price_shape(d, i, phase, tp, tp, dp, nr);
 			}
 		}
 	}
+	return cut;
 }
 
 static double gbps_to_rps(const dctx *d, double gbps)
@@ -490,6 +541,8 @@ static void emit_group(const dctx *d, int i, int role, hx_plan *p)
 	hx_plan_group_stages(g, 1);
 	hx_strlcpy(g->stage[0].gpu, c->nodes[i].gpu.name, sizeof(g->stage[0].gpu));
 	g->stage[0].tp = d->nr[i].tp[role];
+	g->stage[0].ep = d->nr[i].ep[role];
+	g->stage[0].dp = d->nr[i].dp[role];
 	g->stage[0].first = 0;
 	g->stage[0].last = d->pb->model->a.layers;
 	for (int k = 0; k < d->nr[i].reps[role]; k++) {
@@ -944,7 +997,7 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 {
 	const hx_cluster *c = pb->cluster;
 	dctx d;
-	int n = c->nnodes, rc = 0;
+	int n = c->nnodes, rc = 0, priced_cut;
 	double P = hx_dist_mean(&pb->workload->prompt);
 	double Pq = hx_dist_quantile(&pb->workload->prompt, pb->workload->slo.percentile / 100);
 	pgraph pg;
@@ -973,7 +1026,7 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 				      c->same_region.latency_ms);
 	if (d.wp.slo.ttft_ms <= 0)
 		d.wp.slo.ttft_ms = 1e-3;
-	price_nodes(&d);
+	priced_cut = price_nodes(&d, s.deadline);
 	/* (1) the node graph, links weighted by bandwidth; node weight memory */
 	pgraph_init(&d, &pg);
 	s.best = hx_xcalloc((size_t)n, sizeof(int));
@@ -983,6 +1036,7 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 	if (rc)
 		goto out;
 	search_flips(&d, &s, err);
+	s.cut |= priced_cut; /* the search went on without the shapes left out */
 	if (s.best_v <= 0) {
 		rc = hx_errf(
 		    err, HX_EINFEASIBLE,

@@ -1568,6 +1568,10 @@ static int try_rate(const hx_plan *p, const hx_workload *w, int n, const hx_sim_
 	hx_trace t;
 	int rc;
 
+	/* A planner's deadline stops a run too, not only the next rate: one
+	 * run of an overloaded rate can take seconds (an EP plan's). */
+	so.deadline = o ? o->deadline : 0;
+
 	n = (int)fmax(n, fmin(rate * fmax(min_s, lives * life), HX_CAP_MAX_REQUESTS));
 	if ((rc = hx_gen_workload(w, rate, n, 0, so.seed, &t, err)))
 		return rc;

@@ -34,7 +34,8 @@ typedef struct hx_sim_opts {
 	int cap_lives;
 	double cap_min_s, cap_tol;
 	/* hx_sim_capacity stops with HX_ELIMIT once past this deadline
-	 * (hx_deadline; 0: none), checked before each rate it tries. */
+	 * (hx_deadline; 0: none), checked before each rate it tries and
+	 * every 256 arrivals of a run. */
 	double deadline;
 	/* Take the plan's spot nodes back at their rate (rent entries'
 	 * preemptions_per_hour, seeded), each for its window_s: their

@@ -3,7 +3,9 @@
 # qwen3-30b-a3b on one H100 node (and one over two nodes) reads, writes back
 # with its keys, passes check, simulates, and its replica is priced as
 # 'estimate --ep' prices the same shape; broken EP stages fail check at
-# their pointer, and out-of-range keys fail the reader.
+# their pointer, and out-of-range keys fail the reader.  Exports write the
+# engines' EP flags with the plan's sizes (launch for vLLM and SGLang, k8s
+# and llm-d pods that validate), and the targets that cannot say why.
 . "$(dirname "$0")/../lib.sh"
 
 EP=tests/data/ep
@@ -327,6 +329,35 @@ run export -p "$TMP/dp2.json" --to launch --engine sglang -o "$TMP/dp2-sg.jsonl"
 expect_rc 0 "export --engine sglang dp 2 + redundant"
 check_argv "$TMP/dp2-sg.jsonl" 0 "SGLang dp 2" "+--tp-size 8" "+--ep-size 8" "+--dp-size 2" \
 	"+--enable-dp-attention" "+--enable-eplb --ep-num-redundant-experts 8"
+# Prefill and decode groups, EP 8 x 8 each on its own node: SGLang's
+# DeepEP dispatch mode by role (normal for prefill, low-latency for decode).
+python3 - $TWO "$TMP/pd.json" <<'PY' && ok || fail "P/D variant"
+import json, sys, copy
+p = json.load(open(sys.argv[1]))
+g = p["groups"][0]
+g["stages"][0].update({"tp": 8, "ep": 8, "dp_attention": 8})
+g["stages"][0].pop("cross_node")
+pl = g["replicas"][0]["placement"][0]
+pre = dict(copy.deepcopy(g), name="pre", role="prefill", replicas=[{"id": "pre0", "placement": [pl[:8]]}])
+dec = dict(copy.deepcopy(g), name="dec", role="decode", replicas=[{"id": "dec0", "placement": [pl[8:]]}])
+p.update(mode="disagg", groups=[pre, dec])
+p["routing"] = {"ingress": [{"group": "pre", "weight": 1}], "kv": [{"from": "pre0", "to": "dec0", "weight": 1}]}
+json.dump(p, open(sys.argv[2], "w"))
+PY
+run check -p "$TMP/pd.json" -c $MIXED
+expect_rc 0 "check the P/D EP plan"
+run export -p "$TMP/pd.json" --to launch --engine sglang -o "$TMP/pd.jsonl"
+expect_rc 0 "export --engine sglang P/D EP"
+check_argv "$TMP/pd.jsonl" 0 "SGLang EP prefill" "+--moe-a2a-backend deepep --deepep-mode normal" \
+	"+--disaggregation-mode prefill"
+check_argv "$TMP/pd.jsonl" 1 "SGLang EP decode" "+--moe-a2a-backend deepep --deepep-mode low_latency" \
+	"+--disaggregation-mode decode"
+run export -p "$TMP/pd.json" --to launch -o "$TMP/pd-vllm.jsonl"
+expect_rc 0 "export P/D EP for vLLM"
+for n in 0 1; do
+	check_argv "$TMP/pd-vllm.jsonl" $n "vLLM P/D EP" "+--tensor-parallel-size 1" "+--enable-expert-parallel" \
+		"+--data-parallel-size 8" "+--kv-transfer-config"
+done
 # EP without attention ranks over two nodes: vLLM's multi-node TP (EP =
 # TP 16), no data-parallel flags.
 python3 - $TWO "$TMP/ep16.json" <<'PY' && ok || fail "ep-only variant"
@@ -353,6 +384,28 @@ PY
 run export -p "$TMP/span.json" --to launch --lossy
 expect_rc 1 "export an attention rank over nodes"
 expect_err_line '^hexplan: error: group g0: replica g0r0 runs 3 attention ranks of TP 4 over 2 nodes, and vLLM starts whole data-parallel ranks on each node \(--data-parallel-size-local\): an attention rank cannot span nodes$' "span message"
+# A dense model's attention ranks are plain data parallelism: 4 ranks of
+# TP 4 over 2 nodes for vLLM (no EP); SGLang runs --dp-size on one node.
+python3 - tests/data/plans/mixed-baseline.json "$TMP/dense-dp.json" <<'PY' && ok || fail "dense DP variant"
+import json, sys
+p = json.load(open(sys.argv[1]))
+g = p["groups"][0]
+g["stages"][0].update({"tp": 16, "dp_attention": 4, "cross_node": True})
+pl = ["h100-0:%d" % i for i in range(8)] + ["h100-1:%d" % i for i in range(8)]
+g["replicas"] = [{"id": "g0r0", "placement": [pl], "tp_links": [{"bw_gbps": 100, "latency_ms": 0.02}]}]
+p["groups"] = [g]
+p["routing"] = {"ingress": [{"group": "g0", "weight": 1}]}
+json.dump(p, open(sys.argv[2], "w"))
+PY
+run check -p "$TMP/dense-dp.json" -c $MIXED
+expect_rc 0 "check dense DP over 2 nodes"
+run export -p "$TMP/dense-dp.json" --to launch -o "$TMP/dense-dp.jsonl"
+expect_rc 0 "export dense DP over 2 nodes"
+check_argv "$TMP/dense-dp.jsonl" 1 "vLLM dense DP" "+--tensor-parallel-size 4" "+--data-parallel-size 4" \
+	"+--data-parallel-size-local 2" "+--data-parallel-start-rank 2 --headless" "---enable-expert-parallel"
+run export -p "$TMP/dense-dp.json" --to launch --engine sglang --lossy
+expect_rc 1 "export --engine sglang dense DP over 2 nodes"
+expect_err_line '^hexplan: error: group g0: replica g0r0 runs 4 data-parallel ranks of a dense model over 2 nodes, and SGLang runs --dp-size without expert parallelism on one node$' "SGLang dense DP message"
 # Pipeline stages with EP: refused by every target.
 python3 - $TWO "$TMP/pp.json" <<'PY' && ok || fail "pp variant"
 import json, sys

@@ -45,29 +45,35 @@ typedef struct hx_export_opts {
 #define HX_EXPORT_SGLANG_OLDEST       "0.5.0"
 
 /* Expert parallelism (a stage's ep, dp_attention and redundant_experts),
- * as the engines take it; every flag checked against the engines' source:
- *   vLLM (vllm/engine/arg_utils.py and vllm/config/parallel.py; usage in
- *   docs/serving/data_parallel_deployment.md and
- *   expert_parallel_deployment.md, vllm-project/vllm at 0170256 and
- *   01e4fce): --enable-expert-parallel (EP over TP x DP),
- *   --data-parallel-size, --tensor-parallel-size (attention TP per DP
- *   rank), and over several nodes --data-parallel-size-local,
+ * as the engines take it.  Where each flag was checked:
+ *   vLLM: vllm-project/vllm's docs/serving/data_parallel_deployment.md (at
+ *   01e4fce) and expert_parallel_deployment.md (at 0170256), the
+ *   project's own usage of its CLI: --enable-expert-parallel (EP over TP x
+ *   DP), --data-parallel-size, --tensor-parallel-size (attention TP per DP
+ *   rank), over several nodes --data-parallel-size-local,
  *   --data-parallel-address, --data-parallel-rpc-port, and on every node
  *   but the first --headless --data-parallel-start-rank; --enable-eplb with
- *   --eplb-config '{"num_redundant_experts":N}' (EPLBConfig, since 0.10.2;
- *   --num-redundant-experts before it).  Its all-to-all stays the
- *   release's default (VLLM_ALL2ALL_BACKEND / --all2all-backend change it
- *   and need DeepEP installed).
- *   SGLang (python/sglang/srt/server_args.py; MoeA2ABackend in
- *   python/sglang/srt/layers/moe/utils.py): --tp-size (every GPU of the
- *   replica), --ep-size (alias --expert-parallel-size), --enable-dp-attention
- *   with --dp-size (attention TP = tp / dp), --enable-dp-lm-head and, on a
- *   model with dense MLP layers, --moe-dense-tp-size 1 (the dense layers and
- *   the head data parallel, as the cost model runs them), --moe-a2a-backend
- *   deepep (since 0.4.10, replacing --enable-deepep-moe) with --deepep-mode
- *   normal on prefill and low_latency on decode groups (auto, the default,
- *   on aggregated ones), --enable-eplb --ep-num-redundant-experts N; over
- *   several nodes --nnodes, --node-rank, --dist-init-addr as for TP. */
+ *   --eplb-config '{"num_redundant_experts":N}': EPLBConfig in
+ *   vllm/config/parallel.py, in vLLM's API reference from 0.10.2 on
+ *   (0.10.2, 0.11.2, 0.12.0), not in 0.10.1.1's, whose ParallelConfig
+ *   field gives --num-redundant-experts.  The all-to-all stays the
+ *   release's default (VLLM_ALL2ALL_BACKEND, later --all2all-backend,
+ *   choose DeepEP, which the image must carry).
+ *   SGLang: ServerArgs (python/sglang/srt/server_args.py) of the 0.5
+ *   series: ep_size (--ep-size, alias --expert-parallel-size), dp_size,
+ *   enable_dp_attention, enable_dp_lm_head, moe_dense_tp_size,
+ *   moe_a2a_backend ("none" or "deepep"; MoeA2ABackend in
+ *   python/sglang/srt/layers/moe/utils.py, which replaced
+ *   --enable-deepep-moe), deepep_mode (auto, normal, low_latency),
+ *   enable_eplb, ep_num_redundant_experts, nnodes, node_rank,
+ *   dist_init_addr; sgl-project/sglang's server_args.py at 001067f still
+ *   lists deepep among MOE_A2A_BACKEND_CHOICES.  Written: --tp-size (every
+ *   GPU of the replica), --ep-size, --dp-size with --enable-dp-attention,
+ *   --enable-dp-lm-head and, on a model with dense MLP layers,
+ *   --moe-dense-tp-size 1 (the dense layers and the head data parallel, as
+ *   the cost model runs them), --moe-a2a-backend deepep with --deepep-mode
+ *   normal on prefill and low_latency on decode groups (auto on aggregated
+ *   ones), --enable-eplb --ep-num-redundant-experts N. */
 #define HX_EXPORT_VLLM_EPLB_CONFIG "0.10.2" /* first with --eplb-config */
 /* The images the k8s export runs unless --image names one: pinned to the
  * release whose flags the exports were checked against (--engine-version

@@ -451,10 +451,13 @@ static void vllm_ep_flags(argv_t *a, const hx_kgroup *k)
 	}
 	if (k->ep.redundant > 0) {
 		char json[64];
+		/* the release the pod runs: on AMD GPUs the ROCm image's (vLLM
+		 * 0.10.1) unless --image names another */
+		int rocm = is_amd(k->pods[0].gpu) && !(k->o && k->o->image);
+		const char *ver = rocm ? HX_EXPORT_VLLM_OLDEST
+				       : hx_export_engine_version(k->o, HX_EXPORT_VLLM_VERSION);
 		arg(a, "--enable-eplb");
-		if (hx_export_version_cmp(
-			hx_export_engine_version(k->o, HX_EXPORT_VLLM_VERSION),
-			HX_EXPORT_VLLM_EPLB_CONFIG) >= 0) {
+		if (hx_export_version_cmp(ver, HX_EXPORT_VLLM_EPLB_CONFIG) >= 0) {
 			snprintf(json, sizeof(json), "{\"num_redundant_experts\":%d}",
 				 k->ep.redundant);
 			arg(a, "--eplb-config");

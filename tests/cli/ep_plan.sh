@@ -465,6 +465,30 @@ for t in k8s llm-d; do
 		k8s_has "$f" "$t" $w && ok || fail "$t EP: no $w"
 	done
 done
+# EPLB's flags follow the release a pod runs: the NVIDIA image's (0.11.0,
+# --eplb-config), the ROCm image's on AMD GPUs (0.10.1,
+# --num-redundant-experts) unless --image names another.
+python3 - "$TMP/dp2.json" "$TMP/amd.json" <<'PY' && ok || fail "AMD variant"
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["gpus"][0].update(vendor="amd", product="AMD_Instinct_MI300X_OAM")
+json.dump(p, open(sys.argv[2], "w"))
+PY
+for spec in "$TMP/dp2.json||--eplb-config {\"num_redundant_experts\":8}" \
+	"$TMP/amd.json||--num-redundant-experts 8" \
+	"$TMP/amd.json|--image my/vllm:1|--eplb-config {\"num_redundant_experts\":8}"; do
+	plan=${spec%%|*}
+	rest=${spec#*|}
+	img=${rest%%|*}
+	want=${rest#*|}
+	# shellcheck disable=SC2086
+	run export -p "$plan" --to k8s ${img:+$img} -o "$TMP/eplb.yaml"
+	expect_rc 0 "export --to k8s $plan $img"
+	# shellcheck disable=SC2086
+	k8s_has "$TMP/eplb.yaml" eplb --tensor-parallel-size 4 && ok || fail "k8s $plan: attention TP"
+	# shellcheck disable=SC2086
+	k8s_has "$TMP/eplb.yaml" eplb --enable-eplb $want && ok || fail "k8s $plan $img: no --enable-eplb $want"
+done
 run export -p $TWO --to k8s
 expect_rc 1 "export --to k8s DP attention over 2 nodes"
 expect_err_line "^hexplan: error: group \"g0\" runs 16 attention ranks over 2 nodes: the pods join a replica's nodes by Ray, which places vLLM's data-parallel ranks itself \(export --to launch starts them node by node\)\$" "k8s multi-node DP message"

@@ -65,24 +65,66 @@ int hx_export_check_fragments(const hx_plan *p, const hx_export_target *t,
 	return 0;
 }
 
+/* Why target NAME writes no expert-parallel flags. */
+static const char *ep_refusal(const char *name)
+{
+	if (strcmp(name, "kserve") == 0)
+		/* KServe's ParallelismSpec has data, dataLocal, dataRPCPort
+		 * and expert, which its presets turn into vLLM's flags: not
+		 * checked against them yet */
+		return "the kserve export writes the LLMInferenceService's tensor and pipeline parallelism only, not its data and expert fields";
+	if (strcmp(name, "dynamo") == 0)
+		return "the dynamo export's worker arguments were checked against Dynamo's tensor- and pipeline-parallel vLLM workers only";
+	return "this export writes no expert-parallel flags";
+}
+
 int hx_export_check_ep(const hx_plan *p, const hx_export_target *t, const char *plan_path,
 		       hx_err *err)
 {
+	char list[128];
+
 	if (t->flags & HX_EXPORT_FRAGMENTS)
 		return 0;
-	/* No target writes the engines' expert-parallel flags yet; their
-	 * tensor-parallel form would run (and be priced as) another plan. */
+	/* A tensor-parallel form would run (and be priced as) another plan:
+	 * even --lossy refuses. */
+	hx_export_target_list(HX_EXPORT_EP, list, sizeof(list));
 	for (int g = 0; g < p->ngroups; g++)
 		for (int s = 0; s < p->groups[g].nstages; s++) {
 			const hx_plan_stage *st = &p->groups[g].stage[s];
-			if (st->ep > 1 || st->dp > 1)
+			if (st->ep <= 1 && st->dp <= 1)
+				continue;
+			if (!(t->flags & HX_EXPORT_EP))
 				return hx_errf(
 				    err, HX_EINPUT,
-				    "%s: group %s stage %d is expert parallel (ep %d, dp_attention %d): its engine flags are not written yet, so it cannot be exported to %s (--to dot draws it)",
+				    "%s: group %s stage %d is expert parallel (ep %d, dp_attention %d): %s (--to %s writes the engines' expert-parallel flags, --to dot draws it)",
 				    hx_display_path(plan_path), p->groups[g].name, s,
-				    st->ep > 1 ? st->ep : 1, st->dp > 1 ? st->dp : 1, t->name);
+				    st->ep > 1 ? st->ep : 1, st->dp > 1 ? st->dp : 1,
+				    ep_refusal(t->name), list);
+			if (p->groups[g].nstages > 1)
+				return hx_errf(
+				    err, HX_EINPUT,
+				    "%s: group %s is expert parallel (ep %d, dp_attention %d) over %d pipeline stages: the exports write the engines' expert-parallel flags for a group of one stage only (--to dot draws it)",
+				    hx_display_path(plan_path), p->groups[g].name,
+				    st->ep > 1 ? st->ep : 1, st->dp > 1 ? st->dp : 1,
+				    p->groups[g].nstages);
 		}
 	return 0;
+}
+
+int hx_export_ep_shape(const hx_plan_group *g, hx_export_ep *e)
+{
+	const hx_plan_stage *st = g->nstages > 0 ? &g->stage[0] : NULL;
+
+	memset(e, 0, sizeof(*e));
+	if (!st || (st->ep <= 1 && st->dp <= 1))
+		return 0;
+	e->world = st->tp;
+	e->ep = st->ep > 1 ? st->ep : 1;
+	e->dp = st->dp > 1 ? st->dp : 1;
+	/* check (verify.c) holds dp to divide tp */
+	e->atp = st->tp % e->dp == 0 ? st->tp / e->dp : st->tp;
+	e->redundant = st->redundant_experts;
+	return 1;
 }
 
 void hx_export_add(hx_export_out *out, const char *name, char *text)

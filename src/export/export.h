@@ -43,6 +43,38 @@ typedef struct hx_export_opts {
 #define HX_EXPORT_VLLM_OLDEST         "0.10.1" /* the ROCm image's release */
 #define HX_EXPORT_SGLANG_VERSION      "0.5.0"
 #define HX_EXPORT_SGLANG_OLDEST       "0.5.0"
+
+/* Expert parallelism (a stage's ep, dp_attention and redundant_experts),
+ * as the engines take it.  Where each flag was checked:
+ *   vLLM: vllm-project/vllm's docs/serving/data_parallel_deployment.md (at
+ *   01e4fce) and expert_parallel_deployment.md (at 0170256), the
+ *   project's own usage of its CLI: --enable-expert-parallel (EP over TP x
+ *   DP), --data-parallel-size, --tensor-parallel-size (attention TP per DP
+ *   rank), over several nodes --data-parallel-size-local,
+ *   --data-parallel-address, --data-parallel-rpc-port, and on every node
+ *   but the first --headless --data-parallel-start-rank; --enable-eplb with
+ *   --eplb-config '{"num_redundant_experts":N}': EPLBConfig in
+ *   vllm/config/parallel.py, in vLLM's API reference from 0.10.2 on
+ *   (0.10.2, 0.11.2, 0.12.0), not in 0.10.1.1's, whose ParallelConfig
+ *   field gives --num-redundant-experts.  The all-to-all stays the
+ *   release's default (VLLM_ALL2ALL_BACKEND, later --all2all-backend,
+ *   choose DeepEP, which the image must carry).
+ *   SGLang: ServerArgs (python/sglang/srt/server_args.py) of the 0.5
+ *   series: ep_size (--ep-size, alias --expert-parallel-size), dp_size,
+ *   enable_dp_attention, enable_dp_lm_head, moe_dense_tp_size,
+ *   moe_a2a_backend ("none" or "deepep"; MoeA2ABackend in
+ *   python/sglang/srt/layers/moe/utils.py, which replaced
+ *   --enable-deepep-moe), deepep_mode (auto, normal, low_latency),
+ *   enable_eplb, ep_num_redundant_experts, nnodes, node_rank,
+ *   dist_init_addr; sgl-project/sglang's server_args.py at 001067f still
+ *   lists deepep among MOE_A2A_BACKEND_CHOICES.  Written: --tp-size (every
+ *   GPU of the replica), --ep-size, --dp-size with --enable-dp-attention,
+ *   --enable-dp-lm-head and, on a model with dense MLP layers,
+ *   --moe-dense-tp-size 1 (the dense layers and the head data parallel, as
+ *   the cost model runs them), --moe-a2a-backend deepep with --deepep-mode
+ *   normal on prefill and low_latency on decode groups (auto on aggregated
+ *   ones), --enable-eplb --ep-num-redundant-experts N. */
+#define HX_EXPORT_VLLM_EPLB_CONFIG "0.10.2" /* first with --eplb-config */
 /* The images the k8s export runs unless --image names one: pinned to the
  * release whose flags the exports were checked against (--engine-version
  * VER picks vllm/vllm-openai:vVER on NVIDIA GPUs). */
@@ -108,7 +140,8 @@ enum {
 	HX_EXPORT_CACHE = 32,      /* --model-cache PVC */
 	HX_EXPORT_CHECKPOINT = 64, /* --checkpoint REPO: int4 weights' repository */
 	HX_EXPORT_VERSION = 128,   /* --engine-version VER: the engine release's flags */
-	HX_EXPORT_GATEWAY = 256    /* --gateway-url URL: the Gateway's in-cluster address */
+	HX_EXPORT_GATEWAY = 256,   /* --gateway-url URL: the Gateway's in-cluster address */
+	HX_EXPORT_EP = 512         /* it writes the engines' expert-parallel flags */
 };
 
 /* The targets, in the order usage and errors name them: the one list of
@@ -117,16 +150,16 @@ enum {
 #define HX_EXPORT_TARGETS(FIRST, NEXT)                                                         \
 	FIRST("launch", hx_export_launch,                                                      \
 	      HX_EXPORT_ENGINE | HX_EXPORT_FORMAT | HX_EXPORT_LOSSY | HX_EXPORT_CHECKPOINT |   \
-		  HX_EXPORT_VERSION)                                                           \
+		  HX_EXPORT_VERSION | HX_EXPORT_EP)                                            \
 	NEXT("k8s", hx_export_k8s,                                                             \
 	     HX_EXPORT_ENGINE | HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CACHE |          \
-		 HX_EXPORT_CHECKPOINT | HX_EXPORT_VERSION)                                     \
+		 HX_EXPORT_CHECKPOINT | HX_EXPORT_VERSION | HX_EXPORT_EP)                      \
 	NEXT("kserve", hx_export_kserve,                                                       \
 	     HX_EXPORT_ENGINE | HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CHECKPOINT |     \
 		 HX_EXPORT_GATEWAY)                                                            \
 	NEXT("llm-d", hx_export_llmd,                                                          \
 	     HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CACHE | HX_EXPORT_CHECKPOINT |      \
-		 HX_EXPORT_VERSION | HX_EXPORT_GATEWAY)                                        \
+		 HX_EXPORT_VERSION | HX_EXPORT_GATEWAY | HX_EXPORT_EP)                         \
 	NEXT("dynamo", hx_export_dynamo,                                                       \
 	     HX_EXPORT_LOSSY | HX_EXPORT_IMAGE | HX_EXPORT_CACHE | HX_EXPORT_CHECKPOINT)       \
 	NEXT("dot", hx_export_dot, HX_EXPORT_FRAGMENTS)
@@ -158,13 +191,26 @@ void hx_export_target_list(int flag, char *out, size_t len);
 int hx_export_check_fragments(const hx_plan *p, const hx_export_target *t,
 			      const char *plan_path, hx_err *err);
 
-/* 0 when target T can express plan P's stages; else HX_EINPUT with ERR
- * naming PLAN_PATH and the first expert-parallel stage (ep or
- * dp_attention): no target writes the engines' EP flags yet (dot draws
- * any plan), and a tensor-parallel form would be another plan, so even a
- * lossy export refuses. */
+/* 0 when target T can express plan P's expert-parallel stages (ep or
+ * dp_attention); else HX_EINPUT with ERR naming PLAN_PATH and the first
+ * such stage: a target without HX_EXPORT_EP writes no EP flags (dot draws
+ * any plan), and no target writes them for a group of several pipeline
+ * stages.  A tensor-parallel form would be another plan, so even a lossy
+ * export refuses. */
 int hx_export_check_ep(const hx_plan *p, const hx_export_target *t, const char *plan_path,
 		       hx_err *err);
+
+/* The expert-parallel shape of group G as the engines take it, from its
+ * first stage (hx_export_check_ep has refused groups of several stages
+ * with EP): 0 when it has none; else 1 and *E. */
+typedef struct hx_export_ep {
+	int world;     /* the stage's GPUs (its tp) */
+	int ep;        /* expert-parallel size, 1 without EP (a dense model's DP) */
+	int dp;        /* attention data-parallel ranks, 1 without */
+	int atp;       /* attention TP: world / dp */
+	int redundant; /* EPLB's redundant experts, 0 without */
+} hx_export_ep;
+int hx_export_ep_shape(const hx_plan_group *g, hx_export_ep *e);
 
 /* Add a file to OUT; TEXT is taken over (freed by hx_export_release). */
 void hx_export_add(hx_export_out *out, const char *name, char *text);

@@ -25,6 +25,9 @@
  * an annotation (hexplan.dev/placement); pods are pinned to GPU types, not
  * nodes.
  *
+ * Expert-parallel groups run vLLM's EP flags (export.h); a replica over
+ * several nodes with attention ranks is refused even with --lossy (Ray
+ * would place the data-parallel ranks).
  * Not expressible, so refused unless --lossy: stages with different TP
  * sizes (vLLM runs one), worker pods of one replica that differ in GPU type
  * or count (a LeaderWorkerSet has one worker template: the leader takes
@@ -377,6 +380,15 @@ int hx_kgroup_init(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, int 
 
 	if ((rc = kgroup_pods(k, p, o, gn, out, err)) || (rc = kgroup_pins(k, o, gn, out, err)))
 		return rc;
+	/* A LeaderWorkerSet joins its pods by Ray, under which vLLM places
+	 * data-parallel ranks itself (--data-parallel-backend ray), not as
+	 * the plan lays them out; the launch commands start them node by
+	 * node.  Refused even with --lossy (another plan). */
+	if (hx_export_ep_shape(g, &k->ep) && k->ep.dp > 1 && k->npods > 1)
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "group \"%s\" runs %d attention ranks over %d nodes: the pods join a replica's nodes by Ray, which places vLLM's data-parallel ranks itself (export --to launch starts them node by node)",
+		    gn, k->ep.dp, k->npods);
 	k->placement = placement_text(g);
 	return 0;
 }
@@ -426,6 +438,37 @@ static void argv_free(argv_t *a)
 	memset(a, 0, sizeof(*a));
 }
 
+/* vLLM's expert-parallel flags for K (export.h): EP over TP x DP, the
+ * DP ranks of a single-node pod (multi-node pods with DP are refused),
+ * EPLB's redundant experts. */
+static void vllm_ep_flags(argv_t *a, const hx_kgroup *k)
+{
+	if (k->ep.ep > 1)
+		arg(a, "--enable-expert-parallel");
+	if (k->ep.dp > 1) {
+		arg(a, "--data-parallel-size");
+		argi(a, k->ep.dp);
+	}
+	if (k->ep.redundant > 0) {
+		char json[64];
+		/* the release the pod runs: on AMD GPUs the ROCm image's (vLLM
+		 * 0.10.1) unless --image names another */
+		int rocm = is_amd(k->pods[0].gpu) && !(k->o && k->o->image);
+		const char *ver = rocm ? HX_EXPORT_VLLM_OLDEST
+				       : hx_export_engine_version(k->o, HX_EXPORT_VLLM_VERSION);
+		arg(a, "--enable-eplb");
+		if (hx_export_version_cmp(ver, HX_EXPORT_VLLM_EPLB_CONFIG) >= 0) {
+			snprintf(json, sizeof(json), "{\"num_redundant_experts\":%d}",
+				 k->ep.redundant);
+			arg(a, "--eplb-config");
+			arg(a, json);
+		} else {
+			arg(a, "--num-redundant-experts");
+			argi(a, k->ep.redundant);
+		}
+	}
+}
+
 /* The options of `vllm serve` for K after the model (TP unless NOTP: KServe's
  * presets add it from the parallelism). */
 static void vllm_flags(argv_t *a, const hx_kgroup *k, int notp)
@@ -434,8 +477,10 @@ static void vllm_flags(argv_t *a, const hx_kgroup *k, int notp)
 
 	if (!notp) {
 		arg(a, "--tensor-parallel-size");
-		argi(a, k->tp);
+		argi(a, k->ep.world ? k->ep.atp : k->tp);
 	}
+	if (k->ep.world)
+		vllm_ep_flags(a, k);
 	if (!notp || k->pp > 1) {
 		arg(a, "--pipeline-parallel-size");
 		argi(a, k->pp);

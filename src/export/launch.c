@@ -12,7 +12,9 @@
  *   HTTP                 8000 + k    (serving ranks only)
  *   NIXL side channel    5600 + k    (vLLM, disaggregated groups)
  *   SGLang bootstrap     9000 + k0   (prefill groups; k0: rank 0's slot)
- *   multi-node master   29500 + 10 k0 (vLLM --master-port, SGLang
+ *   multi-node master   29500 + 10 k0 (vLLM --master-port or, with
+ *                                      attention ranks,
+ *                                      --data-parallel-rpc-port; SGLang
  *                                      --dist-init-addr, which uses a few
  *                                      ports above it)
  *   routers: LiteLLM 4000; sglang_router / vllm-router 30000 + n
@@ -34,6 +36,9 @@
  * replicas then also form the model group "hexplan", weighted by their
  * share of all the requests), cascades and cross-replica hops.  Uneven layer splits are
  * expressed (VLLM_PP_LAYER_PARTITION, SGLANG_PP_LAYER_PARTITION).
+ * Expert-parallel groups get the engines' EP flags (export.h): vLLM's data
+ * parallel ranks start node by node (the first node serving HTTP, the
+ * others --headless from their first rank), SGLang's as TP over nodes.
  *
  * JSON: one object per process per line, then one {"router": ...} line per
  * router.  Shell: launch-<host>.sh per host and router.sh (+ router.yaml
@@ -89,6 +94,7 @@ typedef struct proc {
 	int host;         /* index in the host table */
 	int slot;         /* its place among its host's processes */
 	int tp;           /* TP size of every stage */
+	hx_export_ep ep;  /* the group's expert parallelism (ep.world 0: none) */
 	int *gpus, ngpus;
 	int amd;
 	int port; /* HTTP; 0 on a non-serving rank */
@@ -267,6 +273,29 @@ static double ingress_weight(const hx_plan *p, const char *group)
 	return w;
 }
 
+/* Replica R of group G, expert parallel as EP over NN nodes (WORLD GPUs):
+ * can the engine's multi-node form run it?  vLLM starts DP ranks node by
+ * node (--data-parallel-size-local), each with its attention TP on one
+ * node; SGLang's data parallelism without EP (a dense model) runs on one
+ * node only. */
+static int ep_nodes(ctx *c, const hx_plan_group *g, const hx_plan_replica *r,
+		    const hx_export_ep *ep, int world, int nn)
+{
+	if (!ep->world || ep->dp <= 1)
+		return 0;
+	if (c->vllm && (world % nn || (world / nn) % ep->atp))
+		return hx_errf(
+		    c->err, HX_EINPUT,
+		    "group %s: replica %s runs %d attention ranks of TP %d over %d nodes, and vLLM starts whole data-parallel ranks on each node (--data-parallel-size-local): an attention rank cannot span nodes",
+		    shown(g->name), shown(r->id), ep->dp, ep->atp, nn);
+	if (!c->vllm && ep->ep <= 1)
+		return hx_errf(
+		    c->err, HX_EINPUT,
+		    "group %s: replica %s runs %d data-parallel ranks of a dense model over %d nodes, and SGLang runs --dp-size without expert parallelism on one node",
+		    shown(g->name), shown(r->id), ep->dp, nn);
+	return 0;
+}
+
 /* The processes of replica R of group GI, with TP size TP in every stage. */
 static int build_replica(ctx *c, int gi, int ri, int tp, int *bad_layout, int *bad_vendor,
 			 const char **first_layout, const char **first_vendor)
@@ -279,6 +308,7 @@ static int build_replica(ctx *c, int gi, int ri, int tp, int *bad_layout, int *b
 	int *rnode = hx_xcalloc((size_t)world, sizeof(int));
 	const char **nodes = hx_xcalloc((size_t)world, sizeof(*nodes));
 	int layout_ok = 1, vendor_ok = 1, amd0 = -1;
+	hx_export_ep ep;
 
 	for (int s = 0; s < g->nstages; s++) {
 		if (r->ngpus[s] < tp) {
@@ -311,7 +341,10 @@ static int build_replica(ctx *c, int gi, int ri, int tp, int *bad_layout, int *b
 			if (rnode[i] != i / (world / nn))
 				layout_ok = 0;
 	}
-	if (nn > 1 && c->vllm &&
+	hx_export_ep_shape(g, &ep);
+	if (nn > 1 && (rc = ep_nodes(c, g, r, &ep, world, nn)))
+		goto out;
+	if (nn > 1 && c->vllm && ep.dp <= 1 &&
 	    hx_export_version_cmp(c->version, HX_EXPORT_VLLM_MP_NODES) < 0) {
 		/* before 0.11.1 only Ray joined the nodes of one vLLM, and
 		 * these commands start no Ray cluster */
@@ -344,6 +377,7 @@ static int build_replica(ctx *c, int gi, int ri, int tp, int *bad_layout, int *b
 		x->rank = j;
 		x->nnodes = nn;
 		x->tp = tp;
+		x->ep = ep;
 		x->node = nodes[j];
 		x->host = hi;
 		x->slot = c->h[hi].nproc++;
@@ -463,6 +497,75 @@ static const char *model_path(const ctx *c, const hx_plan_group *g)
 	return hx_export_repo(c->p, c->o, hx_plan_model(c->p, g->model), g->wdt);
 }
 
+/* vLLM's expert-parallel flags for process X (flags: export.h): EP over
+ * TP x DP; DP ranks over several nodes, each node starting its own
+ * (--data-parallel-size-local) and the first serving HTTP, the others
+ * --headless from their first rank.  The RPC port is the replica's
+ * multi-node master port (PORT_MASTER + 10 k0). */
+static void vllm_ep_args(ctx *c, proc *x, int master)
+{
+	const hx_export_ep *e = &x->ep;
+	const char *addr0 = c->h[(x - x->rank)->host].addr;
+
+	if (e->ep > 1)
+		add(&x->argv, "--enable-expert-parallel");
+	if (e->dp > 1) {
+		add_int(&x->argv, "--data-parallel-size", e->dp);
+		if (x->nnodes > 1) {
+			add_int(&x->argv, "--data-parallel-size-local", e->dp / x->nnodes);
+			add(&x->argv, "--data-parallel-address");
+			add_input(&x->argv, addr0);
+		}
+		add_int(&x->argv, "--data-parallel-rpc-port", master);
+		if (x->rank > 0) {
+			add_int(&x->argv, "--data-parallel-start-rank",
+				x->rank * (e->dp / x->nnodes));
+			add(&x->argv, "--headless");
+		}
+	}
+	if (e->redundant > 0) {
+		add(&x->argv, "--enable-eplb");
+		if (hx_export_version_cmp(c->version, HX_EXPORT_VLLM_EPLB_CONFIG) >= 0) {
+			add(&x->argv, "--eplb-config");
+			add_arg(&x->argv, 0,
+				xprintf("{\"num_redundant_experts\":%d}", e->redundant));
+		} else {
+			add_int(&x->argv, "--num-redundant-experts", e->redundant);
+		}
+	}
+}
+
+/* SGLang's expert-parallel flags for process X of group G on model M
+ * (flags: export.h).  With data-parallel attention, DeepEP's all-to-all
+ * (normal dispatch for prefill, low-latency for decode, both by batch on
+ * aggregated groups) and the dense layers and head data parallel; a dense
+ * model's DP is plain --dp-size. */
+static void sglang_ep_args(proc *x, const hx_plan_group *g, const hx_model *m)
+{
+	const hx_export_ep *e = &x->ep;
+
+	if (e->ep > 1)
+		add_int(&x->argv, "--ep-size", e->ep);
+	if (e->dp > 1)
+		add_int(&x->argv, "--dp-size", e->dp);
+	if (e->dp > 1 && e->ep > 1) {
+		add(&x->argv, "--enable-dp-attention");
+		add(&x->argv, "--enable-dp-lm-head");
+		if (m->a.first_dense_layers > 0)
+			add_int(&x->argv, "--moe-dense-tp-size", 1);
+		add(&x->argv, "--moe-a2a-backend");
+		add(&x->argv, "deepep");
+		if (g->role != HX_ROLE_AGGREGATED) {
+			add(&x->argv, "--deepep-mode");
+			add(&x->argv, g->role == HX_ROLE_PREFILL ? "normal" : "low_latency");
+		}
+	}
+	if (e->redundant > 0) {
+		add(&x->argv, "--enable-eplb");
+		add_int(&x->argv, "--ep-num-redundant-experts", e->redundant);
+	}
+}
+
 /* Environment and argv of every process. */
 static void fill_procs(ctx *c)
 {
@@ -505,7 +608,8 @@ static void fill_procs(ctx *c)
 			add(&x->argv, "vllm");
 			add(&x->argv, "serve");
 			add_input(&x->argv, model_path(c, g));
-			add_int(&x->argv, "--tensor-parallel-size", tp);
+			add_int(&x->argv, "--tensor-parallel-size",
+				x->ep.world ? x->ep.atp : tp);
 			add_int(&x->argv, "--pipeline-parallel-size", g->nstages);
 			if (m->a.max_context > 0)
 				add_int(&x->argv, "--max-model-len",
@@ -521,7 +625,9 @@ static void fill_procs(ctx *c)
 			}
 			if (x->port)
 				add_int(&x->argv, "--port", x->port);
-			if (x->nnodes > 1) {
+			if (x->ep.world)
+				vllm_ep_args(c, x, master);
+			if (x->nnodes > 1 && x->ep.dp <= 1) {
 				add_int(&x->argv, "--nnodes", x->nnodes);
 				add_int(&x->argv, "--node-rank", x->rank);
 				add(&x->argv, "--master-addr");
@@ -545,7 +651,10 @@ static void fill_procs(ctx *c)
 			add(&x->argv, "sglang.launch_server");
 			add(&x->argv, "--model-path");
 			add_input(&x->argv, model_path(c, g));
-			add_int(&x->argv, "--tp-size", tp);
+			/* SGLang's --tp-size is every GPU of the replica, dp-attention
+			 * or not; a dense model's DP ranks each run --tp-size */
+			add_int(&x->argv, "--tp-size",
+				x->ep.world && x->ep.ep <= 1 ? x->ep.atp : tp);
 			add_int(&x->argv, "--pp-size", g->nstages);
 			if (m->a.max_context > 0)
 				add_int(&x->argv, "--context-length",
@@ -562,6 +671,8 @@ static void fill_procs(ctx *c)
 				add(&x->argv, "0.0.0.0");
 				add_int(&x->argv, "--port", x->port);
 			}
+			if (x->ep.world)
+				sglang_ep_args(x, g, m);
 			if (x->nnodes > 1) {
 				add_int(&x->argv, "--nnodes", x->nnodes);
 				add_int(&x->argv, "--node-rank", x->rank);

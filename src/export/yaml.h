@@ -254,7 +254,8 @@ typedef struct hx_kgroup {
 	char model[64];   /* DNS-1123 label of the model name: hexplan.dev/model */
 	const char *repo; /* what vLLM serves (the Hugging Face repository) */
 	int tp, pp;
-	int npods; /* pods per replica (nodes), as replica 0 lays them out */
+	hx_export_ep ep; /* the group's expert parallelism (ep.world 0: none) */
+	int npods;       /* pods per replica (nodes), as replica 0 lays them out */
 	hx_kpod *pods;
 	/* the worker template's GPUs when worker pods differ (lossy): */
 	int worker_ngpus;

@@ -220,6 +220,38 @@ START_TEST(test_capacity)
 }
 END_TEST
 
+/* The decode batch's mean context is length-biased: the prompt's mean plus
+ * E[O^2] / 2E[O], for a lognormal output E[O] e^(sigma^2) / 2 (mean 1,500,
+ * median 1,200, practically uncapped: 1,500 x 1.25^2 / 2 = 1,171.9), not
+ * E[O] / 2 = 750 (the rule's 256 quantiles see 1,153 of it: the far tail
+ * is thin); capped at 8,000 it is less.  Planners that price a batch themselves (pipeline) read
+ * it here. */
+START_TEST(test_decode_ctx)
+{
+	hx_workload w;
+	double ctx, tail, capped;
+
+	chat(&w, 50, 2000);
+	w.output = (hx_dist){HX_DIST_LOGNORMAL,
+			     1500,
+			     1200,
+			     1e12,
+			     log(1200),
+			     sqrt(2 * log(1500.0 / 1200)),
+			     0,
+			     0,
+			     0};
+	ctx = hx_cost_decode_ctx(&w);
+	tail = ctx - hx_dist_mean(&w.prompt);
+	ck_assert_msg(fabs(tail - 1500 * 1.25 * 1.25 / 2) < 0.025 * 1171.9, "E[O^2]/2E[O] %g",
+		      tail);
+	w.output.max = 8000;
+	capped = hx_cost_decode_ctx(&w);
+	ck_assert(capped < ctx &&
+		  capped > hx_dist_mean(&w.prompt) + hx_dist_mean(&w.output) / 2);
+}
+END_TEST
+
 /* An EP stage of Mixtral-8x7B over 8 H100 of one node (bf16, fp16 KV): EP
  * 8, DP attention over R ranks. */
 static void ep_mixtral(hx_replica *r, int ep, int dp, int redundant)
@@ -494,6 +526,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_tensor_parallel);
 	tcase_add_test(tc, test_memory);
 	tcase_add_test(tc, test_pipeline);
+	tcase_add_test(tc, test_decode_ctx);
 	tcase_add_test(tc, test_moe_active_experts);
 	tcase_add_test(tc, test_uniform_shapes);
 	tcase_add_test(tc, test_capacity);

@@ -1103,6 +1103,24 @@ static double kv_arrival_misses(const hx_workload *w, double B, double t, double
 	return miss;
 }
 
+/* The decode batch's mean context for prompts of PROMPT tokens and
+ * outputs of moments OM: a sequence stays in the batch for its output's
+ * steps, so long outputs are there more often than their share of
+ * requests (length-biased): the prompt, then on average E[O^2] / 2E[O] of
+ * its output, not E[O] / 2. */
+static double decode_ctx(double prompt, const double *om)
+{
+	return prompt + om[2] / (2 * fmax(om[1], 1e-9));
+}
+
+double hx_cost_decode_ctx(const hx_workload *w)
+{
+	double om[4];
+
+	dist_moments(&w->output, om);
+	return decode_ctx(hx_dist_mean(&w->prompt), om);
+}
+
 /* What a capacity search reads of its workload's lengths at every rate:
  * the moments of the prompt and output distributions (CAP_QUANTILES
  * quantiles each way would be 512 lookups a rate; a trace's are scans). */
@@ -1164,11 +1182,7 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 	ev->ttft = INFINITY;
 	ev->t = INFINITY;
 	P -= H; /* from here on, P is the prompt tokens computed */
-	/* The decode batch's mean context: a sequence stays in it for its
-	 * output's steps, so long outputs are there more often than their
-	 * share of requests (length-biased): the prompt, then on average
-	 * E[O^2] / 2E[O] of its output, not E[O] / 2. */
-	ctx = P + H + om[2] / (2 * fmax(om[1], 1e-9));
+	ctx = decode_ctx(P + H, om);
 	if (iter_at(r, w, phase, lambda, P, H, O, ctx, tmax) > tmax) {
 		ev->binding = phase == HX_SERVE_PREFILL ? "ttft" : "tpot";
 		return;

@@ -202,6 +202,12 @@ double hx_usd_per_mtok(double usd_per_hour, double rps, double tokens_per_req);
 double hx_cost_kv_transfer(const hx_model *m, hx_dtype kvdt, double tokens, double bw_gbps,
 			   double latency_ms);
 
+/* The decode batch's mean context (tokens a sequence attends over) under
+ * W's lengths, as the capacity rule takes it: the mean prompt plus
+ * E[O^2] / 2E[O] of the output (length-biased: long outputs stay in the
+ * batch longer).  Planners that price a decode batch themselves use it. */
+double hx_cost_decode_ctx(const hx_workload *w);
+
 /* Capacity of one replica at the workload's SLO (see cost.c for the rule). */
 typedef struct hx_capacity {
 	double rps;          /* highest sustainable request rate */

@@ -3,19 +3,21 @@
  * (Helix, ASPLOS'25; Parallax; DESIGN §6).  Every node serves one contiguous
  * layer range with all its GPUs as one TP group; requests flow node to node.
  *
- * Node capacity for k layers (generated tokens/s) comes from the cost
- * model: in steady state an iteration of a node carries b decoding sequences
- * and the prompt tokens they amortize (b/O prompts of P tokens, P and O the
- * workload's mean lengths), so its time is T(b) = k layers of that batch +
- * the GPU's iteration overhead.  b is the largest batch that (a) fits the KV
- * cache left after the node's weights (P + O tokens per sequence), (b) is at
- * most the engine's max_seqs, and (c) keeps T(b) within the node's share of
- * the TPOT SLO, tpot * k / L, so that a path's iteration times add up to at
- * most the SLO.  Capacity = min(b / T(b), NIC bandwidth / activation bytes
- * per generated token), activations being hidden * 2 bytes for each
- * generated token and each prompt token it amortizes.  A node may hold k
- * layers when weights + reserve + the workload's KV reserve fit (with the
- * embedding when it holds layer 0, the head when it holds the last).
+ * Node capacity for k layers (generated tokens/s) comes from the cost model:
+ * in steady state an iteration of a node carries b decoding sequences (at the
+ * capacity rule's mean context, hx_cost_decode_ctx: P + E[O^2]/2E[O],
+ * length-biased) and the prompt tokens they amortize (b/O prompts of P
+ * tokens, P and O the workload's mean lengths), so its time is T(b) = k
+ * layers of that batch + the GPU's iteration overhead.  b is the largest
+ * batch that (a) fits the KV cache left after the node's weights (P + O
+ * tokens per sequence), (b) is at most the engine's max_seqs, and (c) keeps
+ * T(b) within the node's share of the TPOT SLO, tpot * k / L, so that a
+ * path's iteration times add up to at most the SLO.  Capacity = min(b / T(b),
+ * NIC bandwidth / activation bytes per generated token), activations being
+ * hidden * 2 bytes for each generated token and each prompt token it
+ * amortizes.  A node may hold k layers when weights + reserve + the
+ * workload's KV reserve fit (with the embedding when it holds layer 0, the
+ * head when it holds the last).
  *
  * A placement is scored by the max-flow of the node-split graph (pipeline.h).
  * Search: four constructions (separate pipelines per GPU type; balanced
@@ -267,6 +269,8 @@ static void price_type(pctx *c, ntype *t)
 	const hx_workload *w = c->pb->workload;
 	double P = hx_dist_mean(&w->prompt), O = hx_dist_mean(&w->output);
 	double Pq = hx_dist_quantile(&w->prompt, w->slo.percentile / 100);
+	/* the batch's mean context by the capacity rule's (length-biased) */
+	double ctx = hx_cost_decode_ctx(w);
 	double nic = hx_gbps_bytes_s(t->proto->nic_gbps) / c->tok_bytes;
 	int L = c->L;
 
@@ -309,8 +313,7 @@ static void price_type(pctx *c, ntype *t)
 		lo = 0;
 		while (lo < hi) {
 			int mid = (lo + hi + 1) / 2;
-			double T =
-			    k * layer_time(c, t, &r, si, f, mid, P + O / 2, mid / O, P) + over;
+			double T = k * layer_time(c, t, &r, si, f, mid, ctx, mid / O, P) + over;
 			if (HX_PIPE_WAIT * T <= budget)
 				lo = mid;
 			else
@@ -319,7 +322,7 @@ static void price_type(pctx *c, ntype *t)
 		t->pre_s[k] = k * layer_time(c, t, &r, si, f, 0, 0, 1, Pq) + over;
 		if (lo >= 1) {
 			t->iter_s[k] =
-			    k * layer_time(c, t, &r, si, f, lo, P + O / 2, lo / O, P) + over;
+			    k * layer_time(c, t, &r, si, f, lo, ctx, lo / O, P) + over;
 			t->batch[k] = lo;
 			t->thr[k] = fmin(lo / t->iter_s[k], nic);
 		}

@@ -1318,8 +1318,7 @@ static void percentiles(double *v, long n, double out[4], double *mean)
 	for (long i = 0; i < n; i++)
 		sum += v[i];
 	*mean = n > 0 ? sum / n : NAN;
-	for (int i = 0; i < 4; i++)
-		out[i] = n > 0 ? hx_quantile(v, (size_t)n, q[i]) : NAN;
+	hx_quantiles(v, (size_t)n, q, 4, out);
 }
 
 static void report(sim *s, hx_sim_report *out, int keep)

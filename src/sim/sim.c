@@ -94,6 +94,7 @@ typedef struct sim {
 	double now;
 	event *heap;
 	int nheap, capheap;
+	int *idx, capidx; /* start_iteration's list of prompts under way */
 	long order;
 	req *reqs;
 	replica *reps;
@@ -442,39 +443,51 @@ static void start_iteration(sim *s, int ri)
 	int dp = rp->dp;
 	double rank_budget = s->w->serving.token_budget, budget = rank_budget * dp;
 	double kv_need = 0, left;
-	int max_seqs = (int)s->w->serving.max_seqs * dp, ndec = 0;
+	int max_seqs = (int)s->w->serving.max_seqs * dp, ndec = 0, npre = 0;
 	hx_batch b = {0};
 	hx_iter it;
 
 	if (rp->busy)
 		return;
-	/* 1. decodes first: each needs one more token of KV. */
+	if (s->capidx < rp->nrun) {
+		s->capidx = rp->nrun;
+		s->idx = hx_xrealloc(s->idx, (size_t)s->capidx * sizeof(int));
+	}
+	/* 1. decodes first: each needs one more token of KV (what does not
+	 * fit is preempted, and the pass made again).  One pass adds the
+	 * decodes to the batch (as hx_batch_add_decode would, in the same
+	 * order) and lists the prompts under way. */
 	for (;;) {
+		double nd = 0, ctx = 0;
 		ndec = 0;
-		for (int i = 0; i < rp->nrun; i++)
-			ndec += rp->run[i].prefilled >= rp->run[i].prompt;
+		npre = 0;
+		left = budget;
+		kv_need = 0;
+		for (int i = 0, nrun = rp->nrun; i < nrun; i++) {
+			seq *q = &rp->run[i];
+			q->chunk = 0;
+			q->decoding = q->prefilled >= q->prompt;
+			if (q->decoding) {
+				ndec++;
+				left -= 1;
+				kv_need += 1;
+				nd += 1;
+				ctx += q->kv;
+			} else {
+				s->idx[npre++] = i;
+			}
+		}
+		b.decode_seqs = nd;
+		b.decode_ctx = ctx;
 		if (rp->kv_used + ndec <= rp->kv_cap || rp->nrun <= 1)
 			break;
 		preempt(s, rp);
 	}
-	left = budget;
-	for (int i = 0; i < rp->nrun; i++) {
-		seq *q = &rp->run[i];
-		q->chunk = 0;
-		q->decoding = q->prefilled >= q->prompt;
-		if (q->decoding) {
-			left -= 1;
-			kv_need += 1;
-			hx_batch_add_decode(&b, 1, q->kv);
-		}
-	}
 	/* 2. prompts already under way, then 3. new admissions, while the
 	 * token budget and the KV cache allow. */
-	for (int i = 0; i < rp->nrun && left > 0; i++) {
-		seq *q = &rp->run[i];
+	for (int k = 0; k < npre && left > 0; k++) {
+		seq *q = &rp->run[s->idx[k]];
 		int n;
-		if (q->decoding)
-			continue;
 		n = (int)fmin(fmin(q->prompt - q->prefilled, left), rank_budget);
 		n = (int)fmin(n, rp->kv_cap - rp->kv_used - kv_need);
 		if (n <= 0)
@@ -682,6 +695,8 @@ static void iteration_done(sim *s, int ri)
 		seq *q = &rp->run[i];
 		req *r = &s->reqs[q->req];
 		int emitted = 0;
+		if (i + 4 < rp->nrun) /* requests lie scattered: fetch ahead */
+			__builtin_prefetch(&s->reqs[rp->run[i + 4].req]);
 		if (q->decoding) {
 			q->kv += 1;
 			rp->kv_used += 1;
@@ -1307,6 +1322,7 @@ static void teardown(sim *s)
 	free(s->group_first);
 	free(s->group_rr);
 	free(s->heap);
+	free(s->idx);
 	free(s->reqs);
 }
 

@@ -38,9 +38,14 @@ typedef struct seq {
 	int prefilled;
 	int chunk;     /* prefill tokens in the running iteration */
 	char decoding; /* decodes in the running iteration */
+	/* Its request's generated and output while it runs here (not on
+	 * hops plans): iterations count tokens here, and the request's own
+	 * generated is brought up to date when it leaves (seq_leave). */
+	int gen;
 	double kv;     /* tokens it holds in the KV cache */
 	long admitted; /* admission order: the latest is preempted first */
 	int avail;     /* hops plans: tokens arrived from upstream, not yet run here */
+	int out;
 } seq;
 
 typedef struct replica {
@@ -416,6 +421,7 @@ static void preempt(sim *s, replica *rp)
 			v = i;
 	q = &rp->run[v];
 	rp->kv_used -= q->kv;
+	s->reqs[q->req].generated = q->gen;
 	s->reqs[q->req].preempt++;
 	s->preemptions++;
 	wq_push_front(rp, q->req);
@@ -500,7 +506,8 @@ static void start_iteration(sim *s, int ri)
 	while (rp->wq_len > 0 && left > 0 && rp->nrun < max_seqs) {
 		int id = rp->wq[rp->wq_head];
 		req *r = &s->reqs[id];
-		seq q = {id, 0, 0, 0, 0, 0, s->admitted, 0};
+		seq q = {
+		    .req = id, .gen = r->generated, .admitted = s->admitted, .out = r->output};
 		if (rp->role == HX_ROLE_DECODE && r->generated > 0 && r->preempt == 0) {
 			/* KV arrived from a prefill replica: admit it whole. */
 			if (rp->kv_used + kv_need + r->input + 1 > rp->kv_cap)
@@ -693,16 +700,15 @@ static void iteration_done(sim *s, int ri)
 	rp->busy = 0;
 	while (i < rp->nrun) {
 		seq *q = &rp->run[i];
-		req *r = &s->reqs[q->req];
+		req *r;
 		int emitted = 0;
-		if (i + 4 < rp->nrun) /* requests lie scattered: fetch ahead */
-			__builtin_prefetch(&s->reqs[rp->run[i + 4].req]);
 		if (q->decoding) {
 			q->kv += 1;
 			rp->kv_used += 1;
-			r->generated++;
+			q->gen++;
 			emitted = 1;
 		} else if (q->chunk > 0) {
+			r = &s->reqs[q->req];
 			q->prefilled += q->chunk;
 			q->kv += q->chunk;
 			rp->kv_used += q->chunk;
@@ -714,9 +720,9 @@ static void iteration_done(sim *s, int ri)
 				/* A disaggregated request's first token reaches the
 				 * user from the decode side: TTFT includes the KV
 				 * transfer. */
-				if (r->generated == 0 && rp->role != HX_ROLE_PREFILL)
+				if (q->gen == 0 && rp->role != HX_ROLE_PREFILL)
 					pend(s, q->req, 1, 0);
-				r->generated++;
+				q->gen++;
 				emitted = 1;
 			}
 		}
@@ -724,9 +730,11 @@ static void iteration_done(sim *s, int ri)
 		q->decoding = 0;
 		if (rp->kv_used > rp->kv_cap + 1e-9)
 			s->kv_overflows++;
-		if (emitted && (r->generated >= r->output ||
+		if (emitted && (q->gen >= q->out ||
 				(rp->role == HX_ROLE_PREFILL && q->prefilled >= q->prompt))) {
 			int id = q->req;
+			r = &s->reqs[id];
+			r->generated = q->gen;
 			rp->kv_used -= q->kv;
 			rp->run[i] = rp->run[--rp->nrun];
 			if (r->generated >= r->output) {
@@ -863,7 +871,10 @@ static int hop_admit(sim *s, int ri)
 	wq_pop(rp);
 	for (int k = 0; k < r->plen; k++) {
 		replica *f = &s->reps[r->path[k]];
-		seq q = {id, r->input, 0, 0, 0, 0, s->admitted, k == 0 ? r->input : 0};
+		seq q = {.req = id,
+			 .prompt = r->input,
+			 .admitted = s->admitted,
+			 .avail = k == 0 ? r->input : 0};
 		if (f->nrun == f->caprun) {
 			f->caprun = f->caprun ? 2 * f->caprun : 16;
 			f->run = hx_xrealloc(f->run, (size_t)f->caprun * sizeof(seq));
@@ -1043,8 +1054,11 @@ static void node_down(sim *s, int i)
 		replica *rp = &s->reps[fresh[k]];
 		int n = 0, *ids = hx_xmalloc(((size_t)rp->nrun + (size_t)rp->wq_len + 1) *
 					     sizeof(int));
-		for (int j = 0; j < rp->nrun; j++)
+		for (int j = 0; j < rp->nrun; j++) {
 			ids[n++] = rp->run[j].req;
+			if (!s->hops)
+				s->reqs[rp->run[j].req].generated = rp->run[j].gen;
+		}
 		while (rp->wq_len > 0)
 			ids[n++] = wq_pop(rp);
 		rp->nrun = 0;

@@ -748,3 +748,72 @@ double hx_quantile(double *v, size_t n, double q)
 		return v[n - 1];
 	return v[i] + (pos - (double)i) * (v[i + 1] - v[i]);
 }
+
+static void swap_double(double *a, double *b)
+{
+	double t = *a;
+	*a = *b;
+	*b = t;
+}
+
+/* Reorder V[LO..HI) so that V[K] holds the value a sort would put there,
+ * with no larger value before it and no smaller one after it (Hoare
+ * partitions around a median of three). */
+static void select_kth(double *v, size_t lo, size_t hi, size_t k)
+{
+	while (hi - lo > 1) {
+		size_t m = lo + (hi - lo) / 2, i = lo, j = hi - 1;
+		if (v[m] < v[lo])
+			swap_double(&v[m], &v[lo]);
+		if (v[hi - 1] < v[lo])
+			swap_double(&v[hi - 1], &v[lo]);
+		if (v[hi - 1] < v[m])
+			swap_double(&v[hi - 1], &v[m]);
+		if (hi - lo <= 3) /* LO, M and HI-1 are all of it, now in order */
+			return;
+		double pivot = v[m];
+		for (;;) {
+			while (v[i] < pivot)
+				i++;
+			while (pivot < v[j])
+				j--;
+			if (i >= j)
+				break;
+			swap_double(&v[i++], &v[j--]);
+		}
+		/* V[LO..J] <= pivot <= V[J+1..HI) */
+		if (k <= j)
+			hi = j + 1;
+		else
+			lo = j + 1;
+	}
+}
+
+void hx_quantiles(double *v, size_t n, const double *q, int nq, double *out)
+{
+	size_t lo = 0;
+
+	for (int x = 0; x < nq; x++) {
+		double pos, next;
+		size_t i;
+		if (n == 0) {
+			out[x] = NAN;
+			continue;
+		}
+		pos = q[x] * (double)(n - 1);
+		i = (size_t)pos;
+		if (i + 1 >= n) {
+			select_kth(v, lo, n, n - 1);
+			out[x] = v[n - 1];
+			continue;
+		}
+		select_kth(v, lo, n, i);
+		/* the next value in sorted order: the least of those after V[i] */
+		next = v[i + 1];
+		for (size_t j = i + 2; j < n; j++)
+			if (v[j] < next)
+				next = v[j];
+		out[x] = v[i] + (pos - (double)i) * (next - v[i]);
+		lo = i;
+	}
+}

@@ -148,6 +148,10 @@ double hx_weight6(double v);
 
 /* Median and p-quantile (0..1, linear interpolation) of N values; sorts V. */
 double hx_quantile(double *v, size_t n, double q);
+/* OUT[i]: hx_quantile(V, N, Q[i]) for NQ quantiles in ascending order, the
+ * same values, found by selection (linear time) instead of a sort; reorders
+ * V, which must hold no NaN. */
+void hx_quantiles(double *v, size_t n, const double *q, int nq, double *out);
 
 #define HX_GIB          (1024.0 * 1024.0 * 1024.0)
 #define HX_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))

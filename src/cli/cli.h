@@ -108,16 +108,24 @@ void hx_tolerate_set_name(hx_buf *b, const struct hx_cluster *cl, const hx_toler
 struct json_t;
 int hx_check_tolerate(const struct hx_problem *pb, const struct hx_plan *p, int k,
 		      uint64_t seed, struct json_t **summary, int *nfail, hx_err *err);
-/* plan --tolerate-failures K (plan_tolerate.c): add to plan P, planned on
+/* plan and schedule --tolerate-failures K (plan_tolerate.c): add to plan P, planned on
  * PB (its cluster with offers expanded; OWNED the cluster as loaded), the
  * replicas that make it pass check --tolerate-failures K with PB's seed,
  * round by round, each insuring the worst failing set by replan's
  * machinery (PO its MILP options), and record in P->tolerate what they
- * cost.  Prints the summary on stderr.  Returns 0, HX_EINFEASIBLE when a
- * set cannot be insured (named in ERR), or an error. */
-int hx_plan_insure(const struct hx_problem *pb, const struct hx_cluster *owned,
+ * cost.  Prints the summary on stderr, after "hexplan: CMD: ".  Returns
+ * 0, HX_EINFEASIBLE when a set cannot be insured (named in ERR), or an
+ * error. */
+int hx_plan_insure(const char *cmd, const struct hx_problem *pb, const struct hx_cluster *owned,
 		   const struct hx_plan_opts *po, int k, double deadline, struct hx_plan *p,
 		   hx_err *err);
+/* The cluster --tolerate-failures K insures against into *X, as check
+ * loads it: CL's offers expanded into nodes (COMPOSE: owned nodes free at
+ * the margin, as compose prices them), else CL's nodes without offers; K
+ * checked against its nodes.  Returns 0, the exit status of a usage error
+ * (printed, naming CMD), or an error in ERR. */
+int hx_tolerate_cluster(const char *cmd, const struct hx_cluster *cl, int compose, long k,
+			struct hx_cluster *x, hx_err *err);
 int cmd_trace(hx_cli *cli, int argc, char **argv);
 int cmd_export(hx_cli *cli, int argc, char **argv);
 int cmd_replan(hx_cli *cli, int argc, char **argv);

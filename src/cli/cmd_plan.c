@@ -533,36 +533,6 @@ static int write_plan(const hx_plan *p, const plan_args *a, const char *lp_text,
 	return rc;
 }
 
-/* --tolerate-failures K: the cluster the insurance sees into *X, as check
- * loads it (a composed plan's offers expanded into nodes; another's nodes
- * as they are), and K checked against its nodes.  Returns 0, the exit
- * status of a usage error (printed), or an error in ERR. */
-static int tolerate_cluster(const plan_args *a, const hx_cluster *cl, hx_cluster *x,
-			    hx_err *err)
-{
-	int rc;
-
-	if (strcmp(a->mode, "compose") == 0) {
-		/* Owned nodes free at the margin, as compose prices them. */
-		if ((rc = hx_cluster_expand_offers(cl, 1, x, err)))
-			return rc;
-	} else {
-		/* Its nodes, without the offers it does not rent. */
-		int *none = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int));
-		hx_cluster_without(cl, none, x);
-		free(none);
-	}
-	rc = 0;
-	if (a->tolerate >= x->nnodes) {
-		rc = hx_cli_usage_error(
-		    CMD,
-		    "--tolerate-failures must be less than the cluster's %d nodes, not %ld",
-		    x->nnodes, a->tolerate);
-		hx_cluster_release(x);
-	}
-	return rc;
-}
-
 int cmd_plan(hx_cli *cli, int argc, char **argv)
 {
 	plan_args a = {.mode = "baseline",
@@ -630,7 +600,8 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	pb = (hx_problem){cat,     &cluster,        &w, &m, (uint64_t)a.seed, a.cpath,
 			  a.wpath, cli->calibration};
 	if (a.tolerate > 0) {
-		if ((rc = tolerate_cluster(&a, &cluster, &tcl, &err)))
+		if ((rc = hx_tolerate_cluster(CMD, &cluster, strcmp(a.mode, "compose") == 0,
+					      a.tolerate, &tcl, &err)))
 			goto out;
 		have_t = 1;
 	}
@@ -660,7 +631,7 @@ int cmd_plan(hx_cli *cli, int argc, char **argv)
 	if (a.tolerate > 0) {
 		hx_problem tpb = pb;
 		tpb.cluster = &tcl;
-		if ((rc = hx_plan_insure(&tpb, &cluster, &a.po, (int)a.tolerate,
+		if ((rc = hx_plan_insure(CMD, &tpb, &cluster, &a.po, (int)a.tolerate,
 					 limit > 0 ? start + 0.9 * limit : 0, &p, &err)))
 			goto out;
 	}

@@ -27,11 +27,20 @@
 
 const char *const hx_schedule_usage[] = {
     "hexplan schedule -c cluster.json -w workload.json [-m MODEL] [--mode colocated|compose] "
-    "[--trace FILE --period S] [--seed N] [--time-limit S] [-o schedule.json] "
+    "[--trace FILE --period S] [--tolerate-failures K] [--seed N] [--time-limit S] "
+    "[-o schedule.json] "
     "[--plot FILE.svg] [--format json|table]",
     NULL};
 
-enum { OPT_MODE = 2800, OPT_TRACE, OPT_PERIOD, OPT_SEED, OPT_TIME_LIMIT, OPT_PLOT };
+enum {
+	OPT_MODE = 2800,
+	OPT_TRACE,
+	OPT_PERIOD,
+	OPT_SEED,
+	OPT_TIME_LIMIT,
+	OPT_PLOT,
+	OPT_TOLERATE
+};
 
 /* A plan that follows the previous period's may cost this share more than
  * the cheapest plan for the rate: fewer moves are worth that much. */
@@ -55,7 +64,7 @@ typedef struct period {
 typedef struct sched_args {
 	const char *cpath, *wpath, *model, *trace, *out, *mode, *plot;
 	double period_s, time_limit_s;
-	long seed;
+	long seed, tolerate; /* tolerate: --tolerate-failures K (0: not given) */
 	int table;
 } sched_args;
 
@@ -72,6 +81,7 @@ static int parse_args(hx_cli *cli, int argc, char **argv, sched_args *a)
 	    {"seed", required_argument, NULL, OPT_SEED},
 	    {"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
 	    {"plot", required_argument, NULL, OPT_PLOT},
+	    {"tolerate-failures", required_argument, NULL, OPT_TOLERATE},
 	    {"format", required_argument, NULL, HX_OPT_FORMAT},
 	    HX_GLOBAL_LONGOPTS,
 	    {NULL, 0, NULL, 0}};
@@ -94,6 +104,11 @@ static int parse_args(hx_cli *cli, int argc, char **argv, sched_args *a)
 			break;
 		case OPT_SEED:
 			if ((rc = hx_cli_int(CMD, "--seed", optarg, 0, 0x7fffffffL, &a->seed)))
+				return rc;
+			break;
+		case OPT_TOLERATE:
+			if ((rc = hx_cli_int(CMD, "--tolerate-failures", optarg, 1, 4095,
+					     &a->tolerate)))
 				return rc;
 			break;
 		case OPT_TIME_LIMIT:
@@ -446,6 +461,7 @@ typedef struct sched_ctx {
 	const char *calibration;
 	const hx_cluster *cl; /* as loaded */
 	hx_cluster ex;        /* offers expanded (compose: owned nodes free) */
+	hx_cluster tcl;       /* --tolerate-failures: the cluster as check sees it */
 	const hx_workload *w;
 	const hx_model *m;
 	double deadline; /* hx_deadline of --time-limit (0: none) */
@@ -721,6 +737,42 @@ static int plan_least_cached(sched_ctx *x, const hx_workload *wk, int n_left, hx
 	return 0;
 }
 
+/* ERR's message led by period K of PS. */
+static void period_err(const period *ps, int k, hx_err *err)
+{
+	char msg[sizeof(err->msg)];
+	snprintf(msg, sizeof(msg), "period %d (%g req/s from %g s): %.900s", k, ps[k].rate_rps,
+		 ps[k].start_s, err->msg);
+	hx_strlcpy(err->msg, msg, sizeof(err->msg));
+}
+
+/* --tolerate-failures K: the plan of period K of PS (N in all), for WK's
+ * rate, insured as plan insures one (the replicas that keep the SLO after
+ * any K nodes fail). */
+static int insure(const sched_ctx *x, const hx_workload *wk, period *ps, int k, int n,
+		  hx_err *err)
+{
+	period *cur = &ps[k];
+	hx_problem pb = {x->cat,
+			 &x->tcl,
+			 wk,
+			 &cur->plan.models[0],
+			 (uint64_t)x->a->seed,
+			 x->a->cpath,
+			 x->a->wpath,
+			 x->calibration};
+	hx_plan_opts po = sched_opts(x, n - k);
+	int rc;
+
+	if (x->a->tolerate <= 0)
+		return 0;
+	rc = hx_plan_insure(CMD, &pb, x->cl, &po, (int)x->a->tolerate, x->deadline, &cur->plan,
+			    err);
+	if (rc)
+		period_err(ps, k, err);
+	return rc;
+}
+
 static int plan_period(sched_ctx *x, period *ps, int k, int n, hx_err *err)
 {
 	period *cur = &ps[k], *prev = k > 0 ? &ps[k - 1] : NULL;
@@ -735,10 +787,7 @@ static int plan_period(sched_ctx *x, period *ps, int k, int n, hx_err *err)
 	wk.stages = NULL;
 	wk.nstages = 0;
 	if ((rc = plan_least_cached(x, &wk, n - k, &least, err))) {
-		char msg[sizeof(err->msg)];
-		snprintf(msg, sizeof(msg), "period %d (%g req/s from %g s): %.900s", k,
-			 cur->rate_rps, cur->start_s, err->msg);
-		hx_strlcpy(err->msg, msg, sizeof(err->msg));
+		period_err(ps, k, err);
 		return rc;
 	}
 	cur->least_usd_per_hour = least.predicted.usd_per_hour;
@@ -754,12 +803,12 @@ static int plan_period(sched_ctx *x, period *ps, int k, int n, hx_err *err)
 			hx_plan_release(&least);
 			cur->plan = fol;
 			cur->have_plan = cur->followed = 1;
-			return 0;
+			return insure(x, &wk, ps, k, n, err);
 		}
 	}
 	cur->plan = least;
 	cur->have_plan = 1;
-	return 0;
+	return insure(x, &wk, ps, k, n, err);
 }
 
 /* The cost of period K of PS (N in all): its plan for its duration, and
@@ -1000,7 +1049,7 @@ int cmd_schedule(hx_cli *cli, int argc, char **argv)
 	hx_err err = {0};
 	period *ps = NULL;
 	shape_cache shapes = {0};
-	int rc, n = 0, have_c = 0, have_w = 0, have_x = 0;
+	int rc, n = 0, have_c = 0, have_w = 0, have_x = 0, have_t = 0;
 	char *text = NULL;
 	const double start = hx_now();
 
@@ -1031,18 +1080,19 @@ int cmd_schedule(hx_cli *cli, int argc, char **argv)
 	if ((rc = sched_model(cat, &a, &w, &m, &err)) ||
 	    (rc = load_periods(&a, &w, &ps, &n, &err)))
 		goto out;
-	x = (sched_ctx){&a,
-			cat,
-			cli->calibration,
-			&cl,
-			{0},
-			&w,
-			&m,
-			a.time_limit_s > 0 ? hx_deadline(0.9 * a.time_limit_s) : 0,
+	x = (sched_ctx){&a,     cat, cli->calibration,
+			&cl,    {0}, {0},
+			&w,     &m,  a.time_limit_s > 0 ? hx_deadline(0.9 * a.time_limit_s) : 0,
 			&shapes};
 	if ((rc = hx_cluster_expand_offers(&cl, strcmp(a.mode, "compose") == 0, &x.ex, &err)))
 		goto out;
 	have_x = 1;
+	if (a.tolerate > 0) {
+		if ((rc = hx_tolerate_cluster(CMD, &cl, strcmp(a.mode, "compose") == 0,
+					      a.tolerate, &x.tcl, &err)))
+			goto out;
+		have_t = 1;
+	}
 	if ((rc = plan_all(&x, ps, n, &err)))
 		goto out;
 	text = schedule_dump(&x, ps, n);
@@ -1067,6 +1117,8 @@ out:
 	free(shapes.rps);
 	if (have_x)
 		hx_cluster_release(&x.ex);
+	if (have_t)
+		hx_cluster_release(&x.tcl);
 	if (have_w)
 		hx_workload_release(&w);
 	if (have_c)

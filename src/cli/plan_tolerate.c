@@ -298,8 +298,8 @@ out:
 
 /* Say on stderr what the insurance bought and costs (T: the last round's
  * evaluation), and record it in P. */
-static void record(hx_plan *p, const hx_tolerate *t, int k, uint64_t seed, int rounds,
-		   int plain_gpus, double plain_usd)
+static void record(const char *cmd, hx_plan *p, const hx_tolerate *t, int k, uint64_t seed,
+		   int rounds, int plain_gpus, double plain_usd)
 {
 	hx_plan_tolerate *x = &p->tolerate;
 
@@ -314,18 +314,18 @@ static void record(hx_plan *p, const hx_tolerate *t, int k, uint64_t seed, int r
 	x->usd_per_hour = p->predicted.usd_per_hour;
 	x->insurance_gpus = x->gpus - plain_gpus;
 	x->insurance_usd_per_hour = hx_round6(x->usd_per_hour - x->plain_usd_per_hour);
-	fprintf(
-	    stderr,
-	    "hexplan: plan: tolerate-failures %d: %d sets checked, 0 fail after %d round%s; "
-	    "insurance %+.2f $/hour, %+d GPU%s (plain plan $%.2f/hour on %d GPU%s, insured "
-	    "$%.2f/hour on %d)\n",
-	    k, t->nsets, rounds, rounds == 1 ? "" : "s", x->insurance_usd_per_hour,
-	    x->insurance_gpus, abs(x->insurance_gpus) == 1 ? "" : "s", x->plain_usd_per_hour,
-	    plain_gpus, plain_gpus == 1 ? "" : "s", x->usd_per_hour, x->gpus);
+	fprintf(stderr,
+		"hexplan: %s: tolerate-failures %d: %d sets checked, 0 fail after %d round%s; "
+		"insurance %+.2f $/hour, %+d GPU%s (plain plan $%.2f/hour on %d GPU%s, insured "
+		"$%.2f/hour on %d)\n",
+		cmd, k, t->nsets, rounds, rounds == 1 ? "" : "s", x->insurance_usd_per_hour,
+		x->insurance_gpus, abs(x->insurance_gpus) == 1 ? "" : "s",
+		x->plain_usd_per_hour, plain_gpus, plain_gpus == 1 ? "" : "s", x->usd_per_hour,
+		x->gpus);
 }
 
-int hx_plan_insure(const hx_problem *pb, const hx_cluster *owned, const hx_plan_opts *po, int k,
-		   double deadline, hx_plan *p, hx_err *err)
+int hx_plan_insure(const char *cmd, const hx_problem *pb, const hx_cluster *owned,
+		   const hx_plan_opts *po, int k, double deadline, hx_plan *p, hx_err *err)
 {
 	const int plain_gpus = hx_plan_gpus_used(p);
 	const double plain_usd = p->predicted.usd_per_hour;
@@ -373,8 +373,34 @@ int hx_plan_insure(const hx_problem *pb, const hx_cluster *owned, const hx_plan_
 		} else
 			goto out;
 	}
-	record(p, &t, k, pb->seed, rounds, plain_gpus, plain_usd);
+	record(cmd, p, &t, k, pb->seed, rounds, plain_gpus, plain_usd);
 out:
 	hx_tolerate_release(&t);
+	return rc;
+}
+
+int hx_tolerate_cluster(const char *cmd, const hx_cluster *cl, int compose, long k,
+			hx_cluster *x, hx_err *err)
+{
+	int rc;
+
+	if (compose) {
+		/* Owned nodes free at the margin, as compose prices them. */
+		if ((rc = hx_cluster_expand_offers(cl, 1, x, err)))
+			return rc;
+	} else {
+		/* Its nodes, without the offers it does not rent. */
+		int *none = hx_xcalloc((size_t)cl->nnodes + 1, sizeof(int));
+		hx_cluster_without(cl, none, x);
+		free(none);
+	}
+	rc = 0;
+	if (k >= x->nnodes) {
+		rc = hx_cli_usage_error(
+		    cmd,
+		    "--tolerate-failures must be less than the cluster's %d nodes, not %ld",
+		    x->nnodes, k);
+		hx_cluster_release(x);
+	}
 	return rc;
 }

@@ -20,6 +20,8 @@ static void dist_copy(hx_dist *dst, const hx_dist *src)
 		memcpy(dst->tokens, src->tokens, (size_t)src->nb * sizeof(double));
 		memcpy(dst->weight, src->weight, (size_t)src->nb * sizeof(double));
 	}
+	dst->cum = NULL;
+	hx_dist_index(dst);
 }
 
 /* Lengths PTS[A..B) (sorted, equal weights) as a bucket distribution. */
@@ -37,6 +39,7 @@ static void dist_from_points(hx_dist *d, const double *pts, int a, int b)
 		d->tokens[d->nb] = pts[i];
 		d->weight[d->nb++] = 1.0 / (b - a);
 	}
+	hx_dist_index(d);
 	d->mean = hx_dist_mean(d);
 	d->p50 = hx_dist_quantile(d, 0.5);
 	d->max = d->tokens[d->nb - 1];

@@ -32,6 +32,19 @@ double hx_dist_quantile(const hx_dist *d, double q)
 {
 	if (d->kind == HX_DIST_LOGNORMAL)
 		return fmin(exp(d->mu + d->sigma * hx_norm_quantile(q)), d->max);
+	if (d->cum) {
+		/* The first bucket whose cumulative weight reaches q: the sums are
+		 * the linear scan's, and nondecreasing, so the bucket is its. */
+		int lo = 0, hi = d->nb;
+		while (lo < hi) {
+			int mid = lo + (hi - lo) / 2;
+			if (d->cum[mid] >= q - 1e-12)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		return d->tokens[lo < d->nb ? lo : d->nb - 1];
+	}
 	double acc = 0;
 	for (int i = 0; i < d->nb; i++) {
 		acc += d->weight[i];
@@ -68,8 +81,22 @@ void hx_dist_release(hx_dist *d)
 {
 	free(d->tokens);
 	free(d->weight);
-	d->tokens = d->weight = NULL;
+	free(d->cum);
+	d->tokens = d->weight = d->cum = NULL;
 	d->nb = 0;
+}
+
+void hx_dist_index(hx_dist *d)
+{
+	double acc = 0;
+
+	free(d->cum);
+	d->cum = NULL;
+	if (d->kind != HX_DIST_BUCKETS || d->nb <= 0)
+		return;
+	d->cum = hx_xmalloc((size_t)d->nb * sizeof(double));
+	for (int i = 0; i < d->nb; i++)
+		d->cum[i] = acc += d->weight[i];
 }
 
 static int cmp_tw(const void *a, const void *b)
@@ -101,6 +128,8 @@ void hx_dist_from_pairs(hx_dist *d, hx_tw *p, int n)
 	for (int i = 0; i < k; i++)
 		d->weight[i] /= total;
 	d->nb = k;
+	d->cum = NULL;
+	hx_dist_index(d);
 	d->max = d->tokens[k - 1];
 	d->p50 = hx_dist_quantile(d, 0.5);
 	d->mean = hx_dist_mean(d);

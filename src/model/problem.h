@@ -118,6 +118,10 @@ typedef struct hx_dist {
 	double mu, sigma;        /* derived */
 	int nb;                  /* buckets (also a trace's empirical lengths) */
 	double *tokens, *weight; /* weight normalized to sum 1, tokens sorted */
+	/* cum[i]: weight[0] + ... + weight[i], summed in that order, for
+	 * hx_dist_quantile's binary search; NULL until hx_dist_index (then a
+	 * linear scan gives the same quantiles). */
+	double *cum;
 } hx_dist;
 
 double hx_dist_mean(const hx_dist *d);
@@ -126,6 +130,8 @@ double hx_dist_sample(const hx_dist *d, hx_rng *r);
 /* Squared coefficient of variation. */
 double hx_dist_cv2(const hx_dist *d);
 void hx_dist_release(hx_dist *d);
+/* Compute D's cumulative weights (after its buckets are set or changed). */
+void hx_dist_index(hx_dist *d);
 /* A bucket distribution from N (tokens, weight) pairs: sorted, equal
  * lengths merged, weights normalized.  Takes ownership of P (frees it). */
 typedef struct hx_tw {

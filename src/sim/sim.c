@@ -38,9 +38,14 @@ typedef struct seq {
 	int prefilled;
 	int chunk;     /* prefill tokens in the running iteration */
 	char decoding; /* decodes in the running iteration */
+	/* Its request's generated and output while it runs here (not on
+	 * hops plans): iterations count tokens here, and the request's own
+	 * generated is brought up to date when it leaves (seq_leave). */
+	int gen;
 	double kv;     /* tokens it holds in the KV cache */
 	long admitted; /* admission order: the latest is preempted first */
 	int avail;     /* hops plans: tokens arrived from upstream, not yet run here */
+	int out;
 } seq;
 
 typedef struct replica {
@@ -94,6 +99,7 @@ typedef struct sim {
 	double now;
 	event *heap;
 	int nheap, capheap;
+	int *idx, capidx; /* start_iteration's list of prompts under way */
 	long order;
 	req *reqs;
 	replica *reps;
@@ -415,6 +421,7 @@ static void preempt(sim *s, replica *rp)
 			v = i;
 	q = &rp->run[v];
 	rp->kv_used -= q->kv;
+	s->reqs[q->req].generated = q->gen;
 	s->reqs[q->req].preempt++;
 	s->preemptions++;
 	wq_push_front(rp, q->req);
@@ -442,39 +449,51 @@ static void start_iteration(sim *s, int ri)
 	int dp = rp->dp;
 	double rank_budget = s->w->serving.token_budget, budget = rank_budget * dp;
 	double kv_need = 0, left;
-	int max_seqs = (int)s->w->serving.max_seqs * dp, ndec = 0;
+	int max_seqs = (int)s->w->serving.max_seqs * dp, ndec = 0, npre = 0;
 	hx_batch b = {0};
 	hx_iter it;
 
 	if (rp->busy)
 		return;
-	/* 1. decodes first: each needs one more token of KV. */
+	if (s->capidx < rp->nrun) {
+		s->capidx = rp->nrun;
+		s->idx = hx_xrealloc(s->idx, (size_t)s->capidx * sizeof(int));
+	}
+	/* 1. decodes first: each needs one more token of KV (what does not
+	 * fit is preempted, and the pass made again).  One pass adds the
+	 * decodes to the batch (as hx_batch_add_decode would, in the same
+	 * order) and lists the prompts under way. */
 	for (;;) {
+		double nd = 0, ctx = 0;
 		ndec = 0;
-		for (int i = 0; i < rp->nrun; i++)
-			ndec += rp->run[i].prefilled >= rp->run[i].prompt;
+		npre = 0;
+		left = budget;
+		kv_need = 0;
+		for (int i = 0, nrun = rp->nrun; i < nrun; i++) {
+			seq *q = &rp->run[i];
+			q->chunk = 0;
+			q->decoding = q->prefilled >= q->prompt;
+			if (q->decoding) {
+				ndec++;
+				left -= 1;
+				kv_need += 1;
+				nd += 1;
+				ctx += q->kv;
+			} else {
+				s->idx[npre++] = i;
+			}
+		}
+		b.decode_seqs = nd;
+		b.decode_ctx = ctx;
 		if (rp->kv_used + ndec <= rp->kv_cap || rp->nrun <= 1)
 			break;
 		preempt(s, rp);
 	}
-	left = budget;
-	for (int i = 0; i < rp->nrun; i++) {
-		seq *q = &rp->run[i];
-		q->chunk = 0;
-		q->decoding = q->prefilled >= q->prompt;
-		if (q->decoding) {
-			left -= 1;
-			kv_need += 1;
-			hx_batch_add_decode(&b, 1, q->kv);
-		}
-	}
 	/* 2. prompts already under way, then 3. new admissions, while the
 	 * token budget and the KV cache allow. */
-	for (int i = 0; i < rp->nrun && left > 0; i++) {
-		seq *q = &rp->run[i];
+	for (int k = 0; k < npre && left > 0; k++) {
+		seq *q = &rp->run[s->idx[k]];
 		int n;
-		if (q->decoding)
-			continue;
 		n = (int)fmin(fmin(q->prompt - q->prefilled, left), rank_budget);
 		n = (int)fmin(n, rp->kv_cap - rp->kv_used - kv_need);
 		if (n <= 0)
@@ -487,7 +506,8 @@ static void start_iteration(sim *s, int ri)
 	while (rp->wq_len > 0 && left > 0 && rp->nrun < max_seqs) {
 		int id = rp->wq[rp->wq_head];
 		req *r = &s->reqs[id];
-		seq q = {id, 0, 0, 0, 0, 0, s->admitted, 0};
+		seq q = {
+		    .req = id, .gen = r->generated, .admitted = s->admitted, .out = r->output};
 		if (rp->role == HX_ROLE_DECODE && r->generated > 0 && r->preempt == 0) {
 			/* KV arrived from a prefill replica: admit it whole. */
 			if (rp->kv_used + kv_need + r->input + 1 > rp->kv_cap)
@@ -680,14 +700,15 @@ static void iteration_done(sim *s, int ri)
 	rp->busy = 0;
 	while (i < rp->nrun) {
 		seq *q = &rp->run[i];
-		req *r = &s->reqs[q->req];
+		req *r;
 		int emitted = 0;
 		if (q->decoding) {
 			q->kv += 1;
 			rp->kv_used += 1;
-			r->generated++;
+			q->gen++;
 			emitted = 1;
 		} else if (q->chunk > 0) {
+			r = &s->reqs[q->req];
 			q->prefilled += q->chunk;
 			q->kv += q->chunk;
 			rp->kv_used += q->chunk;
@@ -699,9 +720,9 @@ static void iteration_done(sim *s, int ri)
 				/* A disaggregated request's first token reaches the
 				 * user from the decode side: TTFT includes the KV
 				 * transfer. */
-				if (r->generated == 0 && rp->role != HX_ROLE_PREFILL)
+				if (q->gen == 0 && rp->role != HX_ROLE_PREFILL)
 					pend(s, q->req, 1, 0);
-				r->generated++;
+				q->gen++;
 				emitted = 1;
 			}
 		}
@@ -709,9 +730,11 @@ static void iteration_done(sim *s, int ri)
 		q->decoding = 0;
 		if (rp->kv_used > rp->kv_cap + 1e-9)
 			s->kv_overflows++;
-		if (emitted && (r->generated >= r->output ||
+		if (emitted && (q->gen >= q->out ||
 				(rp->role == HX_ROLE_PREFILL && q->prefilled >= q->prompt))) {
 			int id = q->req;
+			r = &s->reqs[id];
+			r->generated = q->gen;
 			rp->kv_used -= q->kv;
 			rp->run[i] = rp->run[--rp->nrun];
 			if (r->generated >= r->output) {
@@ -848,7 +871,10 @@ static int hop_admit(sim *s, int ri)
 	wq_pop(rp);
 	for (int k = 0; k < r->plen; k++) {
 		replica *f = &s->reps[r->path[k]];
-		seq q = {id, r->input, 0, 0, 0, 0, s->admitted, k == 0 ? r->input : 0};
+		seq q = {.req = id,
+			 .prompt = r->input,
+			 .admitted = s->admitted,
+			 .avail = k == 0 ? r->input : 0};
 		if (f->nrun == f->caprun) {
 			f->caprun = f->caprun ? 2 * f->caprun : 16;
 			f->run = hx_xrealloc(f->run, (size_t)f->caprun * sizeof(seq));
@@ -1028,8 +1054,11 @@ static void node_down(sim *s, int i)
 		replica *rp = &s->reps[fresh[k]];
 		int n = 0, *ids = hx_xmalloc(((size_t)rp->nrun + (size_t)rp->wq_len + 1) *
 					     sizeof(int));
-		for (int j = 0; j < rp->nrun; j++)
+		for (int j = 0; j < rp->nrun; j++) {
 			ids[n++] = rp->run[j].req;
+			if (!s->hops)
+				s->reqs[rp->run[j].req].generated = rp->run[j].gen;
+		}
 		while (rp->wq_len > 0)
 			ids[n++] = wq_pop(rp);
 		rp->nrun = 0;
@@ -1307,6 +1336,7 @@ static void teardown(sim *s)
 	free(s->group_first);
 	free(s->group_rr);
 	free(s->heap);
+	free(s->idx);
 	free(s->reqs);
 }
 
@@ -1318,8 +1348,7 @@ static void percentiles(double *v, long n, double out[4], double *mean)
 	for (long i = 0; i < n; i++)
 		sum += v[i];
 	*mean = n > 0 ? sum / n : NAN;
-	for (int i = 0; i < 4; i++)
-		out[i] = n > 0 ? hx_quantile(v, (size_t)n, q[i]) : NAN;
+	hx_quantiles(v, (size_t)n, q, 4, out);
 }
 
 static void report(sim *s, hx_sim_report *out, int keep)

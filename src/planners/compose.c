@@ -467,6 +467,15 @@ static int compose_at(const hx_problem *pb, const hx_plan_opts *o, double util, 
 	rc = hx_compose_solve(&in, &mo, &out, err);
 	if (rc == HX_EINFEASIBLE && !(o->budget_usd_per_hour > 0))
 		rc = fleet_short(&in, &mo, usd, w->rate_rps, util, err);
+	if (rc == HX_EINFEASIBLE && s.cut) {
+		/* the shapes the deadline left unpriced may carry the rest */
+		char msg[sizeof(err->msg)];
+		snprintf(
+		    msg, sizeof(msg),
+		    "the time limit was reached before enough replica shapes were priced (with those priced, %.900s)",
+		    err->msg);
+		rc = hx_errf(err, HX_ELIMIT, "%s", msg);
+	}
 	if (rc)
 		goto out;
 	if (o->budget_usd_per_hour > 0 && out.kappa <= 1e-9) {

@@ -1003,6 +1003,23 @@ static double compound_tail(double m, const double pm[4], double x)
 	return tail;
 }
 
+/* What a capacity search reads of its workload's lengths at every rate,
+ * computed once per search: the moments of the prompt and output
+ * distributions and the prompt's CAP_QUANTILES quantiles (lookups at every
+ * rate would be hundreds; a trace's are scans). */
+typedef struct cap_lens {
+	double pm[4], om[4];
+	double pq[CAP_QUANTILES];
+} cap_lens;
+
+static void cap_lens_of(const hx_workload *w, cap_lens *l)
+{
+	dist_moments(&w->prompt, l->pm);
+	dist_moments(&w->output, l->om);
+	for (int i = 0; i < CAP_QUANTILES; i++)
+		l->pq[i] = hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES);
+}
+
 /* What a prompt does to the iterations of a decode batch of B: an
  * iteration of the decodes alone, and per prompt length (CAP_QUANTILES
  * quantiles, then the percentile prompt) its chunks of at most C tokens
@@ -1013,8 +1030,8 @@ typedef struct prompt_steps {
 	double chunks[CAP_QUANTILES + 1], t_chunk[CAP_QUANTILES + 1];
 } prompt_steps;
 
-static void prompt_steps_at(const hx_replica *r, const hx_workload *w, double B, double ctx,
-			    double c, double Pq, prompt_steps *ps)
+static void prompt_steps_at(const hx_replica *r, const hx_workload *w, const cap_lens *lens,
+			    double B, double ctx, double c, double Pq, prompt_steps *ps)
 {
 	hx_batch b = {0};
 	hx_iter it;
@@ -1022,9 +1039,7 @@ static void prompt_steps_at(const hx_replica *r, const hx_workload *w, double B,
 	hx_batch_add_decode(&b, B, ctx);
 	ps->t_dec = hx_cost_cycle(r, &b, &it);
 	for (int i = 0; i <= CAP_QUANTILES; i++) {
-		double len = i < CAP_QUANTILES
-				 ? hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES)
-				 : Pq;
+		double len = i < CAP_QUANTILES ? lens->pq[i] : Pq;
 		double h = hx_prefix_cached(w, len), n = len - h;
 		ps->t_chunk[i] = chunk_iter(r, B, ctx, n, c, h + n / 2, &ps->chunks[i]);
 	}
@@ -1121,19 +1136,6 @@ double hx_cost_decode_ctx(const hx_workload *w)
 	return decode_ctx(hx_dist_mean(&w->prompt), om);
 }
 
-/* What a capacity search reads of its workload's lengths at every rate:
- * the moments of the prompt and output distributions (CAP_QUANTILES
- * quantiles each way would be 512 lookups a rate; a trace's are scans). */
-typedef struct cap_lens {
-	double pm[4], om[4];
-} cap_lens;
-
-static void cap_lens_of(const hx_workload *w, cap_lens *l)
-{
-	dist_moments(&w->prompt, l->pm);
-	dist_moments(&w->output, l->om);
-}
-
 /* The fraction of requests that find the KV cache too full for them: the
  * engine admits a prompt by its first chunk and allocates the rest as it
  * goes, so when the sequences in flight grow past the cache the latest
@@ -1143,8 +1145,7 @@ static void cap_lens_of(const hx_workload *w, cap_lens *l)
  * each holding its prompt and output, SM their moments; a request of prompt
  * quantile i and the mean output misses when the others hold more than the
  * cache leaves it. */
-static double kv_overflow_misses(const hx_workload *w, const cap_lens *lens, double m,
-				 double kv_tokens)
+static double kv_overflow_misses(const cap_lens *lens, double m, double kv_tokens)
 {
 	const double *pm = lens->pm, *om = lens->om;
 	/* a sequence in flight holds its prompt and the part of its output
@@ -1153,7 +1154,7 @@ static double kv_overflow_misses(const hx_workload *w, const cap_lens *lens, dou
 	double sm[4] = {1, pm[1] + o1, pm[2] + 2 * pm[1] * o1 + o2, 0}, miss = 0;
 
 	for (int i = 0; i < CAP_QUANTILES; i++) {
-		double s = hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES) + om[1];
+		double s = lens->pq[i] + om[1];
 		miss += compound_tail(m, sm, kv_tokens - s) / CAP_QUANTILES;
 	}
 	return miss;
@@ -1229,7 +1230,7 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 		return;
 	}
 	c = fmax((budget - B) / dp, 1); /* a prompt is one rank's */
-	prompt_steps_at(r, w, B, ctx, c, Pq, &ps);
+	prompt_steps_at(r, w, lens, B, ctx, c, Pq, &ps);
 	/* The prompts queue for prefill as an M/G/1 server whose service is a
 	 * prompt's own compute: its tokens at the marginal time a prompt token
 	 * adds to an iteration of the decode batch (not its share of a mean
@@ -1278,7 +1279,7 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 		    (left < 0 ? 1 : u * exp(-left / fmax(scale, 1e-12))) / CAP_QUANTILES;
 	}
 	if (phase == HX_SERVE_BOTH)
-		miss_kv = kv_overflow_misses(w, lens, lambda * (pre + om[1] * t), kv_tokens);
+		miss_kv = kv_overflow_misses(lens, lambda * (pre + om[1] * t), kv_tokens);
 	if (miss_tpot + miss_ttft + miss_kv > allow) {
 		ev->binding = miss_kv > fmax(miss_ttft, miss_tpot) ? "kv"
 			      : miss_ttft > miss_tpot              ? "ttft"

@@ -253,6 +253,39 @@ static void check_memory(const hx_plan *p, const hx_cluster *c, int gi, int ri, 
 	}
 }
 
+/* Stage S of replica RI of group GI, expert parallel over NNODES nodes:
+ * its all-to-all crosses the nodes' NICs, so the replica names the link
+ * in tp_links (what it is priced by), no faster than the slowest NIC of
+ * the nodes it spans on cluster C (NULL: not checked). */
+static void check_ep_nic(const hx_plan *p, const hx_cluster *c, int gi, int ri, int s,
+			 int nnodes, vlist *l)
+{
+	const hx_plan_replica *r = &p->groups[gi].replicas[ri];
+	const hx_linkspec *tl = &r->tp_link[s];
+	int slow = -1;
+	char ptr[160];
+
+	if (tl->bw_gbps <= 0) {
+		snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d", gi, ri);
+		add(l, HX_V_EP, ptr,
+		    "stage %d is expert parallel over %d nodes but the replica has no tp_links entry for it: the NIC its all-to-all crosses",
+		    s, nnodes);
+		return;
+	}
+	for (int k = 0; c && k < r->ngpus[s]; k++) {
+		int ni = ref_node(c, &r->gpus[s][k]);
+		if (ni >= 0 && (slow < 0 || c->nodes[ni].nic_gbps < c->nodes[slow].nic_gbps))
+			slow = ni;
+	}
+	if (slow >= 0 && tl->bw_gbps > c->nodes[slow].nic_gbps) {
+		snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/tp_links/%d/bw_gbps", gi, ri,
+			 s);
+		add(l, HX_V_EP, ptr,
+		    "%g Gb/s for the all-to-all of an expert-parallel stage, above node \"%s\"'s NIC of %g Gb/s",
+		    tl->bw_gbps, c->nodes[slow].name, c->nodes[slow].nic_gbps);
+	}
+}
+
 static void check_placement(const hx_plan *p, const hx_cluster *c, int gi, int ri, vlist *l)
 {
 	const hx_plan_group *g = &p->groups[gi];
@@ -311,6 +344,8 @@ static void check_placement(const hx_plan *p, const hx_cluster *c, int gi, int r
 				    "the TP group spans %d nodes (\"%s\", \"%s\", ...) but the stage is not cross_node",
 				    nnodes, refs[0].node, other);
 		}
+		if (nnodes > 1 && st->ep > 1)
+			check_ep_nic(p, c, gi, ri, s, nnodes, l);
 	}
 	if (c)
 		check_memory(p, c, gi, ri, l);

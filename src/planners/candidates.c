@@ -89,12 +89,19 @@ void hx_cand_replica(const hx_problem *pb, const hx_candset *s, const hx_candida
 		st->next_bw_gbps =
 		    c->link[i].bw_gbps > 0 ? c->link[i].bw_gbps : HX_DEFAULT_NIC_GBPS;
 		st->next_latency_ms = c->link[i].latency_ms;
-		/* As the plan's stage is priced (hx_plan_replica_cost): one
-		 * node, so no NIC. */
+		/* As the plan's stage is priced (hx_plan_replica_cost): on one
+		 * node no NIC; over several, the placement's GPUs a node and
+		 * the replica's tp_link (attention ranks stay in a node, so
+		 * their all-reduces too). */
 		st->ep = c->st[i].ep;
 		st->dp = c->st[i].dp;
 		if (hx_stage_is_ep(st))
 			st->micro_batches = 2;
+		if (c->st[i].nic.bw_gbps > 0) {
+			st->gpus_per_node = s->cls[c->st[i].cls].gpus_per_node;
+			st->nic_gbps = c->st[i].nic.bw_gbps;
+			st->nic_latency_us = c->st[i].nic.latency_ms * 1e3;
+		}
 	}
 }
 
@@ -318,34 +325,82 @@ static void pipelines(const hx_problem *pb, hx_candset *s, const int (*sh)[2], i
 	}
 }
 
-/* The one-node EP shapes of class K (ep = tp over TP GPUs dividing the
- * node and the experts, each DP that divides tp with attention TP dividing
- * the heads) into S; none for a dense model. */
+/* Price the one-stage EP shape of class K over TP GPUs with DP attention
+ * ranks (0: off) and the all-to-all link NIC (bw 0: one node) into S.  0
+ * when DEADLINE passed (S->cut set). */
+static int ep_shape(const hx_problem *pb, hx_candset *s, int k, int tp, int dp, hx_linkspec nic,
+		    double deadline, int *cap)
+{
+	hx_candidate c;
+
+	if (hx_past(deadline)) {
+		s->cut = 1;
+		return 0;
+	}
+	memset(&c, 0, sizeof(c));
+	c.nstages = 1;
+	c.st[0] = (hx_cand_stage){k, tp, 0, pb->model->a.layers, tp, dp > 1 ? dp : 0, nic};
+	s->considered++;
+	if (price(pb, s, &c))
+		push(s, &c, cap);
+	return 1;
+}
+
+/* The best capacity per GPU among S's shapes from index FROM on (0: none). */
+static double best_per_gpu(const hx_candset *s, int from)
+{
+	double best = 0;
+
+	for (int i = from; i < s->n; i++)
+		best = fmax(best, s->c[i].capacity_rps / s->c[i].gpus);
+	return best;
+}
+
+/* The EP shapes of class K into S (none for a dense model): on one node,
+ * ep = tp over TP GPUs dividing the node and the experts, each DP that
+ * divides tp with attention TP dividing the heads; then over 2, 4, ...
+ * whole nodes (a power-of-two node size), ep = tp = every GPU dividing
+ * the experts, each attention TP dividing the node and the heads (an
+ * attention rank in one node, as the engines start them), the all-to-all
+ * over the class's NIC.  The nodes double while the best of the wider
+ * shapes carries more per GPU than the best so far. */
 static void ep_shapes(const hx_problem *pb, hx_candset *s, int k, double deadline, int *cap)
 {
 	const hx_arch *a = &pb->model->a;
 	const hx_node_class *cl = &s->cls[k];
+	const int gpn = cl->gpus_per_node;
+	hx_linkspec none = {0, 0}, nic;
+	double best;
+	int from = s->n;
 
 	if (a->experts <= 1)
 		return;
-	for (int tp = 2; tp <= cl->gpus_per_node; tp++) {
-		if (cl->gpus_per_node % tp || a->experts % tp)
+	for (int tp = 2; tp <= gpn; tp++) {
+		if (gpn % tp || a->experts % tp)
 			continue;
-		for (int dp = 1; dp <= tp; dp++) {
-			hx_candidate c;
-			if (tp % dp || a->heads % (tp / dp))
-				continue;
-			if (hx_past(deadline)) {
-				s->cut = 1;
+		for (int dp = 1; dp <= tp; dp++)
+			if (tp % dp == 0 && a->heads % (tp / dp) == 0 &&
+			    !ep_shape(pb, s, k, tp, dp, none, deadline, cap))
 				return;
-			}
-			memset(&c, 0, sizeof(c));
-			c.nstages = 1;
-			c.st[0] = (hx_cand_stage){k, tp, 0, a->layers, tp, dp > 1 ? dp : 0};
-			s->considered++;
-			if (price(pb, s, &c))
-				push(s, &c, cap);
-		}
+	}
+	if (cl->nnodes < 2 || !is_pow2(gpn))
+		return;
+	nic = hx_cluster_link(pb->cluster, cl->nodes[0], cl->nodes[1]);
+	nic.bw_gbps = fmin(nic.bw_gbps, pb->cluster->nodes[cl->nodes[0]].nic_gbps);
+	best = best_per_gpu(s, from);
+	for (int n = 2; n <= cl->nnodes && n <= HX_CAND_EP_MAX_NODES; n *= 2) {
+		int tp = n * gpn, at = s->n;
+		double got;
+		if (a->experts % tp)
+			break;
+		for (int atp = 1; atp <= gpn; atp *= 2)
+			if (a->heads % atp == 0 &&
+			    !ep_shape(pb, s, k, tp, tp / atp, nic, deadline, cap))
+				return;
+		got = best_per_gpu(s, at);
+		if (!(got > best))
+			break;
+		best = got;
 	}
 }
 
@@ -434,6 +489,47 @@ int hx_candidates(const hx_problem *pb, const hx_cand_opts *o, hx_candset *s, hx
 	return 0;
 }
 
+/* TP GPUs of class K on its first node with that many free into REFS;
+ * that node.  Packing is exact, so there is one. */
+static int place_one(const hx_cluster *cl, const hx_node_class *k, int tp, int *free_gpus,
+		     int *next, hx_gpu_ref *refs)
+{
+	int at = -1;
+
+	for (int j = 0; j < k->nnodes && at < 0; j++)
+		if (free_gpus[k->nodes[j]] >= tp)
+			at = k->nodes[j];
+	if (at < 0)
+		at = k->nodes[0]; /* cannot happen: packing is exact */
+	for (int t = 0; t < tp; t++) {
+		hx_strlcpy(refs[t].node, cl->nodes[at].name, sizeof(refs[t].node));
+		refs[t].index = next[at] + t;
+	}
+	next[at] += tp;
+	free_gpus[at] -= tp;
+	return at;
+}
+
+/* TP GPUs of class K, whole free nodes of it in order, into REFS (a
+ * multi-node EP stage; placed first, the widest, so the nodes are free). */
+static void place_nodes(const hx_cluster *cl, const hx_node_class *k, int tp, int *free_gpus,
+			int *next, hx_gpu_ref *refs)
+{
+	int t = 0, gpn = k->gpus_per_node;
+
+	for (int j = 0; j < k->nnodes && t < tp; j++) {
+		int at = k->nodes[j];
+		if (free_gpus[at] < gpn)
+			continue;
+		for (int g = 0; g < gpn; g++, t++) {
+			hx_strlcpy(refs[t].node, cl->nodes[at].name, sizeof(refs[t].node));
+			refs[t].index = next[at] + g;
+		}
+		next[at] += gpn;
+		free_gpus[at] = 0;
+	}
+}
+
 /* Place N replicas of candidate C on the classes' nodes (FREE: GPUs left
  * per node, NEXT: next free index per node) as a new group. */
 void hx_cand_place(const hx_problem *pb, const hx_candset *s, const hx_candidate *c, int n,
@@ -456,6 +552,7 @@ void hx_cand_place(const hx_problem *pb, const hx_candset *s, const hx_candidate
 		g->stage[i].last = c->st[i].last;
 		g->stage[i].ep = c->st[i].ep;
 		g->stage[i].dp = c->st[i].dp;
+		g->stage[i].cross_node = c->st[i].nic.bw_gbps > 0;
 	}
 	for (int r = 0; r < n; r++) {
 		hx_plan_replica *rep = hx_plan_add_replica(g);
@@ -465,25 +562,21 @@ void hx_cand_place(const hx_problem *pb, const hx_candset *s, const hx_candidate
 		hx_strlcpy(rep->id, id, sizeof(rep->id));
 		for (int i = 0; i < c->nstages; i++) {
 			const hx_node_class *k = &s->cls[c->st[i].cls];
-			int tp = c->st[i].tp, at = -1;
-			for (int j = 0; j < k->nnodes && at < 0; j++)
-				if (free_gpus[k->nodes[j]] >= tp)
-					at = k->nodes[j];
-			if (at < 0)
-				at = k->nodes[0]; /* cannot happen: packing is exact */
-			node[i] = at;
+			int tp = c->st[i].tp;
 			rep->ngpus[i] = tp;
 			rep->gpus[i] = hx_xcalloc((size_t)tp, sizeof(hx_gpu_ref));
-			for (int t = 0; t < tp; t++) {
-				hx_strlcpy(rep->gpus[i][t].node, cl->nodes[at].name,
-					   sizeof(rep->gpus[i][t].node));
-				rep->gpus[i][t].index = next[at] + t;
+			if (c->st[i].nic.bw_gbps > 0) {
+				place_nodes(cl, k, tp, free_gpus, next, rep->gpus[i]);
+				rep->tp_link[i] = c->st[i].nic;
+				node[i] = -1;
+				continue;
 			}
-			next[at] += tp;
-			free_gpus[at] -= tp;
+			node[i] = place_one(cl, k, tp, free_gpus, next, rep->gpus[i]);
 		}
 		for (int i = 0; i + 1 < c->nstages; i++) {
-			if (node[i] == node[i + 1]) {
+			if (node[i] < 0 || node[i + 1] < 0) /* no pipeline of EP stages */
+				rep->link[i] = c->link[i];
+			else if (node[i] == node[i + 1]) {
 				const hx_gpu *gp = &cl->nodes[node[i]].gpu;
 				rep->link[i] = (hx_linkspec){gp->intra_bw_gb_s * 8,
 							     gp->intra_latency_us * 1e-3};

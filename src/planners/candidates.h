@@ -17,7 +17,8 @@
 #include "model/cost.h"
 #include "planners/common.h"
 
-#define HX_CAND_MAX_STAGES 4
+#define HX_CAND_MAX_STAGES   4
+#define HX_CAND_EP_MAX_NODES 16
 
 typedef struct hx_node_class {
 	int *nodes; /* indexes into the cluster's nodes */
@@ -32,6 +33,10 @@ typedef struct hx_cand_stage {
 	int cls, tp;
 	int first, last; /* layers [first, last) */
 	int ep, dp;      /* expert parallel size, attention DP ranks (0: off) */
+	/* An EP stage over several nodes of its class (tp a multiple of the
+	 * class's node size): the link its all-to-all crosses, the class's
+	 * NIC bounded by the link between two of its nodes (bw 0: one node). */
+	hx_linkspec nic;
 } hx_cand_stage;
 
 typedef struct hx_candidate {
@@ -56,9 +61,14 @@ typedef struct hx_candset {
 typedef struct hx_cand_opts {
 	int max_stages;  /* pipelines of 2..max_stages stages (default 3) */
 	double deadline; /* hx_deadline(): stop pricing shapes when it passes */
-	/* Also one-node expert-parallel shapes of a mixture-of-experts model:
-	 * ep = tp dividing the experts, each number of attention DP ranks
-	 * whose TP divides the heads (two-batch overlap, as estimate --ep). */
+	/* Also expert-parallel shapes of a mixture-of-experts model: on one
+	 * node, ep = tp dividing the experts, each number of attention DP
+	 * ranks whose TP divides the heads (two-batch overlap, as estimate
+	 * --ep); over 2, 4, ... whole nodes of a class, ep = tp = every GPU
+	 * dividing the experts, attention ranks within a node (attention TP
+	 * dividing the node and the heads), the all-to-all across nodes over
+	 * the NIC.  The node count doubles while the best shape's capacity
+	 * per GPU grows (HX_CAND_EP_MAX_NODES at most). */
 	int ep;
 } hx_cand_opts;
 

@@ -30,6 +30,7 @@
 #include "sim/sim.h"
 #include "solver/flow.h"
 #include "solver/partition.h"
+#include "planners/candidates.h"
 #include "planners/disagg.h"
 
 typedef struct node_role {
@@ -39,6 +40,12 @@ typedef struct node_role {
 	double cap[2];    /* per replica, requests/s */
 	int reps[2];      /* replicas on the node */
 	double total[2];  /* the node's capacity in each role */
+	/* An EP shape over SPAN alike nodes (same GPUs, count, NIC and region;
+	 * 1 or 0: one node): the node holds its share, one replica vertex of
+	 * cap = the replica's capacity / span (its attention ranks there);
+	 * the all-to-all crosses NIC. */
+	int span[2];
+	hx_linkspec nic;
 } node_role;
 
 /* The cluster's links by node, so that one node's links to all others
@@ -53,6 +60,8 @@ typedef struct linktab {
 
 typedef struct dctx {
 	const hx_problem *pb;
+	int *kind;      /* per node: the first node alike (EP sets group by it) */
+	int multi;      /* some node's shape spans nodes */
 	hx_workload wp; /* the workload with the TTFT SLO less the KV transfer */
 	node_role *nr;
 	int n;
@@ -209,9 +218,15 @@ static void price_shape(const dctx *d, int i, int phase, int tp, int ep, int dp,
 	const hx_node *nd = &d->pb->cluster->nodes[i];
 	const hx_workload *w = phase ? d->pb->workload : &d->wp;
 	hx_replica r = one_node_replica(d->pb, &nd->gpu, tp, ep, dp);
+	int span = tp > nd->count ? tp / nd->count : 1;
 	hx_capacity cap;
 	double tot;
 
+	if (span > 1) { /* as the plan's tp_link prices it */
+		r.stage[0].gpus_per_node = nd->count;
+		r.stage[0].nic_gbps = nr->nic.bw_gbps;
+		r.stage[0].nic_latency_us = nr->nic.latency_ms * 1e3;
+	}
 	if (ep > 1) {
 		hx_memory m;
 		double q = w->slo.percentile / 100;
@@ -224,42 +239,94 @@ static void price_shape(const dctx *d, int i, int phase, int tp, int ep, int dp,
 			return;
 	}
 	hx_cost_capacity_phase(&r, w, phase ? HX_SERVE_DECODE : HX_SERVE_PREFILL, &cap);
-	tot = cap.rps * (nd->count / tp);
+	tot = span > 1 ? cap.rps / span : cap.rps * (nd->count / tp);
 	if (cap.rps > 0 && tot > nr->total[phase]) {
 		nr->tp[phase] = tp;
 		nr->ep[phase] = ep;
 		nr->dp[phase] = dp > 1 ? dp : 0;
-		nr->cap[phase] = cap.rps;
-		nr->reps[phase] = nd->count / tp;
+		nr->cap[phase] = span > 1 ? tot : cap.rps;
+		nr->reps[phase] = span > 1 ? 1 : nd->count / tp;
 		nr->total[phase] = tot;
+		nr->span[phase] = span;
 	}
+}
+
+/* Node I's EP shapes over 2, 4, ... nodes alike (ALIKE of them, I among
+ * them) for PHASE into NR: ep = tp = every GPU dividing the experts,
+ * attention TP dividing the node and the heads, while the wider shapes
+ * raise the node's best.  0 when DEADLINE passed. */
+static int price_multi(const dctx *d, int i, int phase, int alike, double deadline,
+		       node_role *nr)
+{
+	const hx_arch *a = &d->pb->model->a;
+	int gpn = d->pb->cluster->nodes[i].count;
+
+	if (gpn & (gpn - 1))
+		return 1;
+	for (int n = 2; n <= alike && n <= HX_CAND_EP_MAX_NODES; n *= 2) {
+		double before = nr->total[phase];
+		if (a->experts % (n * gpn))
+			break;
+		for (int atp = 1; atp <= gpn; atp *= 2) {
+			if (hx_past(deadline))
+				return 0;
+			if (a->heads % atp == 0)
+				price_shape(d, i, phase, n * gpn, n * gpn, n * gpn / atp, nr);
+		}
+		if (!(nr->total[phase] > before))
+			break;
+	}
+	return 1;
+}
+
+/* Whether nodes A and B are alike: the same GPU profile, count, NIC and
+ * region (one-node shapes price the same; EP sets span alike nodes). */
+static int alike(const hx_cluster *c, int a, int b)
+{
+	return c->nodes[a].count == c->nodes[b].count &&
+	       c->nodes[a].nic_gbps == c->nodes[b].nic_gbps &&
+	       strcmp(c->nodes[a].region, c->nodes[b].region) == 0 &&
+	       hx_gpu_same(&c->nodes[a].gpu, &c->nodes[b].gpu);
 }
 
 /* Each node's best shape for each role: a TP dividing its GPUs and the
  * heads; for a MoE model also the EP shapes of a node (ep = tp dividing
  * its GPUs and the experts, dp attention ranks dividing tp with the
- * attention TP tp / dp dividing the heads), which win only by more
- * capacity, so that the roles' EP sizes are chosen apart.  EP shapes are
- * not priced past DEADLINE (0: none): 1 when some were left out. */
+ * attention TP tp / dp dividing the heads) and over 2, 4, ... nodes alike
+ * (price_multi), which win only by more capacity, so that the roles' EP
+ * sizes are chosen apart.  EP shapes are not priced past DEADLINE (0:
+ * none): 1 when some were left out. */
 static int price_nodes(dctx *d, double deadline)
 {
-	int cut = 0;
+	int cut = 0, *nalike = hx_xcalloc((size_t)d->n + 1, sizeof(int));
 
 	const hx_cluster *c = d->pb->cluster;
 	const hx_arch *a = &d->pb->model->a;
 
+	d->kind = hx_xcalloc((size_t)d->n + 1, sizeof(int));
+	for (int i = 0; i < d->n; i++) {
+		int j;
+		/* A node alike an earlier one prices the same (one-node
+		 * replicas do not see links, EP sets are of alike nodes). */
+		for (j = 0; j < i; j++)
+			if (d->kind[j] == j && alike(c, j, i))
+				break;
+		d->kind[i] = j;
+		nalike[j]++;
+	}
 	for (int i = 0; i < d->n; i++) {
 		node_role *nr = &d->nr[i];
-		int j, count = c->nodes[i].count;
-		/* A node with the same GPU profile and count as an earlier one
-		 * prices the same (one-node replicas do not see links). */
-		for (j = 0; j < i; j++)
-			if (c->nodes[j].count == count &&
-			    hx_gpu_same(&c->nodes[j].gpu, &c->nodes[i].gpu))
-				break;
-		if (j < i) {
-			*nr = d->nr[j];
+		int count = c->nodes[i].count;
+		if (d->kind[i] < i) {
+			*nr = d->nr[d->kind[i]];
 			continue;
+		}
+		if (nalike[i] > 1) {
+			int b = i + 1;
+			while (d->kind[b] != i)
+				b++;
+			nr->nic = hx_cluster_link(c, i, b);
+			nr->nic.bw_gbps = fmin(nr->nic.bw_gbps, c->nodes[i].nic_gbps);
 		}
 		for (int phase = 0; phase < 2; phase++) {
 			for (int tp = 1; tp <= count; tp++)
@@ -276,8 +343,12 @@ static int price_nodes(dctx *d, double deadline)
 					if (tp % dp == 0 && a->heads % (tp / dp) == 0)
 						price_shape(d, i, phase, tp, tp, dp, nr);
 			}
+			if (a->experts > 1 && !cut && nalike[i] > 1)
+				cut = !price_multi(d, i, phase, nalike[i], deadline, nr);
+			d->multi |= nr->span[phase] > 1;
 		}
 	}
+	free(nalike);
 	return cut;
 }
 
@@ -337,6 +408,40 @@ static void build_nodes(const dctx *d, const int *role, double inf, net *x)
 	}
 }
 
+/* SET[i]: the first node of the replica node I holds a share of under
+ * ROLE (I itself for a one-node shape), or -1 when I has a role whose
+ * shape spans nodes but too few alike nodes of that role are left to fill
+ * a set: alike nodes of a role, in order, make sets of the shape's span. */
+static void ep_sets(const dctx *d, const int *role, int *set)
+{
+	int n = d->n, *open, *fill;
+
+	for (int i = 0; i < n; i++)
+		set[i] = i;
+	if (!d->multi)
+		return;
+	open = hx_xmalloc(2 * (size_t)n * sizeof(int));
+	fill = hx_xcalloc((size_t)n, sizeof(int));
+	for (int i = 0; i < 2 * n; i++)
+		open[i] = -1;
+	for (int i = 0; i < n; i++) {
+		int r = role[i], *o, span;
+		if (r < 0 || (span = d->nr[i].span[r]) <= 1)
+			continue;
+		o = &open[2 * d->kind[i] + r];
+		if (*o < 0 || fill[*o] == span)
+			*o = i;
+		set[i] = *o;
+		fill[*o]++;
+	}
+	for (int i = 0; i < n; i++)
+		if (role[i] >= 0 && d->nr[i].span[role[i]] > 1 &&
+		    fill[set[i]] < d->nr[i].span[role[i]])
+			set[i] = -1;
+	free(open);
+	free(fill);
+}
+
 static void build(const dctx *d, const int *role, net *x)
 {
 	const hx_cluster *c = d->pb->cluster;
@@ -356,9 +461,11 @@ static void build(const dctx *d, const int *role, net *x)
 	x->in_in = hx_xcalloc((size_t)n, sizeof(int));
 	x->in_out = hx_xcalloc((size_t)n, sizeof(int));
 	x->dec = hx_xcalloc((size_t)n, sizeof(int));
+	ep_sets(d, role, x->dec); /* borrowed until the decode nodes are listed */
+	for (int i = 0; i < n; i++)
+		x->nrep[i] = role[i] < 0 || x->dec[i] < 0 ? 0 : d->nr[i].reps[role[i]];
 	for (int i = 0; i < n; i++) {
 		x->rep0[i] = v;
-		x->nrep[i] = role[i] < 0 ? 0 : d->nr[i].reps[role[i]];
 		v += x->nrep[i];
 		x->eg_in[i] = v++;
 		x->eg_out[i] = v++;
@@ -524,12 +631,15 @@ static double split_bound(const dctx *d)
 	return best;
 }
 
-/* Node I's group of ROLE[I] (one per used node and role: its replicas
- * share the node) into P. */
-static void emit_group(const dctx *d, int i, int role, hx_plan *p)
+/* The group of the NN nodes NODES in ROLE into P: one per used node and
+ * role (its replicas share the node), or one replica over the NN nodes of
+ * an EP set, its all-to-all over the slowest NIC or link among them. */
+static void emit_group(const dctx *d, const int *nodes, int nn, int role, hx_plan *p)
 {
 	const hx_cluster *c = d->pb->cluster;
 	hx_plan_group *g = hx_plan_add_group(p);
+	const node_role *nr = &d->nr[nodes[0]];
+	int tp = nr->tp[role], reps = nn > 1 ? 1 : nr->reps[role];
 	char name[128];
 
 	snprintf(name, sizeof(name), "%s%d", role ? "d" : "p", p->ngroups - 1);
@@ -539,91 +649,157 @@ static void emit_group(const dctx *d, int i, int role, hx_plan *p)
 	g->wdt = d->pb->model->a.dtype;
 	g->kvdt = HX_DT_FP16;
 	hx_plan_group_stages(g, 1);
-	hx_strlcpy(g->stage[0].gpu, c->nodes[i].gpu.name, sizeof(g->stage[0].gpu));
-	g->stage[0].tp = d->nr[i].tp[role];
-	g->stage[0].ep = d->nr[i].ep[role];
-	g->stage[0].dp = d->nr[i].dp[role];
+	hx_strlcpy(g->stage[0].gpu, c->nodes[nodes[0]].gpu.name, sizeof(g->stage[0].gpu));
+	g->stage[0].tp = tp;
+	g->stage[0].ep = nr->ep[role];
+	g->stage[0].dp = nr->dp[role];
+	g->stage[0].cross_node = nn > 1;
 	g->stage[0].first = 0;
 	g->stage[0].last = d->pb->model->a.layers;
-	for (int k = 0; k < d->nr[i].reps[role]; k++) {
+	for (int k = 0; k < reps; k++) {
 		hx_plan_replica *r = hx_plan_add_replica(g);
-		int tp = g->stage[0].tp;
 		snprintf(name, sizeof(name), "%sr%d", g->name, k);
 		hx_strlcpy(r->id, name, sizeof(r->id));
 		r->ngpus[0] = tp;
 		r->gpus[0] = hx_xcalloc((size_t)tp, sizeof(hx_gpu_ref));
 		for (int t = 0; t < tp; t++) {
-			hx_strlcpy(r->gpus[0][t].node, c->nodes[i].name,
+			int at = nn > 1 ? nodes[t / c->nodes[nodes[0]].count] : nodes[0];
+			hx_strlcpy(r->gpus[0][t].node, c->nodes[at].name,
 				   sizeof(r->gpus[0][t].node));
-			r->gpus[0][t].index = k * tp + t;
+			r->gpus[0][t].index = nn > 1 ? t % c->nodes[at].count : k * tp + t;
+		}
+		if (nn > 1) {
+			hx_linkspec nic = nr->nic;
+			for (int j = 0; j + 1 < nn; j++) {
+				hx_linkspec l = hx_cluster_link(c, nodes[j], nodes[j + 1]);
+				nic.bw_gbps = fmin(nic.bw_gbps, l.bw_gbps);
+				nic.latency_ms = fmax(nic.latency_ms, l.latency_ms);
+			}
+			r->tp_link[0] = nic;
 		}
 	}
 }
 
-/* KV routes from each replica of prefill node A (group GROUP_OF[A]) to
- * the decode replicas of the nodes its link flows in K reach, in
- * proportion to those flows and evenly over each node's replicas; to
- * every decode replica when no flow leaves A. */
-static void emit_kv(const dctx *d, const int *group_of, const kvflow *k, int a, hx_plan *p)
+/* A KV route from FROM to TO of WEIGHT over the link of nodes A and B,
+ * into P's routes from FIRST on: added to one already there when MERGE
+ * (an EP set's nodes are one replica), else new. */
+static void kv_route(const hx_cluster *c, hx_plan *p, int first, int merge, const char *from,
+		     const char *to, double weight, int a, int b)
+{
+	hx_route *rt;
+
+	for (int q = first; merge && q < p->nkv; q++)
+		if (strcmp(p->kv[q].to, to) == 0) {
+			p->kv[q].weight += weight;
+			return;
+		}
+	rt = hx_plan_add_route(&p->kv, &p->nkv);
+	hx_strlcpy(rt->from, from, sizeof(rt->from));
+	hx_strlcpy(rt->to, to, sizeof(rt->to));
+	rt->weight = weight;
+	hx_route_set_link(rt, c, a, b);
+}
+
+/* KV routes from each replica of the prefill group of the NA nodes A
+ * (group GROUP_OF[A[0]]) to the decode replicas of the nodes their link
+ * flows in K reach, in proportion to those flows and evenly over each
+ * group's replicas; to every decode replica when no flow leaves them. */
+static void emit_kv(const dctx *d, const int *group_of, const kvflow *k, const int *A, int na,
+		    hx_plan *p)
 {
 	const hx_cluster *c = d->pb->cluster;
-	double out = k->out[a];
-	int q0 = out > 0 ? k->start[a] : 0, q1 = out > 0 ? k->start[a + 1] : d->n;
+	const hx_plan_group *ga = &p->groups[group_of[A[0]]];
+	double out = 0;
 
-	for (int r = 0; r < p->groups[group_of[a]].nreplicas; r++) {
-		const hx_plan_replica *from = &p->groups[group_of[a]].replicas[r];
+	for (int i = 0; i < na; i++)
+		out += k->out[A[i]];
+	for (int r = 0; r < ga->nreplicas; r++) {
+		const hx_plan_replica *from = &ga->replicas[r];
 		int first = p->nkv;
-		for (int q = q0; q < q1; q++) {
-			int b = out > 0 ? k->to[q] : q;
-			double share = out > 0 ? k->flow[q] / out : 1.0;
-			const hx_plan_group *gb;
-			if (group_of[b] < 0 || p->groups[group_of[b]].role != HX_ROLE_DECODE)
-				continue;
-			gb = &p->groups[group_of[b]];
-			for (int j = 0; j < gb->nreplicas; j++) {
-				/* A node's decode replicas are alike: spread over
-				 * all of them (the flow's own split among equal
-				 * edges is arbitrary, often all on one). */
-				double dj = 1.0 / gb->nreplicas;
-				hx_route *rt;
-				if (share * dj <= 0 && out > 0)
+		for (int i = 0; i < (out > 0 ? na : 1); i++) {
+			int a = A[i], q0 = out > 0 ? k->start[a] : 0,
+			    q1 = out > 0 ? k->start[a + 1] : d->n;
+			for (int q = q0; q < q1; q++) {
+				int b = out > 0 ? k->to[q] : q;
+				double share = out > 0 ? k->flow[q] / out : 1.0;
+				const hx_plan_group *gb;
+				if (group_of[b] < 0 ||
+				    p->groups[group_of[b]].role != HX_ROLE_DECODE)
 					continue;
-				rt = hx_plan_add_route(&p->kv, &p->nkv);
-				hx_strlcpy(rt->from, from->id, sizeof(rt->from));
-				hx_strlcpy(rt->to, gb->replicas[j].id, sizeof(rt->to));
-				rt->weight = share * dj;
-				hx_route_set_link(rt, c, a, b);
+				gb = &p->groups[group_of[b]];
+				for (int j = 0; j < gb->nreplicas; j++) {
+					/* A node's decode replicas are alike:
+					 * spread over all of them (the flow's
+					 * own split among equal edges is
+					 * arbitrary, often all on one). */
+					double dj = 1.0 / gb->nreplicas;
+					if (share * dj <= 0 && out > 0)
+						continue;
+					kv_route(c, p, first, na > 1 || gb->stage[0].cross_node,
+						 from->id, gb->replicas[j].id, share * dj, a,
+						 b);
+				}
 			}
 		}
 		hx_routes_normalize(p->kv + first, p->nkv - first);
 	}
 }
 
-/* The groups and routes of ROLE, whose max-flow is K, into P. */
+/* The groups and routes of ROLE, whose max-flow is K, into P: a group per
+ * used node, or per EP set of nodes (ep_sets). */
 static void emit(dctx *d, const int *role, const kvflow *k, hx_plan *p)
 {
 	int n = d->n, *group_of = hx_xmalloc((size_t)n * sizeof(int));
+	int *set = hx_xmalloc((size_t)n * sizeof(int)),
+	    *mem = hx_xmalloc((size_t)n * sizeof(int));
+	int *head = hx_xmalloc((size_t)n * sizeof(int)),
+	    *size = hx_xcalloc((size_t)n, sizeof(int));
+	double *in;
 
-	for (int i = 0; i < n; i++) {
+	ep_sets(d, role, set);
+	for (int i = 0; i < n; i++)
 		group_of[i] = -1;
-		if (role[i] < 0 || d->nr[i].reps[role[i]] == 0)
+	for (int i = 0; i < n; i++) {
+		int nm = 0;
+		if (role[i] < 0 || d->nr[i].reps[role[i]] == 0 || set[i] != i)
 			continue;
-		emit_group(d, i, role[i], p);
-		group_of[i] = p->ngroups - 1;
+		for (int j = i; j < n; j++)
+			if (set[j] == i)
+				mem[nm++] = j;
+		emit_group(d, mem, nm, role[i], p);
+		head[p->ngroups - 1] = i;
+		size[p->ngroups - 1] = nm;
+		for (int j = 0; j < nm; j++)
+			group_of[mem[j]] = p->ngroups - 1;
 	}
 	/* Ingress: each prefill group's share of the flow. */
-	for (int i = 0; i < n; i++) {
+	in = hx_xcalloc((size_t)p->ngroups + 1, sizeof(double));
+	for (int i = 0; i < n; i++)
+		if (group_of[i] >= 0 && role[i] == 0)
+			in[group_of[i]] += k->in[i];
+	for (int gi = 0; gi < p->ngroups; gi++) {
 		hx_route *rt;
-		if (group_of[i] < 0 || role[i] != 0)
+		if (p->groups[gi].role != HX_ROLE_PREFILL)
 			continue;
 		rt = hx_plan_add_route(&p->ingress, &p->ningress);
-		hx_strlcpy(rt->to, p->groups[group_of[i]].name, sizeof(rt->to));
-		rt->weight = k->value > 0 ? k->in[i] / k->value : 0;
+		hx_strlcpy(rt->to, p->groups[gi].name, sizeof(rt->to));
+		rt->weight = k->value > 0 ? in[gi] / k->value : 0;
 	}
 	hx_routes_normalize(p->ingress, p->ningress);
-	for (int a = 0; a < n; a++)
-		if (group_of[a] >= 0 && role[a] == 0)
-			emit_kv(d, group_of, k, a, p);
+	for (int gi = 0; gi < p->ngroups; gi++) {
+		int nm = 0;
+		if (p->groups[gi].role != HX_ROLE_PREFILL)
+			continue;
+		for (int j = head[gi]; nm < size[gi]; j++)
+			if (group_of[j] == gi)
+				mem[nm++] = j;
+		emit_kv(d, group_of, k, mem, nm, p);
+	}
+	free(in);
+	free(head);
+	free(size);
+	free(mem);
+	free(set);
 	free(group_of);
 }
 
@@ -1061,6 +1237,7 @@ out:
 	free(s.best);
 	free(s.role);
 	free(d.nr);
+	free(d.kind);
 	linktab_release(&d.lt);
 	if (rc)
 		hx_plan_release(p);

@@ -251,8 +251,8 @@ static void price_shape(const dctx *d, int i, int phase, int tp, int ep, int dp,
 	}
 }
 
-/* Node I's EP shapes over 2, 4, ... nodes alike (ALIKE of them, I among
- * them) for PHASE into NR: ep = tp = every GPU dividing the experts,
+/* Node I's EP shapes over 2, 4, ... nodes alike (at most ALIKE) for
+ * PHASE into NR: ep = tp = every GPU dividing the experts,
  * attention TP dividing the node and the heads, while the wider shapes
  * raise the node's best.  0 when DEADLINE passed. */
 static int price_multi(const dctx *d, int i, int phase, int alike, double deadline,
@@ -292,8 +292,8 @@ static int alike(const hx_cluster *c, int a, int b)
 /* Each node's best shape for each role: a TP dividing its GPUs and the
  * heads; for a MoE model also the EP shapes of a node (ep = tp dividing
  * its GPUs and the experts, dp attention ranks dividing tp with the
- * attention TP tp / dp dividing the heads) and over 2, 4, ... nodes alike
- * (price_multi), which win only by more capacity, so that the roles' EP
+ * attention TP tp / dp dividing the heads) and over 2, 4, ... nodes alike,
+ * up to half of them (price_multi), which win only by more capacity, so that the roles' EP
  * sizes are chosen apart.  EP shapes are not priced past DEADLINE (0:
  * none): 1 when some were left out. */
 static int price_nodes(dctx *d, double deadline)
@@ -343,8 +343,11 @@ static int price_nodes(dctx *d, double deadline)
 					if (tp % dp == 0 && a->heads % (tp / dp) == 0)
 						price_shape(d, i, phase, tp, tp, dp, nr);
 			}
-			if (a->experts > 1 && !cut && nalike[i] > 1)
-				cut = !price_multi(d, i, phase, nalike[i], deadline, nr);
+			/* A set of at most half the alike nodes leaves the
+			 * other role as many (a wider one could hold no role
+			 * beside it on a cluster of one kind). */
+			if (a->experts > 1 && !cut && nalike[i] > 3)
+				cut = !price_multi(d, i, phase, nalike[i] / 2, deadline, nr);
 			d->multi |= nr->span[phase] > 1;
 		}
 	}

@@ -26,8 +26,9 @@
  * nodes.
  *
  * Expert-parallel groups run vLLM's EP flags (export.h); a replica over
- * several nodes with attention ranks is refused even with --lossy (Ray
- * would place the data-parallel ranks).
+ * several nodes with attention ranks is a LeaderWorkerSet without Ray,
+ * each pod starting its share of vLLM's data-parallel ranks (refused even
+ * with --lossy when the pods cannot share them alike).
  * Not expressible, so refused unless --lossy: stages with different TP
  * sizes (vLLM runs one), worker pods of one replica that differ in GPU type
  * or count (a LeaderWorkerSet has one worker template: the leader takes
@@ -53,6 +54,9 @@
 #include "model/cost.h"
 
 #define MAX_BACKENDS HX_K8S_MAX_RULES
+/* vLLM's data-parallel RPC port on a LeaderWorkerSet's leader (its pods
+ * have their own addresses: one port serves every replica) */
+#define HX_K8S_DP_RPC_PORT 29500
 
 /* ---- names ---- */
 
@@ -380,15 +384,20 @@ int hx_kgroup_init(hx_kgroup *k, const hx_plan *p, const hx_export_opts *o, int 
 
 	if ((rc = kgroup_pods(k, p, o, gn, out, err)) || (rc = kgroup_pins(k, o, gn, out, err)))
 		return rc;
-	/* A LeaderWorkerSet joins its pods by Ray, under which vLLM places
-	 * data-parallel ranks itself (--data-parallel-backend ray), not as
-	 * the plan lays them out; the launch commands start them node by
-	 * node.  Refused even with --lossy (another plan). */
-	if (hx_export_ep_shape(g, &k->ep) && k->ep.dp > 1 && k->npods > 1)
-		return hx_errf(
-		    err, HX_EINPUT,
-		    "group \"%s\" runs %d attention ranks over %d nodes: the pods join a replica's nodes by Ray, which places vLLM's data-parallel ranks itself (export --to launch starts them node by node)",
-		    gn, k->ep.dp, k->npods);
+	/* Attention ranks over several pods: each pod starts its own whole
+	 * ranks, as export --to launch does node by node (dp_pods), so the
+	 * pods hold the same GPUs and a rank sits in one.  Refused even with
+	 * --lossy (another plan). */
+	if (hx_export_ep_shape(g, &k->ep) && k->ep.dp > 1 && k->npods > 1) {
+		int same = 1;
+		for (int j = 1; j < k->npods; j++)
+			same &= k->pods[j].ngpus == k->pods[0].ngpus;
+		if (!same || k->ep.dp % k->npods || k->pods[0].ngpus % k->ep.atp)
+			return hx_errf(
+			    err, HX_EINPUT,
+			    "group \"%s\" runs %d attention ranks of TP %d over %d nodes that do not each hold whole ranks alike: every pod of a LeaderWorkerSet starts the same number of vLLM's data-parallel ranks (--data-parallel-size-local)",
+			    gn, k->ep.dp, k->ep.atp, k->npods);
+	}
 	k->placement = placement_text(g);
 	return 0;
 }
@@ -439,8 +448,8 @@ static void argv_free(argv_t *a)
 }
 
 /* vLLM's expert-parallel flags for K (export.h): EP over TP x DP, the
- * DP ranks of a single-node pod (multi-node pods with DP are refused),
- * EPLB's redundant experts. */
+ * DP ranks (over several pods dp_pods adds each pod's), EPLB's redundant
+ * experts. */
 static void vllm_ep_flags(argv_t *a, const hx_kgroup *k)
 {
 	if (k->ep.ep > 1)
@@ -546,6 +555,40 @@ static void shell_word(hx_buf *b, const char *s)
 	}
 }
 
+/* What pod KIND of a replica with attention ranks over several pods runs
+ * (export.h): every pod `vllm serve` with its share of the ranks
+ * (--data-parallel-size-local), all meeting at the leader's address
+ * (LWS_LEADER_ADDRESS) on the RPC port; the leader serves HTTP, each
+ * worker starts headless from its first rank (LWS_WORKER_INDEX, which the
+ * LeaderWorkerSet sets in every container, times the ranks a pod). */
+static void dp_pods(argv_t *a, const hx_kgroup *k, int kind)
+{
+	argv_t serve = {0};
+	hx_buf sh = {0};
+	int local = k->ep.dp / k->npods;
+
+	vllm_serve(&serve, k, kind == HX_KPOD_WORKER ? 0 : hx_k8s_port(k), 0);
+	hx_buf_printf(&sh, "exec");
+	for (int i = 0; i < serve.n; i++) {
+		hx_buf_printf(&sh, " ");
+		shell_word(&sh, serve.v[i]);
+	}
+	hx_buf_printf(&sh,
+		      " --data-parallel-size-local %d --data-parallel-address "
+		      "\"$LWS_LEADER_ADDRESS\" --data-parallel-rpc-port %d",
+		      local, HX_K8S_DP_RPC_PORT);
+	if (kind == HX_KPOD_WORKER)
+		hx_buf_printf(&sh,
+			      " --data-parallel-start-rank \"$((LWS_WORKER_INDEX * %d))\" "
+			      "--headless",
+			      local);
+	argv_free(&serve);
+	arg(a, "sh");
+	arg(a, "-c");
+	arg(a, sh.s);
+	hx_buf_release(&sh);
+}
+
 /* What the container of pod KIND runs. */
 static void command(argv_t *a, const hx_kgroup *k, int kind)
 {
@@ -554,6 +597,10 @@ static void command(argv_t *a, const hx_kgroup *k, int kind)
 
 	if (kind == HX_KPOD_SINGLE) {
 		vllm_serve(a, k, hx_k8s_port(k), 0);
+		return;
+	}
+	if (k->ep.dp > 1) {
+		dp_pods(a, k, kind);
 		return;
 	}
 	if (kind == HX_KPOD_WORKER) {

@@ -427,8 +427,8 @@ expect_err_line "^hexplan: error: $TMP/pp.json: group g0 is expert parallel \(ep
 
 # Kubernetes: a single-node replica is one pod with vLLM's flags, valid
 # manifests; llm-d's pods carry the same.  A multi-node replica with DP
-# attention is refused (Ray would place the ranks), one without is a
-# LeaderWorkerSet running TP 16 with EP.
+# attention is a LeaderWorkerSet of vLLM's data-parallel ranks, one
+# without is a LeaderWorkerSet running TP 16 with EP over Ray.
 VALIDATE=../shared/tools/validate-k8s
 have_validate=0
 [ -x "$VALIDATE" ] && python3 -c 'import yaml, jsonschema' 2>/dev/null && have_validate=1
@@ -489,9 +489,16 @@ for spec in "$TMP/dp2.json||--eplb-config {\"num_redundant_experts\":8}" \
 	# shellcheck disable=SC2086
 	k8s_has "$TMP/eplb.yaml" eplb --enable-eplb $want && ok || fail "k8s $plan $img: no --enable-eplb $want"
 done
-run export -p $TWO --to k8s
-expect_rc 1 "export --to k8s DP attention over 2 nodes"
-expect_err_line "^hexplan: error: group \"g0\" runs 16 attention ranks over 2 nodes: the pods join a replica's nodes by Ray, which places vLLM's data-parallel ranks itself \(export --to launch starts them node by node\)\$" "k8s multi-node DP message"
+# DP attention over 2 nodes: a LeaderWorkerSet without Ray, each pod
+# starting its 8 ranks (tests/cli/ep_multinode.sh checks the flags).
+run export -p $TWO --to k8s -o "$TMP/lws-dp.yaml"
+expect_rc 0 "export --to k8s DP attention over 2 nodes"
+grep -q 'kind: "*LeaderWorkerSet' "$TMP/lws-dp.yaml" && ok || fail "k8s DP over 2 nodes: no LeaderWorkerSet"
+grep -q 'ray start' "$TMP/lws-dp.yaml" && fail "k8s DP over 2 nodes: the pods start Ray" || ok
+# 12 GPUs (8 + 4) in 3 ranks of TP 4: the pods cannot start alike shares.
+run export -p "$TMP/span.json" --to k8s --lossy
+expect_rc 1 "export --to k8s ranks the pods cannot share alike"
+expect_err_line "^hexplan: error: group \"g0\" runs 3 attention ranks of TP 4 over 2 nodes that do not each hold whole ranks alike: every pod of a LeaderWorkerSet starts the same number of vLLM's data-parallel ranks \(--data-parallel-size-local\)\$" "k8s uneven DP message"
 run export -p "$TMP/ep16.json" --to k8s -o "$TMP/lws.yaml"
 expect_rc 0 "export --to k8s ep 16 over 2 nodes"
 if [ "$have_validate" = 1 ]; then

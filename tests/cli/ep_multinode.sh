@@ -1,0 +1,175 @@
+#!/bin/sh
+# Expert parallelism over several nodes: DeepSeek-V3 (FP8, 256 experts)
+# does not fit one 8-GPU H100 node, so on 4 such nodes with a 400 Gb/s NIC
+# per GPU (3,200 Gb/s a node) colocated plans EP 32 over the 4 nodes and
+# disagg prefill and decode EP 16 over 2 nodes each; check passes them,
+# the simulator runs them, the replica is priced as 'estimate --ep'
+# prices the shape, and the exports write each node's share of the ranks
+# (launch for vLLM and SGLang, k8s and llm-d LeaderWorkerSets that
+# validate).  check refuses a multi-node EP stage without its NIC, with
+# one faster than the nodes', and one that does not divide the experts
+# without redundancy.
+. "$(dirname "$0")/../lib.sh"
+
+EP=tests/data/ep
+IB=$EP/h100x4-ib.json
+W=$EP/deepseek-v3-2k.json
+
+# stage_is FILE GROUP TP EP DP: group GROUP's stage, cross_node, and every
+# replica on TP / 8 whole nodes with a tp_links entry at the nodes' NIC.
+stage_is() {
+	python3 - "$@" <<'PY'
+import json, sys
+f, gi, tp, ep, dp = sys.argv[1], int(sys.argv[2]), *map(int, sys.argv[3:])
+g = json.load(open(f))["groups"][gi]
+s = g["stages"][0]
+assert (s["tp"], s.get("ep"), s.get("dp_attention"), s.get("cross_node")) == (tp, ep, dp, True), s
+for r in g["replicas"]:
+    nodes = {}
+    for ref in r["placement"][0]:
+        n, i = ref.split(":")
+        nodes.setdefault(n, []).append(int(i))
+    assert len(nodes) == tp // 8 and all(sorted(v) == list(range(8)) for v in nodes.values()), nodes
+    assert r["tp_links"][0]["bw_gbps"] == 3200, r
+PY
+}
+
+# --- colocated --------------------------------------------------------------
+run plan -c $IB -w $W -m deepseek-v3 --mode colocated -o "$TMP/col.json"
+expect_rc 0 "colocated deepseek-v3 on 4 nodes"
+stage_is "$TMP/col.json" 0 32 32 32 && ok || fail "colocated: not EP 32 over 4 nodes: $(head -c 400 "$TMP/col.json")"
+run check -p "$TMP/col.json" -c $IB --format table
+expect_rc 0 "check the colocated multi-node EP plan"
+expect_out "ok: 1 groups, 1 replicas, 32 of 32 GPUs" "check line"
+# Its capacity is estimate's for the shape (the NIC from tp_links).
+python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["groups"][0]["predicted"]["capacity_rps"])' "$TMP/col.json" >"$TMP/got"
+run estimate -m deepseek-v3 -g h100-sxm --ep 32 --dp-attention --nic-gbps 3200 -w $W --format json
+expect_rc 0 "estimate EP 32"
+[ "$(cat "$TMP/got")" = "$(jnum capacity.rps)" ] && ok ||
+	fail "colocated EP 32 capacity $(cat "$TMP/got"), estimate $(jnum capacity.rps)"
+# More than the pipelines of TP 8 that were its only shapes before.
+run estimate -m deepseek-v3 -g h100-sxm --tp 8 --pp 2 --nic-gbps 3200 -w $W --format json
+python3 -c "import sys; sys.exit(not float('$(cat "$TMP/got")') > 2 * float('$(jnum capacity.rps)'))" && ok ||
+	fail "EP 32 ($(cat "$TMP/got") req/s) is not above twice TP 8 x PP 2's"
+run simulate -p "$TMP/col.json" -w $W --requests 300
+expect_rc 0 "simulate the colocated multi-node EP plan"
+[ "$(jnum requests.finished)" = 300 ] && ok || fail "simulate: $(jnum requests.finished) of 300 finished"
+
+# --- disagg -----------------------------------------------------------------
+run plan -c $IB -w $W -m deepseek-v3 --mode disagg -o "$TMP/dis.json"
+expect_rc 0 "disagg deepseek-v3 on 4 nodes"
+python3 - "$TMP/dis.json" <<'PY' && ok || fail "disagg: not one prefill and one decode EP replica"
+import json, sys
+g = json.load(open(sys.argv[1]))["groups"]
+assert sorted(x["role"] for x in g) == ["decode", "prefill"], g
+assert all(len(x["replicas"]) == 1 for x in g), g
+PY
+for gi in 0 1; do
+	stage_is "$TMP/dis.json" $gi 16 16 16 && ok || fail "disagg group $gi: not EP 16 over 2 nodes"
+done
+run check -p "$TMP/dis.json" -c $IB --format table
+expect_rc 0 "check the disagg multi-node EP plan"
+run simulate -p "$TMP/dis.json" -w $W --requests 300
+expect_rc 0 "simulate the disagg multi-node EP plan"
+[ "$(jnum requests.finished)" = 300 ] && ok || fail "simulate disagg: $(jnum requests.finished) of 300 finished"
+
+# --- check: the NIC and the experts -----------------------------------------
+# NAME|CHANGE (python on plan p, stage s, replica r)|CLUSTER|EXPECTED LINE
+cat >"$TMP/cases" <<'EOF2'
+no-nic|del r["tp_links"]|/groups/0/replicas/0: stage 0 is expert parallel over 4 nodes but the replica has no tp_links entry for it: the NIC its all-to-all crosses
+fast-nic|r["tp_links"][0]["bw_gbps"] = 6400|/groups/0/replicas/0/tp_links/0/bw_gbps: 6400 Gb/s for the all-to-all of an expert-parallel stage, above node "h100-0"'s NIC of 3200 Gb/s
+experts|s.update(tp=24, ep=24, dp_attention=24); r["placement"][0] = r["placement"][0][:24]|/groups/0/stages/0/ep: ep 24 does not divide the 256 experts of deepseek-v3
+EOF2
+while IFS='|' read -r name change line; do
+	python3 - "$TMP/col.json" "$TMP/$name.json" "$change" <<'PY' || fail "$name: variant"
+import json, sys
+p = json.load(open(sys.argv[1]))
+s = p["groups"][0]["stages"][0]
+r = p["groups"][0]["replicas"][0]
+exec(sys.argv[3])
+json.dump(p, open(sys.argv[2], "w"))
+PY
+	run check -p "$TMP/$name.json" -c $IB
+	expect_rc 1 "check $name"
+	printf 'hexplan: error: %s: %s\n' "$TMP/$name.json" "$line" >"$TMP/want"
+	cmp -s "$TMP/err" "$TMP/want" && ok || {
+		fail "check $name: stderr differs"
+		diff "$TMP/want" "$TMP/err" | sed 's/^/  /' >&2
+	}
+done <"$TMP/cases"
+# EP 24 over 3 nodes holds the 256 experts with 8 redundant ones.
+python3 - "$TMP/experts.json" "$TMP/red.json" <<'PY' && ok || fail "redundant variant"
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["groups"][0]["stages"][0]["redundant_experts"] = 8
+json.dump(p, open(sys.argv[2], "w"))
+PY
+run check -p "$TMP/red.json" -c $IB --format table
+expect_rc 0 "check EP 24 over 3 nodes with 8 redundant experts"
+
+# --- exports ----------------------------------------------------------------
+# argv_has FILE PROC WORDS...: process PROC of the JSON lines has WORDS in a
+# row.
+argv_has() {
+	python3 - "$@" <<'PY'
+import json, sys
+procs = [json.loads(l) for l in open(sys.argv[1]) if '"argv"' in l and '"router"' not in l]
+a, want = procs[int(sys.argv[2])]["argv"], sys.argv[3:]
+sys.exit(not any(a[i:i + len(want)] == want for i in range(len(a))))
+PY
+}
+run export -p "$TMP/col.json" --to launch -o "$TMP/col.jsonl"
+expect_rc 0 "export --to launch EP 32 over 4 nodes"
+[ "$(grep -c '"argv"' "$TMP/col.jsonl")" = 5 ] && ok || fail "EP 32: not 4 processes and a router"
+for n in 0 1 2 3; do
+	for w in "--tensor-parallel-size 1" "--enable-expert-parallel" "--data-parallel-size 32" \
+		"--data-parallel-size-local 8" "--data-parallel-address h100-0"; do
+		# shellcheck disable=SC2086
+		argv_has "$TMP/col.jsonl" $n $w && ok || fail "vLLM node $n: no $w"
+	done
+done
+argv_has "$TMP/col.jsonl" 3 --data-parallel-start-rank 24 --headless && ok || fail "vLLM node 3: not headless from rank 24"
+run export -p "$TMP/col.json" --to launch --engine sglang -o "$TMP/col-sg.jsonl"
+expect_rc 0 "export --to launch --engine sglang EP 32 over 4 nodes"
+for n in 0 1 2 3; do
+	argv_has "$TMP/col-sg.jsonl" $n --tp-size 32 && ok || fail "SGLang node $n: --tp-size 32"
+	argv_has "$TMP/col-sg.jsonl" $n --ep-size 32 --dp-size 32 && ok || fail "SGLang node $n: --ep-size, --dp-size"
+	argv_has "$TMP/col-sg.jsonl" $n --nnodes 4 --node-rank $n && ok || fail "SGLang node $n: --nnodes 4 --node-rank $n"
+	argv_has "$TMP/col-sg.jsonl" $n --dist-init-addr h100-0:29500 && ok || fail "SGLang node $n: --dist-init-addr"
+	argv_has "$TMP/col-sg.jsonl" $n --enable-dp-attention && ok || fail "SGLang node $n: --enable-dp-attention"
+done
+# Kubernetes: a LeaderWorkerSet of 4 pods, each vLLM with its 8 ranks.
+VALIDATE=../shared/tools/validate-k8s
+have_validate=0
+[ -x "$VALIDATE" ] && python3 -c 'import yaml, jsonschema' 2>/dev/null && have_validate=1
+[ "$have_validate" = 1 ] || echo "SKIP: $VALIDATE or python3-jsonschema is missing: no schema checks"
+for t in k8s llm-d; do
+	run export -p "$TMP/col.json" --to $t -o "$TMP/$t.yaml"
+	expect_rc 0 "export --to $t EP 32 over 4 nodes"
+	if [ "$have_validate" = 1 ]; then
+		"$VALIDATE" "$TMP/$t.yaml" >"$TMP/val" 2>&1 && ok || {
+			fail "$t: validate-k8s"
+			head -5 "$TMP/val" >&2
+		}
+	fi
+	python3 - "$TMP/$t.yaml" <<'PY' && ok || fail "$t: the LeaderWorkerSet's pods"
+import sys, yaml
+lws = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d.get("kind") == "LeaderWorkerSet"]
+assert len(lws) == 1, lws
+t = lws[0]["spec"]["leaderWorkerTemplate"]
+assert t["size"] == 4, t["size"]
+lead = " ".join(t["leaderTemplate"]["spec"]["containers"][0]["command"])
+work = " ".join(t["workerTemplate"]["spec"]["containers"][0]["command"])
+for c in (lead, work):
+    for w in ("--tensor-parallel-size 1", "--enable-expert-parallel", "--data-parallel-size 32",
+              "--data-parallel-size-local 8", '--data-parallel-address "$$LWS_LEADER_ADDRESS"',
+              "--data-parallel-rpc-port 29500"):
+        assert w in c, (w, c)
+    assert "ray start" not in c, c
+assert "--port 8000" in lead and "--headless" not in lead, lead
+assert '--data-parallel-start-rank "$$((LWS_WORKER_INDEX * 8))" --headless' in work, work
+assert "--port" not in work, work
+PY
+done
+
+finish

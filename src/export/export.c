@@ -127,6 +127,11 @@ int hx_export_ep_shape(const hx_plan_group *g, hx_export_ep *e)
 	return 1;
 }
 
+const char *hx_export_vllm_all2all(hx_role role)
+{
+	return role == HX_ROLE_DECODE ? "deepep_low_latency" : "deepep_high_throughput";
+}
+
 void hx_export_add(hx_export_out *out, const char *name, char *text)
 {
 	out->f = hx_xrealloc(out->f, (size_t)(out->n + 1) * sizeof(*out->f));

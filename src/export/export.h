@@ -56,9 +56,16 @@ typedef struct hx_export_opts {
  *   --eplb-config '{"num_redundant_experts":N}': EPLBConfig in
  *   vllm/config/parallel.py, in vLLM's API reference from 0.10.2 on
  *   (0.10.2, 0.11.2, 0.12.0), not in 0.10.1.1's, whose ParallelConfig
- *   field gives --num-redundant-experts.  The all-to-all stays the
- *   release's default (VLLM_ALL2ALL_BACKEND, later --all2all-backend,
- *   choose DeepEP, which the image must carry).
+ *   field gives --num-redundant-experts.  The all-to-all: on one node the
+ *   release's default; over several nodes of NVIDIA GPUs DeepEP's, as the
+ *   cost model prices it (dispatch and combine at the NIC's rate),
+ *   deepep_low_latency for decode groups, deepep_high_throughput for
+ *   prefill and aggregated ones (ParallelConfig.all2all_backend in
+ *   vllm/config/parallel.py, whose All2AllBackend lists both): the flag
+ *   --all2all-backend from 0.11.1 on (vllm-project/vllm#26732, merged
+ *   2025-10-13 after 0.11.0; the environment variable it replaced was
+ *   removed by #33535), the variable VLLM_ALL2ALL_BACKEND before.  The
+ *   image must carry DeepEP.
  *   SGLang: ServerArgs (python/sglang/srt/server_args.py) of the 0.5
  *   series: ep_size (--ep-size, alias --expert-parallel-size), dp_size,
  *   enable_dp_attention, enable_dp_lm_head, moe_dense_tp_size,
@@ -74,7 +81,8 @@ typedef struct hx_export_opts {
  *   the cost model runs them), --moe-a2a-backend deepep with --deepep-mode
  *   normal on prefill and low_latency on decode groups (auto on aggregated
  *   ones), --enable-eplb --ep-num-redundant-experts N. */
-#define HX_EXPORT_VLLM_EPLB_CONFIG "0.10.2" /* first with --eplb-config */
+#define HX_EXPORT_VLLM_EPLB_CONFIG  "0.10.2" /* first with --eplb-config */
+#define HX_EXPORT_VLLM_ALL2ALL_FLAG "0.11.1" /* first with --all2all-backend */
 /* The images the k8s export runs unless --image names one: pinned to the
  * release whose flags the exports were checked against (--engine-version
  * VER picks vllm/vllm-openai:vVER on NVIDIA GPUs). */
@@ -211,6 +219,10 @@ typedef struct hx_export_ep {
 	int redundant; /* EPLB's redundant experts, 0 without */
 } hx_export_ep;
 int hx_export_ep_shape(const hx_plan_group *g, hx_export_ep *e);
+/* vLLM's all-to-all backend for an expert-parallel replica over several
+ * nodes in ROLE (export.h's flags): DeepEP's low-latency kernels for
+ * decode, its high-throughput ones otherwise.  Static. */
+const char *hx_export_vllm_all2all(hx_role role);
 
 /* Add a file to OUT; TEXT is taken over (freed by hx_export_release). */
 void hx_export_add(hx_export_out *out, const char *name, char *text);

@@ -447,6 +447,19 @@ static void argv_free(argv_t *a)
 	memset(a, 0, sizeof(*a));
 }
 
+/* Whether K's vLLM takes DeepEP's all-to-all (export.h: EP over several
+ * nodes of NVIDIA GPUs): 1 as --all2all-backend, -1 as the environment
+ * variable (before HX_EXPORT_VLLM_ALL2ALL_FLAG), 0 not. */
+static int all2all_flag(const hx_kgroup *k)
+{
+	if (k->ep.ep <= 1 || k->npods <= 1 || is_amd(k->pods[0].gpu))
+		return 0;
+	return hx_export_version_cmp(hx_export_engine_version(k->o, HX_EXPORT_VLLM_VERSION),
+				     HX_EXPORT_VLLM_ALL2ALL_FLAG) >= 0
+		   ? 1
+		   : -1;
+}
+
 /* vLLM's expert-parallel flags for K (export.h): EP over TP x DP, the
  * DP ranks (over several pods dp_pods adds each pod's), EPLB's redundant
  * experts. */
@@ -454,6 +467,10 @@ static void vllm_ep_flags(argv_t *a, const hx_kgroup *k)
 {
 	if (k->ep.ep > 1)
 		arg(a, "--enable-expert-parallel");
+	if (all2all_flag(k) > 0) {
+		arg(a, "--all2all-backend");
+		arg(a, hx_export_vllm_all2all(k->g->role));
+	}
 	if (k->ep.dp > 1) {
 		arg(a, "--data-parallel-size");
 		argi(a, k->ep.dp);
@@ -739,6 +756,8 @@ static void pod_env(hx_yw *w, const hx_kgroup *k, int ngpus, int amd, int manage
 	}
 	if (k->g->role != HX_ROLE_AGGREGATED)
 		env_from(w, "VLLM_NIXL_SIDE_CHANNEL_HOST", "fieldRef", "status.podIP", NULL);
+	if (all2all_flag(k) < 0)
+		hx_k8s_env(w, "VLLM_ALL2ALL_BACKEND", hx_export_vllm_all2all(k->g->role));
 	/* the model cache (KServe's presets keep their own under /models) */
 	if (!managed)
 		hx_k8s_env(w, "HF_HOME", HX_K8S_CACHE "/huggingface");

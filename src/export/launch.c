@@ -509,6 +509,16 @@ static void vllm_ep_args(ctx *c, proc *x, int master)
 
 	if (e->ep > 1)
 		add(&x->argv, "--enable-expert-parallel");
+	/* DeepEP's all-to-all over several nodes (export.h) */
+	if (e->ep > 1 && x->nnodes > 1 && !x->amd) {
+		const char *be = hx_export_vllm_all2all(c->p->groups[x->g].role);
+		if (hx_export_version_cmp(c->version, HX_EXPORT_VLLM_ALL2ALL_FLAG) >= 0) {
+			add(&x->argv, "--all2all-backend");
+			add(&x->argv, be);
+		} else {
+			add_env(x, "VLLM_ALL2ALL_BACKEND", hx_xstrdup(be));
+		}
+	}
 	if (e->dp > 1) {
 		add_int(&x->argv, "--data-parallel-size", e->dp);
 		if (x->nnodes > 1) {

@@ -6,7 +6,7 @@
 # the simulator runs them, the replica is priced as 'estimate --ep'
 # prices the shape, and the exports write each node's share of the ranks
 # (launch for vLLM and SGLang, k8s and llm-d LeaderWorkerSets that
-# validate).  check refuses a multi-node EP stage without its NIC, with
+# validate), with vLLM's DeepEP all-to-all by role and release.  check refuses a multi-node EP stage without its NIC, with
 # one faster than the nodes', and one that does not divide the experts
 # without redundancy.
 . "$(dirname "$0")/../lib.sh"
@@ -129,6 +129,34 @@ for n in 0 1 2 3; do
 	done
 done
 argv_has "$TMP/col.jsonl" 3 --data-parallel-start-rank 24 --headless && ok || fail "vLLM node 3: not headless from rank 24"
+# DeepEP's all-to-all over the nodes: high-throughput kernels on an
+# aggregated group, low-latency on a decode one (flag from vLLM 0.11.1,
+# the environment variable before); on one node the release's default.
+argv_has "$TMP/col.jsonl" 0 --all2all-backend deepep_high_throughput && ok || fail "vLLM: no DeepEP high-throughput all-to-all"
+run export -p "$TMP/dis.json" --to launch -o "$TMP/dis.jsonl"
+expect_rc 0 "export --to launch the disagg plan"
+python3 - "$TMP/dis.jsonl" <<'PY' && ok || fail "disagg: DeepEP's kernels by role"
+import json, sys
+procs = [json.loads(l) for l in open(sys.argv[1]) if '"argv"' in l and '"router"' not in l]
+want = {"prefill": "deepep_high_throughput", "decode": "deepep_low_latency"}
+roles = {g: ("prefill" if g.startswith("p") else "decode") for g in {p["group"] for p in procs}}
+assert len(procs) == 4, len(procs)
+for p in procs:
+    a = p["argv"]
+    i = a.index("--all2all-backend")
+    assert a[i + 1] == want[roles[p["group"]]], (p["group"], a[i + 1])
+PY
+run export -p "$TMP/col.json" --to launch --engine-version 0.11.0 -o "$TMP/col-old.jsonl"
+expect_rc 0 "export --to launch for vLLM 0.11.0"
+python3 - "$TMP/col-old.jsonl" <<'PY' && ok || fail "vLLM 0.11.0: not VLLM_ALL2ALL_BACKEND"
+import json, sys
+procs = [json.loads(l) for l in open(sys.argv[1]) if '"argv"' in l and '"router"' not in l]
+for p in procs:
+    assert "--all2all-backend" not in p["argv"], p["argv"]
+    assert p["env"]["VLLM_ALL2ALL_BACKEND"] == "deepep_high_throughput", p["env"]
+PY
+run export -p $EP/qwen3-30b-a3b-ep8.json --to launch
+grep -q all2all "$TMP/out" && fail "one-node EP: an all-to-all backend written" || ok
 run export -p "$TMP/col.json" --to launch --engine sglang -o "$TMP/col-sg.jsonl"
 expect_rc 0 "export --to launch --engine sglang EP 32 over 4 nodes"
 for n in 0 1 2 3; do
@@ -169,7 +197,15 @@ for c in (lead, work):
 assert "--port 8000" in lead and "--headless" not in lead, lead
 assert '--data-parallel-start-rank "$$((LWS_WORKER_INDEX * 8))" --headless' in work, work
 assert "--port" not in work, work
+# the image's vLLM (0.11.0) takes the all-to-all by environment
+for p in (t["leaderTemplate"], t["workerTemplate"]):
+    env = {e["name"]: e.get("value") for e in p["spec"]["containers"][0]["env"]}
+    assert env.get("VLLM_ALL2ALL_BACKEND") == "deepep_high_throughput", env
 PY
 done
+run export -p "$TMP/col.json" --to k8s --engine-version 0.11.1 -o "$TMP/k8s-new.yaml"
+expect_rc 0 "export --to k8s for vLLM 0.11.1"
+grep -q -- '--all2all-backend deepep_high_throughput' "$TMP/k8s-new.yaml" && ok || fail "k8s vLLM 0.11.1: no --all2all-backend"
+grep -q VLLM_ALL2ALL_BACKEND "$TMP/k8s-new.yaml" && fail "k8s vLLM 0.11.1: the environment variable too" || ok
 
 finish

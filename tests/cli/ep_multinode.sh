@@ -12,8 +12,8 @@
 . "$(dirname "$0")/../lib.sh"
 
 EP=tests/data/ep
-IB=$EP/h100x4-ib.json
-W=$EP/deepseek-v3-2k.json
+IB=tests/data/ep-multinode/h100x4-ib.json
+W=tests/data/ep-multinode/deepseek-v3-2k.json
 
 # stage_is FILE GROUP TP EP DP: group GROUP's stage, cross_node, and every
 # replica on TP / 8 whole nodes with a tp_links entry at the nodes' NIC.

@@ -203,6 +203,16 @@ expect_rc 0 "simulate an AFD plan (table)"
 expect_out 'group g1     utilization [0-9.]+, 200 finished, AFD decode batch [0-9.]+ at context [0-9]+' "table's AFD line"
 expect_out 'tpot +3[5-7]\.' "TPOT at the AFD step (35.1 ms at a batch of 8)"
 
+# ---- export: every target refuses, with the reason, and writes nothing ----------
+for t in launch k8s kserve llm-d dynamo dot; do
+	lossy=--lossy
+	[ "$t" = dot ] && lossy=
+	run export -p "$PLAN" --to "$t" $lossy -o "$TMP/exp-$t"
+	expect_rc 1 "export --to $t refuses an AFD plan"
+	expect_err_line "group g1 is attention/FFN disaggregated \\(2 attention instances of h100-sxm, 1 FFN instances of l40s\\): no export target writes an engine's attention/FFN disaggregation, so it cannot be exported to $t" "export --to $t message"
+	if [ -e "$TMP/exp-$t" ]; then fail "export --to $t wrote $TMP/exp-$t"; else ok; fi
+done
+
 # ---- the reader's bounds and shape, at their pointer -------------------------
 reader() { # EDIT POINTER-AND-MESSAGE-RE WHAT
 	variant "$1"

@@ -1930,6 +1930,15 @@ char *hx_plan_table(const hx_plan *p)
 			if (strlen(st) + strlen(one) < sizeof(st))
 				strcat(st, one);
 		}
+		/* An AFD group: its attention instances, then its FFN side. */
+		if (grp->afd.on) {
+			char one[128];
+			snprintf(one, sizeof(one), " x%d + %s x%d x%d ffn m%d", grp->afd.attn_n,
+				 grp->afd.ffn_gpu, grp->afd.ffn_tp, grp->afd.ffn_n,
+				 grp->afd.micro_batches);
+			if (strlen(st) + strlen(one) < sizeof(st))
+				strcat(st, one);
+		}
 		hx_buf_printf(&t, "%-6s %-10s %-12s %-40s %8d %12.3f %7.4f\n", grp->name,
 			      hx_role_name(grp->role), grp->model, st, grp->nreplicas,
 			      grp->capacity_rps, w);

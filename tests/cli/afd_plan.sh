@@ -50,6 +50,12 @@ assert r["afd"] == {"ffn": ["l40s-0:0"], "link": {"bw_gbps": 100, "latency_ms": 
 assert "afd" not in p["groups"][0] and "afd" not in p["groups"][0]["replicas"][0]
 EOF
 
+# The table shows both sides: attention instances, then the FFN side's
+# GPU x TP x instances and the micro-batches.
+run plan -p "$PLAN" --format table
+expect_out '^g1 +decode +llama-3.1-8b h100-sxm x1 \[0,32\) x2 \+ l40s x1 x1 ffn m2 +1 ' "table's AFD group"
+expect_out '^g0 +prefill +llama-3.1-8b h100-sxm x1 \[0,32\) +1 ' "table's plain group as before"
+
 # The plan schema takes the AFD plan and refuses an afd key it lacks.
 if python3 -c 'from jsonschema import Draft202012Validator' 2>/dev/null; then
 	if python3 - profiles/plan.schema.json "$TMP/a.json" <<'EOF'; then ok; else fail "schema and the AFD plan"; fi

@@ -219,6 +219,14 @@ for t in launch k8s kserve llm-d dynamo dot; do
 	if [ -e "$TMP/exp-$t" ]; then fail "export --to $t wrote $TMP/exp-$t"; else ok; fi
 done
 
+# ---- replan and check --tolerate-failures refuse AFD groups --------------------
+run replan -p "$PLAN" -c "$CL" -w examples/workloads/chat.json -o "$TMP/re.json"
+expect_rc 1 "replan refuses an AFD plan"
+expect_err_line 'group g1 is attention/FFN disaggregated: replan does not adapt AFD groups' "replan message"
+run check -p "$PLAN" -c "$CL" -w examples/workloads/chat.json --tolerate-failures 1
+expect_rc 1 "check --tolerate-failures refuses an AFD plan"
+expect_err_line 'group g1 is attention/FFN disaggregated: --tolerate-failures does not take AFD groups' "tolerate message"
+
 # ---- the reader's bounds and shape, at their pointer -------------------------
 reader() { # EDIT POINTER-AND-MESSAGE-RE WHAT
 	variant "$1"

@@ -393,6 +393,41 @@ static void check_afd_link(const hx_plan_group *g, const hx_afd *a, int gi, int 
 		    st.step_s * 1e3, g->afd.step_ms);
 }
 
+/* The link replica RI of AFD group GI claims against cluster C's: no
+ * faster (bandwidth, latency) than the cluster's link, and its nodes'
+ * NICs, between any attention node and any FFN node on another node. */
+static void check_afd_cluster_link(const hx_plan_group *g, const hx_cluster *c, int gi, int ri,
+				   vlist *l)
+{
+	const hx_plan_replica *r = &g->replicas[ri];
+	const hx_linkspec *x = &r->afd_link;
+	char ptr[200];
+
+	for (int i = 0; i < r->ngpus[0]; i++)
+		for (int k = 0; k < r->nffn; k++) {
+			int a = ref_node(c, &r->gpus[0][i]), f = ref_node(c, &r->ffn[k]);
+			hx_linkspec cl;
+			double bw;
+			if (a < 0 || f < 0 || a == f)
+				continue;
+			cl = hx_cluster_link(c, a, f);
+			bw = cl.bw_gbps;
+			if (c->nodes[a].nic_gbps > 0)
+				bw = fmin(bw, c->nodes[a].nic_gbps);
+			if (c->nodes[f].nic_gbps > 0)
+				bw = fmin(bw, c->nodes[f].nic_gbps);
+			snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/afd/link", gi, ri);
+			if (x->bw_gbps > bw * (1 + 1e-9) ||
+			    x->latency_ms < cl.latency_ms * (1 - 1e-9)) {
+				add(l, HX_V_AFD, ptr,
+				    "claims %g Gb/s and %g ms between nodes \"%s\" and \"%s\", whose link in the cluster is %g Gb/s (NICs included) and %g ms",
+				    x->bw_gbps, x->latency_ms, c->nodes[a].name,
+				    c->nodes[f].name, bw, cl.latency_ms);
+				return;
+			}
+		}
+}
+
 /* Replica RI of AFD group GI: its FFN GPUs (count, nodes, type), memory
  * on cluster C's GPUs (C may be NULL: skipped), its link. */
 static void check_afd_replica(const hx_plan *p, const hx_cluster *c, int gi, int ri, vlist *l)
@@ -422,6 +457,7 @@ static void check_afd_replica(const hx_plan *p, const hx_cluster *c, int gi, int
 	if (c) {
 		check_afd_ffn_gpus(g, c, gi, ri, l);
 		check_afd_memory(g, c, a, gi, ri, l);
+		check_afd_cluster_link(g, c, gi, ri, l);
 	}
 	check_afd_link(g, &a, gi, ri, l);
 }

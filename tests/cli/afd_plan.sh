@@ -95,6 +95,12 @@ run check -p "$TMP/v.json" -c "$CL"
 expect_rc 1 "a 4 Gb/s link: the step is slower than predicted"
 if grep -q 'cannot carry' "$TMP/err"; then fail "4 Gb/s carries 33.554 ms of bytes in 35.7 ms"; else ok; fi
 err_has 'slower than the group.s step_ms' "4 Gb/s step"
+# The link may not be faster than the cluster's between the two sides'
+# nodes (mixed.json: 100 Gb/s NICs, 0.02 ms in the region).
+variant 'r["afd"]["link"] = {"bw_gbps": 400, "latency_ms": 0.01}'
+run check -p "$TMP/v.json" -c "$CL"
+expect_rc 1 "a link faster than the cluster's"
+err_has '/groups/1/replicas/0/afd/link: claims 400 Gb/s and 0\.01 ms between nodes "h100-0" and "l40s-0", whose link in the cluster is 100 Gb/s \(NICs included\) and 0\.02 ms' "cluster link"
 # A plan promising a faster step than its GPUs allow fails the same way.
 variant 'g["afd"]["step_ms"] = 30'
 run check -p "$TMP/v.json" -c "$CL"

@@ -1907,6 +1907,7 @@ char *hx_plan_table(const hx_plan *p)
 			reps++;
 			for (int s = 0; s < p->groups[g].nstages; s++)
 				gpus += p->groups[g].replicas[r].ngpus[s];
+			gpus += p->groups[g].replicas[r].nffn; /* an AFD replica's */
 		}
 	hx_buf_printf(&t, "plan %s: %d group%s, %d replica%s on %d GPUs", p->mode, p->ngroups,
 		      p->ngroups == 1 ? "" : "s", reps, reps == 1 ? "" : "s", gpus);

@@ -30,7 +30,7 @@ err_has() {
 # estimate --afd's 35.7257 (tests/cli/afd_estimate.sh computes it by hand).
 run check -p "$PLAN" -c "$CL"
 expect_rc 0 "the AFD plan passes check"
-expect_out '"gpus_used": 3' "the FFN GPU is counted"
+expect_out '"gpus_used": 4' "the FFN GPU is counted (1 prefill, 2 attention, 1 FFN)"
 
 # Written back: the same plan, byte for byte when written again.
 run plan -p "$PLAN"
@@ -54,6 +54,7 @@ EOF
 # GPU x TP x instances and the micro-batches.
 run plan -p "$PLAN" --format table
 expect_out '^g1 +decode +llama-3.1-8b h100-sxm x1 \[0,32\) x2 \+ l40s x1 x1 ffn m2 +1 ' "table's AFD group"
+expect_out '^plan disagg: 2 groups, 2 replicas on 4 GPUs' "table's GPUs count the FFN side"
 expect_out '^g0 +prefill +llama-3.1-8b h100-sxm x1 \[0,32\) +1 ' "table's plain group as before"
 
 # The plan schema takes the AFD plan and refuses an afd key it lacks.
@@ -135,6 +136,61 @@ g["afd"]["batch"] = 8; g["afd"]["step_ms"] = 1e6'
 run check -p "$TMP/v.json" -c "$CL"
 expect_rc 1 "FFN weights beyond the L40S"
 err_has '/groups/1/replicas/0/afd/ffn: the FFN weights do not fit on the l40s GPUs' "FFN memory"
+
+# ---- a mixture of experts: qwen3-30b-a3b, 4 FFN (expert) instances ---------------
+# 2 attention H100s (TP 1) and 4 L40S expert instances of 32 of the 128
+# experts each, m = 2, B = 64 at context 1088; estimate --afd's step 39.4135
+# ms.  Per MoE layer each way every token goes to its k = 8 experts: B * h
+# * 2 * k = 64 * 2048 * 2 * 8 = 2,097,152 bytes.  One micro-batch of 32:
+# an attention instance sends 16 * 4096 * 8 = 524,288 bytes, an expert
+# instance receives a quarter of 32 * 4096 * 8, 262,144: the busier end is
+# the attention side.  A step, 48 layers * 2 micro-batches * 524,288 =
+# 50,331,648 bytes each way: 4.027 ms at 100 Gb/s, 40.265 ms at 10 Gb/s,
+# more than the step.
+moe='
+m = json.load(open("tests/data/ep/qwen3-30b-a3b-ep8.json"))["models"][0]
+p["models"] = [m]
+for x in p["groups"]:
+    x["model"] = m["name"]; x["stages"][0]["layers"] = [0, 48]
+g["afd"]["ffn"]["instances"] = 4; g["afd"]["step_ms"] = 39.4135
+r["afd"]["ffn"] = ["l40s-0:0", "l40s-0:1", "l40s-0:2", "l40s-0:3"]
+'
+variant "$moe"
+cp "$TMP/v.json" "$TMP/moe.json"
+run check -p "$TMP/moe.json" -c "$CL"
+expect_rc 0 "the MoE AFD plan passes check"
+expect_out '"gpus_used": 7' "the MoE plan's 4 expert GPUs counted"
+variant "$moe"'
+r["afd"]["link"]["bw_gbps"] = 10'
+run check -p "$TMP/v.json" -c "$CL"
+expect_rc 1 "a 10 Gb/s link under the MoE exchange"
+err_has 'afd/link: cannot carry the activations at the predicted step: 50331648 bytes a step each way at the busier end take 40\.265 ms at 10 Gb/s, more than step_ms 39\.4135' "MoE link message"
+variant "$moe"'
+g["afd"]["ffn"]["instances"] = 3; r["afd"]["ffn"] = r["afd"]["ffn"][:3]'
+run check -p "$TMP/v.json" -c "$CL"
+expect_rc 1 "3 expert instances for 128 experts"
+err_has '/groups/1/afd: 3 FFN instances must divide the 128 experts of qwen3-30b-a3b' "experts"
+# The simulator's MoE step: at 8 req/s the mean TPOT is estimate's step at
+# the batch simulate reports, within 5%.
+python3 - "$HEXPLAN" "$TMP/moe.json" >"$TMP/moe-sim" 2>&1 <<'EOF' || fail "MoE AFD simulate: $(cat "$TMP/moe-sim")"
+import json, math, subprocess, sys
+hx, plan = sys.argv[1], sys.argv[2]
+o = json.loads(subprocess.check_output([hx, "simulate", "-p", plan, "-w",
+    "examples/workloads/chat.json", "--rate", "8", "--requests", "2000", "--format", "json"]))
+g = o["groups"][1]
+B, C = g["decode_batch"], round(g["decode_context"])
+def step(b):
+    e = json.loads(subprocess.check_output([hx, "estimate", "-m", "qwen3-30b-a3b", "--afd",
+        "h100-sxm:2:1,l40s:4:1", "--batch", str(b), "--input", str(C - 1), "--output", "2",
+        "--format", "json"]))
+    return e["decode"]["step_ms"]
+lo = max(1, math.floor(B))
+want = step(lo) + (B - lo) * (step(lo + 1) - step(lo))
+got = o["tpot_ms"]["mean"]
+print("batch %.1f: mean TPOT %.3f ms, step %.3f ms" % (B, got, want))
+assert g["finished"] == 2000 and abs(got / want - 1) <= 0.05
+EOF
+[ -s "$TMP/moe-sim" ] && ok
 
 # ---- GPUs --------------------------------------------------------------------
 variant 'r["afd"]["ffn"] = ["h100-0:1"]'

@@ -462,6 +462,60 @@ static double afd_iteration_s(const sim *s, replica *rp, const hx_batch *b)
 	return st.step_s;
 }
 
+/* One scheduling pass over RP's sequences under way: the decodes first
+ * (a token each), then the prompts' next chunks, into B, with the token
+ * budget LEFT and the KV KV_NEED they take.  Returns 1 when one did not
+ * fit and the latest admitted sequence was preempted (the caller passes
+ * again), else 0. */
+static int schedule_running(sim *s, replica *rp, hx_batch *b, double *left, double *kv_need)
+{
+	double rank_budget = s->w->serving.token_budget, nd = 0, ctx = 0;
+	int ndec = 0, npre = 0;
+
+	*b = (hx_batch){0};
+	*left = rank_budget * rp->dp;
+	*kv_need = 0;
+	for (int i = 0, nrun = rp->nrun; i < nrun; i++) {
+		seq *q = &rp->run[i];
+		q->chunk = 0;
+		q->decoding = q->prefilled >= q->prompt;
+		if (q->decoding) {
+			ndec++;
+			*left -= 1;
+			*kv_need += 1;
+			nd += 1;
+			ctx += q->kv;
+		} else {
+			s->idx[npre++] = i;
+		}
+	}
+	b->decode_seqs = nd;
+	b->decode_ctx = ctx;
+	if (rp->kv_used + ndec > rp->kv_cap && rp->nrun > 1) {
+		preempt(s, rp);
+		return 1;
+	}
+	for (int k = 0; k < npre; k++) {
+		seq *q = &rp->run[s->idx[k]];
+		double room = rp->kv_cap - rp->kv_used - *kv_need;
+		int n = (int)fmin(fmin(q->prompt - q->prefilled, *left), rank_budget);
+		if (n <= 0)
+			break; /* the budget is spent */
+		if (n > room && rp->nrun > 1) {
+			preempt(s, rp);
+			return 1;
+		}
+		n = (int)fmin(n, room);
+		if (n <= 0)
+			continue;
+		q->chunk = n;
+		*left -= n;
+		*kv_need += n;
+		hx_batch_add_prefill(b, 1, n, q->prefilled);
+	}
+	return 0;
+}
+
 static void start_iteration(sim *s, int ri)
 {
 	replica *rp = &s->reps[ri];
@@ -469,9 +523,9 @@ static void start_iteration(sim *s, int ri)
 	 * with its own token budget and sequences (the cost model's rule);
 	 * a prompt's chunk is one rank's. */
 	int dp = rp->dp;
-	double rank_budget = s->w->serving.token_budget, budget = rank_budget * dp;
+	double rank_budget = s->w->serving.token_budget;
 	double kv_need = 0, left;
-	int max_seqs = (int)s->w->serving.max_seqs * dp, ndec = 0, npre = 0;
+	int max_seqs = (int)s->w->serving.max_seqs * dp, preempted = 0;
 	hx_batch b = {0};
 	hx_iter it;
 
@@ -481,51 +535,15 @@ static void start_iteration(sim *s, int ri)
 		s->capidx = rp->nrun;
 		s->idx = hx_xrealloc(s->idx, (size_t)s->capidx * sizeof(int));
 	}
-	/* 1. decodes first: each needs one more token of KV (what does not
-	 * fit is preempted, and the pass made again).  One pass adds the
-	 * decodes to the batch (as hx_batch_add_decode would, in the same
-	 * order) and lists the prompts under way. */
-	for (;;) {
-		double nd = 0, ctx = 0;
-		ndec = 0;
-		npre = 0;
-		left = budget;
-		kv_need = 0;
-		for (int i = 0, nrun = rp->nrun; i < nrun; i++) {
-			seq *q = &rp->run[i];
-			q->chunk = 0;
-			q->decoding = q->prefilled >= q->prompt;
-			if (q->decoding) {
-				ndec++;
-				left -= 1;
-				kv_need += 1;
-				nd += 1;
-				ctx += q->kv;
-			} else {
-				s->idx[npre++] = i;
-			}
-		}
-		b.decode_seqs = nd;
-		b.decode_ctx = ctx;
-		if (rp->kv_used + ndec <= rp->kv_cap || rp->nrun <= 1)
-			break;
-		preempt(s, rp);
-	}
-	/* 2. prompts already under way, then 3. new admissions, while the
-	 * token budget and the KV cache allow. */
-	for (int k = 0; k < npre && left > 0; k++) {
-		seq *q = &rp->run[s->idx[k]];
-		int n;
-		n = (int)fmin(fmin(q->prompt - q->prefilled, left), rank_budget);
-		n = (int)fmin(n, rp->kv_cap - rp->kv_used - kv_need);
-		if (n <= 0)
-			continue;
-		q->chunk = n;
-		left -= n;
-		kv_need += n;
-		hx_batch_add_prefill(&b, 1, n, q->prefilled);
-	}
-	while (rp->wq_len > 0 && left > 0 && rp->nrun < max_seqs) {
+	/* 1. the sequences under way, in vLLM's way: each decode needs one
+	 * more token of KV and each prompt under way its next chunk's; when
+	 * one does not fit, the latest admitted sequence is preempted and the
+	 * pass made again (a lone sequence runs what fits). */
+	while (schedule_running(s, rp, &b, &left, &kv_need))
+		preempted = 1;
+	/* 2. new admissions, while the token budget and the KV cache allow,
+	 * unless this step preempted (the engine admits none then). */
+	while (!preempted && rp->wq_len > 0 && left > 0 && rp->nrun < max_seqs) {
 		int id = rp->wq[rp->wq_head];
 		req *r = &s->reqs[id];
 		seq q = {

@@ -202,6 +202,17 @@ int hx_tolerate_eval(const hx_problem *pb, const hx_plan *p, int k, uint64_t see
 	hx_rng r;
 
 	memset(t, 0, sizeof(*t));
+	for (int g = 0; g < p->ngroups; g++)
+		if (p->groups[g].afd.on) {
+			free(u);
+			free(ss.idx);
+			return hx_errf(
+			    err, HX_EINPUT,
+			    "group %s is attention/FFN disaggregated: "
+			    "--tolerate-failures does not take AFD groups (replan does not "
+			    "adapt them)",
+			    p->groups[g].name);
+		}
 	t->worst = -1;
 	t->used = hx_xcalloc((size_t)cl->nnodes + 1, 1);
 	hx_plan_nodes_used(p, cl, t->used);

@@ -61,10 +61,7 @@ static int check_schedule(json_t *doc, const char *path, const hx_cluster *cl, i
 		if (rc)
 			return rc;
 		bad += report(&p, cl, name) > 0;
-		for (int g = 0; g < p.ngroups; g++)
-			for (int r = 0; r < p.groups[g].nreplicas; r++)
-				for (int st = 0; st < p.groups[g].nstages; st++)
-					gpus += p.groups[g].replicas[r].ngpus[st];
+		gpus = hx_plan_gpus_used(&p);
 		most = gpus > most ? gpus : most;
 		plans++;
 		hx_plan_release(&p);
@@ -96,12 +93,9 @@ static char *plan_report(const hx_plan *p, const hx_cluster *cl, json_t *tol, in
 	long replicas = 0, used = 0;
 	char *text;
 
-	for (int g = 0; g < p->ngroups; g++) {
+	for (int g = 0; g < p->ngroups; g++)
 		replicas += p->groups[g].nreplicas;
-		for (int r = 0; r < p->groups[g].nreplicas; r++)
-			for (int s = 0; s < p->groups[g].nstages; s++)
-				used += p->groups[g].replicas[r].ngpus[s];
-	}
+	used = hx_plan_gpus_used(p); /* an AFD replica's FFN GPUs too */
 	if (table) {
 		hx_buf t = {0};
 		hx_buf_printf(&t, "ok: %d groups, %ld replicas, %ld of %d GPUs\n", p->ngroups,

@@ -268,7 +268,8 @@ int cmd_export(hx_cli *cli, int argc, char **argv)
 		have_c = 1;
 		eo.cluster = &cl;
 	}
-	if ((rc = hx_export_check_fragments(&p, t, ppath, &err)) ||
+	if ((rc = hx_export_check_afd(&p, t, ppath, &err)) ||
+	    (rc = hx_export_check_fragments(&p, t, ppath, &err)) ||
 	    (rc = hx_export_check_ep(&p, t, ppath, &err)))
 		goto out;
 	if ((rc = t->fn(&p, &eo, &xo, &err)))

@@ -78,6 +78,10 @@ static json_t *report_json(const hx_plan *p, const hx_workload *w, const hx_sim_
 		hx_jset_str(go, "group", p->groups[g].name);
 		hx_jset_num(go, "utilization", r->groups[g].utilization);
 		hx_jset_int(go, "finished", r->groups[g].finished);
+		if (p->groups[g].afd.on) {
+			hx_jset_num(go, "decode_batch", r->groups[g].decode_batch);
+			hx_jset_num(go, "decode_context", r->groups[g].decode_context);
+		}
 		json_array_append_new(a, go);
 	}
 	json_object_set_new(o, "groups", a);
@@ -120,10 +124,15 @@ static char *report_table(const hx_plan *p, const hx_workload *w, const hx_sim_r
 		      r->tpot_ms[0], r->tpot_ms[1], r->tpot_ms[2], r->tpot_ms[3]);
 	hx_buf_printf(&t, "%-12s %10.1f %10.1f %10.1f %10.1f %10.1f\n", "e2e", r->e2e_mean_ms,
 		      r->e2e_ms[0], r->e2e_ms[1], r->e2e_ms[2], r->e2e_ms[3]);
-	for (int g = 0; g < r->ngroups; g++)
-		hx_buf_printf(&t, "group %-6s utilization %.3f, %ld finished\n",
+	for (int g = 0; g < r->ngroups; g++) {
+		hx_buf_printf(&t, "group %-6s utilization %.3f, %ld finished",
 			      p->groups[g].name, r->groups[g].utilization,
 			      r->groups[g].finished);
+		if (p->groups[g].afd.on)
+			hx_buf_printf(&t, ", AFD decode batch %.1f at context %.0f",
+				      r->groups[g].decode_batch, r->groups[g].decode_context);
+		hx_buf_printf(&t, "\n");
+	}
 	hx_buf_printf(&t, "cost         $%.2f/hour, $%.4f per million tokens\n",
 		      r->usd_per_hour, r->usd_per_m_tokens);
 	if (spot)

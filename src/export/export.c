@@ -78,6 +78,22 @@ static const char *ep_refusal(const char *name)
 	return "this export writes no expert-parallel flags";
 }
 
+int hx_export_check_afd(const hx_plan *p, const hx_export_target *t, const char *plan_path,
+			hx_err *err)
+{
+	for (int g = 0; g < p->ngroups; g++) {
+		const hx_plan_group *x = &p->groups[g];
+		if (!x->afd.on)
+			continue;
+		return hx_errf(
+		    err, HX_EINPUT,
+		    "%s: group %s is attention/FFN disaggregated (%d attention instances of %s, %d FFN instances of %s): no export target writes an engine's attention/FFN disaggregation, so it cannot be exported to %s (the plan stays a sizing answer: check and simulate take it)",
+		    hx_display_path(plan_path), x->name, x->afd.attn_n, x->stage[0].gpu,
+		    x->afd.ffn_n, x->afd.ffn_gpu, t->name);
+	}
+	return 0;
+}
+
 int hx_export_check_ep(const hx_plan *p, const hx_export_target *t, const char *plan_path,
 		       hx_err *err)
 {

@@ -199,6 +199,15 @@ void hx_export_target_list(int flag, char *out, size_t len);
 int hx_export_check_fragments(const hx_plan *p, const hx_export_target *t,
 			      const char *plan_path, hx_err *err);
 
+/* 0 when plan P has no attention/FFN disaggregated group (an "afd"
+ * group); else HX_EINPUT with ERR naming PLAN_PATH, the first such group
+ * and the reason: no target writes an engine's attention/FFN
+ * disaggregation (its FFN instances and the exchange between the sides),
+ * and the plan without them would be another plan, so every target,
+ * --lossy and dot included, refuses; the plan stays a sizing answer. */
+int hx_export_check_afd(const hx_plan *p, const hx_export_target *t, const char *plan_path,
+			hx_err *err);
+
 /* 0 when target T can express plan P's expert-parallel stages (ep or
  * dp_attention); else HX_EINPUT with ERR naming PLAN_PATH and the first
  * such stage: a target without HX_EXPORT_EP writes no EP flags (dot draws

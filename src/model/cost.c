@@ -1160,6 +1160,76 @@ static double kv_overflow_misses(const cap_lens *lens, double m, double kv_token
 	return miss;
 }
 
+/* The stall S of the iteration that streams a request's first token out,
+ * beyond a decode-only iteration: that iteration carries the first chunks
+ * of the prompts that arrived while the request's own chunks ran (a
+ * Poisson count K).  K = 1: the stall of a random prompt's first chunk, one
+ * of CAP_QUANTILES (sorted); K = 2 .. STALL_K: one at each quantile and the
+ * others at the mean; more, or past it: a whole chunk of the token budget,
+ * MAX.  For the TTFT tail, each row also keeps A[k][j] = sum over i <= j of
+ * e^((s[k][i] - s[k][j]) / SCALE). */
+#define STALL_K 4
+typedef struct stall_tab {
+	double s[STALL_K][CAP_QUANTILES], a[STALL_K][CAP_QUANTILES];
+	double max, scale, u;
+} stall_tab;
+
+static void stall_tab_of(const prompt_steps *ps, double stall_max, double u, double scale,
+			 stall_tab *tb)
+{
+	double st[CAP_QUANTILES], mean = 0;
+
+	for (int j = 0; j < CAP_QUANTILES; j++) {
+		double v = fmax(ps->t_chunk[j] - ps->t_dec, 0);
+		int i = j;
+		for (; i > 0 && st[i - 1] > v; i--) /* insertion sort */
+			st[i] = st[i - 1];
+		st[i] = v;
+		mean += v / CAP_QUANTILES;
+	}
+	tb->max = stall_max;
+	tb->scale = fmax(scale, 1e-12);
+	tb->u = u;
+	for (int k = 0; k < STALL_K; k++)
+		for (int j = 0; j < CAP_QUANTILES; j++) {
+			tb->s[k][j] = fmin(st[j] + k * mean, stall_max);
+			tb->a[k][j] =
+			    j ? tb->a[k][j - 1] *
+					exp((tb->s[k][j - 1] - tb->s[k][j]) / tb->scale) +
+				    1
+			      : 1;
+		}
+}
+
+/* P(W + S > L): W the wait for prefill room (0 with probability U, else
+ * exponential of mean SCALE), S the streaming iteration's stall (TB) after
+ * a request's own chunks ran for D seconds, at rate LAMBDA. */
+static double wait_stall_tail(const stall_tab *tb, double lambda, double d, double L)
+{
+	double m = lambda * d, pk = exp(-m), rest = 1 - pk, tail;
+#define WAIT_TAIL(x) ((x) < 0 ? 1 : tb->u * exp(-(x) / tb->scale))
+
+	if (L < 0)
+		return 1;
+	tail = pk * WAIT_TAIL(L);
+	for (int k = 0; k < STALL_K; k++) {
+		/* the stalls up to L leave the wait L - s; those past it miss */
+		const double *s = tb->s[k];
+		int j = CAP_QUANTILES;
+		double sk;
+		while (j > 0 && s[j - 1] > L)
+			j--;
+		sk = CAP_QUANTILES - j;
+		if (j > 0)
+			sk += tb->u * exp((s[j - 1] - L) / tb->scale) * tb->a[k][j - 1];
+		pk *= m / (k + 1);
+		rest -= pk;
+		tail += pk * sk / CAP_QUANTILES;
+	}
+	return fmin(tail + fmax(rest, 0) * WAIT_TAIL(L - tb->max), 1);
+#undef WAIT_TAIL
+}
+
 static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens *lens,
 		      int phase, double kv_tokens, double lambda, cap_eval *ev)
 {
@@ -1262,7 +1332,13 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 		return;
 	}
 	/* TTFT misses: waiting for prefill room (the queue above), then the
-	 * prompt's chunks. */
+	 * prompt's chunks, then the iteration that streams the first token
+	 * out, which carries the prompts that arrived meanwhile (stall_tab). */
+	stall_tab tb;
+	if (phase == HX_SERVE_BOTH) {
+		double ch, t_full = chunk_iter(r, B, ctx, c, c, H + c / 2, &ch);
+		stall_tab_of(&ps, fmax(t_full - ps.t_dec, 0), u, scale, &tb);
+	}
 	for (int i = 0; i <= CAP_QUANTILES; i++) {
 		/* The last point is the percentile prompt, for the report.  The
 		 * first token reaches the client an iteration after the step
@@ -1275,8 +1351,16 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 			ev->ttft = ovh + t + wq + chunks * t_chunk;
 			break;
 		}
-		miss_ttft +=
-		    (left < 0 ? 1 : u * exp(-left / fmax(scale, 1e-12))) / CAP_QUANTILES;
+		if (phase == HX_SERVE_BOTH) {
+			/* the streaming iteration: a decode-only one and its
+			 * stall, in place of the mean iteration T */
+			left += t - ps.t_dec;
+			miss_ttft += wait_stall_tail(&tb, lambda, chunks * t_chunk, left) /
+				     CAP_QUANTILES;
+		} else {
+			miss_ttft += (left < 0 ? 1 : u * exp(-left / fmax(scale, 1e-12))) /
+				     CAP_QUANTILES;
+		}
 	}
 	if (phase == HX_SERVE_BOTH)
 		miss_kv = kv_overflow_misses(lens, lambda * (pre + om[1] * t), kv_tokens);

@@ -33,6 +33,9 @@ void hx_plan_replica_release(hx_plan_replica *r)
 	free(r->ngpus);
 	free(r->link);
 	free(r->tp_link);
+	free(r->ffn);
+	r->ffn = NULL;
+	r->nffn = 0;
 	r->gpus = NULL;
 	r->ngpus = NULL;
 	r->link = r->tp_link = NULL;
@@ -70,6 +73,9 @@ int hx_plan_gpus_used(const hx_plan *p)
 		for (int r = 0; r < p->groups[g].nreplicas; r++)
 			for (int s = 0; s < p->groups[g].nstages; s++)
 				n += p->groups[g].replicas[r].ngpus[s];
+	for (int g = 0; g < p->ngroups; g++)
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			n += p->groups[g].replicas[r].nffn;
 	return n;
 }
 
@@ -81,6 +87,10 @@ int hx_plan_gpus_of(const hx_plan *p, const char *gpu)
 			if (strcmp(p->groups[g].stage[s].gpu, gpu) == 0)
 				for (int r = 0; r < p->groups[g].nreplicas; r++)
 					n += p->groups[g].replicas[r].ngpus[s];
+	for (int g = 0; g < p->ngroups; g++)
+		if (p->groups[g].afd.on && strcmp(p->groups[g].afd.ffn_gpu, gpu) == 0)
+			for (int r = 0; r < p->groups[g].nreplicas; r++)
+				n += p->groups[g].replicas[r].nffn;
 	return n;
 }
 
@@ -378,6 +388,35 @@ int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan
 	return rc;
 }
 
+int hx_plan_afd_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan_replica *r,
+		     hx_afd *out, hx_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (!g->afd.on || g->nstages != 1)
+		return hx_errf(err, HX_EINPUT, "group \"%s\" is no AFD group", g->name);
+	out->model = hx_plan_model(p, g->model);
+	out->attn_gpu = hx_plan_gpu(p, g->stage[0].gpu);
+	out->ffn_gpu = hx_plan_gpu(p, g->afd.ffn_gpu);
+	if (!out->model || !out->attn_gpu || !out->ffn_gpu)
+		return hx_errf(err, HX_EINPUT,
+			       "group \"%s\": its model or a GPU is not among the plan's",
+			       g->name);
+	out->wdt = g->wdt;
+	out->kvdt = g->kvdt;
+	out->attn_n = g->afd.attn_n;
+	out->attn_tp = g->stage[0].tp;
+	out->ffn_n = g->afd.ffn_n;
+	out->ffn_tp = g->afd.ffn_tp;
+	out->micro_batches = g->afd.micro_batches;
+	if (r) {
+		out->link = r->afd_link;
+	} else {
+		out->link.bw_gbps = HX_DEFAULT_NIC_GBPS;
+		out->link.latency_ms = HX_AFD_LINK_LATENCY_MS;
+	}
+	return hx_afd_check(out, err);
+}
+
 int hx_plan_fragment_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan_replica *r,
 			  hx_replica *out, int *offset, hx_err *err)
 {
@@ -517,6 +556,19 @@ static json_t *models_json(const hx_plan *p)
 	return a;
 }
 
+/* GPU references as a JSON array of "node:index". */
+static json_t *refs_json(const hx_gpu_ref *refs, int n)
+{
+	json_t *a = json_array();
+
+	for (int k = 0; k < n; k++) {
+		char ref[96];
+		snprintf(ref, sizeof(ref), "%s:%d", refs[k].node, refs[k].index);
+		json_array_append_new(a, json_string(ref));
+	}
+	return a;
+}
+
 static json_t *replica_json(const hx_plan_group *g, const hx_plan_replica *rep)
 {
 	json_t *ro = json_object(), *pl = json_array();
@@ -524,17 +576,16 @@ static json_t *replica_json(const hx_plan_group *g, const hx_plan_replica *rep)
 
 	hx_jset_str(ro, "id", rep->id);
 	for (int s = 0; s < g->nstages; s++) {
-		json_t *sa = json_array();
-		for (int k = 0; k < rep->ngpus[s]; k++) {
-			char ref[96];
-			snprintf(ref, sizeof(ref), "%s:%d", rep->gpus[s][k].node,
-				 rep->gpus[s][k].index);
-			json_array_append_new(sa, json_string(ref));
-		}
-		json_array_append_new(pl, sa);
+		json_array_append_new(pl, refs_json(rep->gpus[s], rep->ngpus[s]));
 		any_tp |= rep->tp_link[s].bw_gbps > 0;
 	}
 	json_object_set_new(ro, "placement", pl);
+	if (g->afd.on) {
+		json_t *x = json_object();
+		json_object_set_new(x, "ffn", refs_json(rep->ffn, rep->nffn));
+		json_object_set_new(x, "link", link_json(&rep->afd_link));
+		json_object_set_new(ro, "afd", x);
+	}
 	if (g->nstages > 1) {
 		json_t *la = json_array();
 		for (int s = 0; s + 1 < g->nstages; s++)
@@ -566,6 +617,23 @@ static void stage_ep_json(json_t *so, const hx_plan_stage *s)
 		hx_jset_num(so, "eplb_imbalance", s->eplb_imbalance);
 }
 
+/* AFD group G's "afd" object. */
+static json_t *afd_json(const hx_plan_group *g)
+{
+	json_t *x = json_object(), *f = json_object();
+
+	hx_jset_int(x, "attention_instances", g->afd.attn_n);
+	hx_jset_str(f, "gpu", g->afd.ffn_gpu);
+	hx_jset_int(f, "instances", g->afd.ffn_n);
+	hx_jset_int(f, "tp", g->afd.ffn_tp);
+	json_object_set_new(x, "ffn", f);
+	hx_jset_int(x, "micro_batches", g->afd.micro_batches);
+	json_object_set_new(x, "batch", json_real(g->afd.batch));
+	json_object_set_new(x, "context", json_real(g->afd.context));
+	json_object_set_new(x, "step_ms", json_real(g->afd.step_ms));
+	return x;
+}
+
 static json_t *group_json(const hx_plan_group *g)
 {
 	json_t *go = json_object(), *st = json_array(), *rs = json_array(), *pr;
@@ -588,6 +656,8 @@ static json_t *group_json(const hx_plan_group *g)
 		json_array_append_new(st, so);
 	}
 	json_object_set_new(go, "stages", st);
+	if (g->afd.on)
+		json_object_set_new(go, "afd", afd_json(g));
 	for (int r = 0; r < g->nreplicas; r++)
 		json_array_append_new(rs, replica_json(g, &g->replicas[r]));
 	json_object_set_new(go, "replicas", rs);
@@ -865,10 +935,53 @@ static int parse_link(const hx_jr *r, const json_t *v, const char *ptr, hx_links
 	return 0;
 }
 
+/* Replica V's "afd" object (required in an AFD group, refused in any
+ * other): its FFN GPUs and the link between its two sides. */
+static int parse_replica_afd(const hx_jr *r, const json_t *v, const char *ptr,
+			     const hx_plan_group *g, hx_plan_replica *rep)
+{
+	static const char *const keys[] = {"ffn", "link", NULL};
+	const json_t *x = json_object_get(v, "afd"), *f, *l;
+	char p[256], pf[300], pg[320];
+	size_t n;
+	int rc;
+
+	if (!g->afd.on) {
+		if (!x)
+			return 0;
+		hx_ptr_key(p, sizeof(p), ptr, "afd");
+		return hx_jr_fail(r, p,
+				  "only a replica of an AFD group (with \"afd\") has one");
+	}
+	if (!x)
+		return hx_jr_fail(r, ptr,
+				  "missing required key \"afd\" (the group is an AFD group)");
+	hx_ptr_key(p, sizeof(p), ptr, "afd");
+	if ((rc = hx_jr_object(r, x, p, keys)))
+		return rc;
+	hx_ptr_key(pf, sizeof(pf), p, "ffn");
+	if (!(f = json_object_get(x, "ffn")))
+		return hx_jr_fail(r, p, "missing required key \"ffn\"");
+	if ((rc = hx_jr_array(r, f, pf, 1, &n)))
+		return rc;
+	rep->ffn = hx_xcalloc(n, sizeof(hx_gpu_ref));
+	rep->nffn = (int)n;
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_array_get(f, i);
+		hx_ptr_index(pg, sizeof(pg), pf, i);
+		if (!json_is_string(e) || hx_gpu_ref_parse(json_string_value(e), &rep->ffn[i]))
+			return hx_jr_fail(r, pg, "must be a GPU as \"node:index\"");
+	}
+	hx_ptr_key(pf, sizeof(pf), p, "link");
+	if (!(l = json_object_get(x, "link")))
+		return hx_jr_fail(r, p, "missing required key \"link\"");
+	return parse_link(r, l, pf, &rep->afd_link);
+}
+
 static int parse_replica(const hx_jr *r, const json_t *v, const char *ptr, hx_plan_group *g,
 			 hx_plan_replica *rep)
 {
-	static const char *const keys[] = {"id", "placement", "links", "tp_links", NULL};
+	static const char *const keys[] = {"id", "placement", "links", "tp_links", "afd", NULL};
 	json_t *pl, *x;
 	char p[256], ps[300], pg[320];
 	size_t n, k;
@@ -930,7 +1043,7 @@ static int parse_replica(const hx_jr *r, const json_t *v, const char *ptr, hx_pl
 				return rc;
 		}
 	}
-	return 0;
+	return parse_replica_afd(r, v, ptr, g, rep);
 }
 
 /* Stage SO's optional EP keys into X (absent: 0, off).  Only their own
@@ -952,10 +1065,54 @@ static int parse_stage_ep(const hx_jr *r, const json_t *so, const char *ps, hx_p
 	return 0;
 }
 
+/* Group V's optional "afd" object into G->afd (absent: off).  Only the
+ * bounds of its values here: whether the shape fits the model is check's
+ * (verify.c) and the cost model's (hx_afd_check). */
+static int parse_group_afd(const hx_jr *r, const json_t *v, const char *ptr, hx_plan_group *g)
+{
+	static const char *const keys[] = {
+	    "attention_instances", "ffn", "micro_batches", "batch", "context", "step_ms", NULL};
+	static const char *const fkeys[] = {"gpu", "instances", "tp", NULL};
+	const json_t *x = json_object_get(v, "afd"), *f;
+	char p[256], pf[300];
+	long an = 0, fn = 0, ftp = 0, m = 0;
+	int rc;
+
+	if (!x)
+		return 0;
+	hx_ptr_key(p, sizeof(p), ptr, "afd");
+	if (g->nstages != 1)
+		return hx_jr_fail(r, p,
+				  "an AFD group has one stage (its attention instances' "
+				  "shape), not %d",
+				  g->nstages);
+	hx_ptr_key(pf, sizeof(pf), p, "ffn");
+	if ((rc = hx_jr_object(r, x, p, keys)) ||
+	    (rc = hx_jr_int(r, x, p, "attention_instances", 1, 1, 4096, &an)) ||
+	    (rc = hx_jr_int(r, x, p, "micro_batches", 1, 1, 64, &m)) ||
+	    (rc = hx_jr_num(r, x, p, "batch", 1, 1, 1e9, &g->afd.batch)) ||
+	    (rc = hx_jr_num(r, x, p, "context", 1, 1, 1e9, &g->afd.context)) ||
+	    (rc = hx_jr_num(r, x, p, "step_ms", 1, 1e-6, 1e9, &g->afd.step_ms)))
+		return rc;
+	if (!(f = json_object_get(x, "ffn")))
+		return hx_jr_fail(r, p, "missing required key \"ffn\"");
+	if ((rc = hx_jr_object(r, f, pf, fkeys)) ||
+	    (rc = hx_jr_str(r, f, pf, "gpu", 1, g->afd.ffn_gpu, sizeof(g->afd.ffn_gpu))) ||
+	    (rc = hx_jr_int(r, f, pf, "instances", 1, 1, 4096, &fn)) ||
+	    (rc = hx_jr_int(r, f, pf, "tp", 1, 1, 4096, &ftp)))
+		return rc;
+	g->afd.on = 1;
+	g->afd.attn_n = (int)an;
+	g->afd.ffn_n = (int)fn;
+	g->afd.ffn_tp = (int)ftp;
+	g->afd.micro_batches = (int)m;
+	return 0;
+}
+
 static int parse_group(const hx_jr *r, const json_t *v, const char *ptr, hx_plan_group *g)
 {
-	static const char *const keys[] = {"name",   "model",    "role",      "weights", "kv",
-					   "stages", "replicas", "predicted", NULL};
+	static const char *const keys[] = {"name",   "model", "role",     "weights",   "kv",
+					   "stages", "afd",   "replicas", "predicted", NULL};
 	static const char *const skeys[] = {"gpu",
 					    "tp",
 					    "layers",
@@ -1024,6 +1181,8 @@ static int parse_group(const hx_jr *r, const json_t *v, const char *ptr, hx_plan
 		x->first = (int)json_integer_value(json_array_get(l, 0));
 		x->last = (int)json_integer_value(json_array_get(l, 1));
 	}
+	if ((rc = parse_group_afd(r, v, ptr, g)))
+		return rc;
 	rs = json_object_get(v, "replicas");
 	if (!rs)
 		return hx_jr_fail(r, ptr, "missing required key \"replicas\"");
@@ -1748,6 +1907,7 @@ char *hx_plan_table(const hx_plan *p)
 			reps++;
 			for (int s = 0; s < p->groups[g].nstages; s++)
 				gpus += p->groups[g].replicas[r].ngpus[s];
+			gpus += p->groups[g].replicas[r].nffn; /* an AFD replica's */
 		}
 	hx_buf_printf(&t, "plan %s: %d group%s, %d replica%s on %d GPUs", p->mode, p->ngroups,
 		      p->ngroups == 1 ? "" : "s", reps, reps == 1 ? "" : "s", gpus);
@@ -1768,6 +1928,15 @@ char *hx_plan_table(const hx_plan *p)
 			if ((ps->ep > 1 || ps->dp > 1) && n > 0 && (size_t)n < sizeof(one))
 				snprintf(one + n, sizeof(one) - (size_t)n, " ep%d dp%d",
 					 ps->ep > 1 ? ps->ep : 1, ps->dp > 1 ? ps->dp : 1);
+			if (strlen(st) + strlen(one) < sizeof(st))
+				strcat(st, one);
+		}
+		/* An AFD group: its attention instances, then its FFN side. */
+		if (grp->afd.on) {
+			char one[128];
+			snprintf(one, sizeof(one), " x%d + %s x%d x%d ffn m%d", grp->afd.attn_n,
+				 grp->afd.ffn_gpu, grp->afd.ffn_tp, grp->afd.ffn_n,
+				 grp->afd.micro_batches);
 			if (strlen(st) + strlen(one) < sizeof(st))
 				strcat(st, one);
 		}

@@ -49,7 +49,31 @@ typedef struct hx_plan_replica {
 	int *ngpus;
 	hx_linkspec *link;    /* stage i to i+1 */
 	hx_linkspec *tp_link; /* for cross-node TP; bw 0: intra-node */
+	/* An AFD group's replica (hx_plan_afd): its FFN instances' GPUs,
+	 * ffn_n * ffn_tp of them, instance i the i-th run of ffn_tp, and the
+	 * link between its attention and FFN instances ("afd": {"ffn",
+	 * "link"}).  Its placement's one stage holds its attention
+	 * instances' GPUs the same way (attn_n * tp). */
+	hx_gpu_ref *ffn;
+	int nffn;
+	hx_linkspec afd_link;
 } hx_plan_replica;
+
+/* Attention/FFN disaggregation (issue 22, hx_afd in cost.h): a decode
+ * group whose replicas are each ATTN_N attention instances of the group's
+ * one stage (its gpu and tp, every layer) and FFN_N FFN (or expert)
+ * instances of FFN_TP GPUs of type FFN_GPU, MICRO_BATCHES micro-batches in
+ * flight between them.  BATCH: the sequences a replica is sized for, at
+ * mean context CONTEXT tokens; STEP_MS: the decode step the plan predicts
+ * there (hx_cost_afd).  ON when the group has the "afd" key. */
+typedef struct hx_plan_afd {
+	int on;
+	int attn_n;
+	char ffn_gpu[48];
+	int ffn_n, ffn_tp;
+	int micro_batches;
+	double batch, context, step_ms;
+} hx_plan_afd;
 
 typedef struct hx_plan_group {
 	char name[48];
@@ -62,6 +86,7 @@ typedef struct hx_plan_group {
 	hx_plan_replica *replicas;
 	double capacity_rps; /* predicted, per replica */
 	double max_batch;
+	hx_plan_afd afd;
 } hx_plan_group;
 
 typedef struct hx_route {
@@ -262,6 +287,15 @@ int hx_plan_group_index(const hx_plan *p, const char *name);
  * profiles and the replica's links.  Pointers borrow from P. */
 int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan_replica *r,
 			 hx_replica *out, hx_err *err);
+
+/* The cost model's view of AFD group G's replica R (R may be NULL: the
+ * link then is HX_DEFAULT_NIC_GBPS and HX_AFD_LINK_LATENCY_MS): 0, or
+ * HX_EINPUT with ERR when G is no AFD group or its shape breaks
+ * hx_afd_check.  Pointers borrow from P. */
+int hx_plan_afd_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan_replica *r,
+		     hx_afd *out, hx_err *err);
+/* The link an AFD replica's sides take without one: estimate --afd's. */
+#define HX_AFD_LINK_LATENCY_MS 0.02
 
 /* The cost model's view of a fragment group G (pipeline plans: its stages
  * hold layers [first, last) of the model, not all of them): the replica of

@@ -15,6 +15,7 @@ static const char *const vclass_names[HX_V_NCLASSES] = {
     "unknown-gpu", "gpu-twice",  "gpu-type",     "tp-count", "layers", "tp-heads",
     "memory",      "cross-node", "undeclared",   "routing",  "roles",  "duplicate-replica",
     "rent",        "short",      "substitution", "tolerate", "spot",   "expert-parallel",
+    "afd",
 };
 
 const char *hx_vclass_name(hx_vclass c)
@@ -286,6 +287,214 @@ static void check_ep_nic(const hx_plan *p, const hx_cluster *c, int gi, int ri, 
 	}
 }
 
+/* ---- attention/FFN disaggregation (AFD) ---------------------------------- */
+
+/* AFD group GI as a whole: it decodes, its FFN GPU is declared, its shape
+ * passes the cost model's rules (hx_afd_check). */
+static void check_afd_group(const hx_plan *p, int gi, vlist *l)
+{
+	const hx_plan_group *g = &p->groups[gi];
+	char ptr[160];
+	hx_err err = {0};
+	hx_afd a;
+
+	if (g->role != HX_ROLE_DECODE) {
+		snprintf(ptr, sizeof(ptr), "/groups/%d/role", gi);
+		add(l, HX_V_AFD, ptr,
+		    "an AFD group decodes: its role must be decode, not %s (prefill runs "
+		    "in a prefill group)",
+		    hx_role_name(g->role));
+	}
+	if (!hx_plan_gpu(p, g->afd.ffn_gpu)) {
+		snprintf(ptr, sizeof(ptr), "/groups/%d/afd/ffn/gpu", gi);
+		add(l, HX_V_UNDECLARED, ptr, "GPU \"%s\" is not among the plan's gpus",
+		    g->afd.ffn_gpu);
+		return;
+	}
+	if (hx_plan_gpu(p, g->stage[0].gpu) && hx_plan_model(p, g->model) &&
+	    hx_plan_afd_cost(p, g, NULL, &a, &err)) {
+		snprintf(ptr, sizeof(ptr), "/groups/%d/afd", gi);
+		add(l, HX_V_AFD, ptr, "%s", err.msg);
+	}
+}
+
+/* Each of the N instances of TP GPUs at REFS (pointer BASE/index) on one
+ * node, unless CROSS allows more. */
+static void check_afd_spans(const hx_gpu_ref *refs, int n, int tp, int cross, const char *base,
+			    const char *what, vlist *l)
+{
+	for (int i = 0; i < n && !cross; i++)
+		for (int k = i * tp + 1; k < (i + 1) * tp; k++)
+			if (strcmp(refs[k].node, refs[i * tp].node) != 0) {
+				char ptr[200];
+				snprintf(ptr, sizeof(ptr), "%s/%d", base, k);
+				add(l, HX_V_CROSS_NODE, ptr,
+				    "%s instance %d spans nodes \"%s\" and \"%s\"", what, i,
+				    refs[i * tp].node, refs[k].node);
+				break;
+			}
+}
+
+/* The FFN GPUs of replica RI of AFD group GI against cluster C: they exist
+ * and are the group's FFN type. */
+static void check_afd_ffn_gpus(const hx_plan_group *g, const hx_cluster *c, int gi, int ri,
+			       vlist *l)
+{
+	const hx_plan_replica *r = &g->replicas[ri];
+
+	for (int k = 0; k < r->nffn; k++) {
+		int ni = node_index(c, r->ffn[k].node);
+		char ptr[200];
+		snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/afd/ffn/%d", gi, ri, k);
+		if (ni < 0)
+			add(l, HX_V_UNKNOWN_GPU, ptr,
+			    "GPU \"%s:%d\": the cluster has no node \"%s\"", r->ffn[k].node,
+			    r->ffn[k].index, r->ffn[k].node);
+		else if (r->ffn[k].index >= c->nodes[ni].count)
+			add(l, HX_V_UNKNOWN_GPU, ptr, "GPU \"%s:%d\": node \"%s\" has %d GPUs",
+			    r->ffn[k].node, r->ffn[k].index, r->ffn[k].node,
+			    c->nodes[ni].count);
+		else if (strcmp(c->nodes[ni].gpu.name, g->afd.ffn_gpu) != 0)
+			add(l, HX_V_GPU_TYPE, ptr,
+			    "node \"%s\" has %s GPUs, not the FFN side's %s", r->ffn[k].node,
+			    c->nodes[ni].gpu.name, g->afd.ffn_gpu);
+	}
+}
+
+/* Memory of both sides of AFD replica A (GI, RI) on the cluster's GPUs:
+ * the attention instances hold the batch's KV cache (batch * context
+ * tokens) besides their weights, an FFN instance its FFN or expert
+ * weights. */
+static void check_afd_memory(const hx_plan_group *g, const hx_cluster *c, hx_afd a, int gi,
+			     int ri, vlist *l)
+{
+	const hx_plan_replica *r = &g->replicas[ri];
+	int na = r->ngpus[0] > 0 ? ref_node(c, &r->gpus[0][0]) : -1;
+	int nf = r->nffn > 0 ? ref_node(c, &r->ffn[0]) : -1;
+	double need = g->afd.batch * g->afd.context;
+	char ptr[200];
+	hx_afd_step st;
+
+	if (na < 0 || nf < 0)
+		return; /* unknown GPUs: reported above */
+	a.attn_gpu = &c->nodes[na].gpu;
+	a.ffn_gpu = &c->nodes[nf].gpu;
+	hx_cost_afd_memory(&a, HX_VERIFY_MEM_UTIL, &st);
+	if (st.attn_kv_tokens < need) {
+		snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/placement/0", gi, ri);
+		add(l, HX_V_MEMORY, ptr,
+		    "the %d attention instances on %s GPUs hold the KV of %.0f tokens (each GPU: weights %.2f GiB + reserve %.2f GiB of %.2f GiB), the batch of %g sequences at context %g needs %.0f",
+		    a.attn_n, a.attn_gpu->name, st.attn_kv_tokens, st.attn_weights_b / HX_GIB,
+		    st.attn_reserve_b / HX_GIB, st.attn_capacity_b / HX_GIB, g->afd.batch,
+		    g->afd.context, need);
+	}
+	if (st.ffn_weights_b + st.ffn_reserve_b > st.ffn_capacity_b) {
+		snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/afd/ffn", gi, ri);
+		add(l, HX_V_MEMORY, ptr,
+		    "the FFN weights do not fit on the %s GPUs: %.2f GiB + reserve %.2f GiB exceed %.2f GiB a GPU",
+		    a.ffn_gpu->name, st.ffn_weights_b / HX_GIB, st.ffn_reserve_b / HX_GIB,
+		    st.ffn_capacity_b / HX_GIB);
+	}
+}
+
+/* The link of AFD replica RI (cost A, the plan's profiles) against the
+ * group's predicted step: each way, a step's exchange at the busier end
+ * (every layer, every micro-batch: hx_cost_afd's volumes over the link's
+ * bandwidth) must fit in step_ms, and the cost model's step on this link
+ * must not be slower than step_ms (0.1% for rounding). */
+static void check_afd_link(const hx_plan_group *g, const hx_afd *a, int gi, int ri, vlist *l)
+{
+	double step = g->afd.step_ms * 1e-3, busy = 0, bytes = 0;
+	char ptr[200];
+	hx_afd_step st;
+
+	hx_cost_afd(a, g->afd.batch, g->afd.context, HX_VERIFY_MEM_UTIL, &st);
+	for (int k = 0; k < 2; k++) {
+		const hx_afd_layer *x = &st.kind[k];
+		double b = x->xfer_s - a->link.latency_ms * 1e-3;
+		busy += x->count * a->micro_batches * b;
+		bytes += x->count * a->micro_batches * b * hx_gbps_bytes_s(a->link.bw_gbps);
+	}
+	snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/afd/link", gi, ri);
+	if (busy > step)
+		add(l, HX_V_AFD, ptr,
+		    "cannot carry the activations at the predicted step: %.0f bytes a step each way at the busier end take %.3f ms at %g Gb/s, more than step_ms %g",
+		    bytes, busy * 1e3, a->link.bw_gbps, g->afd.step_ms);
+	if (st.step_s > step * 1.001)
+		add(l, HX_V_AFD, ptr,
+		    "the cost model's step over this link is %.3f ms, slower than the group's step_ms %g",
+		    st.step_s * 1e3, g->afd.step_ms);
+}
+
+/* The link replica RI of AFD group GI claims against cluster C's: no
+ * faster (bandwidth, latency) than the cluster's link, and its nodes'
+ * NICs, between any attention node and any FFN node on another node. */
+static void check_afd_cluster_link(const hx_plan_group *g, const hx_cluster *c, int gi, int ri,
+				   vlist *l)
+{
+	const hx_plan_replica *r = &g->replicas[ri];
+	const hx_linkspec *x = &r->afd_link;
+	char ptr[200];
+
+	for (int i = 0; i < r->ngpus[0]; i++)
+		for (int k = 0; k < r->nffn; k++) {
+			int a = ref_node(c, &r->gpus[0][i]), f = ref_node(c, &r->ffn[k]);
+			hx_linkspec cl;
+			double bw;
+			if (a < 0 || f < 0 || a == f)
+				continue;
+			cl = hx_cluster_link(c, a, f);
+			bw = cl.bw_gbps;
+			if (c->nodes[a].nic_gbps > 0)
+				bw = fmin(bw, c->nodes[a].nic_gbps);
+			if (c->nodes[f].nic_gbps > 0)
+				bw = fmin(bw, c->nodes[f].nic_gbps);
+			snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/afd/link", gi, ri);
+			if (x->bw_gbps > bw * (1 + 1e-9) ||
+			    x->latency_ms < cl.latency_ms * (1 - 1e-9)) {
+				add(l, HX_V_AFD, ptr,
+				    "claims %g Gb/s and %g ms between nodes \"%s\" and \"%s\", whose link in the cluster is %g Gb/s (NICs included) and %g ms",
+				    x->bw_gbps, x->latency_ms, c->nodes[a].name,
+				    c->nodes[f].name, bw, cl.latency_ms);
+				return;
+			}
+		}
+}
+
+/* Replica RI of AFD group GI: its FFN GPUs (count, nodes, type), memory
+ * on cluster C's GPUs (C may be NULL: skipped), its link. */
+static void check_afd_replica(const hx_plan *p, const hx_cluster *c, int gi, int ri, vlist *l)
+{
+	const hx_plan_group *g = &p->groups[gi];
+	const hx_plan_replica *r = &g->replicas[ri];
+	int tp = g->stage[0].tp, need = g->afd.ffn_n * g->afd.ffn_tp;
+	char base[160];
+	hx_err err = {0};
+	hx_afd a;
+
+	snprintf(base, sizeof(base), "/groups/%d/replicas/%d/afd/ffn", gi, ri);
+	if (r->nffn != need) {
+		add(l, HX_V_TP_COUNT, base,
+		    "has %d GPUs, the %d FFN instances of tp %d take %d", r->nffn, g->afd.ffn_n,
+		    g->afd.ffn_tp, need);
+		return;
+	}
+	if (r->ngpus[0] != tp * g->afd.attn_n)
+		return; /* reported by check_placement */
+	check_afd_spans(r->ffn, g->afd.ffn_n, g->afd.ffn_tp, 0, base, "FFN", l);
+	snprintf(base, sizeof(base), "/groups/%d/replicas/%d/placement/0", gi, ri);
+	check_afd_spans(r->gpus[0], g->afd.attn_n, tp, g->stage[0].cross_node, base,
+			"attention", l);
+	if (hx_plan_afd_cost(p, g, r, &a, &err))
+		return; /* the group's shape: check_afd_group */
+	if (c) {
+		check_afd_ffn_gpus(g, c, gi, ri, l);
+		check_afd_memory(g, c, a, gi, ri, l);
+		check_afd_cluster_link(g, c, gi, ri, l);
+	}
+	check_afd_link(g, &a, gi, ri, l);
+}
+
 static void check_placement(const hx_plan *p, const hx_cluster *c, int gi, int ri, vlist *l)
 {
 	const hx_plan_group *g = &p->groups[gi];
@@ -299,7 +508,11 @@ static void check_placement(const hx_plan *p, const hx_cluster *c, int gi, int r
 		int nnodes = 1;
 
 		snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/placement/%d", gi, ri, s);
-		if (r->ngpus[s] != st->tp)
+		if (g->afd.on && r->ngpus[s] != st->tp * g->afd.attn_n)
+			add(l, HX_V_TP_COUNT, ptr,
+			    "has %d GPUs, the %d attention instances of tp %d take %d",
+			    r->ngpus[s], g->afd.attn_n, st->tp, st->tp * g->afd.attn_n);
+		else if (!g->afd.on && r->ngpus[s] != st->tp)
 			add(l, HX_V_TP_COUNT, ptr, "has %d GPUs, the stage's tp is %d",
 			    r->ngpus[s], st->tp);
 		for (int k = 0; c && k < r->ngpus[s]; k++) {
@@ -334,7 +547,7 @@ static void check_placement(const hx_plan *p, const hx_cluster *c, int gi, int r
 				nnodes++;
 			}
 		}
-		if (nnodes > 1 && !st->cross_node) {
+		if (nnodes > 1 && !st->cross_node && !g->afd.on) {
 			if (nnodes == 2)
 				add(l, HX_V_CROSS_NODE, ptr,
 				    "the TP group spans nodes \"%s\" and \"%s\" but the stage is not cross_node",
@@ -347,7 +560,9 @@ static void check_placement(const hx_plan *p, const hx_cluster *c, int gi, int r
 		if (nnodes > 1 && st->ep > 1)
 			check_ep_nic(p, c, gi, ri, s, nnodes, l);
 	}
-	if (c)
+	if (g->afd.on)
+		check_afd_replica(p, c, gi, ri, l);
+	else if (c)
 		check_memory(p, c, gi, ri, l);
 }
 
@@ -370,6 +585,17 @@ static int cmp_use(const void *a, const void *b)
 	return x->order - y->order;
 }
 
+/* The JSON pointer of use U: a placement's GPU, or (stage -1) an AFD
+ * replica's FFN GPU. */
+static void use_ptr(const use *u, char *out, size_t n)
+{
+	if (u->s < 0)
+		snprintf(out, n, "/groups/%d/replicas/%d/afd/ffn/%d", u->g, u->r, u->k);
+	else
+		snprintf(out, n, "/groups/%d/replicas/%d/placement/%d/%d", u->g, u->r, u->s,
+			 u->k);
+}
+
 static void check_gpus_twice(const hx_plan *p, vlist *l)
 {
 	use *u = NULL;
@@ -379,6 +605,9 @@ static void check_gpus_twice(const hx_plan *p, vlist *l)
 		for (int r = 0; r < p->groups[g].nreplicas; r++)
 			for (int s = 0; s < p->groups[g].nstages; s++)
 				n += p->groups[g].replicas[r].ngpus[s];
+	for (int g = 0; g < p->ngroups; g++)
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			n += p->groups[g].replicas[r].nffn;
 	if (n == 0)
 		return;
 	u = hx_xcalloc((size_t)n, sizeof(*u));
@@ -394,6 +623,12 @@ static void check_gpus_twice(const hx_plan *p, vlist *l)
 					u[n] = (use){ref, g, r, s, k, n};
 					n++;
 				}
+	for (int g = 0; g < p->ngroups; g++)
+		for (int r = 0; r < p->groups[g].nreplicas; r++)
+			for (int k = 0; k < p->groups[g].replicas[r].nffn; k++) {
+				u[n] = (use){&p->groups[g].replicas[r].ffn[k], g, r, -1, k, n};
+				n++;
+			}
 	qsort(u, (size_t)n, sizeof(*u), cmp_use);
 	/* FIRST[order]: the sorted index of the first use of that use's GPU, or
 	 * -1 when it is the first; then report in document order. */
@@ -407,16 +642,15 @@ static void check_gpus_twice(const hx_plan *p, vlist *l)
 		pos[u[i].order] = i;
 	for (int o = 0; o < n; o++) {
 		const use *a, *b;
-		char ptr[160];
+		char ptr[160], at[160];
 		if (first[o] < 0)
 			continue;
 		a = &u[first[o]];
 		b = &u[pos[o]];
-		snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/placement/%d/%d", b->g, b->r,
-			 b->s, b->k);
-		add(l, HX_V_GPU_TWICE, ptr,
-		    "GPU \"%s:%d\" is already used at /groups/%d/replicas/%d/placement/%d/%d",
-		    b->ref->node, b->ref->index, a->g, a->r, a->s, a->k);
+		use_ptr(b, ptr, sizeof(ptr));
+		use_ptr(a, at, sizeof(at));
+		add(l, HX_V_GPU_TWICE, ptr, "GPU \"%s:%d\" is already used at %s", b->ref->node,
+		    b->ref->index, at);
 	}
 	free(pos);
 	free(first);
@@ -1080,6 +1314,8 @@ int hx_verify_plan(const hx_plan *p, const hx_cluster *c, hx_violation **out, in
 	index_replicas(p, &l);
 	for (int g = 0; g < p->ngroups; g++) {
 		check_stages(p, g, &l);
+		if (p->groups[g].afd.on)
+			check_afd_group(p, g, &l);
 		for (int r = 0; r < p->groups[g].nreplicas; r++)
 			check_placement(p, c, g, r, &l);
 	}

@@ -34,6 +34,7 @@ typedef enum hx_vclass {
 	HX_V_SPOT,        /* spot: rates and windows against the offers, the probability,
 			   * expected cost and nodes survived against the plan's */
 	HX_V_EP,          /* expert parallelism: model, ep = tp, experts, DP ranks */
+	HX_V_AFD,         /* attention/FFN disaggregation: role, shape, memory, link */
 	HX_V_NCLASSES
 } hx_vclass;
 

@@ -1049,7 +1049,18 @@ int hx_replan(const hx_plan *old, const hx_cluster *cl0, const hx_workload *w,
 	      const hx_problem *pb0, const hx_plan_opts *o, const hx_replan_opts *ro,
 	      hx_plan *p, hx_moves *mv, hx_err *err)
 {
-	int rc = replan_one(old, cl0, w, pb0, o, ro, p, mv, err);
+	int rc;
+
+	/* An AFD replica's FFN GPUs are no stage's: replan's survivors, moves
+	 * and new replicas would not see them. */
+	for (int g = 0; g < old->ngroups; g++)
+		if (old->groups[g].afd.on)
+			return hx_errf(
+			    err, HX_EINPUT,
+			    "group %s is attention/FFN disaggregated: replan does not "
+			    "adapt AFD groups (plan it again)",
+			    old->groups[g].name);
+	rc = replan_one(old, cl0, w, pb0, o, ro, p, mv, err);
 
 	if (rc == 0)
 		replan_spill(old, p, mv);

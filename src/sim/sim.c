@@ -72,6 +72,11 @@ typedef struct replica {
 	int *hop_route, nhop_route;
 	int down; /* its spot nodes that are down (--preempt-spot) */
 	int dp;   /* its attention data-parallel ranks (hx_replica_dp) */
+	/* An AFD group's replica: its cost model, and what its decodes saw
+	 * (tokens, sum of batch * tokens, sum of contexts). */
+	int is_afd;
+	hx_afd afd;
+	double afd_tok, afd_tok_b, afd_tok_ctx;
 } replica;
 
 typedef struct xfer {
@@ -440,6 +445,77 @@ static int prefix_hit(const sim *s, const replica *rp, const req *r)
 				  r->user >= 0 && rp->user_cached[r->user]);
 }
 
+/* An AFD replica's iteration over batch B: hx_cost_afd's step for its
+ * decodes at their mean context.  A prompt recomputed after a preemption
+ * (no other prompt reaches a decode group) counts as that many more tokens
+ * in the step, at the mean context its attention reads (prefill_attn). */
+static double afd_iteration_s(const sim *s, replica *rp, const hx_batch *b)
+{
+	double n = b->decode_seqs + b->prefill_tokens;
+	hx_afd_step st;
+
+	hx_cost_afd(&rp->afd, n, (b->decode_ctx + b->prefill_attn) / n, s->w->serving.mem_util,
+		    &st);
+	rp->afd_tok += b->decode_seqs;
+	rp->afd_tok_b += b->decode_seqs * b->decode_seqs;
+	rp->afd_tok_ctx += b->decode_ctx;
+	return st.step_s;
+}
+
+/* One scheduling pass over RP's sequences under way: the decodes first
+ * (a token each), then the prompts' next chunks, into B, with the token
+ * budget LEFT and the KV KV_NEED they take.  Returns 1 when one did not
+ * fit and the latest admitted sequence was preempted (the caller passes
+ * again), else 0. */
+static int schedule_running(sim *s, replica *rp, hx_batch *b, double *left, double *kv_need)
+{
+	double rank_budget = s->w->serving.token_budget, nd = 0, ctx = 0;
+	int ndec = 0, npre = 0;
+
+	*b = (hx_batch){0};
+	*left = rank_budget * rp->dp;
+	*kv_need = 0;
+	for (int i = 0, nrun = rp->nrun; i < nrun; i++) {
+		seq *q = &rp->run[i];
+		q->chunk = 0;
+		q->decoding = q->prefilled >= q->prompt;
+		if (q->decoding) {
+			ndec++;
+			*left -= 1;
+			*kv_need += 1;
+			nd += 1;
+			ctx += q->kv;
+		} else {
+			s->idx[npre++] = i;
+		}
+	}
+	b->decode_seqs = nd;
+	b->decode_ctx = ctx;
+	if (rp->kv_used + ndec > rp->kv_cap && rp->nrun > 1) {
+		preempt(s, rp);
+		return 1;
+	}
+	for (int k = 0; k < npre; k++) {
+		seq *q = &rp->run[s->idx[k]];
+		double room = rp->kv_cap - rp->kv_used - *kv_need;
+		int n = (int)fmin(fmin(q->prompt - q->prefilled, *left), rank_budget);
+		if (n <= 0)
+			break; /* the budget is spent */
+		if (n > room && rp->nrun > 1) {
+			preempt(s, rp);
+			return 1;
+		}
+		n = (int)fmin(n, room);
+		if (n <= 0)
+			continue;
+		q->chunk = n;
+		*left -= n;
+		*kv_need += n;
+		hx_batch_add_prefill(b, 1, n, q->prefilled);
+	}
+	return 0;
+}
+
 static void start_iteration(sim *s, int ri)
 {
 	replica *rp = &s->reps[ri];
@@ -447,9 +523,9 @@ static void start_iteration(sim *s, int ri)
 	 * with its own token budget and sequences (the cost model's rule);
 	 * a prompt's chunk is one rank's. */
 	int dp = rp->dp;
-	double rank_budget = s->w->serving.token_budget, budget = rank_budget * dp;
+	double rank_budget = s->w->serving.token_budget;
 	double kv_need = 0, left;
-	int max_seqs = (int)s->w->serving.max_seqs * dp, ndec = 0, npre = 0;
+	int max_seqs = (int)s->w->serving.max_seqs * dp, preempted = 0;
 	hx_batch b = {0};
 	hx_iter it;
 
@@ -459,51 +535,15 @@ static void start_iteration(sim *s, int ri)
 		s->capidx = rp->nrun;
 		s->idx = hx_xrealloc(s->idx, (size_t)s->capidx * sizeof(int));
 	}
-	/* 1. decodes first: each needs one more token of KV (what does not
-	 * fit is preempted, and the pass made again).  One pass adds the
-	 * decodes to the batch (as hx_batch_add_decode would, in the same
-	 * order) and lists the prompts under way. */
-	for (;;) {
-		double nd = 0, ctx = 0;
-		ndec = 0;
-		npre = 0;
-		left = budget;
-		kv_need = 0;
-		for (int i = 0, nrun = rp->nrun; i < nrun; i++) {
-			seq *q = &rp->run[i];
-			q->chunk = 0;
-			q->decoding = q->prefilled >= q->prompt;
-			if (q->decoding) {
-				ndec++;
-				left -= 1;
-				kv_need += 1;
-				nd += 1;
-				ctx += q->kv;
-			} else {
-				s->idx[npre++] = i;
-			}
-		}
-		b.decode_seqs = nd;
-		b.decode_ctx = ctx;
-		if (rp->kv_used + ndec <= rp->kv_cap || rp->nrun <= 1)
-			break;
-		preempt(s, rp);
-	}
-	/* 2. prompts already under way, then 3. new admissions, while the
-	 * token budget and the KV cache allow. */
-	for (int k = 0; k < npre && left > 0; k++) {
-		seq *q = &rp->run[s->idx[k]];
-		int n;
-		n = (int)fmin(fmin(q->prompt - q->prefilled, left), rank_budget);
-		n = (int)fmin(n, rp->kv_cap - rp->kv_used - kv_need);
-		if (n <= 0)
-			continue;
-		q->chunk = n;
-		left -= n;
-		kv_need += n;
-		hx_batch_add_prefill(&b, 1, n, q->prefilled);
-	}
-	while (rp->wq_len > 0 && left > 0 && rp->nrun < max_seqs) {
+	/* 1. the sequences under way, in vLLM's way: each decode needs one
+	 * more token of KV and each prompt under way its next chunk's; when
+	 * one does not fit, the latest admitted sequence is preempted and the
+	 * pass made again (a lone sequence runs what fits). */
+	while (schedule_running(s, rp, &b, &left, &kv_need))
+		preempted = 1;
+	/* 2. new admissions, while the token budget and the KV cache allow,
+	 * unless this step preempted (the engine admits none then). */
+	while (!preempted && rp->wq_len > 0 && left > 0 && rp->nrun < max_seqs) {
 		int id = rp->wq[rp->wq_head];
 		req *r = &s->reqs[id];
 		seq q = {
@@ -548,7 +588,8 @@ static void start_iteration(sim *s, int ri)
 	rp->busy = 1;
 	rp->version++;
 	{
-		double dt = hx_cost_cycle(&rp->cost, &b, &it);
+		double dt =
+		    rp->is_afd ? afd_iteration_s(s, rp, &b) : hx_cost_cycle(&rp->cost, &b, &it);
 		rp->busy_s += dt;
 		rp->last_dt = dt;
 		push(s, s->now + dt, EV_ITER, ri, 0, rp->version);
@@ -1158,6 +1199,39 @@ static int setup_spot(sim *s, uint64_t seed, double horizon_s, hx_err *err)
 
 /* ---- set-up and report ------------------------------------------------------ */
 
+/* Replica R of AFD group G: its cost model and KV cache (the attention
+ * instances'); the plan's placement sizes and memory as check holds them. */
+static int setup_afd(sim *s, int g, int r, replica *rp, hx_err *err)
+{
+	const hx_plan *p = s->p;
+	const hx_plan_group *grp = &p->groups[g];
+	const hx_plan_replica *pr = &grp->replicas[r];
+	hx_afd_step st;
+	int rc;
+
+	if (grp->role != HX_ROLE_DECODE)
+		return hx_errf(err, HX_EINPUT, "/groups/%d/role: an AFD group decodes, not %s",
+			       g, hx_role_name(grp->role));
+	if (pr->ngpus[0] != grp->stage[0].tp * grp->afd.attn_n ||
+	    pr->nffn != grp->afd.ffn_n * grp->afd.ffn_tp)
+		return hx_errf(err, HX_EINPUT,
+			       "/groups/%d/replicas/%d: its GPUs are not the AFD group's "
+			       "instances times their TP",
+			       g, r);
+	if ((rc = hx_plan_afd_cost(p, grp, pr, &rp->afd, err)) ||
+	    (rc = hx_plan_replica_cost(p, grp, pr, &rp->cost, err)))
+		return rc;
+	hx_cost_afd_memory(&rp->afd, s->w->serving.mem_util, &st);
+	if (st.attn_kv_tokens <= 0 || st.ffn_weights_b + st.ffn_reserve_b > st.ffn_capacity_b)
+		return hx_errf(err, HX_EINPUT,
+			       "/groups/%d/replicas/%d: the model does not fit its AFD "
+			       "instances",
+			       g, r);
+	rp->is_afd = 1;
+	rp->kv_cap = st.attn_kv_tokens;
+	return 0;
+}
+
 static int setup(sim *s, hx_err *err)
 {
 	const hx_plan *p = s->p;
@@ -1186,7 +1260,7 @@ static int setup(sim *s, hx_err *err)
 			hx_memory m;
 			/* The cost model reads tp from the stage: a placement of
 			 * another size would be simulated as if it had tp GPUs. */
-			for (int st = 0; st < grp->nstages; st++)
+			for (int st = 0; st < grp->nstages && !grp->afd.on; st++)
 				if (grp->replicas[r].ngpus[st] != grp->stage[st].tp)
 					return hx_errf(
 					    err, HX_EINPUT,
@@ -1194,7 +1268,10 @@ static int setup(sim *s, hx_err *err)
 					    "%d GPUs, the stage's tp is %d",
 					    g, r, st, grp->replicas[r].ngpus[st],
 					    grp->stage[st].tp);
-			if (s->hops) {
+			if (grp->afd.on) {
+				if ((rc = setup_afd(s, g, r, rp, err)))
+					return rc;
+			} else if (s->hops) {
 				const hx_model *md = hx_plan_model(p, grp->model);
 				if ((rc = hx_plan_fragment_cost(p, grp, &grp->replicas[r],
 								&rp->cost, &rp->frag_off, err)))
@@ -1351,6 +1428,23 @@ static void percentiles(double *v, long n, double out[4], double *mean)
 	hx_quantiles(v, (size_t)n, q, 4, out);
 }
 
+/* Group G's AFD figures into X (hx_sim_group_stats). */
+static void report_afd(const sim *s, int g, hx_sim_group_stats *x)
+{
+	double tok = 0, tok_b = 0, tok_ctx = 0;
+
+	for (int r = 0; r < s->p->groups[g].nreplicas; r++) {
+		const replica *rp = &s->reps[s->group_first[g] + r];
+		tok += rp->afd_tok;
+		tok_b += rp->afd_tok_b;
+		tok_ctx += rp->afd_tok_ctx;
+	}
+	if (tok > 0) {
+		x->decode_batch = tok_b / tok;
+		x->decode_context = tok_ctx / tok;
+	}
+}
+
 static void report(sim *s, hx_sim_report *out, int keep)
 {
 	const hx_workload *w = s->w;
@@ -1431,6 +1525,7 @@ static void report(sim *s, hx_sim_report *out, int keep)
 		for (int r = 0; r < nr; r++)
 			busy += s->reps[s->group_first[g] + r].busy_s;
 		out->groups[g].utilization = end > 0 && nr > 0 ? busy / (nr * end) : 0;
+		report_afd(s, g, &out->groups[g]);
 	}
 	free(ttft);
 	free(tpot);

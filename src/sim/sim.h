@@ -4,7 +4,9 @@
  * per iteration (chunked prefill; decodes first), admission while the KV
  * cache has room, preemption by recompute (the latest admitted first) when
  * a decode step finds it full.  Iteration times come from the cost model;
- * a pipeline replica runs at its micro-batch cycle (hx_cost_cycle).
+ * a pipeline replica runs at its micro-batch cycle (hx_cost_cycle); an
+ * AFD replica (a decode group's "afd") at hx_cost_afd's step for its batch
+ * and mean context, its KV cache the attention instances'.
  * Requests are routed by the plan's ingress weights (round-robin over a
  * group's replicas); disaggregated requests move their KV cache over the
  * plan's kv routes, transfers on one link sharing its bandwidth; cascades
@@ -55,6 +57,10 @@ typedef struct hx_sim_record {
 typedef struct hx_sim_group_stats {
 	double utilization; /* busy time / (replicas * makespan) */
 	long finished;
+	/* An AFD group (its "afd"): the decode batch and mean context a
+	 * generated token saw, over its replicas' iterations (sum of b^2 over
+	 * sum of b, sum of contexts over sum of b); 0 for other groups. */
+	double decode_batch, decode_context;
 } hx_sim_group_stats;
 
 typedef struct hx_sim_report {

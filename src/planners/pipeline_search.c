@@ -315,6 +315,17 @@ static void build_per_type(pctx *c, int *first, int *last)
 	free(v);
 }
 
+/* Whether a construction that has a placement (BEST > 0) stops trying
+ * more: the deadline has passed (each try is a score, a max-flow that
+ * takes a second at the node limit, and a construction may try one per
+ * pipeline count). */
+static int construct_out_of_time(pctx *c, double best)
+{
+	if (best > 0 && c->deadline > 0 && hx_now() > c->deadline)
+		c->timed_out = 1;
+	return best > 0 && c->timed_out;
+}
+
 /* (2) Balanced pipelines, Parallax-style: for every pipeline count p, the
  * nodes (fastest first) go to the pipeline with the least speed so far;
  * each pipeline is ordered by region and water-filled.  The count whose
@@ -333,6 +344,8 @@ static void build_balanced(pctx *c, int *first, int *last)
 		total += node_cap(c, v[j]);
 	for (int p = 1; p <= m && p * c->L <= total && !c->failed; p++) {
 		double s;
+		if (construct_out_of_time(c, best))
+			break;
 		hx_pipe_clear(c, pf, pl);
 		for (int q = 0; q < p; q++)
 			load[q] = 0;
@@ -406,6 +419,8 @@ static void build_staged(pctx *c, int *first, int *last)
 	for (int k = 1; k <= L && !c->failed; k++) {
 		int S = (L + k - 1) / k, whole = 1;
 		double sc;
+		if (construct_out_of_time(c, best))
+			break;
 		hx_pipe_clear(c, pf, pl);
 		for (int s = 0; s < S; s++)
 			cap[s] = 0;
@@ -555,7 +570,8 @@ long hx_pipe_search(pctx *c, int *best_f, int *best_l, double *best_v, long work
 	memcpy(cl, best_l, (size_t)n * sizeof(int));
 	for (long it = 0, evals = 0; evals < work && it < 20 * work && !c->failed; it++) {
 		double v;
-		if (c->deadline > 0 && (it & 63) == 0 && hx_now() > c->deadline) {
+		/* Every iteration: at the node limit a score takes ~0.5 s. */
+		if (c->deadline > 0 && hx_now() > c->deadline) {
 			c->timed_out = 1;
 			break;
 		}

@@ -570,6 +570,7 @@ static void search(pctx *c, const hx_pipe_opts *po, int *bf, int *bl, int *tf, i
 		cv[k] = hx_pipe_score(c, cf + k * n, cl + k * n, NULL);
 		if (st)
 			st->construction[k] = cv[k];
+		c->placed |= cv[k] > 0;
 		if (cv[k] > *best * (1 + 1e-9)) {
 			*best = cv[k];
 			memcpy(bf, cf + k * n, (size_t)n * sizeof(int));

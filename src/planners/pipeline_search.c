@@ -315,15 +315,17 @@ static void build_per_type(pctx *c, int *first, int *last)
 	free(v);
 }
 
-/* Whether a construction that has a placement (BEST > 0) stops trying
- * more: the deadline has passed (each try is a score, a max-flow that
+/* Whether a construction stops trying more once it or an earlier one has
+ * a placement that flows (BEST > 0, C->placed): the deadline has passed
+ * (each try is a chain split per pipeline and a score, a max-flow that
  * takes a second at the node limit, and a construction may try one per
  * pipeline count). */
 static int construct_out_of_time(pctx *c, double best)
 {
-	if (best > 0 && c->deadline > 0 && hx_now() > c->deadline)
+	int have = best > 0 || c->placed;
+	if (have && c->deadline > 0 && hx_now() > c->deadline)
 		c->timed_out = 1;
-	return best > 0 && c->timed_out;
+	return have && c->timed_out;
 }
 
 /* (2) Balanced pipelines, Parallax-style: for every pipeline count p, the

@@ -346,14 +346,16 @@ int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan
 			 hx_replica *out, hx_err *err)
 {
 	const hx_model *m = hx_plan_model(p, g->model);
-	int gi = hx_plan_group_index(p, g->name), rc;
+	int rc;
 
 	/* Errors name the group by its JSON pointer: a consumer of the plan
-	 * (simulate) puts the file in front. */
+	 * (simulate) puts the file in front.  Its index is looked up only
+	 * then: a plan being built has no index of its names, and a scan per
+	 * replica was quadratic in the groups. */
 	memset(out, 0, sizeof(*out));
 	if (!m)
-		return hx_errf(err, HX_EINPUT, "/groups/%d/model: unknown model \"%s\"", gi,
-			       g->model);
+		return hx_errf(err, HX_EINPUT, "/groups/%d/model: unknown model \"%s\"",
+			       hx_plan_group_index(p, g->name), g->model);
 	out->model = m;
 	out->wdt = g->wdt;
 	out->kvdt = g->kvdt;
@@ -363,8 +365,8 @@ int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan
 		st->gpu = hx_plan_gpu(p, g->stage[s].gpu);
 		if (!st->gpu)
 			return hx_errf(err, HX_EINPUT,
-				       "/groups/%d/stages/%d/gpu: unknown GPU \"%s\"", gi, s,
-				       g->stage[s].gpu);
+				       "/groups/%d/stages/%d/gpu: unknown GPU \"%s\"",
+				       hx_plan_group_index(p, g->name), s, g->stage[s].gpu);
 		st->tp = g->stage[s].tp;
 		st->first = g->stage[s].first;
 		st->last = g->stage[s].last;
@@ -382,7 +384,8 @@ int hx_plan_replica_cost(const hx_plan *p, const hx_plan_group *g, const hx_plan
 	}
 	if ((rc = hx_replica_check(out, err)) && err) {
 		char msg[sizeof(err->msg)];
-		snprintf(msg, sizeof(msg), "/groups/%d/stages: %.900s", gi, err->msg);
+		snprintf(msg, sizeof(msg), "/groups/%d/stages: %.900s",
+			 hx_plan_group_index(p, g->name), err->msg);
 		hx_strlcpy(err->msg, msg, sizeof(err->msg));
 	}
 	return rc;

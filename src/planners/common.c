@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +19,47 @@ double hx_plan_kv_reserve(const hx_workload *w)
 	return fmax(need, HX_KV_RESERVE_TOKENS);
 }
 
-static const hx_node *node_named(const hx_cluster *c, const char *name)
+/* The bytes of R that the cost model reads: its stages in use. */
+static size_t replica_len(const hx_replica *r)
 {
-	for (int i = 0; i < c->nnodes; i++)
-		if (strcmp(c->nodes[i].name, name) == 0)
-			return &c->nodes[i];
-	return NULL;
+	return offsetof(hx_replica, stage) + (size_t)r->nstages * sizeof(hx_stage);
+}
+
+void hx_capmemo_eval(hx_capmemo *m, const hx_replica *r, const hx_workload *w, int phase,
+		     double lambda, hx_capacity *out)
+{
+	size_t len = replica_len(r);
+
+	for (int i = 0; i < m->n; i++)
+		if (m->e[i].len == len && m->e[i].w == w && m->e[i].phase == phase &&
+		    m->e[i].lambda == lambda && memcmp(m->e[i].r, r, len) == 0) {
+			*out = m->e[i].c;
+			return;
+		}
+	if (lambda < 0)
+		hx_cost_capacity_phase(r, w, phase, out);
+	else
+		hx_cost_at_rate_phase(r, w, phase, lambda, out);
+	{
+		int i = m->n < HX_CAPMEMO_N ? m->n++ : m->next;
+		m->next = (i + 1) % HX_CAPMEMO_N;
+		free(m->e[i].r);
+		m->e[i].r = hx_xmalloc(len);
+		memcpy(m->e[i].r, r, len);
+		m->e[i].len = len;
+		m->e[i].w = w;
+		m->e[i].phase = phase;
+		m->e[i].lambda = lambda;
+		m->e[i].c = *out;
+	}
+}
+
+void hx_capmemo_release(hx_capmemo *m)
+{
+	for (int i = 0; i < m->n; i++)
+		free(m->e[i].r);
+	m->n = 0;
+	m->next = 0;
 }
 
 static int phase_of(hx_role r)
@@ -52,8 +88,10 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int flags, hx_err *err)
 {
 	const hx_workload *w = pb->workload;
 	double total = 0, usd = 0, lambda = w->rate_rps, served, P, O;
-	double ttft = 0, tpot = 0;
-	int rc;
+	double ttft = 0, tpot = 0, *share;
+	int rc = 0;
+	hx_map nodes = {0}, groups = {0};
+	hx_capmemo memo = {0};
 
 	hx_file_digest(pb->cluster_path, p->cluster_digest);
 	hx_file_digest(pb->workload_path, p->workload_digest);
@@ -63,22 +101,29 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int flags, hx_err *err)
 		hx_plan_add_model(p, pb->model);
 	p->solver.seed = pb->seed;
 	/* Embed the profiles of the GPUs the plan uses, as the cluster gives them. */
+	for (int i = 0; i < pb->cluster->nnodes; i++)
+		hx_map_put(&nodes, pb->cluster->nodes[i].name, i);
 	for (int g = 0; g < p->ngroups; g++) {
 		hx_plan_group *grp = &p->groups[g];
 		for (int r = 0; r < grp->nreplicas; r++)
 			for (int s = 0; s < grp->nstages; s++)
 				for (int k = 0; k < grp->replicas[r].ngpus[s]; k++) {
-					const hx_node *n = node_named(
-					    pb->cluster, grp->replicas[r].gpus[s][k].node);
-					if (!n)
+					int i = hx_map_get(&nodes,
+							   grp->replicas[r].gpus[s][k].node);
+					const hx_node *n =
+					    i >= 0 ? &pb->cluster->nodes[i] : NULL;
+					if (!n) {
+						hx_map_release(&nodes);
 						return hx_errf(
 						    err, HX_EINPUT, "internal: unknown node %s",
 						    grp->replicas[r].gpus[s][k].node);
+					}
 					if (!hx_plan_gpu(p, n->gpu.name))
 						hx_plan_add_gpu(p, &n->gpu);
 					usd += n->usd_per_hour;
 				}
 	}
+	hx_map_release(&nodes);
 	if (flags & HX_FINISH_INPUTS)
 		return 0;
 	/* Capacity per replica (the slowest replica stands for its group).
@@ -91,10 +136,10 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int flags, hx_err *err)
 			hx_replica rep;
 			hx_capacity c;
 			if ((rc = hx_plan_replica_cost(p, grp, &grp->replicas[r], &rep, err)))
-				return rc;
+				goto out;
 			if (first_alike(grp, r) < r)
 				continue;
-			hx_cost_capacity_phase(&rep, w, phase_of(grp->role), &c);
+			hx_capmemo_eval(&memo, &rep, w, phase_of(grp->role), -1, &c);
 			if (c.rps < cap) {
 				cap = c.rps;
 				batch = c.max_batch;
@@ -119,21 +164,27 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int flags, hx_err *err)
 	}
 	/* The operating point at the workload's rate (at capacity when above it). */
 	served = fmin(lambda, total);
+	/* Each group's share of the ingress, the routes summed in order. */
+	share = hx_xcalloc((size_t)p->ngroups + 1, sizeof(double));
+	for (int g = 0; g < p->ngroups; g++)
+		hx_map_put(&groups, p->groups[g].name, g);
+	for (int i = 0; i < p->ningress; i++) {
+		int g = hx_map_get(&groups, p->ingress[i].to);
+		if (g >= 0)
+			share[g] += p->ingress[i].weight;
+	}
+	hx_map_release(&groups);
 	for (int g = 0; g < p->ngroups && served > 0; g++) {
 		hx_plan_group *grp = &p->groups[g];
-		double share = 0;
-		for (int i = 0; i < p->ningress; i++)
-			if (strcmp(p->ingress[i].to, grp->name) == 0)
-				share += p->ingress[i].weight;
-		for (int r = 0; r < grp->nreplicas && share > 0; r++) {
+		for (int r = 0; r < grp->nreplicas && share[g] > 0; r++) {
 			hx_replica rep;
 			hx_capacity c;
 			if (first_alike(grp, r) < r)
 				continue; /* the same operating point as that one */
 			hx_plan_replica_cost(p, grp, &grp->replicas[r], &rep, NULL);
-			hx_cost_at_rate_phase(
-			    &rep, w, phase_of(grp->role),
-			    fmin(served * share / grp->nreplicas, grp->capacity_rps), &c);
+			hx_capmemo_eval(
+			    &memo, &rep, w, phase_of(grp->role),
+			    fmin(served * share[g] / grp->nreplicas, grp->capacity_rps), &c);
 			if (isfinite(c.ttft_ms))
 				ttft = fmax(ttft, c.ttft_ms);
 			if (isfinite(c.tpot_ms))
@@ -149,7 +200,10 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int flags, hx_err *err)
 	p->predicted.usd_per_hour = hx_round6(usd);
 	p->predicted.usd_per_m_tokens = hx_round6(hx_usd_per_mtok(usd, served, P + O));
 	p->solver.objective = p->predicted.capacity_rps;
-	return 0;
+	free(share);
+out:
+	hx_capmemo_release(&memo);
+	return rc;
 }
 
 void hx_plan_nodes_used(const hx_plan *p, const hx_cluster *cl, char *used)

@@ -52,6 +52,28 @@ typedef struct hx_plan_opts {
  * request at the SLO percentile, and at least HX_KV_RESERVE_TOKENS. */
 double hx_plan_kv_reserve(const hx_workload *w);
 
+/* The cost model's answers for replicas already priced in one pass over
+ * a plan: groups of like nodes hold replicas the cost model cannot tell
+ * apart (the same bytes of hx_replica), and at thousands of groups pricing
+ * each again was most of a plan's building.  Zero it to start. */
+#define HX_CAPMEMO_N 64
+typedef struct hx_capmemo {
+	int n, next;
+	struct {
+		hx_replica *r;
+		size_t len;
+		const hx_workload *w;
+		int phase;
+		double lambda; /* < 0: capacity; else the operating point there */
+		hx_capacity c;
+	} e[HX_CAPMEMO_N];
+} hx_capmemo;
+/* hx_cost_capacity_phase (LAMBDA < 0) or hx_cost_at_rate_phase at LAMBDA
+ * of R, W and PHASE into OUT, from M when it has them (the same results). */
+void hx_capmemo_eval(hx_capmemo *m, const hx_replica *r, const hx_workload *w, int phase,
+		     double lambda, hx_capacity *out);
+void hx_capmemo_release(hx_capmemo *m);
+
 /* hx_plan_finish's FLAGS. */
 enum {
 	HX_FINISH_WEIGHTS = 1, /* set ingress weights in proportion to capacity */

@@ -10,7 +10,9 @@
  * by a max-flow in requests/s: source -> prefill replicas (their prefill capacity at the TTFT
  * SLO, less the KV transfer) -> the prefill node's NIC -> the link between the two nodes -> the
  * decode node's NIC -> decode replicas (their capacity at the TPOT SLO) -> sink, each NIC and
- * link a capacity shared by every pair that crosses it (bandwidth / KV bytes of a mean prompt).
+ * link a capacity shared by every pair that crosses it (bandwidth / KV bytes of a mean prompt);
+ * above DISAGG_FULL_PAIRS pairs each prefill node is joined to its linked decode nodes and a
+ * few spread over the rest, not to all, so that a flow stays near-linear in the nodes.
  * The edge flows give the ingress and KV routing weights (a node's decode replicas share what
  * reaches the node evenly).  (4) Refine: flip single nodes'
  * roles (moving them between the prefill and decode sides) while the flow
@@ -123,6 +125,19 @@ static void linktab_row(const linktab *t, const hx_cluster *c, int a, double *bw
 	for (int k = t->start[a]; k < t->start[a + 1]; k++) {
 		const hx_link *l = &c->links[t->link[k]];
 		bw[l->a == a ? l->b : l->a] = l->spec.bw_gbps;
+	}
+}
+
+/* Node A's explicit links: for each node b it has one to, MARK[b] = A
+ * and BW[b] its bandwidth (Gb/s), the first link of a pair winning as in
+ * hx_cluster_link; O(A's links), where linktab_row is O(nodes). */
+static void linktab_mark(const linktab *t, const hx_cluster *c, int a, double *bw, int *mark)
+{
+	for (int k = t->start[a]; k < t->start[a + 1]; k++) {
+		const hx_link *l = &c->links[t->link[k]];
+		int b = l->a == a ? l->b : l->a;
+		mark[b] = a;
+		bw[b] = l->spec.bw_gbps;
 	}
 }
 
@@ -303,17 +318,33 @@ static int price_nodes(dctx *d, double deadline)
 	const hx_cluster *c = d->pb->cluster;
 	const hx_arch *a = &d->pb->model->a;
 
+	/* A node alike an earlier one prices the same (one-node replicas do
+	 * not see links, EP sets are of alike nodes): the earlier ones are
+	 * found by GPU name, count, NIC and region (a map), then compared
+	 * whole, the first alike winning as a scan of all earlier nodes would
+	 * find it. */
+	hx_map kinds = {0};
+	int *next = hx_xmalloc((size_t)d->n * sizeof(int) + 1);
+
 	d->kind = hx_xcalloc((size_t)d->n + 1, sizeof(int));
 	for (int i = 0; i < d->n; i++) {
-		int j;
-		/* A node alike an earlier one prices the same (one-node
-		 * replicas do not see links, EP sets are of alike nodes). */
-		for (j = 0; j < i; j++)
-			if (d->kind[j] == j && alike(c, j, i))
-				break;
-		d->kind[i] = j;
-		nalike[j]++;
+		int j = -1, head, last;
+		char key[160];
+		snprintf(key, sizeof(key), "%d/%g/%s/%s", c->nodes[i].count,
+			 c->nodes[i].nic_gbps, c->nodes[i].region, c->nodes[i].gpu.name);
+		next[i] = -1;
+		if ((head = hx_map_put(&kinds, key, i)) >= 0) {
+			for (j = last = head; j >= 0; last = j, j = next[j])
+				if (alike(c, j, i))
+					break;
+			if (j < 0)
+				next[last] = i; /* a profile of its own under this key */
+		}
+		d->kind[i] = j >= 0 ? j : i;
+		nalike[d->kind[i]]++;
 	}
+	hx_map_release(&kinds);
+	free(next);
 	for (int i = 0; i < d->n; i++) {
 		node_role *nr = &d->nr[i];
 		int count = c->nodes[i].count;
@@ -360,16 +391,30 @@ static double gbps_to_rps(const dctx *d, double gbps)
 	return hx_gbps_bytes_s(gbps) / d->kv_req_bytes;
 }
 
+/* Above this many (prefill, decode) node pairs the flow network does not
+ * join every pair: a flow over all of them (~2,000 x 2,000 pairs, 12M
+ * edges at the node limit) took ~10 s, more than a short time limit.
+ * Each prefill node then reaches the decode nodes it has an explicit link
+ * to and DISAGG_PARTNERS more spread evenly over the decode nodes (each
+ * decode node reached by about as many), enough to fill its NIC over
+ * default links; the network is near-linear in the nodes and links.  Up
+ * to this many pairs (a cluster of up to 256 nodes) it is complete. */
+#define DISAGG_FULL_PAIRS (128L * 128)
+#define DISAGG_PARTNERS   8
+
 /* The flow network of a role assignment (ROLE[i]: 0 prefill, 1 decode, -1
  * unused).  Vertex layout: 0 source, 1 sink, then per node: replica block
  * start (REP0), egress in/out, ingress in/out; then per (prefill, decode)
- * node pair, in that order, a link in/out.  The pairs are numbered, not
- * held in an n-by-n table (64 MiB at the node limit). */
+ * node pair of the network, by prefill node and then decode node in
+ * order, a link in/out.  The pairs are listed, not held in an n-by-n
+ * table (64 MiB at the node limit). */
 typedef struct net {
 	hx_graph g;
 	int *rep0, *nrep, *eg_in, *eg_out, *in_in, *in_out;
-	int *dec;      /* the decode nodes, in order; nd of them */
-	int nd;        /* pair (pa-th prefill node, dec[db]) is pa * nd + db */
+	int *dec; /* the decode nodes, in order; nd of them */
+	int nd;
+	int *pstart;   /* n + 1: node a's pairs are pstart[a] .. pstart[a + 1] */
+	int *pto;      /* per pair: its decode node */
 	int link_e0;   /* pair q's link edge is link_e0 + 3 * q + 1 */
 	int *rep_edge; /* per vertex of a replica: its source or sink edge */
 } net;
@@ -384,6 +429,8 @@ static void net_release(net *x)
 	free(x->in_in);
 	free(x->in_out);
 	free(x->dec);
+	free(x->pstart);
+	free(x->pto);
 	free(x->rep_edge);
 }
 
@@ -445,10 +492,87 @@ static void ep_sets(const dctx *d, const int *role, int *set)
 	free(fill);
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* The decode nodes (by their place in X->dec) prefill node A, the PA-th of
+ * NP, reaches in a network that does not join every pair: those it has an
+ * explicit link to, and DISAGG_PARTNERS spread over X->dec from a start
+ * that moves with PA, into TO (sorted, each once); returns how many.
+ * DBOF: per node, its place in X->dec or -1. */
+static int partners(const dctx *d, const net *x, const int *dbof, int a, int pa, int np,
+		    int *to)
+{
+	const hx_cluster *c = d->pb->cluster;
+	const linktab *t = &d->lt;
+	int m = 0, nd = x->nd, step = nd / DISAGG_PARTNERS > 0 ? nd / DISAGG_PARTNERS : 1;
+	int first = (int)((long)pa * nd / np);
+
+	for (int j = 0; j < DISAGG_PARTNERS && j < nd; j++)
+		to[m++] = (first + j * step) % nd;
+	for (int k = t->start[a]; k < t->start[a + 1]; k++) {
+		const hx_link *l = &c->links[t->link[k]];
+		int b = l->a == a ? l->b : l->a;
+		if (dbof[b] >= 0)
+			to[m++] = dbof[b];
+	}
+	qsort(to, (size_t)m, sizeof(int), cmp_int);
+	{
+		int u = 0;
+		for (int i = 0; i < m; i++)
+			if (u == 0 || to[i] != to[u - 1])
+				to[u++] = to[i];
+		m = u;
+	}
+	return m;
+}
+
+/* X->pstart and X->pto of ROLE: every (prefill, decode) pair up to
+ * DISAGG_FULL_PAIRS pairs, else each prefill node's partners. */
+static void pairs(const dctx *d, const int *role, int np, net *x)
+{
+	const linktab *t = &d->lt;
+	int n = d->n, q = 0, pa = 0, cap, *dbof = NULL, *to = NULL;
+	int full = (long)np * x->nd <= DISAGG_FULL_PAIRS;
+
+	cap = full ? np * x->nd : np * DISAGG_PARTNERS + 2 * d->pb->cluster->nlinks;
+	x->pstart = hx_xcalloc((size_t)n + 1, sizeof(int));
+	x->pto = hx_xmalloc((size_t)cap * sizeof(int) + 1);
+	if (!full) {
+		dbof = hx_xmalloc((size_t)n * sizeof(int));
+		for (int i = 0; i < n; i++)
+			dbof[i] = -1;
+		for (int db = 0; db < x->nd; db++)
+			dbof[x->dec[db]] = db;
+		to = hx_xmalloc(((size_t)DISAGG_PARTNERS + (size_t)t->start[n]) * sizeof(int) +
+				1);
+	}
+	for (int a = 0; a < n; a++) {
+		x->pstart[a] = q;
+		if (role[a] != 0)
+			continue;
+		if (full) {
+			for (int db = 0; db < x->nd; db++)
+				x->pto[q++] = x->dec[db];
+		} else {
+			int m = partners(d, x, dbof, a, pa, np, to);
+			for (int i = 0; i < m; i++)
+				x->pto[q++] = x->dec[to[i]];
+		}
+		pa++;
+	}
+	x->pstart[n] = q;
+	free(dbof);
+	free(to);
+}
+
 static void build(const dctx *d, const int *role, net *x)
 {
 	const hx_cluster *c = d->pb->cluster;
-	int n = d->n, v = 2, np = 0, pair0, pa = 0;
+	int n = d->n, v = 2, np = 0, pair0, *mark;
 	double inf = 1, *bw;
 
 	/* "Unbounded" edges: more than all replicas together carry (1e18
@@ -478,26 +602,34 @@ static void build(const dctx *d, const int *role, net *x)
 		if (role[i] == 1)
 			x->dec[x->nd++] = i;
 	}
+	pairs(d, role, np, x);
 	pair0 = v;
-	v += 2 * np * x->nd;
+	v += 2 * x->pstart[n];
 	hx_graph_init(&x->g, v);
 	x->rep_edge = hx_xcalloc((size_t)v, sizeof(int));
 	build_nodes(d, role, inf, x);
 	x->link_e0 = x->g.m;
 	bw = hx_xmalloc((size_t)n * sizeof(double));
+	mark = hx_xmalloc((size_t)n * sizeof(int));
+	for (int i = 0; i < n; i++)
+		mark[i] = -1;
 	for (int a = 0; a < n; a++) {
 		if (role[a] != 0)
 			continue;
-		linktab_row(&d->lt, c, a, bw);
-		for (int db = 0; db < x->nd; db++) {
-			int lv = pair0 + 2 * (pa * x->nd + db), b = x->dec[db];
+		linktab_mark(&d->lt, c, a, bw, mark);
+		for (int q = x->pstart[a]; q < x->pstart[a + 1]; q++) {
+			int lv = pair0 + 2 * q, b = x->pto[q];
+			double gbps = mark[b] == a ? bw[b]
+				      : d->lt.region[b] == d->lt.region[a]
+					  ? c->same_region.bw_gbps
+					  : c->cross_region.bw_gbps;
 			hx_graph_add_edge(&x->g, x->eg_out[a], lv, inf);
-			hx_graph_add_edge(&x->g, lv, lv + 1, gbps_to_rps(d, bw[b]));
+			hx_graph_add_edge(&x->g, lv, lv + 1, gbps_to_rps(d, gbps));
 			hx_graph_add_edge(&x->g, lv + 1, x->in_in[b], inf);
 		}
-		pa++;
 	}
 	free(bw);
+	free(mark);
 }
 
 /* What the plan needs of a role assignment's max-flow, kept from its
@@ -529,7 +661,7 @@ static kvflow *kvflow_of(const dctx *d, const int *role, const net *x,
 			 const hx_flow_result *res)
 {
 	kvflow *k = hx_xcalloc(1, sizeof(*k));
-	int n = d->n, q = 0, npos = 0;
+	int n = d->n, npos = 0;
 
 	k->value = res->value;
 	k->in = hx_xcalloc((size_t)n, sizeof(double));
@@ -548,11 +680,11 @@ static kvflow *kvflow_of(const dctx *d, const int *role, const net *x,
 			continue;
 		for (int r = 0; r < x->nrep[a]; r++)
 			k->in[a] += fmax(0, res->flow[x->rep_edge[x->rep0[a] + r]]);
-		for (int db = 0; db < x->nd; db++, q++) {
+		for (int q = x->pstart[a]; q < x->pstart[a + 1]; q++) {
 			double f = fmax(0, res->flow[x->link_e0 + 3 * q + 1]);
 			k->out[a] += f;
 			if (f > 0) {
-				k->to[npos] = x->dec[db];
+				k->to[npos] = x->pto[q];
 				k->flow[npos++] = f;
 			}
 		}
@@ -597,6 +729,17 @@ static double score(dctx *d, const int *role, kvflow **keep, hx_err *err)
 	return v;
 }
 
+/* Prefill-rich nodes first (the ratio prefill / decode total, cross
+ * multiplied), then by node. */
+static const node_role *cmp_nr;
+static int cmp_ratio(const void *x, const void *y)
+{
+	int i = *(const int *)x, j = *(const int *)y;
+	const node_role *a = &cmp_nr[i], *b = &cmp_nr[j];
+	double l = a->total[0] * (b->total[1] + 1e-12), r = b->total[0] * (a->total[1] + 1e-12);
+	return l > r ? -1 : l < r ? 1 : (i > j) - (i < j);
+}
+
 /* The best role split ignoring links: an upper bound on any flow. */
 static double split_bound(const dctx *d)
 {
@@ -607,17 +750,8 @@ static double split_bound(const dctx *d)
 		idx[i] = i;
 		D += d->nr[i].total[1];
 	}
-	/* prefill-rich nodes first */
-	for (int i = 0; i < d->n; i++)
-		for (int j = i + 1; j < d->n; j++) {
-			const node_role *a = &d->nr[idx[i]], *b = &d->nr[idx[j]];
-			if (a->total[0] * (b->total[1] + 1e-12) <
-			    b->total[0] * (a->total[1] + 1e-12)) {
-				int t = idx[i];
-				idx[i] = idx[j];
-				idx[j] = t;
-			}
-		}
+	cmp_nr = d->nr;
+	qsort(idx, (size_t)d->n, sizeof(int), cmp_ratio);
 	for (int i = 0; i < d->n; i++) {
 		const node_role *a = &d->nr[idx[i]];
 		double p2 = P + a->total[0], d2 = D - a->total[1];
@@ -826,28 +960,35 @@ static int find_id(const idref *ids, int n, const char *id)
 /* The worst TTFT and TPOT (ms) of P's replicas at request rate LAMBDA,
  * replica by replica: a prefill replica gets its group's ingress share, a
  * decode replica what the KV routes bring it. */
-static void operating_point(const hx_problem *pb, hx_plan *p, double lambda, double *ttft,
-			    double *tpot)
+static void operating_point(const hx_problem *pb, hx_plan *p, double lambda, hx_capmemo *memo,
+			    double *ttft, double *tpot)
 {
 	int R = 0, f = 0;
-	double *rate;
+	double *rate, *share = hx_xcalloc((size_t)p->ngroups + 1, sizeof(double));
 	idref *ids;
-	for (int gi = 0; gi < p->ngroups; gi++)
+	hx_map names = {0};
+
+	/* Each prefill group's share of the ingress, the routes in order. */
+	for (int gi = 0; gi < p->ngroups; gi++) {
 		R += p->groups[gi].nreplicas;
+		hx_map_put(&names, p->groups[gi].name, gi);
+	}
+	for (int i = 0; i < p->ningress; i++) {
+		int gi = hx_map_get(&names, p->ingress[i].to);
+		if (gi >= 0 && p->groups[gi].role == HX_ROLE_PREFILL)
+			share[gi] += p->ingress[i].weight;
+	}
+	hx_map_release(&names);
 	rate = hx_xcalloc((size_t)R + 1, sizeof(double));
 	ids = hx_xcalloc((size_t)R + 1, sizeof(idref));
 	for (int gi = 0; gi < p->ngroups; gi++) {
 		hx_plan_group *gp = &p->groups[gi];
-		double share = 0;
-		if (gp->role == HX_ROLE_PREFILL)
-			for (int i = 0; i < p->ningress; i++)
-				if (strcmp(p->ingress[i].to, gp->name) == 0)
-					share += p->ingress[i].weight;
 		for (int r = 0; r < gp->nreplicas; r++, f++) {
 			ids[f] = (idref){gp->replicas[r].id, f};
-			rate[f] = lambda * share / gp->nreplicas;
+			rate[f] = lambda * share[gi] / gp->nreplicas;
 		}
 	}
+	free(share);
 	qsort(ids, (size_t)R, sizeof(idref), cmp_idref);
 	{
 		/* decode replicas get what the KV routes bring them */
@@ -874,10 +1015,10 @@ static void operating_point(const hx_problem *pb, hx_plan *p, double lambda, dou
 			if (rate[f] <= 0)
 				continue;
 			hx_plan_replica_cost(p, gp, &gp->replicas[r], &rep, NULL);
-			hx_cost_at_rate_phase(&rep, pb->workload,
-					      gp->role == HX_ROLE_PREFILL ? HX_SERVE_PREFILL
-									  : HX_SERVE_DECODE,
-					      fmin(rate[f], gp->capacity_rps), &cap);
+			hx_capmemo_eval(memo, &rep, pb->workload,
+					gp->role == HX_ROLE_PREFILL ? HX_SERVE_PREFILL
+								    : HX_SERVE_DECODE,
+					fmin(rate[f], gp->capacity_rps), &cap);
 			if (gp->role == HX_ROLE_PREFILL && isfinite(cap.ttft_ms))
 				*ttft = fmax(*ttft, cap.ttft_ms);
 			if (gp->role == HX_ROLE_DECODE && isfinite(cap.tpot_ms))
@@ -909,7 +1050,8 @@ static int build_plan(dctx *d, const int *role, const kvflow *k, int cut, long i
 		       ttft = 0, tpot = 0;
 		double O = hx_dist_mean(&pb->workload->output);
 		/* The operating point at the workload's rate */
-		operating_point(pb, p, lambda, &ttft, &tpot);
+		hx_capmemo memo = {0};
+		operating_point(pb, p, lambda, &memo, &ttft, &tpot);
 		/* Prefill groups as the flow saw them (TTFT less the transfer);
 		 * the user's TTFT adds the percentile prompt's transfer. */
 		for (int gi = 0; gi < p->ngroups; gi++) {
@@ -919,9 +1061,10 @@ static int build_plan(dctx *d, const int *role, const kvflow *k, int cut, long i
 			if (gp->role != HX_ROLE_PREFILL)
 				continue;
 			hx_plan_replica_cost(p, gp, &gp->replicas[0], &rep, NULL);
-			hx_cost_capacity_phase(&rep, &d->wp, HX_SERVE_PREFILL, &cap);
+			hx_capmemo_eval(&memo, &rep, &d->wp, HX_SERVE_PREFILL, -1, &cap);
 			gp->capacity_rps = hx_round6(cap.rps);
 		}
+		hx_capmemo_release(&memo);
 		if (ttft > 0)
 			ttft += pb->workload->slo.ttft_ms - d->wp.slo.ttft_ms;
 		p->predicted.capacity_rps = hx_round6(value);
@@ -1075,38 +1218,80 @@ static int pgraph_classes(const dctx *d, pgraph *pg)
 	return nv < DISAGG_PART_NODES ? nv : DISAGG_PART_NODES;
 }
 
+/* W[u * NV + v] (u < v): the bandwidth of all links between nodes of
+ * vertices u and v of PG's class graph, in O(nodes x vertices + links),
+ * not over every node pair: the default links by region counts (the
+ * nodes of region r at each vertex), then each explicit link in place of
+ * its pair's default. */
+static void pgraph_class_weights(const dctx *d, const pgraph *pg, int nv, double *w)
+{
+	const hx_cluster *c = d->pb->cluster;
+	const int *reg = d->lt.region;
+	int n = d->n, nreg = 0;
+	double same = c->same_region.bw_gbps, cross = c->cross_region.bw_gbps;
+	double *cnt, *vcnt = hx_xcalloc((size_t)nv, sizeof(double));
+	double *sr = hx_xcalloc((size_t)nv * nv, sizeof(double)); /* same-region pairs */
+
+	for (int i = 0; i < n; i++)
+		nreg = reg[i] + 1 > nreg ? reg[i] + 1 : nreg;
+	cnt = hx_xcalloc((size_t)nreg * nv, sizeof(double));
+	for (int i = 0; i < n; i++) {
+		cnt[(size_t)reg[i] * nv + pg->of[i]]++;
+		vcnt[pg->of[i]]++;
+	}
+	for (int i = 0; i < n; i++) {
+		const double *row = &cnt[(size_t)reg[i] * nv];
+		double *to = &sr[(size_t)pg->of[i] * nv];
+		for (int v = 0; v < nv; v++)
+			to[v] += row[v];
+	}
+	for (int u = 0; u < nv; u++)
+		for (int v = u + 1; v < nv; v++)
+			w[u * nv + v] =
+			    cross * vcnt[u] * vcnt[v] + (same - cross) * sr[u * nv + v];
+	for (int l = 0; l < c->nlinks; l++) {
+		int a = c->links[l].a, b = c->links[l].b, u = pg->of[a], v = pg->of[b];
+		if (u == v)
+			continue;
+		w[u < v ? u * nv + v : v * nv + u] +=
+		    c->links[l].spec.bw_gbps - (reg[a] == reg[b] ? same : cross);
+	}
+	free(cnt);
+	free(vcnt);
+	free(sr);
+}
+
 static void pgraph_init(const dctx *d, pgraph *pg)
 {
 	const hx_cluster *c = d->pb->cluster;
 	int n = d->n, nv = n;
-	double *bw = hx_xmalloc((size_t)n * sizeof(double)), *w = NULL;
 
 	pg->of = hx_xmalloc((size_t)n * sizeof(int));
 	for (int i = 0; i < n; i++)
 		pg->of[i] = i;
-	if (n > DISAGG_PART_NODES) {
+	if (n > DISAGG_PART_NODES)
 		nv = pgraph_classes(d, pg);
-		w = hx_xcalloc((size_t)nv * nv, sizeof(double));
-	}
 	pg->mem = hx_xcalloc((size_t)nv, sizeof(double));
 	for (int i = 0; i < n; i++)
 		pg->mem[pg->of[i]] += c->nodes[i].count * c->nodes[i].gpu.mem_gib;
 	hx_graph_init(&pg->g, nv);
-	for (int a = 0; a < n; a++) {
-		linktab_row(&d->lt, c, a, bw);
-		for (int b = a + 1; b < n; b++) {
-			int u = pg->of[a], v = pg->of[b];
-			if (!w)
+	if (n > DISAGG_PART_NODES) {
+		double *w = hx_xcalloc((size_t)nv * nv, sizeof(double));
+		pgraph_class_weights(d, pg, nv, w);
+		for (int u = 0; u < nv; u++)
+			for (int v = u + 1; v < nv; v++)
+				hx_graph_add_edge(&pg->g, u, v, w[u * nv + v]);
+		free(w);
+	} else {
+		/* Up to DISAGG_PART_NODES nodes, a vertex per node. */
+		double *bw = hx_xmalloc((size_t)n * sizeof(double));
+		for (int a = 0; a < n; a++) {
+			linktab_row(&d->lt, c, a, bw);
+			for (int b = a + 1; b < n; b++)
 				hx_graph_add_edge(&pg->g, a, b, bw[b]);
-			else if (u != v)
-				w[u < v ? u * nv + v : v * nv + u] += bw[b];
 		}
+		free(bw);
 	}
-	for (int u = 0; w && u < nv; u++)
-		for (int v = u + 1; v < nv; v++)
-			hx_graph_add_edge(&pg->g, u, v, w[u * nv + v]);
-	free(w);
-	free(bw);
 }
 
 static void pgraph_release(pgraph *pg)

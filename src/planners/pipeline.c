@@ -388,24 +388,39 @@ static void find_types(pctx *c, int *mem_layers, int *served_k, double *bound)
 	}
 }
 
+/* The tables of price_links for the pair I, J over link spec LS (ACT:
+ * a token's activation bytes). */
+static void price_link(pctx *c, int i, int j, const hx_linkspec *ls, double act)
+{
+	int n = c->n;
+	c->net.link_tps[i * n + j] = hx_gbps_bytes_s(ls->bw_gbps) / c->tok_bytes;
+	c->lat_s[i * n + j] = ls->latency_ms * 1e-3;
+	c->hop_tok_s[i * n + j] = act / hx_gbps_bytes_s(ls->bw_gbps);
+}
+
 /* Each ordered pair of C's nodes: tokens/s its link carries, its latency
- * and the seconds one token's activations take across it. */
+ * and the seconds one token's activations take across it.  As
+ * hx_cluster_link gives them, without a lookup per pair (a key printed
+ * and hashed: seconds at the node limit): the region's default, then each
+ * explicit link over its pair (a pair has at most one). */
 static void price_links(pctx *c)
 {
 	const hx_cluster *cl = c->pb->cluster;
 	int n = c->n;
+	double act = hx_cost_act_bytes_per_token(c->pb->model);
 
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < n; j++)
-			if (i != j) {
-				hx_linkspec ls = hx_cluster_link(cl, i, j);
-				c->net.link_tps[i * n + j] =
-				    hx_gbps_bytes_s(ls.bw_gbps) / c->tok_bytes;
-				c->lat_s[i * n + j] = ls.latency_ms * 1e-3;
-				c->hop_tok_s[i * n + j] =
-				    hx_cost_act_bytes_per_token(c->pb->model) /
-				    hx_gbps_bytes_s(ls.bw_gbps);
-			}
+			if (i != j)
+				price_link(c, i, j,
+					   c->region[i] == c->region[j] ? &cl->same_region
+									: &cl->cross_region,
+					   act);
+	for (int k = 0; k < cl->nlinks; k++) {
+		const hx_link *l = &cl->links[k];
+		price_link(c, l->a, l->b, &l->spec, act);
+		price_link(c, l->b, l->a, &l->spec, act);
+	}
 }
 
 /* C's tables for PB's cluster and workload (layer costs from PO, may be
@@ -537,7 +552,7 @@ static void search(pctx *c, const hx_pipe_opts *po, int *bf, int *bl, int *tf, i
 	int n = c->n, *cf = hx_xmalloc((size_t)n * HX_PIPE_NCONSTRUCTIONS * sizeof(int)),
 	    *cl = hx_xmalloc((size_t)n * HX_PIPE_NCONSTRUCTIONS * sizeof(int));
 	int start[2] = {-1, -1};
-	double cv[HX_PIPE_NCONSTRUCTIONS];
+	double cv[HX_PIPE_NCONSTRUCTIONS] = {0};
 	long work;
 
 	hx_pipe_clear(c, bf, bl);
@@ -545,10 +560,17 @@ static void search(pctx *c, const hx_pipe_opts *po, int *bf, int *bl, int *tf, i
 		cv[k] = 0;
 		if (k == HX_PIPE_STAGED && !c->throughput)
 			continue;
+		/* Past the deadline with a placement: the other constructions
+		 * are not scored (each is a max-flow and a path search). */
+		if (*best > 0 && c->deadline > 0 && hx_now() > c->deadline) {
+			c->timed_out = 1;
+			break;
+		}
 		hx_pipe_construct(c, k, cf + k * n, cl + k * n);
 		cv[k] = hx_pipe_score(c, cf + k * n, cl + k * n, NULL);
 		if (st)
 			st->construction[k] = cv[k];
+		c->placed |= cv[k] > 0;
 		if (cv[k] > *best * (1 + 1e-9)) {
 			*best = cv[k];
 			memcpy(bf, cf + k * n, (size_t)n * sizeof(int));

@@ -40,6 +40,7 @@ typedef struct pctx {
 	long flows;
 	double deadline; /* monotonic seconds; 0: none */
 	int timed_out;
+	int placed;        /* a construction so far found a placement that flows */
 	double bound, gap; /* stop the search once (bound - flow) / flow <= gap (gap > 0) */
 	int gap_reached;
 	hx_err *err;

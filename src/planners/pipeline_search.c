@@ -23,41 +23,79 @@ static int holds(const pctx *c, int i, int f, int l)
 	       t->thr[l - f] > 0;
 }
 
+/* Relax node I of placement F/L by the nodes J[0..m) that may feed it
+ * (A, B: worst_paths' partial paths). */
+static void relax(const pctx *c, const int *f, const int *l, int i, const int *j, int m,
+		  double *a, double *b)
+{
+	int n = c->n, k = l[i] - f[i];
+	const ntype *t = &c->ty[c->type[i]];
+
+	a[i] = f[i] == 0 ? HX_PIPE_WAIT * t->iter_s[k] : -1;
+	b[i] = f[i] == 0 ? t->pre_s[k] : -1;
+	for (int q = 0; q < m; q++) {
+		int x = j[q];
+		if (!pipe_feeds(c, f, l, x, i) || a[x] < 0)
+			continue;
+		a[i] = fmax(a[i], a[x] + HX_PIPE_WAIT * t->iter_s[k] + c->lat_s[x * n + i] +
+				      c->hop_tok_s[x * n + i]);
+		b[i] = fmax(b[i], b[x] + t->pre_s[k] + c->lat_s[x * n + i] +
+				      c->hop_tok_s[x * n + i] * c->prompt_q);
+	}
+}
+
 /* The slowest path of placement F/L through every hop it allows: *TPOT_S
  * (one decode step: iterations, link latencies and one token's transfer)
- * and *TTFT_S (the percentile prompt's prefill and transfers). */
+ * and *TTFT_S (the percentile prompt's prefill and transfers).  The nodes
+ * are bucketed by their last layer, so that each is relaxed once, by the
+ * nodes that end where it starts (every node when hops may overlap), not
+ * by every node at every layer: O(nodes + hops) without overlap. */
 static void worst_paths(const pctx *c, const int *f, const int *l, double *tpot_s,
 			double *ttft_s)
 {
 	int n = c->n, L = c->L;
 	double *a = c->path_tpot, *b = c->path_ttft;
+	int *start = hx_xcalloc((size_t)L + 2, sizeof(int));
+	int *by = hx_xmalloc((size_t)n * sizeof(int) + 1), *all = NULL;
 
 	*tpot_s = *ttft_s = 0;
+	/* by[start[e] .. start[e + 1]): the nodes whose last layer is e, in
+	 * node order */
+	for (int i = 0; i < n; i++)
+		if (f[i] >= 0 && l[i] >= 1 && l[i] <= L)
+			start[l[i] + 1]++;
+	for (int e = 0; e <= L; e++)
+		start[e + 1] += start[e];
+	{
+		int *fill = hx_xmalloc(((size_t)L + 1) * sizeof(int));
+		memcpy(fill, start, ((size_t)L + 1) * sizeof(int));
+		for (int i = 0; i < n; i++)
+			if (f[i] >= 0 && l[i] >= 1 && l[i] <= L)
+				by[fill[l[i]]++] = i;
+		free(fill);
+	}
+	if (c->net.overlap) {
+		all = hx_xmalloc((size_t)n * sizeof(int) + 1);
+		for (int i = 0; i < n; i++)
+			all[i] = i;
+	}
 	/* the last layer grows along a path: relax the nodes by it */
 	for (int end = 1; end <= L; end++)
-		for (int i = 0; i < n; i++) {
-			const ntype *t;
-			int k;
-			if (f[i] < 0 || l[i] != end)
-				continue;
-			t = &c->ty[c->type[i]];
-			k = l[i] - f[i];
-			a[i] = f[i] == 0 ? HX_PIPE_WAIT * t->iter_s[k] : -1;
-			b[i] = f[i] == 0 ? t->pre_s[k] : -1;
-			for (int j = 0; j < n; j++) {
-				if (!pipe_feeds(c, f, l, j, i) || a[j] < 0)
-					continue;
-				a[i] = fmax(a[i], a[j] + HX_PIPE_WAIT * t->iter_s[k] +
-						      c->lat_s[j * n + i] +
-						      c->hop_tok_s[j * n + i]);
-				b[i] = fmax(b[i], b[j] + t->pre_s[k] + c->lat_s[j * n + i] +
-						      c->hop_tok_s[j * n + i] * c->prompt_q);
-			}
+		for (int q = start[end]; q < start[end + 1]; q++) {
+			int i = by[q];
+			if (all)
+				relax(c, f, l, i, all, n, a, b);
+			else
+				relax(c, f, l, i, by + start[f[i]],
+				      start[f[i] + 1] - start[f[i]], a, b);
 			if (l[i] == L && a[i] >= 0) {
 				*tpot_s = fmax(*tpot_s, a[i]);
 				*ttft_s = fmax(*ttft_s, b[i]);
 			}
 		}
+	free(start);
+	free(by);
+	free(all);
 }
 
 /* Flow of a placement (-1 on a failed max-flow: the search stops), less a
@@ -277,6 +315,19 @@ static void build_per_type(pctx *c, int *first, int *last)
 	free(v);
 }
 
+/* Whether a construction stops trying more once it or an earlier one has
+ * a placement that flows (BEST > 0, C->placed): the deadline has passed
+ * (each try is a chain split per pipeline and a score, a max-flow that
+ * takes a second at the node limit, and a construction may try one per
+ * pipeline count). */
+static int construct_out_of_time(pctx *c, double best)
+{
+	int have = best > 0 || c->placed;
+	if (have && c->deadline > 0 && hx_now() > c->deadline)
+		c->timed_out = 1;
+	return have && c->timed_out;
+}
+
 /* (2) Balanced pipelines, Parallax-style: for every pipeline count p, the
  * nodes (fastest first) go to the pipeline with the least speed so far;
  * each pipeline is ordered by region and water-filled.  The count whose
@@ -295,6 +346,8 @@ static void build_balanced(pctx *c, int *first, int *last)
 		total += node_cap(c, v[j]);
 	for (int p = 1; p <= m && p * c->L <= total && !c->failed; p++) {
 		double s;
+		if (construct_out_of_time(c, best))
+			break;
 		hx_pipe_clear(c, pf, pl);
 		for (int q = 0; q < p; q++)
 			load[q] = 0;
@@ -368,6 +421,8 @@ static void build_staged(pctx *c, int *first, int *last)
 	for (int k = 1; k <= L && !c->failed; k++) {
 		int S = (L + k - 1) / k, whole = 1;
 		double sc;
+		if (construct_out_of_time(c, best))
+			break;
 		hx_pipe_clear(c, pf, pl);
 		for (int s = 0; s < S; s++)
 			cap[s] = 0;
@@ -517,7 +572,8 @@ long hx_pipe_search(pctx *c, int *best_f, int *best_l, double *best_v, long work
 	memcpy(cl, best_l, (size_t)n * sizeof(int));
 	for (long it = 0, evals = 0; evals < work && it < 20 * work && !c->failed; it++) {
 		double v;
-		if (c->deadline > 0 && (it & 63) == 0 && hx_now() > c->deadline) {
+		/* Every iteration: at the node limit a score takes ~0.5 s. */
+		if (c->deadline > 0 && hx_now() > c->deadline) {
 			c->timed_out = 1;
 			break;
 		}

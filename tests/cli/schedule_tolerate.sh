@@ -51,6 +51,23 @@ expect_rc 1 "the plain plan of the peak fails N+1"
 grep -Eq '^hexplan: check: after losing node "[a-z0-9-]+": [0-9.]+ req/s at the SLO, short of the 10\.000 req/s the rate of 9 req/s needs at 90% utilization$' "$TMP/err" &&
 	ok || fail "the lost node is named"
 
+# A period that cannot be insured fails the run: a quiet hour, then one
+# near what the cluster carries (580 req/s on ~679), whose capacity plan
+# uses every GPU.  Exit 3, the message led by the period and naming the
+# lost node, as plan --tolerate-failures names it; nothing written.
+python3 - "$TMP/w2.json" <<'PY'
+import json, sys
+w = json.load(open("examples/workloads/chat.json"))
+w["stages"] = [{"rate_rps": 20, "duration_s": 3600}, {"rate_rps": 580, "duration_s": 3600}]
+json.dump(w, open(sys.argv[1], "w"))
+PY
+run schedule -c $C -w "$TMP/w2.json" --tolerate-failures 1 -o "$TMP/none.json"
+expect_rc 3 "a period that cannot be insured"
+grep -Eq '^hexplan: error: period 1 \(580 req/s from 3600 s\): no plan found that tolerates the loss of any 1 node: after losing node "h100-0" the replicas carry [0-9.]+ req/s at the SLO, short of the 644\.444 req/s the rate of 580 req/s needs at 90% utilization, and the GPUs the plan leaves free add no replica$' "$TMP/err" &&
+	ok || fail "the period and the set named"
+[ "$(grep -c '^hexplan: error:' "$TMP/err")" -eq 1 ] && ok || fail "one error line"
+[ ! -e "$TMP/none.json" ] && ok || fail "a schedule written after exit 3"
+
 # Usage: K must be less than the cluster's nodes.
 run schedule -c $C -w $W --tolerate-failures 64
 expect_rc 2 "K as large as the cluster"

@@ -54,6 +54,18 @@ expect_err_line() {
 	fi
 }
 
+# expect_err_exact FILE TEXT DESCRIPTION: stderr is exactly
+# "hexplan: error: FILE: TEXT" (the diff shown when not).
+expect_err_exact() {
+	printf 'hexplan: error: %s: %s\n' "$1" "$2" >"$TMP/want"
+	if cmp -s "$TMP/err" "$TMP/want"; then
+		ok
+	else
+		fail "$3: stderr differs"
+		diff "$TMP/want" "$TMP/err" | sed 's/^/  /' >&2
+	fi
+}
+
 # expect_out PATTERN DESCRIPTION: stdout matches PATTERN (extended regex).
 expect_out() {
 	if grep -Eq -- "$1" "$TMP/out"; then ok; else fail "$2: stdout does not match /$1/"; fi

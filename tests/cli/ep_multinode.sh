@@ -91,11 +91,7 @@ json.dump(p, open(sys.argv[2], "w"))
 PY
 	run check -p "$TMP/$name.json" -c $IB
 	expect_rc 1 "check $name"
-	printf 'hexplan: error: %s: %s\n' "$TMP/$name.json" "$line" >"$TMP/want"
-	cmp -s "$TMP/err" "$TMP/want" && ok || {
-		fail "check $name: stderr differs"
-		diff "$TMP/want" "$TMP/err" | sed 's/^/  /' >&2
-	}
+	expect_err_exact "$TMP/$name.json" "$line" "check $name"
 done <"$TMP/cases"
 # EP 24 over 3 nodes holds the 256 experts with 8 redundant ones.
 python3 - "$TMP/experts.json" "$TMP/red.json" <<'PY' && ok || fail "redundant variant"

@@ -352,6 +352,14 @@ hx_linkspec hx_cluster_link(const hx_cluster *c, int a, int b)
 								   : c->cross_region;
 }
 
+hx_linkspec hx_cluster_nic_link(const hx_cluster *c, int a, int b)
+{
+	hx_linkspec l = hx_cluster_link(c, a, b);
+
+	l.bw_gbps = fmin(l.bw_gbps, fmin(c->nodes[a].nic_gbps, c->nodes[b].nic_gbps));
+	return l;
+}
+
 int hx_cluster_gpus(const hx_cluster *c)
 {
 	int n = 0;

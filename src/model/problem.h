@@ -108,6 +108,9 @@ int hx_cluster_load(hx_cluster *c, const char *path, const hx_catalog *cat, hx_e
 void hx_cluster_release(hx_cluster *c);
 /* The link between nodes A and B (explicit, else the region default). */
 hx_linkspec hx_cluster_link(const hx_cluster *c, int a, int b);
+/* That link as a replica spanning A and B sees it: no faster than either
+ * node's NIC (an expert-parallel all-to-all crosses both). */
+hx_linkspec hx_cluster_nic_link(const hx_cluster *c, int a, int b);
 int hx_cluster_gpus(const hx_cluster *c);
 
 /* A length distribution (tokens). */

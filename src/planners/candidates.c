@@ -385,8 +385,7 @@ static void ep_shapes(const hx_problem *pb, hx_candset *s, int k, double deadlin
 	}
 	if (cl->nnodes < 2 || !is_pow2(gpn))
 		return;
-	nic = hx_cluster_link(pb->cluster, cl->nodes[0], cl->nodes[1]);
-	nic.bw_gbps = fmin(nic.bw_gbps, pb->cluster->nodes[cl->nodes[0]].nic_gbps);
+	nic = hx_cluster_nic_link(pb->cluster, cl->nodes[0], cl->nodes[1]);
 	best = best_per_gpu(s, from);
 	for (int n = 2; n <= cl->nnodes && n <= HX_CAND_EP_MAX_NODES; n *= 2) {
 		int tp = n * gpn, at = s->n;

@@ -356,8 +356,7 @@ static int price_nodes(dctx *d, double deadline)
 			int b = i + 1;
 			while (d->kind[b] != i)
 				b++;
-			nr->nic = hx_cluster_link(c, i, b);
-			nr->nic.bw_gbps = fmin(nr->nic.bw_gbps, c->nodes[i].nic_gbps);
+			nr->nic = hx_cluster_nic_link(c, i, b);
 		}
 		for (int phase = 0; phase < 2; phase++) {
 			for (int tp = 1; tp <= count; tp++)

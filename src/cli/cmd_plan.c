@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "plan/plan.h"
 #include "planners/bo.h"
+#include "planners/afd.h"
 #include "planners/baseline.h"
 #include "planners/cascade.h"
 #include "planners/colocated.h"
@@ -73,6 +74,39 @@ static int plan_auto(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, 
 	return rc;
 }
 
+/* --mode afd: hx_plan_attn_ffn, and on standard error one line that sets its
+ * capacity beside the plan --mode disagg makes of the same inputs (says
+ * whether AFD pays here). */
+static int plan_afd(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err)
+{
+	hx_plan d;
+	hx_err de = {0};
+	int rc = hx_plan_attn_ffn(pb, o, out, err);
+	double a;
+
+	if (rc)
+		return rc;
+	a = out->predicted.capacity_rps;
+	if (hx_plan_disagg(pb, o, &d, &de) == 0) {
+		double b = d.predicted.capacity_rps;
+		fprintf(
+		    stderr,
+		    "hexplan: plan: afd: predicted capacity %.3f req/s on %d GPUs (%.2f USD/h); "
+		    "--mode disagg on the same inputs: %.3f req/s on %d GPUs (%.2f USD/h): %s\n",
+		    a, hx_plan_gpus_used(out), out->predicted.usd_per_hour, b,
+		    hx_plan_gpus_used(&d), d.predicted.usd_per_hour,
+		    a > b ? "AFD pays" : "AFD does not pay on these inputs");
+		hx_plan_release(&d);
+	} else {
+		fprintf(
+		    stderr,
+		    "hexplan: plan: afd: predicted capacity %.3f req/s; --mode disagg plans "
+		    "nothing on the same inputs: %.300s\n",
+		    a, de.msg);
+	}
+	return 0;
+}
+
 /* What a mode takes besides -c, -w, -m and --seed. */
 enum {
 	TAKES_TIME = 1,    /* --time-limit: it searches */
@@ -93,6 +127,7 @@ enum {
 	FIRST("baseline", plan_baseline, 0)                                                    \
 	NEXT("colocated", hx_plan_colocated, TAKES_TIME | TAKES_MILP | TAKES_TOLERATE)         \
 	NEXT("disagg", hx_plan_disagg, TAKES_TIME)                                             \
+	NEXT("afd", plan_afd, 0)                                                               \
 	NEXT("pipeline", hx_plan_pipeline, TAKES_TIME | TAKES_MILP | TAKES_LAYER_COSTS)        \
 	NEXT("compose", hx_plan_compose,                                                       \
 	     TAKES_TIME | TAKES_MILP | TAKES_BUDGET | TAKES_TOLERATE | TAKES_SPOT)             \

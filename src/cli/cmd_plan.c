@@ -74,35 +74,49 @@ static int plan_auto(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, 
 	return rc;
 }
 
-/* --mode afd: hx_plan_attn_ffn, and on standard error one line that sets its
- * capacity beside the plan --mode disagg makes of the same inputs (says
- * whether AFD pays here). */
+/* A plan's capacity for the --mode afd line: "predicted X req/s", and
+ * "(simulated Y)" when it was simulated, into OUT. */
+static void afd_capacity_text(const hx_plan *p, char *out, size_t n)
+{
+	if (p->simulated.requests > 0)
+		snprintf(out, n, "%.3f req/s (simulated %.3f)", p->predicted.capacity_rps,
+			 p->simulated.capacity_rps);
+	else
+		snprintf(out, n, "%.3f req/s", p->predicted.capacity_rps);
+}
+
+/* --mode afd: hx_plan_attn_ffn, and on standard error one line that sets
+ * its capacity beside the plan --mode disagg makes of the same inputs
+ * (called here: a planner may not include another mode) and says whether
+ * AFD pays, by simulated capacity when both plans have it. */
 static int plan_afd(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err)
 {
 	hx_plan d;
 	hx_err de = {0};
+	char a[96], b[96];
 	int rc = hx_plan_attn_ffn(pb, o, out, err);
-	double a;
 
 	if (rc)
 		return rc;
-	a = out->predicted.capacity_rps;
+	afd_capacity_text(out, a, sizeof(a));
 	if (hx_plan_disagg(pb, o, &d, &de) == 0) {
-		double b = d.predicted.capacity_rps;
+		int sim = out->simulated.requests > 0 && d.simulated.requests > 0;
+		double x = sim ? out->simulated.capacity_rps : out->predicted.capacity_rps;
+		double y = sim ? d.simulated.capacity_rps : d.predicted.capacity_rps;
+		afd_capacity_text(&d, b, sizeof(b));
 		fprintf(
 		    stderr,
-		    "hexplan: plan: afd: predicted capacity %.3f req/s on %d GPUs (%.2f USD/h); "
-		    "--mode disagg on the same inputs: %.3f req/s on %d GPUs (%.2f USD/h): %s\n",
+		    "hexplan: plan: afd: capacity %s on %d GPUs (%.2f USD/h); --mode disagg on "
+		    "the same inputs: %s on %d GPUs (%.2f USD/h): %s\n",
 		    a, hx_plan_gpus_used(out), out->predicted.usd_per_hour, b,
 		    hx_plan_gpus_used(&d), d.predicted.usd_per_hour,
-		    a > b ? "AFD pays" : "AFD does not pay on these inputs");
+		    x > y ? "AFD pays" : "AFD does not pay on these inputs");
 		hx_plan_release(&d);
 	} else {
-		fprintf(
-		    stderr,
-		    "hexplan: plan: afd: predicted capacity %.3f req/s; --mode disagg plans "
-		    "nothing on the same inputs: %.300s\n",
-		    a, de.msg);
+		fprintf(stderr,
+			"hexplan: plan: afd: capacity %s; --mode disagg plans nothing on the "
+			"same inputs: %.300s\n",
+			a, de.msg);
 	}
 	return 0;
 }

@@ -21,7 +21,8 @@
  * prefill group per node, an AFD decode group per unit shape, KV routes
  * from every prefill replica to every unit weighted by the unit's
  * capacity.  The bound: the best shape's capacity per GPU times the
- * cluster's GPUs.
+ * cluster's GPUs.  (4) The plan simulated whole (simulate --capacity's
+ * search), its capacity recorded.
  */
 #include "config.h"
 
@@ -31,6 +32,7 @@
 #include <string.h>
 
 #include "plan/verify.h"
+#include "sim/sim.h"
 #include "planners/afd.h"
 
 #define NTP 8 /* TP 1, 2, 4, ... 128 */
@@ -687,7 +689,6 @@ int hx_plan_attn_ffn(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx
 	int **refs = hx_xcalloc((size_t)total + 1, sizeof(int *));
 	double best_v = 0;
 
-	(void)o;
 	hx_plan_init(p);
 	strcpy(p->mode, "afd");
 	actx_init(&x, pb);
@@ -725,6 +726,12 @@ int hx_plan_attn_ffn(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx
 		hx_plan_solver_search(p, "afd", "heuristic", p->predicted.capacity_rps,
 				      fmax(p->predicted.capacity_rps, x.sh[0].per_gpu * total),
 				      x.nsh, tried);
+	if (!rc && !o->no_sim_check) { /* the simulator's check (DESIGN §8) */
+		double rps = 0;
+		if (!(rc =
+			  hx_plan_sim_capacity(pb, p, hx_deadline(o->time_limit_s), &rps, err)))
+			hx_plan_set_simulated(p, pb, "plan", hx_round6(rps), HX_CAP_REQUESTS);
+	}
 out:
 	free(units);
 	free(refs);

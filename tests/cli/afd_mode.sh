@@ -31,7 +31,7 @@ for model in llama-3.1-8b qwen3-30b-a3b; do
 	run plan --mode afd -c "$CL" -w "$WL" -m "$model" -o "$TMP/$model.json"
 	expect_rc 0 "$model: plan --mode afd"
 	# One line on stderr beside the plan: its capacity and disagg's.
-	expect_err_line "^hexplan: plan: afd: predicted capacity [0-9.]+ req/s on 16 GPUs \(30\.80 USD/h\); --mode disagg on the same inputs: [0-9.]+ req/s on [0-9]+ GPUs \([0-9.]+ USD/h\): AFD (pays|does not pay on these inputs)$" "$model: the disagg line"
+	expect_err_line "^hexplan: plan: afd: capacity [0-9.]+ req/s \(simulated [0-9.]+\) on 16 GPUs \(30\.80 USD/h\); --mode disagg on the same inputs: [0-9.]+ req/s \(simulated [0-9.]+\) on [0-9]+ GPUs \([0-9.]+ USD/h\): AFD (pays|does not pay on these inputs)$" "$model: the disagg line"
 	cp "$TMP/err" "$TMP/$model.err"
 	# Deterministic: a second run writes the same bytes and line.
 	run plan --mode afd -c "$CL" -w "$WL" -m "$model" -o "$TMP/$model-2.json"
@@ -39,7 +39,8 @@ for model in llama-3.1-8b qwen3-30b-a3b; do
 
 	# Its shape: prefill groups, AFD decode groups, KV routes from every
 	# prefill replica to every AFD replica weighted by the units'
-	# capacity, the capacity the smaller side, the bound in solver.
+	# capacity, the capacity the smaller side, the bound in solver, the
+	# stderr line's figures the plan's (and its simulated capacity).
 	python3 - "$TMP/$model.json" "$TMP/$model.err" >"$TMP/shape" 2>&1 <<'EOF' || fail "$model: plan shape: $(cat "$TMP/shape")"
 import json, re, sys
 p = json.load(open(sys.argv[1]))
@@ -77,8 +78,14 @@ for g in pre:
 assert [x["group"] for x in p["routing"]["ingress"]] == [g["name"] for g in pre]
 s = p["solver"]
 assert s["engine"] == "afd" and s["bound"] >= s["objective"] == cap, s
-m = re.search(r"predicted capacity ([0-9.]+) req/s", open(sys.argv[2]).read())
+m = re.search(r"afd: capacity ([0-9.]+) req/s \(simulated ([0-9.]+)\)", open(sys.argv[2]).read())
 assert abs(float(m.group(1)) - cap) < 1e-3
+assert abs(float(m.group(2)) - p["simulated"]["capacity_rps"]) < 1e-3
+# the verdict follows the simulated capacities
+d = float(re.search(r"disagg on the same inputs: [0-9.]+ req/s \(simulated ([0-9.]+)\)",
+                    open(sys.argv[2]).read()).group(1))
+pays = "AFD pays" in open(sys.argv[2]).read()
+assert pays == (p["simulated"]["capacity_rps"] > d), (pays, d)
 print("capacity %.3f (prefill %.3f, decode %.3f), bound %.3f" % (cap, P, D, s["bound"]))
 EOF
 	[ -s "$TMP/shape" ] && ok

@@ -90,6 +90,10 @@ print("capacity %.3f (prefill %.3f, decode %.3f), bound %.3f" % (cap, P, D, s["b
 EOF
 	[ -s "$TMP/shape" ] && ok
 
+	# Read back and written again: the same bytes.
+	run plan -p "$TMP/$model.json"
+	if cmp -s "$TMP/out" "$TMP/$model.json"; then ok; else fail "$model: plan -p changes the plan"; fi
+
 	run check -p "$TMP/$model.json" -c "$CL"
 	expect_rc 0 "$model: the plan passes check"
 	expect_out '"gpus_total": 16' "$model: check's GPU count"

@@ -16,7 +16,8 @@
  * instances on nodes of their type, FFN on theirs, lowest free GPUs
  * first), and after each the free GPUs priced as one-node prefill
  * replicas (each node its best TP, the TTFT SLO less the KV transfer as
- * disagg prices them); the plan keeps the count of units whose smaller
+ * disagg prices them); this for every cap on a unit's GPUs (the shapes'
+ * sizes), and the plan keeps the cap and count of units whose smaller
  * side (prefill or decode capacity) is the largest.  (3) The plan: a
  * prefill group per node, an AFD decode group per unit shape, KV routes
  * from every prefill replica to every unit weighted by the unit's
@@ -371,19 +372,25 @@ static int place_unit(actx *x, place *pl, const shape *s, int *refs)
 }
 
 /* Units placed one by one, at most MAXU (-1: as many as fit), each the
- * best shape that fits (the shapes before *CURSOR no longer do): their
- * shapes into UNITS and GPUs into REFS (x->sh's gpus each, 2 ints a GPU);
- * the count placed.  *BEST_K: the count whose min(prefill, decode) is the
- * highest, *BEST_V that value (when MAXU < 0). */
-static int place_units(actx *x, place *pl, int maxu, int *units, int **refs, int *best_k,
-		       double *best_v)
+ * best shape of at most MAXG GPUs that fits (a shape that did not fit
+ * does not later): their shapes into UNITS and GPUs into REFS (x->sh's
+ * gpus each, 2 ints a GPU); the count placed.  When MAXU < 0, *BEST_K gets
+ * the count whose min(prefill, decode) is the highest when above *BEST_V,
+ * and *BEST_V that value. */
+static int place_units(actx *x, place *pl, int maxu, int maxg, int *units, int **refs,
+		       int *best_k, double *best_v)
 {
 	int nu = 0, cur = 0;
 	double dec = 0;
 
 	while ((maxu < 0 || nu < maxu) && cur < x->nsh) {
 		const shape *s = &x->sh[cur];
-		int *r = hx_xmalloc((size_t)s->gpus * 2 * sizeof(int));
+		int *r;
+		if (s->gpus > maxg) {
+			cur++;
+			continue;
+		}
+		r = hx_xmalloc((size_t)s->gpus * 2 * sizeof(int));
 		if (!place_unit(x, pl, s, r)) {
 			free(r);
 			cur++;
@@ -398,6 +405,42 @@ static int place_units(actx *x, place *pl, int maxu, int *units, int **refs, int
 		}
 	}
 	return nu;
+}
+
+/* The split search: for each cap on a unit's GPUs (the shapes' sizes,
+ * smallest first; a big unit first could leave no GPU for prefill), the
+ * greedy placement, each prefix of its units priced.  *MAXG and *K: the
+ * cap and unit count of the highest min(prefill, decode), *V that value
+ * (0: none carries traffic).  Returns the units placed in all. */
+static long search_split(actx *x, int *units, int **refs, int *maxg, int *k, double *v)
+{
+	long tried = 0;
+
+	*v = 0;
+	*k = *maxg = 0;
+	for (int g = 1; g <= 2 * HX_AFD_MAX_INSTANCES * 128; g++) {
+		int any = 0, n, bk = 0;
+		double bv = *v;
+		place pl;
+		for (int i = 0; i < x->nsh && !any; i++)
+			any = x->sh[i].gpus == g;
+		if (!any)
+			continue;
+		place_init(x, &pl);
+		n = place_units(x, &pl, -1, g, units, refs, &bk, &bv);
+		place_release(&pl);
+		for (int u = 0; u < n; u++) {
+			free(refs[u]);
+			refs[u] = NULL;
+		}
+		tried += n;
+		if (bv > *v) {
+			*v = bv;
+			*k = bk;
+			*maxg = g;
+		}
+	}
+	return tried;
 }
 
 static void set_ref(hx_gpu_ref *g, const hx_cluster *c, int node, int index)
@@ -684,7 +727,8 @@ int hx_plan_attn_ffn(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx
 {
 	actx x;
 	place pl;
-	int total = hx_cluster_gpus(pb->cluster), best_k = 0, nu, rc = 0, tried;
+	int total = hx_cluster_gpus(pb->cluster), best_k = 0, maxg = 0, nu, rc = 0;
+	long tried;
 	int *units = hx_xcalloc((size_t)total + 1, sizeof(int));
 	int **refs = hx_xcalloc((size_t)total + 1, sizeof(int *));
 	double best_v = 0;
@@ -700,24 +744,19 @@ int hx_plan_attn_ffn(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx
 		goto out;
 	}
 	/* The search: units one by one, the split of most capacity kept. */
-	place_init(&x, &pl);
-	tried = place_units(&x, &pl, -1, units, refs, &best_k, &best_v);
-	place_release(&pl);
-	for (int u = 0; u < tried; u++) {
-		free(refs[u]);
-		refs[u] = NULL;
-	}
+	tried = search_split(&x, units, refs, &maxg, &best_k, &best_v);
 	if (best_v <= 0) {
 		rc = hx_errf(
 		    err, HX_EINFEASIBLE,
 		    "no split of the cluster into attention/FFN decode units of %s and prefill replicas carries any traffic at the SLO: %s",
 		    pb->model->name,
-		    tried ? "the GPUs a unit leaves hold no prefill replica within the TTFT SLO"
-			  : "no unit's GPUs are free together");
+		    tried
+			? "the GPUs the units leave hold no prefill replica within the TTFT SLO"
+			: "no unit's GPUs are free together");
 		goto out;
 	}
 	place_init(&x, &pl);
-	nu = place_units(&x, &pl, best_k, units, refs, &best_k, &best_v);
+	nu = place_units(&x, &pl, best_k, maxg, units, refs, &best_k, &best_v);
 	rc = build(&x, &pl, units, refs, nu, p, err);
 	place_release(&pl);
 	for (int u = 0; u < nu; u++)

@@ -139,6 +139,26 @@ g['afd']['batch'] += 1"
 	g=$((g + 1))
 done
 
+# ---- three GPUs on one node ------------------------------------------------------
+# The best unit per GPU takes all three H100s (2 attention + 1 FFN) and
+# leaves none for prefill; the search caps the units' size, so the plan is
+# one prefill H100 beside a 1 + 1 unit.  Its attention instance holds the
+# KV of 533,974 tokens (afd_plan.sh works it out), 189 sequences at the
+# workload's context 2,824.  disagg needs two nodes: the line says so.
+run plan --mode afd -c tests/data/afd/h100x3.json -w "$WL" -m llama-3.1-8b -o "$TMP/three.json"
+expect_rc 0 "three H100s on one node"
+expect_err_line "^hexplan: plan: afd: capacity [0-9.]+ req/s \(simulated [0-9.]+\); --mode disagg plans nothing on the same inputs: disaggregation needs at least two nodes \(this cluster has 1\)$" "no disagg plan"
+python3 - "$TMP/three.json" <<'EOF2' && ok || fail "the three-GPU plan"
+import json, sys
+p = json.load(open(sys.argv[1]))
+g = {x["role"]: x for x in p["groups"]}
+assert len(p["groups"]) == 2 and len(g["prefill"]["replicas"]) == 1
+a = g["decode"]["afd"]
+assert (a["attention_instances"], a["ffn"]["instances"], a["batch"], a["context"]) == (1, 1, 189, 2824), a
+EOF2
+run check -p "$TMP/three.json" -c tests/data/afd/h100x3.json
+expect_rc 0 "the three-GPU plan passes check"
+
 # ---- a model no unit holds ----------------------------------------------------
 # llama-3.1-405b: its MLPs, replicated on each FFN instance, need about
 # 650 GB, more than eight H100s (or L40Ss) of one node hold.

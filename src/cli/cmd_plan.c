@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "plan/plan.h"
 #include "planners/bo.h"
+#include "planners/afd.h"
 #include "planners/baseline.h"
 #include "planners/cascade.h"
 #include "planners/colocated.h"
@@ -73,6 +74,53 @@ static int plan_auto(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, 
 	return rc;
 }
 
+/* A plan's capacity for the --mode afd line: "predicted X req/s", and
+ * "(simulated Y)" when it was simulated, into OUT. */
+static void afd_capacity_text(const hx_plan *p, char *out, size_t n)
+{
+	if (p->simulated.requests > 0)
+		snprintf(out, n, "%.3f req/s (simulated %.3f)", p->predicted.capacity_rps,
+			 p->simulated.capacity_rps);
+	else
+		snprintf(out, n, "%.3f req/s", p->predicted.capacity_rps);
+}
+
+/* --mode afd: hx_plan_attn_ffn, and on standard error one line that sets
+ * its capacity beside the plan --mode disagg makes of the same inputs
+ * (called here: a planner may not include another mode) and says whether
+ * AFD pays, by simulated capacity when both plans have it. */
+static int plan_afd(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err)
+{
+	hx_plan d;
+	hx_err de = {0};
+	char a[96], b[96];
+	int rc = hx_plan_attn_ffn(pb, o, out, err);
+
+	if (rc)
+		return rc;
+	afd_capacity_text(out, a, sizeof(a));
+	if (hx_plan_disagg(pb, o, &d, &de) == 0) {
+		int sim = out->simulated.requests > 0 && d.simulated.requests > 0;
+		double x = sim ? out->simulated.capacity_rps : out->predicted.capacity_rps;
+		double y = sim ? d.simulated.capacity_rps : d.predicted.capacity_rps;
+		afd_capacity_text(&d, b, sizeof(b));
+		fprintf(
+		    stderr,
+		    "hexplan: plan: afd: capacity %s on %d GPUs (%.2f USD/h); --mode disagg on "
+		    "the same inputs: %s on %d GPUs (%.2f USD/h): %s\n",
+		    a, hx_plan_gpus_used(out), out->predicted.usd_per_hour, b,
+		    hx_plan_gpus_used(&d), d.predicted.usd_per_hour,
+		    x > y ? "AFD pays" : "AFD does not pay on these inputs");
+		hx_plan_release(&d);
+	} else {
+		fprintf(stderr,
+			"hexplan: plan: afd: capacity %s; --mode disagg plans nothing on the "
+			"same inputs: %.300s\n",
+			a, de.msg);
+	}
+	return 0;
+}
+
 /* What a mode takes besides -c, -w, -m and --seed. */
 enum {
 	TAKES_TIME = 1,    /* --time-limit: it searches */
@@ -93,6 +141,7 @@ enum {
 	FIRST("baseline", plan_baseline, 0)                                                    \
 	NEXT("colocated", hx_plan_colocated, TAKES_TIME | TAKES_MILP | TAKES_TOLERATE)         \
 	NEXT("disagg", hx_plan_disagg, TAKES_TIME)                                             \
+	NEXT("afd", plan_afd, 0)                                                               \
 	NEXT("pipeline", hx_plan_pipeline, TAKES_TIME | TAKES_MILP | TAKES_LAYER_COSTS)        \
 	NEXT("compose", hx_plan_compose,                                                       \
 	     TAKES_TIME | TAKES_MILP | TAKES_BUDGET | TAKES_TOLERATE | TAKES_SPOT)             \

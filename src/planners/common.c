@@ -84,6 +84,26 @@ static int first_alike(const hx_plan_group *grp, int r)
 	return r;
 }
 
+/* A replica of AFD group G (its batch and context, every replica's link
+ * alike or slower: the slowest) in requests/s: batch / (E[output] * step). */
+static int afd_capacity(const hx_plan *p, const hx_plan_group *g, const hx_workload *w,
+			double *cap, hx_err *err)
+{
+	double step = 0;
+
+	for (int r = 0; r < g->nreplicas; r++) {
+		hx_afd a;
+		hx_afd_step st;
+		int rc;
+		if ((rc = hx_plan_afd_cost(p, g, &g->replicas[r], &a, err)))
+			return rc;
+		hx_cost_afd(&a, g->afd.batch, g->afd.context, w->serving.mem_util, &st);
+		step = fmax(step, st.step_s);
+	}
+	*cap = step > 0 ? g->afd.batch / (hx_dist_mean(&w->output) * step) : 0;
+	return 0;
+}
+
 int hx_plan_finish(const hx_problem *pb, hx_plan *p, int flags, hx_err *err)
 {
 	const hx_workload *w = pb->workload;
@@ -106,17 +126,22 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int flags, hx_err *err)
 	for (int g = 0; g < p->ngroups; g++) {
 		hx_plan_group *grp = &p->groups[g];
 		for (int r = 0; r < grp->nreplicas; r++)
-			for (int s = 0; s < grp->nstages; s++)
-				for (int k = 0; k < grp->replicas[r].ngpus[s]; k++) {
-					int i = hx_map_get(&nodes,
-							   grp->replicas[r].gpus[s][k].node);
+			for (int s = 0; s <= grp->nstages; s++) /* nstages: AFD's FFN GPUs */
+				for (int k = 0;
+				     k < (s < grp->nstages ? grp->replicas[r].ngpus[s]
+							   : grp->replicas[r].nffn);
+				     k++) {
+					const hx_gpu_ref *ref =
+					    s < grp->nstages ? &grp->replicas[r].gpus[s][k]
+							     : &grp->replicas[r].ffn[k];
+					int i = hx_map_get(&nodes, ref->node);
 					const hx_node *n =
 					    i >= 0 ? &pb->cluster->nodes[i] : NULL;
 					if (!n) {
 						hx_map_release(&nodes);
-						return hx_errf(
-						    err, HX_EINPUT, "internal: unknown node %s",
-						    grp->replicas[r].gpus[s][k].node);
+						return hx_errf(err, HX_EINPUT,
+							       "internal: unknown node %s",
+							       ref->node);
 					}
 					if (!hx_plan_gpu(p, n->gpu.name))
 						hx_plan_add_gpu(p, &n->gpu);
@@ -132,7 +157,12 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int flags, hx_err *err)
 	for (int g = 0; g < p->ngroups; g++) {
 		hx_plan_group *grp = &p->groups[g];
 		double cap = INFINITY, batch = 0;
-		for (int r = 0; r < grp->nreplicas; r++) {
+		if (grp->afd.on) {
+			if ((rc = afd_capacity(p, grp, w, &cap, err)))
+				goto out;
+			batch = grp->afd.batch;
+		}
+		for (int r = 0; r < grp->nreplicas && !grp->afd.on; r++) {
 			hx_replica rep;
 			hx_capacity c;
 			if ((rc = hx_plan_replica_cost(p, grp, &grp->replicas[r], &rep, err)))
@@ -176,7 +206,8 @@ int hx_plan_finish(const hx_problem *pb, hx_plan *p, int flags, hx_err *err)
 	hx_map_release(&groups);
 	for (int g = 0; g < p->ngroups && served > 0; g++) {
 		hx_plan_group *grp = &p->groups[g];
-		for (int r = 0; r < grp->nreplicas && share[g] > 0; r++) {
+		/* (an AFD group's operating point: its planner's) */
+		for (int r = 0; r < grp->nreplicas && share[g] > 0 && !grp->afd.on; r++) {
 			hx_replica rep;
 			hx_capacity c;
 			if (first_alike(grp, r) < r)

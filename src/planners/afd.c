@@ -1,0 +1,781 @@
+/*
+ * plan_afd: attention/FFN disaggregated decode (issue 22).  (1) Every unit
+ * shape: attention GPU type and FFN (or expert) GPU type of the cluster
+ * (the same allowed), attention instances a of TP t_a and FFN instances f
+ * of TP t_f (each instance on one node; a mixture of experts splits its
+ * experts over the f instances, hx_afd_check), micro-batches m in
+ * 1..HX_AFD_MAX_MICRO; its batch B the largest whose step (hx_cost_afd at
+ * the workload's length-biased decode context, hx_cost_decode_ctx) meets
+ * the TPOT SLO, whose KV cache the attention side holds (and one request
+ * at the SLO percentile each instance) and at most the engine's max_seqs;
+ * its capacity B / (E[output] * step).  The link between the sides: the
+ * slowest between any two nodes of the two types (their NICs included),
+ * or the GPU's own NVLink/PCIe when the types share one node and no
+ * other.  (2) Shapes ranked by decode capacity per GPU; units placed one
+ * by one, each the best shape the free GPUs still hold (attention
+ * instances on nodes of their type, FFN on theirs, lowest free GPUs
+ * first), and after each the free GPUs priced as one-node prefill
+ * replicas (each node its best TP, the TTFT SLO less the KV transfer as
+ * disagg prices them); this for every cap on a unit's GPUs (the shapes'
+ * sizes), and the plan keeps the cap and count of units whose smaller
+ * side (prefill or decode capacity) is the largest.  (3) The plan: a
+ * prefill group per node, an AFD decode group per unit shape, KV routes
+ * from every prefill replica to every unit weighted by the unit's
+ * capacity.  The bound: the best shape's capacity per GPU times the
+ * cluster's GPUs.  (4) The plan simulated whole (simulate --capacity's
+ * search), its capacity recorded.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/verify.h"
+#include "sim/sim.h"
+#include "planners/afd.h"
+
+#define NTP 8 /* TP 1, 2, 4, ... 128 */
+
+typedef struct shape {
+	int at, ft; /* GPU types */
+	int atp, an, ftp, fn, m;
+	int gpus;
+	double batch, step_s, cap; /* cap: one unit's decode requests/s */
+	double per_gpu;
+	int order; /* enumeration order (ties) */
+} shape;
+
+typedef struct actx {
+	const hx_problem *pb;
+	const hx_cluster *c;
+	int ntype;
+	int *type_node;    /* per type: its first node */
+	int *node_type;    /* per node */
+	int *type_gpus;    /* per type: GPUs in all */
+	int *type_maxn;    /* per type: the most on one node */
+	hx_linkspec *link; /* per type pair, at * ntype + ft */
+	double ctx, mem_util, reserve, out_mean;
+	hx_workload wp;  /* TTFT SLO less the KV transfer */
+	double *pre_cap; /* per type * NTP + log2(tp): a prefill replica's rps */
+	shape *sh;
+	int nsh;
+} actx;
+
+/* Free GPUs as units take them. */
+typedef struct place {
+	char *busy; /* per GPU, node i's at off[i] */
+	int *off, *nfree;
+	double *pre;    /* per node: its free GPUs' prefill capacity */
+	int *pre_tp;    /* and their TP (0: none) */
+	double pre_sum; /* over nodes */
+} place;
+
+static int ilog2(int v)
+{
+	int k = 0;
+	while ((1 << (k + 1)) <= v)
+		k++;
+	return k;
+}
+
+static void types_init(actx *x)
+{
+	const hx_cluster *c = x->c;
+	int n = c->nnodes;
+
+	x->type_node = hx_xcalloc((size_t)n, sizeof(int));
+	x->node_type = hx_xcalloc((size_t)n, sizeof(int));
+	x->type_gpus = hx_xcalloc((size_t)n, sizeof(int));
+	x->type_maxn = hx_xcalloc((size_t)n, sizeof(int));
+	for (int i = 0; i < n; i++) {
+		int t = 0;
+		while (t < x->ntype &&
+		       strcmp(c->nodes[x->type_node[t]].gpu.name, c->nodes[i].gpu.name) != 0)
+			t++;
+		if (t == x->ntype)
+			x->type_node[x->ntype++] = i;
+		x->node_type[i] = t;
+		x->type_gpus[t] += c->nodes[i].count;
+		if (c->nodes[i].count > x->type_maxn[t])
+			x->type_maxn[t] = c->nodes[i].count;
+	}
+}
+
+/* The link of a unit of attention type A and FFN type F: the slowest
+ * between two nodes of theirs (NICs included), else the GPU's own. */
+static hx_linkspec pair_link(const actx *x, int a, int f)
+{
+	const hx_cluster *c = x->c;
+	hx_linkspec l = {INFINITY, 0};
+	int any = 0;
+
+	for (int i = 0; i < c->nnodes; i++) {
+		if (x->node_type[i] != a)
+			continue;
+		for (int j = 0; j < c->nnodes; j++) {
+			hx_linkspec k;
+			double bw;
+			if (j == i || x->node_type[j] != f)
+				continue;
+			k = hx_cluster_link(c, i, j);
+			bw = k.bw_gbps;
+			if (c->nodes[i].nic_gbps > 0)
+				bw = fmin(bw, c->nodes[i].nic_gbps);
+			if (c->nodes[j].nic_gbps > 0)
+				bw = fmin(bw, c->nodes[j].nic_gbps);
+			l.bw_gbps = fmin(l.bw_gbps, bw);
+			l.latency_ms = fmax(l.latency_ms, k.latency_ms);
+			any = 1;
+		}
+	}
+	if (!any) {
+		const hx_gpu *g = &c->nodes[x->type_node[a]].gpu;
+		l.bw_gbps = g->intra_bw_gb_s * 8;
+		l.latency_ms = g->intra_latency_us * 1e-3;
+	}
+	l.bw_gbps = hx_round6(l.bw_gbps);
+	l.latency_ms = hx_round6(l.latency_ms);
+	return l;
+}
+
+static hx_afd shape_afd(const actx *x, const shape *s)
+{
+	const hx_cluster *c = x->c;
+	hx_afd g;
+
+	memset(&g, 0, sizeof(g));
+	g.model = x->pb->model;
+	g.wdt = x->pb->model->a.dtype;
+	g.kvdt = HX_DT_FP16;
+	g.attn_gpu = &c->nodes[x->type_node[s->at]].gpu;
+	g.ffn_gpu = &c->nodes[x->type_node[s->ft]].gpu;
+	g.attn_n = s->an;
+	g.attn_tp = s->atp;
+	g.ffn_n = s->fn;
+	g.ffn_tp = s->ftp;
+	g.micro_batches = s->m;
+	g.link = x->link[s->at * x->ntype + s->ft];
+	return g;
+}
+
+/* Whether G's two sides hold the model, and one percentile request on
+ * each attention instance; *KV the tokens of KV the attention side holds. */
+static int shape_fits(const actx *x, const hx_afd *g, double *kv)
+{
+	hx_afd_step st;
+
+	hx_cost_afd_memory(g, x->mem_util, &st);
+	*kv = st.attn_kv_tokens;
+	return st.attn_kv_tokens > 0 && st.attn_kv_tokens / g->attn_n >= x->reserve &&
+	       st.ffn_weights_b + st.ffn_reserve_b <= st.ffn_capacity_b;
+}
+
+/* S's batch: the largest B (at most max_seqs, KV of KV tokens) whose step
+ * meets the TPOT SLO; 0 when not even one sequence does. */
+static int size_batch(const actx *x, const hx_afd *g, double kv, shape *s)
+{
+	const hx_workload *w = x->pb->workload;
+	double slo = w->slo.tpot_ms * 1e-3;
+	int lo = 1, hi = (int)fmin(w->serving.max_seqs, floor(kv / x->ctx));
+	hx_afd_step st;
+
+	if (hi < 1)
+		return 0;
+	hx_cost_afd(g, 1, x->ctx, x->mem_util, &st);
+	if (!(st.step_s <= slo))
+		return 0;
+	while (lo < hi) {
+		int mid = lo + (hi - lo + 1) / 2;
+		hx_cost_afd(g, mid, x->ctx, x->mem_util, &st);
+		if (st.step_s <= slo)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	hx_cost_afd(g, lo, x->ctx, x->mem_util, &st);
+	s->batch = lo;
+	s->step_s = st.step_s;
+	s->cap = lo / (x->out_mean * st.step_s);
+	s->per_gpu = s->cap / s->gpus;
+	return 1;
+}
+
+/* Shapes of attention type A, FFN type F and TPs ATP, FTP into X. */
+static void enumerate_tp(actx *x, int a, int f, int atp, int ftp)
+{
+	for (int an = 1; an <= HX_AFD_MAX_INSTANCES && an * atp <= x->type_gpus[a]; an++)
+		for (int fn = 1; fn <= HX_AFD_MAX_INSTANCES; fn++) {
+			shape s = {a, f, atp, an, ftp, fn, 1, an * atp + fn * ftp,
+				   0, 0, 0,   0,  0};
+			hx_afd g;
+			double kv;
+			if (a == f ? s.gpus > x->type_gpus[a] : fn * ftp > x->type_gpus[f])
+				break;
+			g = shape_afd(x, &s);
+			if (hx_afd_check(&g, NULL) || !shape_fits(x, &g, &kv))
+				continue;
+			for (int m = 1; m <= HX_AFD_MAX_MICRO; m++) {
+				s.m = g.micro_batches = m;
+				if (!size_batch(x, &g, kv, &s))
+					continue;
+				s.order = x->nsh;
+				x->sh =
+				    hx_xrealloc(x->sh, (size_t)(x->nsh + 1) * sizeof(shape));
+				x->sh[x->nsh++] = s;
+			}
+		}
+}
+
+static int cmp_shape(const void *p, const void *q)
+{
+	const shape *a = p, *b = q;
+	if (a->per_gpu != b->per_gpu)
+		return a->per_gpu > b->per_gpu ? -1 : 1;
+	if (a->gpus != b->gpus)
+		return a->gpus < b->gpus ? -1 : 1;
+	return a->order - b->order;
+}
+
+static void enumerate(actx *x)
+{
+	int nt = x->ntype;
+
+	x->link = hx_xcalloc((size_t)(nt * nt), sizeof(hx_linkspec));
+	for (int a = 0; a < nt; a++)
+		for (int f = 0; f < nt; f++)
+			x->link[a * nt + f] = pair_link(x, a, f);
+	for (int a = 0; a < nt; a++)
+		for (int f = 0; f < nt; f++)
+			for (int atp = 1; atp <= x->type_maxn[a]; atp *= 2)
+				for (int ftp = 1; ftp <= x->type_maxn[f]; ftp *= 2)
+					enumerate_tp(x, a, f, atp, ftp);
+	if (x->nsh > 1)
+		qsort(x->sh, (size_t)x->nsh, sizeof(shape), cmp_shape);
+}
+
+/* A one-node prefill replica of TP GPUs of type T, its rps (cached). */
+static double pre_cap(actx *x, int t, int tp)
+{
+	double *slot = &x->pre_cap[t * NTP + ilog2(tp)];
+
+	if (*slot < 0) {
+		const hx_problem *pb = x->pb;
+		hx_replica r;
+		hx_capacity cap;
+		*slot = 0;
+		if (hx_replica_uniform(&r, pb->model, &x->c->nodes[x->type_node[t]].gpu, tp, 1,
+				       pb->model->a.dtype, HX_DT_FP16, 100, 0, NULL) == 0 &&
+		    hx_cost_capacity_phase(&r, &x->wp, HX_SERVE_PREFILL, &cap) == 0 &&
+		    cap.rps > 0)
+			*slot = cap.rps;
+	}
+	return *slot;
+}
+
+/* Node I's free GPUs as prefill replicas: the TP of the most capacity. */
+static void price_node(actx *x, place *pl, int i)
+{
+	int t = x->node_type[i], nf = pl->nfree[i];
+	double best = 0;
+	int btp = 0;
+
+	for (int tp = 1; tp <= nf && ilog2(tp) < NTP; tp *= 2) {
+		double v = pre_cap(x, t, tp) * (nf / tp);
+		if (v > best * (1 + 1e-12)) {
+			best = v;
+			btp = tp;
+		}
+	}
+	pl->pre_sum += best - pl->pre[i];
+	pl->pre[i] = best;
+	pl->pre_tp[i] = btp;
+}
+
+static void place_init(actx *x, place *pl)
+{
+	const hx_cluster *c = x->c;
+	int n = c->nnodes, tot = 0;
+
+	pl->off = hx_xcalloc((size_t)n + 1, sizeof(int));
+	pl->nfree = hx_xcalloc((size_t)n + 1, sizeof(int));
+	pl->pre = hx_xcalloc((size_t)n + 1, sizeof(double));
+	pl->pre_tp = hx_xcalloc((size_t)n + 1, sizeof(int));
+	pl->pre_sum = 0;
+	for (int i = 0; i < n; i++) {
+		pl->off[i] = tot;
+		pl->nfree[i] = c->nodes[i].count;
+		tot += c->nodes[i].count;
+	}
+	pl->busy = hx_xcalloc((size_t)tot + 1, 1);
+	for (int i = 0; i < n; i++)
+		price_node(x, pl, i);
+}
+
+static void place_release(place *pl)
+{
+	free(pl->busy);
+	free(pl->off);
+	free(pl->nfree);
+	free(pl->pre);
+	free(pl->pre_tp);
+}
+
+/* TP free GPUs of type T on one node (the first that has them, lowest
+ * indexes) into REFS as node, index pairs: 1, or 0 when none has. */
+static int take(const actx *x, place *pl, int t, int tp, int *refs)
+{
+	for (int i = 0; i < x->c->nnodes; i++) {
+		int k = 0;
+		if (x->node_type[i] != t || pl->nfree[i] < tp)
+			continue;
+		for (int g = 0; g < x->c->nodes[i].count && k < tp; g++)
+			if (!pl->busy[pl->off[i] + g]) {
+				pl->busy[pl->off[i] + g] = 1;
+				refs[2 * k] = i;
+				refs[2 * k + 1] = g;
+				k++;
+			}
+		pl->nfree[i] -= tp;
+		return 1;
+	}
+	return 0;
+}
+
+static void give_back(place *pl, const int *refs, int n)
+{
+	for (int k = 0; k < n; k++) {
+		pl->busy[pl->off[refs[2 * k]] + refs[2 * k + 1]] = 0;
+		pl->nfree[refs[2 * k]]++;
+	}
+}
+
+/* A unit of shape S on PL's free GPUs, its GPUs into REFS (attention
+ * instances first): 1, or 0 (nothing taken) when they do not hold it. */
+static int place_unit(actx *x, place *pl, const shape *s, int *refs)
+{
+	int k = 0;
+
+	for (int i = 0; i < s->an + s->fn; i++) {
+		int at = i < s->an, tp = at ? s->atp : s->ftp;
+		if (!take(x, pl, at ? s->at : s->ft, tp, refs + 2 * k)) {
+			give_back(pl, refs, k);
+			return 0;
+		}
+		k += tp;
+	}
+	for (int i = 0; i < k; i++)
+		if (i == 0 || refs[2 * i] != refs[2 * i - 2])
+			price_node(x, pl, refs[2 * i]);
+	return 1;
+}
+
+/* Units placed one by one, at most MAXU (-1: as many as fit), each the
+ * best shape of at most MAXG GPUs that fits (a shape that did not fit
+ * does not later): their shapes into UNITS and GPUs into REFS (x->sh's
+ * gpus each, 2 ints a GPU); the count placed.  When MAXU < 0, *BEST_K gets
+ * the count whose min(prefill, decode) is the highest when above *BEST_V,
+ * and *BEST_V that value. */
+static int place_units(actx *x, place *pl, int maxu, int maxg, int *units, int **refs,
+		       int *best_k, double *best_v)
+{
+	int nu = 0, cur = 0;
+	double dec = 0;
+
+	while ((maxu < 0 || nu < maxu) && cur < x->nsh) {
+		const shape *s = &x->sh[cur];
+		int *r;
+		if (s->gpus > maxg) {
+			cur++;
+			continue;
+		}
+		r = hx_xmalloc((size_t)s->gpus * 2 * sizeof(int));
+		if (!place_unit(x, pl, s, r)) {
+			free(r);
+			cur++;
+			continue;
+		}
+		units[nu] = cur;
+		refs[nu++] = r;
+		dec += s->cap;
+		if (maxu < 0 && fmin(dec, pl->pre_sum) > *best_v * (1 + 1e-12)) {
+			*best_v = fmin(dec, pl->pre_sum);
+			*best_k = nu;
+		}
+	}
+	return nu;
+}
+
+/* The split search: for each cap on a unit's GPUs (the shapes' sizes,
+ * smallest first; a big unit first could leave no GPU for prefill), the
+ * greedy placement, each prefix of its units priced.  *MAXG and *K: the
+ * cap and unit count of the highest min(prefill, decode), *V that value
+ * (0: none carries traffic).  Returns the units placed in all. */
+static long search_split(actx *x, int *units, int **refs, int *maxg, int *k, double *v)
+{
+	long tried = 0;
+
+	*v = 0;
+	*k = *maxg = 0;
+	for (int g = 1; g <= 2 * HX_AFD_MAX_INSTANCES * 128; g++) {
+		int any = 0, n, bk = 0;
+		double bv = *v;
+		place pl;
+		for (int i = 0; i < x->nsh && !any; i++)
+			any = x->sh[i].gpus == g;
+		if (!any)
+			continue;
+		place_init(x, &pl);
+		n = place_units(x, &pl, -1, g, units, refs, &bk, &bv);
+		place_release(&pl);
+		for (int u = 0; u < n; u++) {
+			free(refs[u]);
+			refs[u] = NULL;
+		}
+		tried += n;
+		if (bv > *v) {
+			*v = bv;
+			*k = bk;
+			*maxg = g;
+		}
+	}
+	return tried;
+}
+
+static void set_ref(hx_gpu_ref *g, const hx_cluster *c, int node, int index)
+{
+	hx_strlcpy(g->node, c->nodes[node].name, sizeof(g->node));
+	g->index = index;
+}
+
+static hx_plan_group *add_group(const actx *x, hx_plan *p, hx_role role, int type, int tp)
+{
+	hx_plan_group *g = hx_plan_add_group(p);
+	const hx_model *m = x->pb->model;
+
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s%d", role == HX_ROLE_PREFILL ? "p" : "d",
+		 p->ngroups - 1);
+	hx_strlcpy(g->name, name, sizeof(g->name));
+	hx_strlcpy(g->model, m->name, sizeof(g->model));
+	g->role = role;
+	g->wdt = m->a.dtype;
+	g->kvdt = HX_DT_FP16;
+	hx_plan_group_stages(g, 1);
+	hx_strlcpy(g->stage[0].gpu, x->c->nodes[x->type_node[type]].gpu.name,
+		   sizeof(g->stage[0].gpu));
+	g->stage[0].tp = tp;
+	g->stage[0].first = 0;
+	g->stage[0].last = m->a.layers;
+	return g;
+}
+
+static hx_plan_replica *add_replica(hx_plan_group *g, int ngpus)
+{
+	hx_plan_replica *r = hx_plan_add_replica(g);
+	char id[128];
+
+	snprintf(id, sizeof(id), "%sr%d", g->name, g->nreplicas - 1);
+	hx_strlcpy(r->id, id, sizeof(r->id));
+	r->ngpus[0] = ngpus;
+	r->gpus[0] = hx_xcalloc((size_t)ngpus, sizeof(hx_gpu_ref));
+	return r;
+}
+
+/* A prefill group per node of PL's free GPUs, their replicas on the
+ * lowest free GPUs; *NODE_OF (per group) the node. */
+static void emit_prefill(const actx *x, place *pl, hx_plan *p, int *node_of)
+{
+	const hx_cluster *c = x->c;
+
+	for (int i = 0; i < c->nnodes; i++) {
+		int tp = pl->pre_tp[i], g0 = 0;
+		hx_plan_group *g;
+		if (!tp)
+			continue;
+		node_of[p->ngroups] = i;
+		g = add_group(x, p, HX_ROLE_PREFILL, x->node_type[i], tp);
+		g->capacity_rps = hx_round6(pre_cap((actx *)x, x->node_type[i], tp));
+		for (int k = 0; k < pl->nfree[i] / tp; k++) {
+			hx_plan_replica *r = add_replica(g, tp);
+			for (int t = 0; t < tp; t++) {
+				while (pl->busy[pl->off[i] + g0])
+					g0++;
+				pl->busy[pl->off[i] + g0] = 1;
+				set_ref(&r->gpus[0][t], c, i, g0);
+			}
+		}
+	}
+}
+
+/* An AFD group per shape of the NU UNITS (GPUs REFS), in the order of
+ * their first unit. */
+static void emit_units(const actx *x, const int *units, int *const *refs, int nu, hx_plan *p)
+{
+	for (int u = 0; u < nu; u++) {
+		const shape *s = &x->sh[units[u]];
+		hx_plan_group *g;
+		int seen = 0;
+		for (int v = 0; v < u && !seen; v++)
+			seen = units[v] == units[u];
+		if (seen)
+			continue;
+		g = add_group(x, p, HX_ROLE_DECODE, s->at, s->atp);
+		g->afd.on = 1;
+		g->afd.attn_n = s->an;
+		hx_strlcpy(g->afd.ffn_gpu, x->c->nodes[x->type_node[s->ft]].gpu.name,
+			   sizeof(g->afd.ffn_gpu));
+		g->afd.ffn_n = s->fn;
+		g->afd.ffn_tp = s->ftp;
+		g->afd.micro_batches = s->m;
+		g->afd.batch = s->batch;
+		g->afd.context = x->ctx;
+		g->afd.step_ms = ceil(s->step_s * 1e7) / 1e4;
+		g->capacity_rps = hx_round6(s->cap);
+		g->max_batch = s->batch;
+		for (int v = u; v < nu; v++) {
+			int na = s->an * s->atp, nf = s->fn * s->ftp;
+			hx_plan_replica *r;
+			if (units[v] != units[u])
+				continue;
+			r = add_replica(g, na);
+			r->ffn = hx_xcalloc((size_t)nf, sizeof(hx_gpu_ref));
+			r->nffn = nf;
+			for (int k = 0; k < na + nf; k++)
+				set_ref(k < na ? &r->gpus[0][k] : &r->ffn[k - na], x->c,
+					refs[v][2 * k], refs[v][2 * k + 1]);
+			r->afd_link = x->link[s->at * x->ntype + s->ft];
+		}
+	}
+}
+
+static int node_named(const hx_cluster *c, const char *name)
+{
+	if (c->node_names)
+		return hx_map_get(c->node_names, name);
+	for (int i = 0; i < c->nnodes; i++)
+		if (strcmp(c->nodes[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/* Ingress to the prefill groups (the first NPRE of P's) by capacity, and
+ * KV routes from each prefill replica to every AFD replica by the
+ * capacity of its unit (decode capacity CAP of group G), over the link
+ * between their nodes (NODE_OF the prefill groups'). */
+static void emit_routes(const actx *x, hx_plan *p, int npre, const int *node_of)
+{
+	const hx_cluster *c = x->c;
+
+	for (int g = 0; g < npre; g++) {
+		hx_route *rt = hx_plan_add_route(&p->ingress, &p->ningress);
+		hx_strlcpy(rt->to, p->groups[g].name, sizeof(rt->to));
+		rt->weight = p->groups[g].capacity_rps * p->groups[g].nreplicas;
+	}
+	hx_routes_normalize(p->ingress, p->ningress);
+	for (int g = 0; g < npre; g++)
+		for (int r = 0; r < p->groups[g].nreplicas; r++) {
+			int first = p->nkv, a = node_of[g];
+			for (int d = npre; d < p->ngroups; d++)
+				for (int q = 0; q < p->groups[d].nreplicas; q++) {
+					const hx_plan_replica *to = &p->groups[d].replicas[q];
+					hx_route *rt = hx_plan_add_route(&p->kv, &p->nkv);
+					int b = node_named(c, to->gpus[0][0].node);
+					hx_strlcpy(rt->from, p->groups[g].replicas[r].id,
+						   sizeof(rt->from));
+					hx_strlcpy(rt->to, to->id, sizeof(rt->to));
+					rt->weight = p->groups[d].capacity_rps;
+					if (a != b) {
+						hx_route_set_link(rt, c, a, b);
+					} else { /* one node: its GPUs' own link */
+						rt->bw_gbps = c->nodes[a].gpu.intra_bw_gb_s * 8;
+						rt->latency_ms =
+						    c->nodes[a].gpu.intra_latency_us * 1e-3;
+					}
+				}
+			hx_routes_normalize(p->kv + first, p->nkv - first);
+		}
+}
+
+/* The TPOT (ms) of a replica of AFD group G at RATE requests/s: the step
+ * at the batch b = rate * E[output] * step(b) (Little), by bisection. */
+static double afd_tpot(const hx_plan *p, const hx_plan_group *g, const actx *x, double rate)
+{
+	double lo = 0, hi = g->afd.batch;
+	hx_afd a;
+	hx_afd_step st;
+
+	if (hx_plan_afd_cost(p, g, &g->replicas[0], &a, NULL))
+		return 0;
+	for (int it = 0; it < 50; it++) {
+		double mid = (lo + hi) / 2;
+		hx_cost_afd(&a, fmax(mid, 1e-6), x->ctx, x->mem_util, &st);
+		if (mid < rate * x->out_mean * st.step_s)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	hx_cost_afd(&a, fmax(hi, 1e-6), x->ctx, x->mem_util, &st);
+	return st.step_s * 1e3;
+}
+
+/* P's predictions: capacity the smaller of prefill PRE and decode DEC,
+ * the TTFT and TPOT at the workload's rate (at capacity when above). */
+static void predict(const actx *x, hx_plan *p, int npre, double pre, double dec)
+{
+	const hx_workload *w = x->pb->workload;
+	double cap = fmin(pre, dec), lambda = fmin(w->rate_rps, cap), ttft = 0, tpot = 0;
+	double P = hx_dist_mean(&w->prompt);
+
+	for (int g = 0; g < p->ngroups; g++) {
+		hx_plan_group *gp = &p->groups[g];
+		double share = (g < npre ? gp->capacity_rps / pre : gp->capacity_rps / dec);
+		if (g < npre) {
+			hx_replica rep;
+			hx_capacity c;
+			hx_plan_replica_cost(p, gp, &gp->replicas[0], &rep, NULL);
+			hx_cost_at_rate_phase(&rep, &x->wp, HX_SERVE_PREFILL, lambda * share,
+					      &c);
+			if (isfinite(c.ttft_ms))
+				ttft =
+				    fmax(ttft, c.ttft_ms + w->slo.ttft_ms - x->wp.slo.ttft_ms);
+		} else {
+			tpot = fmax(tpot, afd_tpot(p, gp, x, lambda * share));
+		}
+	}
+	p->predicted.capacity_rps = hx_round6(cap);
+	p->predicted.throughput_tps = hx_round6(lambda * x->out_mean);
+	p->predicted.ttft_ms_p99 = hx_round6(ttft);
+	p->predicted.tpot_ms_p99 = hx_round6(tpot);
+	p->predicted.usd_per_m_tokens =
+	    hx_round6(hx_usd_per_mtok(p->predicted.usd_per_hour, lambda, P + x->out_mean));
+}
+
+static void actx_release(actx *x)
+{
+	free(x->type_node);
+	free(x->node_type);
+	free(x->type_gpus);
+	free(x->type_maxn);
+	free(x->link);
+	free(x->pre_cap);
+	free(x->sh);
+}
+
+/* The plan of X's first NU units of the search (UNITS, REFS) and the
+ * prefill replicas of the GPUs they leave (PL) into P. */
+static int build(actx *x, place *pl, const int *units, int *const *refs, int nu, hx_plan *p,
+		 hx_err *err)
+{
+	int *node_of = hx_xcalloc((size_t)x->c->nnodes + 1, sizeof(int)), npre, rc = 0;
+	double pre = 0, dec = 0, *cap;
+
+	emit_prefill(x, pl, p, node_of);
+	npre = p->ngroups;
+	emit_units(x, units, refs, nu, p);
+	cap = hx_xcalloc((size_t)p->ngroups + 1, sizeof(double));
+	for (int g = 0; g < p->ngroups; g++) {
+		cap[g] = p->groups[g].capacity_rps;
+		*(g < npre ? &pre : &dec) += cap[g] * p->groups[g].nreplicas;
+	}
+	emit_routes(x, p, npre, node_of);
+	/* hx_plan_finish prices every group alone, the prefill groups at the
+	 * whole TTFT SLO: they keep the search's capacities (the SLO less
+	 * the KV transfer), and the plan's capacity is the smaller side. */
+	if (!(rc = hx_plan_finish(x->pb, p, 0, err))) {
+		for (int g = 0; g < p->ngroups; g++)
+			p->groups[g].capacity_rps = cap[g];
+		predict(x, p, npre, pre, dec);
+	}
+	free(cap);
+	free(node_of);
+	return rc;
+}
+
+/* X's inputs: the workload's figures, the GPU types and their links, the
+ * unit shapes. */
+static void actx_init(actx *x, const hx_problem *pb)
+{
+	const hx_workload *w = pb->workload;
+	double Pq = hx_dist_quantile(&w->prompt, w->slo.percentile / 100);
+
+	memset(x, 0, sizeof(*x));
+	x->pb = pb;
+	x->c = pb->cluster;
+	x->ctx = ceil(hx_cost_decode_ctx(w));
+	x->mem_util = fmin(w->serving.mem_util, HX_VERIFY_MEM_UTIL);
+	x->reserve = hx_plan_kv_reserve(w);
+	x->out_mean = hx_dist_mean(&w->output);
+	/* Prefill replicas leave room in the TTFT SLO for sending the
+	 * percentile prompt's KV over a typical link (as disagg's do). */
+	x->wp = *w;
+	x->wp.slo.ttft_ms -=
+	    1e3 * hx_cost_kv_transfer(pb->model, HX_DT_FP16, Pq, x->c->same_region.bw_gbps,
+				      x->c->same_region.latency_ms);
+	if (x->wp.slo.ttft_ms <= 0)
+		x->wp.slo.ttft_ms = 1e-3;
+	types_init(x);
+	x->pre_cap = hx_xmalloc((size_t)(x->ntype * NTP) * sizeof(double));
+	for (int i = 0; i < x->ntype * NTP; i++)
+		x->pre_cap[i] = -1;
+	enumerate(x);
+}
+
+int hx_plan_attn_ffn(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_err *err)
+{
+	actx x;
+	place pl;
+	int total = hx_cluster_gpus(pb->cluster), best_k = 0, maxg = 0, nu, rc = 0;
+	long tried;
+	int *units = hx_xcalloc((size_t)total + 1, sizeof(int));
+	int **refs = hx_xcalloc((size_t)total + 1, sizeof(int *));
+	double best_v = 0;
+
+	hx_plan_init(p);
+	strcpy(p->mode, "afd");
+	actx_init(&x, pb);
+	if (x.nsh == 0) {
+		rc = hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "no attention/FFN unit of %s fits this cluster's GPUs and meets the TPOT SLO of %g ms (each side holding its weights, the attention side the KV of a request at the SLO percentile on each instance, a step of one sequence within the SLO; at most %d instances a side)",
+		    pb->model->name, pb->workload->slo.tpot_ms, HX_AFD_MAX_INSTANCES);
+		goto out;
+	}
+	/* The search: units one by one, the split of most capacity kept. */
+	tried = search_split(&x, units, refs, &maxg, &best_k, &best_v);
+	if (best_v <= 0) {
+		rc = hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "no split of the cluster into attention/FFN decode units of %s and prefill replicas carries any traffic at the SLO: %s",
+		    pb->model->name,
+		    tried
+			? "the GPUs the units leave hold no prefill replica within the TTFT SLO"
+			: "no unit's GPUs are free together");
+		goto out;
+	}
+	place_init(&x, &pl);
+	nu = place_units(&x, &pl, best_k, maxg, units, refs, &best_k, &best_v);
+	rc = build(&x, &pl, units, refs, nu, p, err);
+	place_release(&pl);
+	for (int u = 0; u < nu; u++)
+		free(refs[u]);
+	if (!rc)
+		hx_plan_solver_search(p, "afd", "heuristic", p->predicted.capacity_rps,
+				      fmax(p->predicted.capacity_rps, x.sh[0].per_gpu * total),
+				      x.nsh, tried);
+	if (!rc && !o->no_sim_check) { /* the simulator's check (DESIGN §8) */
+		double rps = 0;
+		if (!(rc =
+			  hx_plan_sim_capacity(pb, p, hx_deadline(o->time_limit_s), &rps, err)))
+			hx_plan_set_simulated(p, pb, "plan", hx_round6(rps), HX_CAP_REQUESTS);
+	}
+out:
+	free(units);
+	free(refs);
+	actx_release(&x);
+	if (rc)
+		hx_plan_release(p);
+	return rc;
+}

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "planners/afd.h"
 #include "planners/baseline.h"
 #include "planners/colocated.h"
 #include "planners/disagg.h"
@@ -26,10 +27,11 @@ static const struct {
 	int searches; /* takes a share of --time-limit */
 	int capacity_only;
 } auto_modes[] = {
-    {"baseline", auto_baseline, 0, 0},
-    {"colocated", hx_plan_colocated, 1, 0},
-    {"disagg", hx_plan_disagg, 1, 0},
-    {"pipeline", hx_plan_pipeline, 1, 1},
+    {"baseline", auto_baseline, 0, 0},      /* what an operator does by hand */
+    {"colocated", hx_plan_colocated, 1, 0}, /* MILP over replica shapes */
+    {"disagg", hx_plan_disagg, 1, 0},       /* prefill and decode nodes, max-flow */
+    {"afd", hx_plan_attn_ffn, 0, 1},        /* attention/FFN decode units */
+    {"pipeline", hx_plan_pipeline, 1, 1},   /* layer ranges, max-flow */
 };
 #define NAUTO ((int)(sizeof(auto_modes) / sizeof(auto_modes[0])))
 

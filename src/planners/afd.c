@@ -103,41 +103,41 @@ static void types_init(actx *x)
 	}
 }
 
-/* The link of a unit of attention type A and FFN type F: the slowest
- * between two nodes of theirs (NICs included), else the GPU's own. */
-static hx_linkspec pair_link(const actx *x, int a, int f)
+/* Every type pair's link into X->LINK (at * ntype + ft): the slowest
+ * between a node of the one type and another node of the other (NICs
+ * included), else, when no such pair exists, the GPU's own.  One pass over
+ * the node pairs, not one per type pair. */
+static void pair_links(actx *x)
 {
 	const hx_cluster *c = x->c;
-	hx_linkspec l = {INFINITY, 0};
-	int any = 0;
+	int nt = x->ntype;
+	char *any = hx_xcalloc((size_t)(nt * nt), 1);
 
-	for (int i = 0; i < c->nnodes; i++) {
-		if (x->node_type[i] != a)
-			continue;
+	x->link = hx_xcalloc((size_t)(nt * nt), sizeof(hx_linkspec));
+	for (int k = 0; k < nt * nt; k++)
+		x->link[k] = (hx_linkspec){INFINITY, 0};
+	for (int i = 0; i < c->nnodes; i++)
 		for (int j = 0; j < c->nnodes; j++) {
-			hx_linkspec k;
-			double bw;
-			if (j == i || x->node_type[j] != f)
+			hx_linkspec *l = &x->link[x->node_type[i] * nt + x->node_type[j]], k;
+			if (j == i)
 				continue;
-			k = hx_cluster_link(c, i, j);
-			bw = k.bw_gbps;
-			if (c->nodes[i].nic_gbps > 0)
-				bw = fmin(bw, c->nodes[i].nic_gbps);
-			if (c->nodes[j].nic_gbps > 0)
-				bw = fmin(bw, c->nodes[j].nic_gbps);
-			l.bw_gbps = fmin(l.bw_gbps, bw);
-			l.latency_ms = fmax(l.latency_ms, k.latency_ms);
-			any = 1;
+			k = hx_cluster_nic_link(c, i, j);
+			l->bw_gbps = fmin(l->bw_gbps, k.bw_gbps);
+			l->latency_ms = fmax(l->latency_ms, k.latency_ms);
+			any[x->node_type[i] * nt + x->node_type[j]] = 1;
 		}
-	}
-	if (!any) {
-		const hx_gpu *g = &c->nodes[x->type_node[a]].gpu;
-		l.bw_gbps = g->intra_bw_gb_s * 8;
-		l.latency_ms = g->intra_latency_us * 1e-3;
-	}
-	l.bw_gbps = hx_round6(l.bw_gbps);
-	l.latency_ms = hx_round6(l.latency_ms);
-	return l;
+	for (int a = 0; a < nt; a++)
+		for (int f = 0; f < nt; f++) {
+			hx_linkspec *l = &x->link[a * nt + f];
+			if (!any[a * nt + f]) {
+				const hx_gpu *g = &c->nodes[x->type_node[a]].gpu;
+				l->bw_gbps = g->intra_bw_gb_s * 8;
+				l->latency_ms = g->intra_latency_us * 1e-3;
+			}
+			l->bw_gbps = hx_round6(l->bw_gbps);
+			l->latency_ms = hx_round6(l->latency_ms);
+		}
+	free(any);
 }
 
 static hx_afd shape_afd(const actx *x, const shape *s)
@@ -242,10 +242,7 @@ static void enumerate(actx *x)
 {
 	int nt = x->ntype;
 
-	x->link = hx_xcalloc((size_t)(nt * nt), sizeof(hx_linkspec));
-	for (int a = 0; a < nt; a++)
-		for (int f = 0; f < nt; f++)
-			x->link[a * nt + f] = pair_link(x, a, f);
+	pair_links(x);
 	for (int a = 0; a < nt; a++)
 		for (int f = 0; f < nt; f++)
 			for (int atp = 1; atp <= x->type_maxn[a]; atp *= 2)

@@ -74,7 +74,7 @@ python3 - "$TMP/auto.err" "$TMP/auto.json" <<'PY' && ok || fail "auto: candidate
 import json, sys
 lines = [l.split() for l in open(sys.argv[1]) if l.startswith("hexplan: plan: auto: ")]
 rows = {l[3]: l for l in lines[1:]}
-assert set(rows) == {"baseline", "colocated", "disagg", "pipeline"}, rows
+assert set(rows) == {"baseline", "colocated", "disagg", "afd", "pipeline"}, rows
 sim = {m: float(l[5]) for m, l in rows.items() if l[4] != "no"}
 chosen = [m for m, l in rows.items() if l[-1] == "chosen"]
 assert len(chosen) == 1, chosen

@@ -1136,6 +1136,19 @@ double hx_cost_decode_ctx(const hx_workload *w)
 	return decode_ctx(hx_dist_mean(&w->prompt), om);
 }
 
+double hx_cost_decode_kv_need(const hx_workload *w, double batch)
+{
+	double pm[4], om[4], n;
+
+	dist_moments(&w->prompt, pm);
+	dist_moments(&w->output, om);
+	/* the capacity rule's occupancy (cap_check): an M/G/inf population
+	 * of L * t requests, B = L * t * E[O] of them decoding */
+	n = batch / fmax(om[1], 1e-9);
+	return n * (pm[1] * om[1] + om[2] / 2) +
+	       2 * sqrt(n * (om[1] * pm[2] + om[2] * pm[1] + om[3] / 4));
+}
+
 /* The fraction of requests that find the KV cache too full for them: the
  * engine admits a prompt by its first chunk and allocates the rest as it
  * goes, so when the sequences in flight grow past the cache the latest

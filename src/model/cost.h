@@ -207,6 +207,11 @@ double hx_cost_kv_transfer(const hx_model *m, hx_dtype kvdt, double tokens, doub
  * E[O^2] / 2E[O] of the output (length-biased: long outputs stay in the
  * batch longer).  Planners that price a decode batch themselves use it. */
 double hx_cost_decode_ctx(const hx_workload *w);
+/* The KV tokens a decode-only batch of BATCH sequences needs by the
+ * capacity rule's occupancy test: the mean plus two standard deviations of
+ * what its sequences hold (prompt and output so far), their count Poisson
+ * (M/G/inf). */
+double hx_cost_decode_kv_need(const hx_workload *w, double batch);
 
 /* Capacity of one replica at the workload's SLO (see cost.c for the rule). */
 typedef struct hx_capacity {

@@ -172,29 +172,35 @@ static int shape_fits(const actx *x, const hx_afd *g, double *kv)
 	       st.ffn_weights_b + st.ffn_reserve_b <= st.ffn_capacity_b;
 }
 
-/* S's batch: the largest B (at most max_seqs, KV of KV tokens) whose step
- * meets the TPOT SLO; 0 when not even one sequence does. */
+/* Whether a batch of B decodes fits G: its step meets the TPOT SLO and
+ * the KV cache of KV tokens holds it by the capacity rule's occupancy test
+ * (hx_cost_decode_kv_need), *ST its step. */
+static int batch_ok(const actx *x, const hx_afd *g, double kv, int b, hx_afd_step *st)
+{
+	hx_cost_afd(g, b, x->ctx, x->mem_util, st);
+	return st->step_s <= x->pb->workload->slo.tpot_ms * 1e-3 &&
+	       hx_cost_decode_kv_need(x->pb->workload, b) <= kv;
+}
+
+/* S's batch: the largest B (at most max_seqs an attention instance) that
+ * batch_ok takes; 0 when not even one sequence does. */
 static int size_batch(const actx *x, const hx_afd *g, double kv, shape *s)
 {
 	const hx_workload *w = x->pb->workload;
-	double slo = w->slo.tpot_ms * 1e-3;
-	int lo = 1, hi = (int)fmin(w->serving.max_seqs, floor(kv / x->ctx));
+	/* each attention instance an engine of max_seqs sequences */
+	int lo = 1, hi = (int)fmin(w->serving.max_seqs * g->attn_n, floor(kv / x->ctx));
 	hx_afd_step st;
 
-	if (hi < 1)
-		return 0;
-	hx_cost_afd(g, 1, x->ctx, x->mem_util, &st);
-	if (!(st.step_s <= slo))
+	if (hi < 1 || !batch_ok(x, g, kv, 1, &st))
 		return 0;
 	while (lo < hi) {
 		int mid = lo + (hi - lo + 1) / 2;
-		hx_cost_afd(g, mid, x->ctx, x->mem_util, &st);
-		if (st.step_s <= slo)
+		if (batch_ok(x, g, kv, mid, &st))
 			lo = mid;
 		else
 			hi = mid - 1;
 	}
-	hx_cost_afd(g, lo, x->ctx, x->mem_util, &st);
+	batch_ok(x, g, kv, lo, &st);
 	s->batch = lo;
 	s->step_s = st.step_s;
 	s->cap = lo / (x->out_mean * st.step_s);
@@ -764,9 +770,14 @@ int hx_plan_attn_ffn(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx
 				      x.nsh, tried);
 	if (!rc && !o->no_sim_check) { /* the simulator's check (DESIGN §8) */
 		double rps = 0;
-		if (!(rc =
-			  hx_plan_sim_capacity(pb, p, hx_deadline(o->time_limit_s), &rps, err)))
+		hx_err e = {0};
+		rc = hx_plan_sim_capacity(pb, p, hx_deadline(o->time_limit_s), &rps, &e);
+		if (!rc)
 			hx_plan_set_simulated(p, pb, "plan", hx_round6(rps), HX_CAP_REQUESTS);
+		else if (rc == HX_ELIMIT)
+			rc = 0; /* out of time (--mode auto's): the plan, unchecked */
+		else
+			*err = e;
 	}
 out:
 	free(units);

@@ -1302,7 +1302,9 @@ static int setup(sim *s, hx_err *err)
 					    g, r);
 				rp->kv_cap = m.kv_tokens;
 			}
-			rp->dp = hx_replica_dp(&rp->cost);
+			/* An AFD unit's attention instances are data parallel: each
+			 * an engine with its own sequences and token budget. */
+			rp->dp = grp->afd.on ? grp->afd.attn_n : hx_replica_dp(&rp->cost);
 			rp->group = g;
 			rp->role = grp->role;
 			rp->id_in_group = r;

@@ -28,7 +28,7 @@ static int holds(const pctx *c, int i, int f, int l)
 static void relax(const pctx *c, const int *f, const int *l, int i, const int *j, int m,
 		  double *a, double *b)
 {
-	int n = c->n, k = l[i] - f[i];
+	int k = l[i] - f[i];
 	const ntype *t = &c->ty[c->type[i]];
 
 	a[i] = f[i] == 0 ? HX_PIPE_WAIT * t->iter_s[k] : -1;
@@ -37,10 +37,9 @@ static void relax(const pctx *c, const int *f, const int *l, int i, const int *j
 		int x = j[q];
 		if (!pipe_feeds(c, f, l, x, i) || a[x] < 0)
 			continue;
-		a[i] = fmax(a[i], a[x] + HX_PIPE_WAIT * t->iter_s[k] + c->lat_s[x * n + i] +
-				      c->hop_tok_s[x * n + i]);
-		b[i] = fmax(b[i], b[x] + t->pre_s[k] + c->lat_s[x * n + i] +
-				      c->hop_tok_s[x * n + i] * c->prompt_q);
+		double lat = pipe_lat_s(c, x, i), tok = pipe_hop_tok_s(c, x, i);
+		a[i] = fmax(a[i], a[x] + HX_PIPE_WAIT * t->iter_s[k] + lat + tok);
+		b[i] = fmax(b[i], b[x] + t->pre_s[k] + lat + tok * c->prompt_q);
 	}
 }
 

@@ -47,6 +47,13 @@
 
 /* ---- max-flow of a placement ----------------------------------------------- */
 
+/* Tokens/s over NET's link I -> J: its table, else its function. */
+static double net_link_tps(const hx_pipe_net *net, int i, int j)
+{
+	return net->link_tps ? net->link_tps[(size_t)i * net->n + j]
+			     : net->link_at(net->link_ctx, i, j);
+}
+
 int hx_pipe_flow_eval(const hx_pipe_net *net, const int *first, const int *last,
 		      hx_pipe_flow *f, hx_err *err)
 {
@@ -68,7 +75,6 @@ int hx_pipe_flow_eval(const hx_pipe_net *net, const int *first, const int *last,
 	memset(f, 0, sizeof(*f));
 	f->through = hx_xcalloc((size_t)n + 1, sizeof(double));
 	f->src = hx_xcalloc((size_t)n + 1, sizeof(double));
-	f->hop = hx_xcalloc((size_t)n * n + 1, sizeof(double));
 	for (int i = 0; i < n; i++)
 		if (first[i] >= 0 && first[i] < last[i] && last[i] <= L) {
 			by_first[first[i]] = hx_xrealloc(
@@ -98,9 +104,8 @@ int hx_pipe_flow_eval(const hx_pipe_net *net, const int *first, const int *last,
 				hop_from =
 				    hx_xrealloc(hop_from, (size_t)(nhop + 1) * sizeof(int));
 				hop_to = hx_xrealloc(hop_to, (size_t)(nhop + 1) * sizeof(int));
-				hop_e[nhop] =
-				    hx_graph_add_edge(&g, 3 + 2 * i, 2 + 2 * j,
-						      fmax(net->link_tps[i * n + j], 0));
+				hop_e[nhop] = hx_graph_add_edge(
+				    &g, 3 + 2 * i, 2 + 2 * j, fmax(net_link_tps(net, i, j), 0));
 				hop_from[nhop] = i;
 				hop_to[nhop++] = j;
 			}
@@ -114,8 +119,13 @@ int hx_pipe_flow_eval(const hx_pipe_net *net, const int *first, const int *last,
 			if (src_e[i] >= 0)
 				f->src[i] = res.flow[src_e[i]];
 		}
+		f->hop = hx_xcalloc((size_t)nhop + 1, sizeof(double));
 		for (int h = 0; h < nhop; h++)
-			f->hop[hop_from[h] * n + hop_to[h]] = res.flow[hop_e[h]];
+			f->hop[h] = res.flow[hop_e[h]];
+		f->nhop = nhop;
+		f->hop_from = hop_from;
+		f->hop_to = hop_to;
+		hop_from = hop_to = NULL;
 	}
 	hx_flow_result_release(&res);
 	hx_graph_release(&g);
@@ -138,6 +148,8 @@ void hx_pipe_flow_release(hx_pipe_flow *f)
 	free(f->through);
 	free(f->src);
 	free(f->hop);
+	free(f->hop_from);
+	free(f->hop_to);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -349,9 +361,8 @@ static void ctx_release(pctx *c)
 	free(c->type);
 	free(c->region);
 	free(c->net.node_tps);
-	free(c->net.link_tps);
-	free(c->lat_s);
-	free(c->hop_tok_s);
+	free(c->adj_start);
+	free(c->adj);
 	free(c->path_tpot);
 	free(c->path_ttft);
 	free((void *)c->lc);
@@ -388,39 +399,45 @@ static void find_types(pctx *c, int *mem_layers, int *served_k, double *bound)
 	}
 }
 
-/* The tables of price_links for the pair I, J over link spec LS (ACT:
- * a token's activation bytes). */
-static void price_link(pctx *c, int i, int j, const hx_linkspec *ls, double act)
+/* Order of two entries of a node's explicit links: by the node across. */
+static int adj_cmp(const void *a, const void *b)
 {
-	int n = c->n;
-	c->net.link_tps[i * n + j] = hx_gbps_bytes_s(ls->bw_gbps) / c->tok_bytes;
-	c->lat_s[i * n + j] = ls->latency_ms * 1e-3;
-	c->hop_tok_s[i * n + j] = act / hx_gbps_bytes_s(ls->bw_gbps);
+	const pipe_adj *x = a, *y = b;
+	return x->to != y->to ? (x->to > y->to) - (x->to < y->to)
+			      : (x->link > y->link) - (x->link < y->link);
 }
 
-/* Each ordered pair of C's nodes: tokens/s its link carries, its latency
- * and the seconds one token's activations take across it.  As
- * hx_cluster_link gives them, without a lookup per pair (a key printed
- * and hashed: seconds at the node limit): the region's default, then each
- * explicit link over its pair (a pair has at most one). */
-static void price_links(pctx *c)
+/* Each node's explicit links, sorted by the node across, for pipe_link:
+ * the pairs without one (all but 2 x 16,384 of the 16.7M at the node
+ * limit) take the region's default, so no table over all pairs. */
+static void index_links(pctx *c)
 {
 	const hx_cluster *cl = c->pb->cluster;
-	int n = c->n;
-	double act = hx_cost_act_bytes_per_token(c->pb->model);
+	int n = c->n, *fill = hx_xcalloc((size_t)n + 1, sizeof(int));
 
-	for (int i = 0; i < n; i++)
-		for (int j = 0; j < n; j++)
-			if (i != j)
-				price_link(c, i, j,
-					   c->region[i] == c->region[j] ? &cl->same_region
-									: &cl->cross_region,
-					   act);
+	c->adj_start = hx_xcalloc((size_t)n + 2, sizeof(int));
+	c->adj = hx_xmalloc((size_t)2 * cl->nlinks * sizeof(pipe_adj) + 1);
 	for (int k = 0; k < cl->nlinks; k++) {
-		const hx_link *l = &cl->links[k];
-		price_link(c, l->a, l->b, &l->spec, act);
-		price_link(c, l->b, l->a, &l->spec, act);
+		c->adj_start[cl->links[k].a + 1]++;
+		c->adj_start[cl->links[k].b + 1]++;
 	}
+	for (int i = 0; i < n; i++)
+		c->adj_start[i + 1] += c->adj_start[i];
+	for (int k = 0; k < cl->nlinks; k++) {
+		int a = cl->links[k].a, b = cl->links[k].b;
+		c->adj[c->adj_start[a] + fill[a]++] = (pipe_adj){b, k};
+		c->adj[c->adj_start[b] + fill[b]++] = (pipe_adj){a, k};
+	}
+	for (int i = 0; i < n; i++)
+		qsort(c->adj + c->adj_start[i], (size_t)(c->adj_start[i + 1] - c->adj_start[i]),
+		      sizeof(pipe_adj), adj_cmp);
+	free(fill);
+}
+
+/* hx_pipe_net's link_at: tokens/s over the link I -> J of the pctx CTX. */
+static double link_at(const void *ctx, int i, int j)
+{
+	return pipe_link_tps(ctx, i, j);
 }
 
 /* C's tables for PB's cluster and workload (layer costs from PO, may be
@@ -455,13 +472,13 @@ static int ctx_init(pctx *c, const hx_problem *pb, const hx_pipe_opts *po, int *
 	c->net.n = n;
 	c->net.layers = c->L;
 	c->net.node_tps = hx_xcalloc((size_t)n + 1, sizeof(double));
-	c->net.link_tps = hx_xcalloc((size_t)n * n + 1, sizeof(double));
-	c->lat_s = hx_xcalloc((size_t)n * n + 1, sizeof(double));
-	c->hop_tok_s = hx_xcalloc((size_t)n * n + 1, sizeof(double));
+	c->net.link_at = link_at;
+	c->net.link_ctx = c;
+	c->act_bytes = hx_cost_act_bytes_per_token(pb->model);
 	c->path_tpot = hx_xcalloc((size_t)n + 1, sizeof(double));
 	c->path_ttft = hx_xcalloc((size_t)n + 1, sizeof(double));
 	c->prompt_q = hx_dist_quantile(&w->prompt, w->slo.percentile / 100);
-	price_links(c);
+	index_links(c);
 	return 0;
 }
 

@@ -19,15 +19,25 @@ typedef struct hx_pipe_net {
 	int n;            /* nodes */
 	int layers;       /* L */
 	double *node_tps; /* per node: capacity for its range (tokens/s) */
-	double *link_tps; /* n * n: capacity of the link i -> j (tokens/s) */
+	double *link_tps; /* n * n: capacity of the link i -> j (tokens/s), or NULL: */
 	int overlap;      /* hops also where first(j) < last(i) < last(j) (Helix's rule) */
+	/* the capacity of the link i -> j when link_tps is NULL (an n x n
+	 * table is 134 MB at the node limit, where most pairs share a
+	 * region's default) */
+	double (*link_at)(const void *ctx, int i, int j);
+	const void *link_ctx;
 } hx_pipe_net;
 
 typedef struct hx_pipe_flow {
 	double value;    /* tokens/s */
 	double *through; /* per node: flow through it */
 	double *src;     /* per node: flow from the source */
-	double *hop;     /* n * n: flow on out(i) -> in(j) */
+	/* the hops out(i) -> in(j) of the graph, by i then j: hop[h] flows
+	 * from node hop_from[h] to hop_to[h] (nhop of them; not n x n, which
+	 * at the node limit is 134 MB a flow) */
+	int nhop;
+	int *hop_from, *hop_to;
+	double *hop;
 } hx_pipe_flow;
 
 /* Max-flow of the placement FIRST/LAST (per node; first < 0: unused) over

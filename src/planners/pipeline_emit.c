@@ -9,59 +9,71 @@
 
 #include "planners/pipeline_int.h"
 
-static double link_latency_s(const pctx *c, int i, int j)
-{
-	return c->lat_s[i * c->n + j];
-}
-
 /* Keep the nodes and hops that carry flow and lie on a source-to-sink path:
  * drop what carries (next to) nothing, then, until nothing changes, nodes
- * with no way in or out left. */
+ * with no way in or out left (over FL's hops, not over every node pair:
+ * 16.7M of them at the node limit, a sweep each round).  HOP_KEPT: per
+ * hop of FL. */
 static void prune(const pctx *c, const int *f, const int *l, const hx_pipe_flow *fl, int *kept,
 		  int *hop_kept)
 {
 	int n = c->n, changed = 1;
+	int *has_in = hx_xmalloc((size_t)n * sizeof(int) + 1),
+	    *has_out = hx_xmalloc((size_t)n * sizeof(int) + 1);
 	double eps = 1e-9 * fmax(fl->value, 1e-300);
 
 	for (int i = 0; i < n; i++)
 		kept[i] = f[i] >= 0 && fl->through[i] > eps;
-	for (int i = 0; i < n * n; i++)
-		hop_kept[i] = fl->hop[i] > eps;
+	for (int h = 0; h < fl->nhop; h++)
+		hop_kept[h] = fl->hop[h] > eps;
 	while (changed) {
 		changed = 0;
-		for (int i = 0; i < n; i++) {
-			int in = f[i] == 0 && fl->src[i] > eps, out = l[i] == c->L;
-			if (!kept[i])
-				continue;
-			for (int j = 0; j < n; j++) {
-				in |= kept[j] && hop_kept[j * n + i];
-				out |= kept[j] && hop_kept[i * n + j];
+		memset(has_in, 0, (size_t)n * sizeof(int));
+		memset(has_out, 0, (size_t)n * sizeof(int));
+		for (int h = 0; h < fl->nhop; h++)
+			if (hop_kept[h] && kept[fl->hop_from[h]] && kept[fl->hop_to[h]]) {
+				has_out[fl->hop_from[h]] = 1;
+				has_in[fl->hop_to[h]] = 1;
 			}
-			if (!in || !out) {
+		for (int i = 0; i < n; i++) {
+			int in = (f[i] == 0 && fl->src[i] > eps) || has_in[i],
+			    out = l[i] == c->L || has_out[i];
+			if (kept[i] && (!in || !out)) {
 				kept[i] = 0;
 				changed = 1;
 			}
 		}
 	}
-	for (int i = 0; i < n; i++)
-		for (int j = 0; j < n; j++)
-			hop_kept[i * n + j] &= kept[i] && kept[j];
+	for (int h = 0; h < fl->nhop; h++)
+		hop_kept[h] &= kept[fl->hop_from[h]] && kept[fl->hop_to[h]];
+	free(has_in);
+	free(has_out);
 }
 
 /* The slowest path over the nodes and hops kept: *TPOT_S (one decode step)
  * and *TTFT_S (the percentile prompt's prefill); nodes relaxed by their
- * last layer, which grows along every path. */
+ * last layer, which grows along every path, each by the kept hops into it. */
 static void kept_paths(const pctx *c, const int *f, const int *l, const int *kept,
-		       const int *hop_kept, double *tpot_s, double *ttft_s)
+		       const hx_pipe_flow *fl, const int *hop_kept, double *tpot_s,
+		       double *ttft_s)
 {
-	const hx_cluster *cl = c->pb->cluster;
 	const hx_workload *w = c->pb->workload;
-	int n = c->n;
+	int n = c->n, *in_start = hx_xcalloc((size_t)n + 2, sizeof(int)),
+	    *in_hop = hx_xmalloc((size_t)fl->nhop * sizeof(int) + 1),
+	    *fill = hx_xcalloc((size_t)n + 1, sizeof(int));
 	double Pq = hx_dist_quantile(&w->prompt, w->slo.percentile / 100);
 	double bytes_tok = hx_cost_act_bytes_per_token(c->pb->model);
 	double *tpot = hx_xcalloc((size_t)n + 1, sizeof(double)),
 	       *ttft = hx_xcalloc((size_t)n + 1, sizeof(double));
 
+	for (int h = 0; h < fl->nhop; h++)
+		if (hop_kept[h])
+			in_start[fl->hop_to[h] + 1]++;
+	for (int i = 0; i < n; i++)
+		in_start[i + 1] += in_start[i];
+	for (int h = 0; h < fl->nhop; h++)
+		if (hop_kept[h])
+			in_hop[in_start[fl->hop_to[h]] + fill[fl->hop_to[h]]++] = h;
 	*tpot_s = *ttft_s = 0;
 	for (int end = 1; end <= c->L; end++)
 		for (int i = 0; i < n; i++) {
@@ -71,16 +83,14 @@ static void kept_paths(const pctx *c, const int *f, const int *l, const int *kep
 				continue;
 			tpot[i] = HX_PIPE_WAIT * t->iter_s[k];
 			ttft[i] = t->pre_s[k];
-			for (int j = 0; j < n; j++) {
-				double bw;
-				if (!hop_kept[j * n + i])
-					continue;
-				bw = hx_gbps_bytes_s(hx_cluster_link(cl, j, i).bw_gbps);
-				tpot[i] =
-				    fmax(tpot[i], HX_PIPE_WAIT * t->iter_s[k] + tpot[j] +
-						      link_latency_s(c, j, i) + bytes_tok / bw);
-				ttft[i] = fmax(ttft[i], t->pre_s[k] + ttft[j] +
-							    link_latency_s(c, j, i) +
+			for (int q = in_start[i]; q < in_start[i + 1]; q++) {
+				int j = fl->hop_from[in_hop[q]];
+				const hx_linkspec *ls = pipe_link(c, j, i);
+				double bw = hx_gbps_bytes_s(ls->bw_gbps),
+				       lat = ls->latency_ms * 1e-3;
+				tpot[i] = fmax(tpot[i], HX_PIPE_WAIT * t->iter_s[k] + tpot[j] +
+							    lat + bytes_tok / bw);
+				ttft[i] = fmax(ttft[i], t->pre_s[k] + ttft[j] + lat +
 							    Pq * bytes_tok / bw);
 			}
 			if (l[i] == c->L) {
@@ -90,6 +100,37 @@ static void kept_paths(const pctx *c, const int *f, const int *l, const int *kep
 		}
 	free(tpot);
 	free(ttft);
+	free(in_start);
+	free(in_hop);
+	free(fill);
+}
+
+/* A kept hop by the places of its ends in the plan's group order. */
+typedef struct hop_key {
+	int from_q, to_q, h;
+} hop_key;
+
+static int hop_key_cmp(const void *a, const void *b)
+{
+	const hop_key *x = a, *y = b;
+	if (x->from_q != y->from_q)
+		return (x->from_q > y->from_q) - (x->from_q < y->from_q);
+	return (x->to_q > y->to_q) - (x->to_q < y->to_q);
+}
+
+/* FL's kept hops (HOP_KEPT) into *KEYS, by the place (POS) of the node
+ * they leave, then of the node they reach; returns how many. */
+static int kept_hops(const hx_pipe_flow *fl, const int *hop_kept, const int *pos,
+		     hop_key **keys)
+{
+	int nk = 0;
+
+	*keys = hx_xmalloc((size_t)fl->nhop * sizeof(hop_key) + 1);
+	for (int h = 0; h < fl->nhop; h++)
+		if (hop_kept[h])
+			(*keys)[nk++] = (hop_key){pos[fl->hop_from[h]], pos[fl->hop_to[h]], h};
+	qsort(*keys, (size_t)nk, sizeof(hop_key), hop_key_cmp);
+	return nk;
 }
 
 int hx_pipe_emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value, hx_err *err)
@@ -98,8 +139,9 @@ int hx_pipe_emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value,
 	const hx_workload *w = c->pb->workload;
 	int n = c->n, rc, *kept = hx_xcalloc((size_t)n, sizeof(int)),
 	    *gi = hx_xcalloc((size_t)n, sizeof(int));
-	int *hop_kept = hx_xcalloc((size_t)n * n + 1, sizeof(int)),
-	    *order = hx_xmalloc((size_t)n * sizeof(int));
+	int *hop_kept = NULL, *order = hx_xmalloc((size_t)n * sizeof(int)),
+	    *pos = hx_xmalloc((size_t)n * sizeof(int) + 1), nk, at_k = 0;
+	hop_key *keys = NULL;
 	double O = hx_dist_mean(&w->output), P = hx_dist_mean(&w->prompt);
 	double usd = 0, worst_tpot = 0, worst_ttft = 0, served;
 	hx_pipe_flow fl;
@@ -113,6 +155,7 @@ int hx_pipe_emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value,
 	if ((rc = hx_pipe_flow_eval(&c->net, f, l, &fl, err)))
 		goto out;
 	*value = fl.value;
+	hop_kept = hx_xcalloc((size_t)fl.nhop + 1, sizeof(int));
 	prune(c, f, l, &fl, kept, hop_kept);
 	/* groups in the order of their first layer, then of the cluster */
 	for (int i = 0, m = 0; i < n; i++)
@@ -125,6 +168,9 @@ int hx_pipe_emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value,
 		}
 		order[b] = x;
 	}
+	for (int q = 0; q < n; q++)
+		pos[order[q]] = q;
+	nk = kept_hops(&fl, hop_kept, pos, &keys);
 	for (int q = 0; q < n; q++) {
 		int i = order[q], k = l[i] - f[i];
 		const ntype *t = &c->ty[c->type[i]];
@@ -163,7 +209,7 @@ int hx_pipe_emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value,
 		if (!hx_plan_gpu(p, cl->nodes[i].gpu.name))
 			hx_plan_add_gpu(p, &cl->nodes[i].gpu);
 	}
-	kept_paths(c, f, l, kept, hop_kept, &worst_tpot, &worst_ttft);
+	kept_paths(c, f, l, kept, &fl, hop_kept, &worst_tpot, &worst_ttft);
 	for (int q = 0; q < n; q++) {
 		int i = order[q];
 		if (!kept[i])
@@ -175,17 +221,16 @@ int hx_pipe_emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value,
 		}
 		if (l[i] < c->L) {
 			int at = p->nhops;
-			for (int q2 = 0; q2 < n; q2++) {
-				int j = order[q2];
-				hx_route *rt;
-				if (!hop_kept[i * n + j])
-					continue;
-				rt = hx_plan_add_route(&p->hops, &p->nhops);
+			while (at_k < nk && keys[at_k].from_q < q)
+				at_k++;
+			for (; at_k < nk && keys[at_k].from_q == q; at_k++) {
+				int j = order[keys[at_k].to_q];
+				hx_route *rt = hx_plan_add_route(&p->hops, &p->nhops);
 				snprintf(rt->from, sizeof(rt->from), "%s/s0",
 					 p->groups[gi[i]].replicas[0].id);
 				snprintf(rt->to, sizeof(rt->to), "%s/s0",
 					 p->groups[gi[j]].replicas[0].id);
-				rt->weight = fl.hop[i * n + j];
+				rt->weight = fl.hop[keys[at_k].h];
 				hx_route_set_link(rt, cl, i, j);
 			}
 			hx_routes_normalize(p->hops + at, p->nhops - at);
@@ -204,6 +249,8 @@ int hx_pipe_emit(pctx *c, const int *f, const int *l, hx_plan *p, double *value,
 	hx_pipe_flow_release(&fl);
 out:
 	free(order);
+	free(pos);
+	free(keys);
 	free(hop_kept);
 	free(gi);
 	free(kept);

@@ -24,6 +24,11 @@ typedef struct ntype {
 	double speed;   /* max_k k thr(k): layer-tokens/s */
 } ntype;
 
+/* An explicit link of a node: the node across and the cluster's link. */
+typedef struct pipe_adj {
+	int to, link;
+} pipe_adj;
+
 typedef struct pctx {
 	const hx_problem *pb;
 	int n, L;
@@ -33,8 +38,11 @@ typedef struct pctx {
 	int *region; /* per node: rank of its region */
 	double tok_bytes;
 	hx_pipe_net net;
-	double *lat_s;                 /* n * n link latency */
-	double *hop_tok_s;             /* n * n: one token's activations over the link */
+	double act_bytes; /* one token's activations */
+	/* node i's explicit links, by the node across: adj[adj_start[i] ..
+	 * adj_start[i + 1]) (pipe_link) */
+	int *adj_start;
+	pipe_adj *adj;
 	double prompt_q;               /* the percentile prompt, tokens */
 	double *path_tpot, *path_ttft; /* per node: scratch of worst_paths */
 	long flows;
@@ -53,6 +61,45 @@ typedef struct pctx {
 	 * the score loses HX_PIPE_MOVE_COST of itself per node off it */
 	const int *home_f, *home_l;
 } pctx;
+
+/* The link between nodes I and J (I != J) of C, as hx_cluster_link gives
+ * it: the explicit link over the pair, else the default of the pair's
+ * regions (same or crossing). */
+static inline const hx_linkspec *pipe_link(const pctx *c, int i, int j)
+{
+	const hx_cluster *cl = c->pb->cluster;
+	int lo = c->adj_start[i], hi = c->adj_start[i + 1];
+
+	while (lo < hi) {
+		int m = lo + (hi - lo) / 2;
+		if (c->adj[m].to < j)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	if (lo < c->adj_start[i + 1] && c->adj[lo].to == j)
+		return &cl->links[c->adj[lo].link].spec;
+	return c->region[i] == c->region[j] ? &cl->same_region : &cl->cross_region;
+}
+
+/* Tokens/s the link I -> J carries (each with the prompt tokens it
+ * amortizes: c->tok_bytes). */
+static inline double pipe_link_tps(const pctx *c, int i, int j)
+{
+	return hx_gbps_bytes_s(pipe_link(c, i, j)->bw_gbps) / c->tok_bytes;
+}
+
+/* The latency of the link I -> J, seconds. */
+static inline double pipe_lat_s(const pctx *c, int i, int j)
+{
+	return pipe_link(c, i, j)->latency_ms * 1e-3;
+}
+
+/* Seconds one token's activations take over the link I -> J. */
+static inline double pipe_hop_tok_s(const pctx *c, int i, int j)
+{
+	return c->act_bytes / hx_gbps_bytes_s(pipe_link(c, i, j)->bw_gbps);
+}
 
 /* The share of its flow a replan gives up per node it changes: a node is
  * moved (or started) for at least 0.3% more flow.  At 0.1% the bench's

@@ -28,7 +28,7 @@ static int holds(const pctx *c, int i, int f, int l)
 static void relax(const pctx *c, const int *f, const int *l, int i, const int *j, int m,
 		  double *a, double *b)
 {
-	int n = c->n, k = l[i] - f[i];
+	int k = l[i] - f[i];
 	const ntype *t = &c->ty[c->type[i]];
 
 	a[i] = f[i] == 0 ? HX_PIPE_WAIT * t->iter_s[k] : -1;
@@ -37,10 +37,9 @@ static void relax(const pctx *c, const int *f, const int *l, int i, const int *j
 		int x = j[q];
 		if (!pipe_feeds(c, f, l, x, i) || a[x] < 0)
 			continue;
-		a[i] = fmax(a[i], a[x] + HX_PIPE_WAIT * t->iter_s[k] + c->lat_s[x * n + i] +
-				      c->hop_tok_s[x * n + i]);
-		b[i] = fmax(b[i], b[x] + t->pre_s[k] + c->lat_s[x * n + i] +
-				      c->hop_tok_s[x * n + i] * c->prompt_q);
+		double lat = pipe_lat_s(c, x, i), tok = pipe_hop_tok_s(c, x, i);
+		a[i] = fmax(a[i], a[x] + HX_PIPE_WAIT * t->iter_s[k] + lat + tok);
+		b[i] = fmax(b[i], b[x] + t->pre_s[k] + lat + tok * c->prompt_q);
 	}
 }
 
@@ -155,6 +154,58 @@ double hx_pipe_score(pctx *c, const int *first, const int *last, hx_pipe_flow *k
 	return v;
 }
 
+/* Whether chain position A of NODES (holding K[A] layers) gives up a layer
+ * before B: the slower at its share, the earlier on a tie. */
+static int trim_before(const pctx *c, const int *nodes, const int *k, int a, int b)
+{
+	double ta = node_thr(c, nodes[a], k[a]), tb = node_thr(c, nodes[b], k[b]);
+	return ta < tb || (ta == tb && a < b);
+}
+
+/* Sift position H[AT] of the heap H[0..N) down (by trim_before). */
+static void trim_sift(const pctx *c, const int *nodes, const int *k, int *h, int n, int at)
+{
+	for (;;) {
+		int m = at, l = 2 * at + 1, r = l + 1, x;
+		if (l < n && trim_before(c, nodes, k, h[l], h[m]))
+			m = l;
+		if (r < n && trim_before(c, nodes, k, h[r], h[m]))
+			m = r;
+		if (m == at)
+			return;
+		x = h[at];
+		h[at] = h[m];
+		h[m] = x;
+		at = m;
+	}
+}
+
+/* Take layers off the chain NODES[0..m) holding K[j] layers (SUM in all)
+ * until it holds L: each from the node (of those with two or more) that is
+ * slowest at its share, the first in the chain on a tie.  A heap picks it:
+ * a chain at the node limit has thousands of nodes whose alike types all
+ * pass the water level together, many times L layers to give back, and a
+ * scan per layer took minutes.  Returns the layers left. */
+static int trim_layers(const pctx *c, const int *nodes, int m, int *k, int sum)
+{
+	int *h = hx_xmalloc((size_t)m * sizeof(int) + 1), n = 0;
+
+	for (int j = 0; j < m; j++)
+		if (k[j] > 1)
+			h[n++] = j;
+	for (int at = n / 2 - 1; at >= 0; at--)
+		trim_sift(c, nodes, k, h, n, at);
+	while (sum > c->L && n > 0) {
+		k[h[0]]--;
+		sum--;
+		if (k[h[0]] <= 1)
+			h[0] = h[--n];
+		trim_sift(c, nodes, k, h, n, 0);
+	}
+	free(h);
+	return sum;
+}
+
 /* Water-fill L layers over the chain NODES[0..m) (in that order): the
  * largest T such that every node takes the most layers it can serve at
  * T or more and they cover L; the surplus comes off the slowest nodes.
@@ -198,17 +249,8 @@ static int chain_split(const pctx *c, const int *nodes, int m, int *first, int *
 				k[j] = q;
 		sum += k[j];
 	}
-	while (sum > L) { /* take from the slowest node at its share */
-		int worst = -1;
-		for (int j = 0; j < m; j++)
-			if (k[j] > 1 && (worst < 0 || node_thr(c, nodes[j], k[j]) <
-							  node_thr(c, nodes[worst], k[worst])))
-				worst = j;
-		if (worst < 0)
-			break;
-		k[worst]--;
-		sum--;
-	}
+	if (sum > L)
+		sum = trim_layers(c, nodes, m, k, sum);
 	if (sum != L)
 		goto out;
 	for (int j = 0; j < m; j++) {

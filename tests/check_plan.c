@@ -16,6 +16,7 @@
 #include "planners/disagg.h"
 #include "planners/pipeline.h"
 #include "base/jsonio.h"
+#include "base/jsonw.h"
 #include "base/sha256.h"
 #include "check_util.h"
 
@@ -399,6 +400,169 @@ START_TEST(test_spot_brute)
 }
 END_TEST
 
+/* jansson's own text for real V at the plan's precision: a new string. */
+static char *jansson_real(double v)
+{
+	json_t *r = json_real(v);
+	char *s = json_dumps(r, JSON_ENCODE_ANY | JSON_REAL_PRECISION(10));
+
+	json_decref(r);
+	return s;
+}
+
+/* The streaming writer's numbers are jansson's, its fast cases included:
+ * whole numbers, multiples of 1e-6 (and their neighbours a unit in the
+ * last place away), the ends of both ranges, and any bit pattern. */
+START_TEST(test_jw_reals)
+{
+	static const double fixed[] = {0.0,           -0.0,         1.0,
+				       0.5,           1e-4,         9.9999e-5,
+				       0.0001000001,  0.017208,     9999.999999,
+				       10000.0,       10000.5,      999999999.0,
+				       1e9,           1e10,         123456789.0,
+				       0.1,           0.3,          1.0 / 3,
+				       1e-300,        5e-324,       1.7976931348623157e308,
+				       1e16,          1e17,         123.4567890123456,
+				       4.97443,       19.0,         1e-7,
+				       12345.678901,  1234.5,       0.9999999999,
+				       0.99999999995, 9999.9999995, 0.00010000005};
+	const int nf = (int)(sizeof(fixed) / sizeof(fixed[0]));
+	hx_rng rng;
+
+	hx_rng_seed(&rng, 20);
+	for (int i = 0; i < nf + 240000; i++) {
+		double v = 0;
+		uint64_t u = hx_rng_next(&rng);
+		char mine[32], *theirs;
+		int n;
+		if (i < nf) {
+			v = fixed[i];
+		} else {
+			switch (i % 6) {
+			case 0: v = (double)(u % 10000000000ULL) / 1e6; break;
+			case 1: v = (double)(u % 2000000000ULL); break;
+			case 2: memcpy(&v, &u, sizeof(v)); break;
+			case 3:
+				v = hx_round6(hx_rng_uniform(&rng) *
+					      pow(10, (int)(u % 24) - 10));
+				break;
+			case 4: v = hx_weight6(hx_rng_uniform(&rng)); break;
+			default:
+				v = nextafter((double)(u % 10000000000ULL) / 1e6,
+					      (u >> 40) & 1 ? 1e300 : 0);
+			}
+			if (!isfinite(v))
+				continue;
+		}
+		for (int sign = 0; sign < 2; sign++, v = -v) {
+			n = hx_jw_real_text(v, mine);
+			theirs = jansson_real(v);
+			ck_assert_msg(strcmp(mine, theirs) == 0 && n == (int)strlen(theirs),
+				      "%.17g: %s, jansson %s", v, mine, theirs);
+			free(theirs);
+		}
+	}
+}
+END_TEST
+
+/* Strings of every kind the writer must escape, pass or leave out (invalid
+ * UTF-8: json_string refuses it). */
+static const char *const jw_strings[] = {"plain",
+					 "",
+					 "quote\" back\\slash",
+					 "ctl\x01\x1f\t\n\r\b\f|",
+					 "slash/ del\x7f",
+					 "utf8 \xc3\xa9 \xe2\x98\x83 \xf0\x9d\x84\x9e",
+					 "\xff",
+					 "\xc0\xaf",
+					 "\xed\xa0\x80",
+					 "\xf4\x90\x80\x80",
+					 "cut \xe2\x82",
+					 "n0:15"};
+
+/* A random value at depth D written both ways: through W under KEY and as
+ * the jansson tree returned (NULL where jansson holds nothing, as for a
+ * real that is not finite). */
+static json_t *jw_twin(hx_rng *r, hx_jw *w, const char *key, int d)
+{
+	uint64_t u = hx_rng_next(r);
+	const double odd[] = {NAN, INFINITY, -INFINITY, 0.017208, -0.0, 1e300, 5e-324};
+	double v =
+	    u % 3 ? (hx_rng_uniform(r) - 0.3) * pow(10, (int)(u % 17) - 8) : odd[(u >> 8) % 7];
+
+	switch ((u >> 16) % (d < 4 ? 10 : 7)) {
+	case 0: hx_jw_int(w, key, (long long)u); return json_integer((json_int_t)u);
+	case 1: hx_jw_real(w, key, v); return json_real(v);
+	case 2:
+		hx_jw_num(w, key, v);
+		return isfinite(v) ? json_real(hx_round6(v)) : json_null();
+	case 3: {
+		const char *s =
+		    jw_strings[(u >> 24) % (sizeof(jw_strings) / sizeof(*jw_strings))];
+		hx_jw_str(w, key, s);
+		return json_string(s);
+	}
+	case 4: hx_jw_bool(w, key, (int)(u >> 30) & 1); return json_boolean((u >> 30) & 1);
+	case 5: hx_jw_null(w, key); return json_null();
+	case 6: { /* a tree written in place */
+		hx_jw scratch;
+		json_t *t;
+		hx_jw_init(&scratch);
+		t = jw_twin(r, &scratch, NULL, d);
+		hx_jw_release(&scratch);
+		hx_jw_json(w, key, t ? json_incref(t) : NULL);
+		return t;
+	}
+	default: {
+		int obj = (u >> 32) & 1, n = (int)((u >> 40) % 5);
+		json_t *c = obj ? json_object() : json_array();
+		hx_jw_open(w, key, obj ? '{' : '[');
+		for (int i = 0; i < n; i++) {
+			char k[32];
+			snprintf(k, sizeof(k), i % 3 == 2 ? "k\"\\\n\t%d \xc3\xa9" : "k%d", i);
+			json_t *x = jw_twin(r, w, obj ? k : NULL, d + 1);
+			if (obj)
+				json_object_set_new(c, k, x);
+			else
+				json_array_append_new(c, x);
+		}
+		hx_jw_close(w, obj ? '}' : ']');
+		return c;
+	}
+	}
+}
+
+/* Documents written by the streaming writer are byte for byte what
+ * hx_json_dump writes for the same tree: nesting, empty containers, values
+ * left out, escapes, trees written in place at any depth. */
+START_TEST(test_jw_documents)
+{
+	hx_rng rng;
+
+	hx_rng_seed(&rng, 7);
+	for (int doc = 0; doc < 3000; doc++) {
+		hx_jw w;
+		json_t *root = json_object();
+		char *a, *b;
+		int n = (int)(hx_rng_next(&rng) % 6);
+		hx_jw_init(&w);
+		hx_jw_open(&w, NULL, '{');
+		for (int i = 0; i < n; i++) {
+			char k[16];
+			snprintf(k, sizeof(k), "m%d", i);
+			json_object_set_new(root, k, jw_twin(&rng, &w, k, 1));
+		}
+		hx_jw_close(&w, '}');
+		a = hx_jw_finish(&w);
+		b = hx_json_dump(root);
+		ck_assert_msg(strcmp(a, b) == 0, "document %d:\n%s\njansson:\n%s", doc, a, b);
+		free(a);
+		free(b);
+		json_decref(root);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("plan");
@@ -414,6 +578,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_gpu_v1_defaults);
 	tcase_add_test(tc, test_routes_normalize);
 	tcase_add_test(tc, test_spot_brute);
+	tcase_add_test(tc, test_jw_reals);
+	tcase_add_test(tc, test_jw_documents);
 	suite_add_tcase(s, tc);
 	return s;
 }

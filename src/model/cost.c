@@ -876,7 +876,7 @@ typedef struct cap_eval {
 	double t, batch, ttft;
 } cap_eval;
 
-#define CAP_QUANTILES 48
+#define CAP_QUANTILES HX_COST_QUANTILES
 
 /* Moments of a length distribution by its quantiles. */
 static void dist_moments(const hx_dist *d, double m[4])
@@ -1004,13 +1004,8 @@ static double compound_tail(double m, const double pm[4], double x)
 }
 
 /* What a capacity search reads of its workload's lengths at every rate,
- * computed once per search: the moments of the prompt and output
- * distributions and the prompt's CAP_QUANTILES quantiles (lookups at every
- * rate would be hundreds; a trace's are scans). */
-typedef struct cap_lens {
-	double pm[4], om[4];
-	double pq[CAP_QUANTILES];
-} cap_lens;
+ * computed once per search (hx_cost_lens, cost.h). */
+typedef hx_cost_lens cap_lens;
 
 static void cap_lens_of(const hx_workload *w, cap_lens *l)
 {
@@ -1391,8 +1386,19 @@ void hx_cost_at_rate(const hx_replica *r, const hx_workload *w, double lambda, h
 	hx_cost_at_rate_phase(r, w, HX_SERVE_BOTH, lambda, out);
 }
 
+void hx_cost_lens_of(const hx_workload *w, hx_cost_lens *l)
+{
+	cap_lens_of(w, l);
+}
+
 void hx_cost_at_rate_phase(const hx_replica *r, const hx_workload *w, int phase, double lambda,
 			   hx_capacity *out)
+{
+	hx_cost_at_rate_lens(r, w, NULL, phase, lambda, out);
+}
+
+void hx_cost_at_rate_lens(const hx_replica *r, const hx_workload *w, const hx_cost_lens *l,
+			  int phase, double lambda, hx_capacity *out)
 {
 	hx_memory mem;
 	cap_eval ev;
@@ -1404,7 +1410,10 @@ void hx_cost_at_rate_phase(const hx_replica *r, const hx_workload *w, int phase,
 		out->binding = "memory";
 		return;
 	}
-	cap_lens_of(w, &lens);
+	if (l)
+		lens = *l;
+	else
+		cap_lens_of(w, &lens);
 	cap_check(r, w, &lens, phase, mem.kv_tokens, lambda, &ev);
 	out->rps = ev.ok ? lambda : 0;
 	out->binding = ev.ok ? NULL : ev.binding;

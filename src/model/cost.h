@@ -244,6 +244,21 @@ void hx_cost_at_rate(const hx_replica *r, const hx_workload *w, double lambda,
 void hx_cost_at_rate_phase(const hx_replica *r, const hx_workload *w, int phase, double lambda,
 			   hx_capacity *out);
 
+/* What the capacity rule reads of a workload's lengths at every rate: the
+ * moments of the prompt and output distributions and the prompt's
+ * HX_COST_QUANTILES quantiles (hundreds of quantile lookups; a trace's are
+ * scans).  Computed once, it serves every evaluation of that workload. */
+#define HX_COST_QUANTILES 48
+typedef struct hx_cost_lens {
+	double pm[4], om[4];
+	double pq[HX_COST_QUANTILES];
+} hx_cost_lens;
+void hx_cost_lens_of(const hx_workload *w, hx_cost_lens *l);
+/* hx_cost_at_rate_phase with W's lengths L from hx_cost_lens_of(W) (NULL:
+ * computed here): the same result. */
+void hx_cost_at_rate_lens(const hx_replica *r, const hx_workload *w, const hx_cost_lens *l,
+			  int phase, double lambda, hx_capacity *out);
+
 /* ---- attention/FFN disaggregation (AFD, issue 22) ----------------------- */
 
 /* A decode group whose attention and FFN (or expert) layers run on

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/jsonio.h"
+#include "base/jsonw.h"
 #include "base/sha256.h"
 
 static const char *const role_names[] = {"aggregated", "prefill", "decode", NULL};
@@ -512,36 +513,35 @@ void hx_file_digest(const char *path, char out[72])
 
 /* ---- writer ------------------------------------------------------------- */
 
-static json_t *link_json(const hx_linkspec *l)
+static void link_jw(hx_jw *w, const char *key, const hx_linkspec *l)
 {
-	json_t *o = json_object();
-	json_object_set_new(o, "bw_gbps", json_real(l->bw_gbps));
-	json_object_set_new(o, "latency_ms", json_real(l->latency_ms));
-	return o;
+	hx_jw_open(w, key, '{');
+	hx_jw_real(w, "bw_gbps", l->bw_gbps);
+	hx_jw_real(w, "latency_ms", l->latency_ms);
+	hx_jw_close(w, '}');
 }
 
-static json_t *routes_json(const hx_route *r, int n, const char *from, const char *to,
-			   int ingress)
+static void routes_jw(hx_jw *w, const char *key, const hx_route *r, int n, const char *from,
+		      const char *to, int ingress)
 {
-	json_t *a = json_array();
-
+	hx_jw_open(w, key, '[');
 	for (int i = 0; i < n; i++) {
-		json_t *o = json_object();
+		hx_jw_open(w, NULL, '{');
 		if (!ingress)
-			hx_jset_str(o, from, r[i].from);
-		hx_jset_str(o, to, r[i].to);
-		json_object_set_new(o, "weight", json_real(hx_weight6(r[i].weight)));
+			hx_jw_str(w, from, r[i].from);
+		hx_jw_str(w, to, r[i].to);
+		hx_jw_real(w, "weight", hx_weight6(r[i].weight));
 		if (ingress && r[i].from[0])
-			hx_jset_str(o, from, r[i].from);
+			hx_jw_str(w, from, r[i].from);
 		if (!ingress && r[i].link[0])
-			hx_jset_str(o, "link", r[i].link);
+			hx_jw_str(w, "link", r[i].link);
 		if (!ingress && r[i].bw_gbps > 0) {
-			json_object_set_new(o, "bw_gbps", json_real(r[i].bw_gbps));
-			json_object_set_new(o, "latency_ms", json_real(r[i].latency_ms));
+			hx_jw_real(w, "bw_gbps", r[i].bw_gbps);
+			hx_jw_real(w, "latency_ms", r[i].latency_ms);
 		}
-		json_array_append_new(a, o);
+		hx_jw_close(w, '}');
 	}
-	return a;
+	hx_jw_close(w, ']');
 }
 
 static json_t *models_json(const hx_plan *p)
@@ -560,64 +560,66 @@ static json_t *models_json(const hx_plan *p)
 }
 
 /* GPU references as a JSON array of "node:index". */
-static json_t *refs_json(const hx_gpu_ref *refs, int n)
+static void refs_jw(hx_jw *w, const char *key, const hx_gpu_ref *refs, int n)
 {
-	json_t *a = json_array();
-
+	hx_jw_open(w, key, '[');
 	for (int k = 0; k < n; k++) {
 		char ref[96];
 		snprintf(ref, sizeof(ref), "%s:%d", refs[k].node, refs[k].index);
-		json_array_append_new(a, json_string(ref));
+		hx_jw_str(w, NULL, ref);
 	}
-	return a;
+	hx_jw_close(w, ']');
 }
 
-static json_t *replica_json(const hx_plan_group *g, const hx_plan_replica *rep)
+static void replica_jw(hx_jw *w, const hx_plan_group *g, const hx_plan_replica *rep)
 {
-	json_t *ro = json_object(), *pl = json_array();
 	int any_tp = 0;
 
-	hx_jset_str(ro, "id", rep->id);
+	hx_jw_open(w, NULL, '{');
+	hx_jw_str(w, "id", rep->id);
+	hx_jw_open(w, "placement", '[');
 	for (int s = 0; s < g->nstages; s++) {
-		json_array_append_new(pl, refs_json(rep->gpus[s], rep->ngpus[s]));
+		refs_jw(w, NULL, rep->gpus[s], rep->ngpus[s]);
 		any_tp |= rep->tp_link[s].bw_gbps > 0;
 	}
-	json_object_set_new(ro, "placement", pl);
+	hx_jw_close(w, ']');
 	if (g->afd.on) {
-		json_t *x = json_object();
-		json_object_set_new(x, "ffn", refs_json(rep->ffn, rep->nffn));
-		json_object_set_new(x, "link", link_json(&rep->afd_link));
-		json_object_set_new(ro, "afd", x);
+		hx_jw_open(w, "afd", '{');
+		refs_jw(w, "ffn", rep->ffn, rep->nffn);
+		link_jw(w, "link", &rep->afd_link);
+		hx_jw_close(w, '}');
 	}
 	if (g->nstages > 1) {
-		json_t *la = json_array();
+		hx_jw_open(w, "links", '[');
 		for (int s = 0; s + 1 < g->nstages; s++)
-			json_array_append_new(la, link_json(&rep->link[s]));
-		json_object_set_new(ro, "links", la);
+			link_jw(w, NULL, &rep->link[s]);
+		hx_jw_close(w, ']');
 	}
 	if (any_tp) {
-		json_t *ta = json_array();
-		for (int s = 0; s < g->nstages; s++)
-			json_array_append_new(ta, rep->tp_link[s].bw_gbps > 0
-						      ? link_json(&rep->tp_link[s])
-						      : json_null());
-		json_object_set_new(ro, "tp_links", ta);
+		hx_jw_open(w, "tp_links", '[');
+		for (int s = 0; s < g->nstages; s++) {
+			if (rep->tp_link[s].bw_gbps > 0)
+				link_jw(w, NULL, &rep->tp_link[s]);
+			else
+				hx_jw_null(w, NULL);
+		}
+		hx_jw_close(w, ']');
 	}
-	return ro;
+	hx_jw_close(w, '}');
 }
 
-/* The EP keys of stage S on SO, each only when set: a plan without them
- * writes the bytes it wrote before they existed. */
-static void stage_ep_json(json_t *so, const hx_plan_stage *s)
+/* The EP keys of stage S, each only when set: a plan without them writes the
+ * bytes it wrote before they existed. */
+static void stage_ep_jw(hx_jw *w, const hx_plan_stage *s)
 {
 	if (s->ep > 0)
-		hx_jset_int(so, "ep", s->ep);
+		hx_jw_int(w, "ep", s->ep);
 	if (s->dp > 0)
-		hx_jset_int(so, "dp_attention", s->dp);
+		hx_jw_int(w, "dp_attention", s->dp);
 	if (s->redundant_experts > 0)
-		hx_jset_int(so, "redundant_experts", s->redundant_experts);
+		hx_jw_int(w, "redundant_experts", s->redundant_experts);
 	if (s->eplb_imbalance > 0)
-		hx_jset_num(so, "eplb_imbalance", s->eplb_imbalance);
+		hx_jw_num(w, "eplb_imbalance", s->eplb_imbalance);
 }
 
 /* AFD group G's "afd" object. */
@@ -637,72 +639,76 @@ static json_t *afd_json(const hx_plan_group *g)
 	return x;
 }
 
-static json_t *group_json(const hx_plan_group *g)
+static void group_jw(hx_jw *w, const hx_plan_group *g)
 {
-	json_t *go = json_object(), *st = json_array(), *rs = json_array(), *pr;
-
-	hx_jset_str(go, "name", g->name);
-	hx_jset_str(go, "model", g->model);
-	hx_jset_str(go, "role", hx_role_name(g->role));
-	hx_jset_str(go, "weights", hx_dtype_name(g->wdt));
-	hx_jset_str(go, "kv", hx_dtype_name(g->kvdt));
+	hx_jw_open(w, NULL, '{');
+	hx_jw_str(w, "name", g->name);
+	hx_jw_str(w, "model", g->model);
+	hx_jw_str(w, "role", hx_role_name(g->role));
+	hx_jw_str(w, "weights", hx_dtype_name(g->wdt));
+	hx_jw_str(w, "kv", hx_dtype_name(g->kvdt));
+	hx_jw_open(w, "stages", '[');
 	for (int s = 0; s < g->nstages; s++) {
-		json_t *so = json_object(), *l = json_array();
-		hx_jset_str(so, "gpu", g->stage[s].gpu);
-		hx_jset_int(so, "tp", g->stage[s].tp);
-		json_array_append_new(l, json_integer(g->stage[s].first));
-		json_array_append_new(l, json_integer(g->stage[s].last));
-		json_object_set_new(so, "layers", l);
+		hx_jw_open(w, NULL, '{');
+		hx_jw_str(w, "gpu", g->stage[s].gpu);
+		hx_jw_int(w, "tp", g->stage[s].tp);
+		hx_jw_open(w, "layers", '[');
+		hx_jw_int(w, NULL, g->stage[s].first);
+		hx_jw_int(w, NULL, g->stage[s].last);
+		hx_jw_close(w, ']');
 		if (g->stage[s].cross_node)
-			json_object_set_new(so, "cross_node", json_true());
-		stage_ep_json(so, &g->stage[s]);
-		json_array_append_new(st, so);
+			hx_jw_bool(w, "cross_node", 1);
+		stage_ep_jw(w, &g->stage[s]);
+		hx_jw_close(w, '}');
 	}
-	json_object_set_new(go, "stages", st);
+	hx_jw_close(w, ']');
 	if (g->afd.on)
-		json_object_set_new(go, "afd", afd_json(g));
+		hx_jw_json(w, "afd", afd_json(g));
+	hx_jw_open(w, "replicas", '[');
 	for (int r = 0; r < g->nreplicas; r++)
-		json_array_append_new(rs, replica_json(g, &g->replicas[r]));
-	json_object_set_new(go, "replicas", rs);
-	pr = json_object();
-	json_object_set_new(pr, "capacity_rps", json_real(g->capacity_rps));
-	json_object_set_new(pr, "max_batch", json_real(g->max_batch));
-	json_object_set_new(go, "predicted", pr);
-	return go;
+		replica_jw(w, g, &g->replicas[r]);
+	hx_jw_close(w, ']');
+	hx_jw_open(w, "predicted", '{');
+	hx_jw_real(w, "capacity_rps", g->capacity_rps);
+	hx_jw_real(w, "max_batch", g->max_batch);
+	hx_jw_close(w, '}');
+	hx_jw_close(w, '}');
 }
 
-static json_t *routing_json(const hx_plan *p)
+static void routing_jw(hx_jw *w, const hx_plan *p)
 {
-	json_t *x = json_object(), *a;
-
-	json_object_set_new(x, "ingress",
-			    routes_json(p->ingress, p->ningress, "class", "group", 1));
-	json_object_set_new(x, "kv", routes_json(p->kv, p->nkv, "from", "to", 0));
-	json_object_set_new(x, "hops", routes_json(p->hops, p->nhops, "from", "to", 0));
-	a = json_array();
+	hx_jw_open(w, "routing", '{');
+	routes_jw(w, "ingress", p->ingress, p->ningress, "class", "group", 1);
+	routes_jw(w, "kv", p->kv, p->nkv, "from", "to", 0);
+	routes_jw(w, "hops", p->hops, p->nhops, "from", "to", 0);
+	hx_jw_open(w, "cascade", '[');
 	for (int i = 0; i < p->ncascade; i++) {
-		json_t *c = json_object();
-		hx_jset_str(c, "model", p->cascade[i].model);
-		json_object_set_new(c, "threshold", json_real(p->cascade[i].threshold));
-		json_object_set_new(c, "escalate", json_real(p->cascade[i].escalate));
-		json_array_append_new(a, c);
+		hx_jw_open(w, NULL, '{');
+		hx_jw_str(w, "model", p->cascade[i].model);
+		hx_jw_real(w, "threshold", p->cascade[i].threshold);
+		hx_jw_real(w, "escalate", p->cascade[i].escalate);
+		hx_jw_close(w, '}');
 	}
-	json_object_set_new(x, "cascade", a);
+	hx_jw_close(w, ']');
 	if (p->nclasses > 0) {
-		a = json_array();
+		hx_jw_open(w, "classes", '[');
 		for (int i = 0; i < p->nclasses; i++) {
 			const hx_plan_class *k = &p->classes[i];
-			json_t *c = json_object();
-			hx_jset_str(c, "name", k->name);
-			json_object_set_new(c, "prompt_tokens",
-					    json_pack("[ii]", k->prompt_lo, k->prompt_hi));
-			json_object_set_new(c, "output_tokens",
-					    json_pack("[ii]", k->output_lo, k->output_hi));
-			json_array_append_new(a, c);
+			hx_jw_open(w, NULL, '{');
+			hx_jw_str(w, "name", k->name);
+			hx_jw_open(w, "prompt_tokens", '[');
+			hx_jw_int(w, NULL, k->prompt_lo);
+			hx_jw_int(w, NULL, k->prompt_hi);
+			hx_jw_close(w, ']');
+			hx_jw_open(w, "output_tokens", '[');
+			hx_jw_int(w, NULL, k->output_lo);
+			hx_jw_int(w, NULL, k->output_hi);
+			hx_jw_close(w, ']');
+			hx_jw_close(w, '}');
 		}
-		json_object_set_new(x, "classes", a);
+		hx_jw_close(w, ']');
 	}
-	return x;
+	hx_jw_close(w, '}');
 }
 
 static json_t *rent_json(const hx_plan *p)
@@ -849,52 +855,53 @@ static json_t *simulated_json(const hx_plan *p)
 	return x;
 }
 
-/* The plan's keys in the fixed order of formats(5); each part its own helper. */
-static json_t *plan_json(const hx_plan *p)
+/* The plan's keys in the fixed order of formats(5); each part its own helper.
+ * Streamed: the groups and routes of a plan at the input limits (100k routes)
+ * as a jansson tree took longer to build, dump and free than to plan. */
+static void plan_jw(hx_jw *w, const hx_plan *p)
 {
-	json_t *o = json_object(), *x, *a;
-
-	hx_jset_str(o, "schema", "hexplan.plan");
-	hx_jset_int(o, "version", 1);
-	hx_jset_str(o, "mode", p->mode);
+	hx_jw_open(w, NULL, '{');
+	hx_jw_str(w, "schema", "hexplan.plan");
+	hx_jw_int(w, "version", 1);
+	hx_jw_str(w, "mode", p->mode);
 	/* only in a short plan: plans that carry their rate read as before */
 	if (p->shortage.on)
-		hx_jset_str(o, "status", "short");
-	x = json_object();
+		hx_jw_str(w, "status", "short");
+	hx_jw_open(w, "inputs", '{');
 	/* each digest only when known: the reader takes them as optional but
 	 * not empty, so a plan without one still reads back */
 	if (p->cluster_digest[0])
-		hx_jset_str(x, "cluster", p->cluster_digest);
+		hx_jw_str(w, "cluster", p->cluster_digest);
 	if (p->workload_digest[0])
-		hx_jset_str(x, "workload", p->workload_digest);
+		hx_jw_str(w, "workload", p->workload_digest);
 	if (p->calibration[0])
-		hx_jset_str(x, "calibration", p->calibration);
-	json_object_set_new(o, "inputs", x);
-	json_object_set_new(o, "models", models_json(p));
-	a = json_array();
+		hx_jw_str(w, "calibration", p->calibration);
+	hx_jw_close(w, '}');
+	hx_jw_json(w, "models", models_json(p));
+	hx_jw_open(w, "gpus", '[');
 	for (int i = 0; i < p->ngpus; i++)
-		json_array_append_new(a, hx_gpu_to_json(&p->gpus[i]));
-	json_object_set_new(o, "gpus", a);
-	a = json_array();
+		hx_jw_json(w, NULL, hx_gpu_to_json(&p->gpus[i]));
+	hx_jw_close(w, ']');
+	hx_jw_open(w, "groups", '[');
 	for (int gi = 0; gi < p->ngroups; gi++)
-		json_array_append_new(a, group_json(&p->groups[gi]));
-	json_object_set_new(o, "groups", a);
-	json_object_set_new(o, "routing", routing_json(p));
+		group_jw(w, &p->groups[gi]);
+	hx_jw_close(w, ']');
+	routing_jw(w, p);
 	if (p->nrent > 0)
-		json_object_set_new(o, "rent", rent_json(p));
+		hx_jw_json(w, "rent", rent_json(p));
 	if (p->spot.on)
-		json_object_set_new(o, "spot", spot_json(p));
-	json_object_set_new(o, "predicted", predicted_json(p));
+		hx_jw_json(w, "spot", spot_json(p));
+	hx_jw_json(w, "predicted", predicted_json(p));
 	if (p->simulated.requests > 0)
-		json_object_set_new(o, "simulated", simulated_json(p));
+		hx_jw_json(w, "simulated", simulated_json(p));
 	if (p->shortage.on)
-		json_object_set_new(o, "shortfall", shortfall_json(p));
+		hx_jw_json(w, "shortfall", shortfall_json(p));
 	if (p->spill.nsubst > 0)
-		json_object_set_new(o, "substitutions", spill_json(p));
+		hx_jw_json(w, "substitutions", spill_json(p));
 	if (p->tolerate.on)
-		json_object_set_new(o, "tolerate", tolerate_json(p));
-	json_object_set_new(o, "solver", solver_json(p));
-	return o;
+		hx_jw_json(w, "tolerate", tolerate_json(p));
+	hx_jw_json(w, "solver", solver_json(p));
+	hx_jw_close(w, '}');
 }
 
 void hx_plan_spot_line(const hx_plan *p, char *out, size_t n)
@@ -909,10 +916,11 @@ void hx_plan_spot_line(const hx_plan *p, char *out, size_t n)
 
 char *hx_plan_dump(const hx_plan *p)
 {
-	json_t *o = plan_json(p);
-	char *s = hx_json_dump(o);
-	json_decref(o);
-	return s;
+	hx_jw w;
+
+	hx_jw_init(&w);
+	plan_jw(&w, p);
+	return hx_jw_finish(&w);
 }
 
 int hx_plan_write(const hx_plan *p, const char *path, hx_err *err)

@@ -36,10 +36,16 @@ void hx_capmemo_eval(hx_capmemo *m, const hx_replica *r, const hx_workload *w, i
 			*out = m->e[i].c;
 			return;
 		}
-	if (lambda < 0)
+	if (lambda < 0) {
 		hx_cost_capacity_phase(r, w, phase, out);
-	else
-		hx_cost_at_rate_phase(r, w, phase, lambda, out);
+	} else {
+		/* a workload's lengths once per memo, not once per rate */
+		if (m->lens_w != w) {
+			hx_cost_lens_of(w, &m->lens);
+			m->lens_w = w;
+		}
+		hx_cost_at_rate_lens(r, w, &m->lens, phase, lambda, out);
+	}
 	{
 		int i = m->n < HX_CAPMEMO_N ? m->n++ : m->next;
 		m->next = (i + 1) % HX_CAPMEMO_N;
@@ -60,6 +66,7 @@ void hx_capmemo_release(hx_capmemo *m)
 		free(m->e[i].r);
 	m->n = 0;
 	m->next = 0;
+	m->lens_w = NULL;
 }
 
 static int phase_of(hx_role r)

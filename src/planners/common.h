@@ -67,9 +67,12 @@ typedef struct hx_capmemo {
 		double lambda; /* < 0: capacity; else the operating point there */
 		hx_capacity c;
 	} e[HX_CAPMEMO_N];
+	const hx_workload *lens_w; /* the workload LENS holds, or NULL */
+	hx_cost_lens lens;
 } hx_capmemo;
 /* hx_cost_capacity_phase (LAMBDA < 0) or hx_cost_at_rate_phase at LAMBDA
- * of R, W and PHASE into OUT, from M when it has them (the same results). */
+ * of R, W and PHASE into OUT, from M when it has them (the same results).
+ * M knows a workload by its address: W must not change while M is in use. */
 void hx_capmemo_eval(hx_capmemo *m, const hx_replica *r, const hx_workload *w, int phase,
 		     double lambda, hx_capacity *out);
 void hx_capmemo_release(hx_capmemo *m);

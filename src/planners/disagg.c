@@ -819,8 +819,12 @@ static void emit_group(const dctx *d, const int *nodes, int nn, int role, hx_pla
 /* A KV route from FROM to TO of WEIGHT over the link of nodes A and B,
  * into P's routes from FIRST on: added to one already there when MERGE
  * (an EP set's nodes are one replica), else new. */
-static void kv_route(const hx_cluster *c, hx_plan *p, int first, int merge, const char *from,
-		     const char *to, double weight, int a, int b)
+/* One more KV route in P (merged into one to the same replica from FIRST
+ * on when MERGE), over the link of VIA (hx_route_set_link's fields).  P's
+ * list grows by doubling, *CAP its room: one realloc per route copied
+ * ~100k routes time and again at the node limit. */
+static void kv_route(hx_plan *p, int *cap, int first, int merge, const char *from,
+		     const char *to, double weight, const hx_route *via)
 {
 	hx_route *rt;
 
@@ -829,33 +833,46 @@ static void kv_route(const hx_cluster *c, hx_plan *p, int first, int merge, cons
 			p->kv[q].weight += weight;
 			return;
 		}
-	rt = hx_plan_add_route(&p->kv, &p->nkv);
+	if (p->nkv >= *cap) {
+		*cap = *cap > 0 ? 2 * *cap : 256;
+		p->kv = hx_xrealloc(p->kv, (size_t)*cap * sizeof(*p->kv));
+	}
+	rt = &p->kv[p->nkv++];
+	memset(rt, 0, sizeof(*rt));
 	hx_strlcpy(rt->from, from, sizeof(rt->from));
 	hx_strlcpy(rt->to, to, sizeof(rt->to));
 	rt->weight = weight;
-	hx_route_set_link(rt, c, a, b);
+	memcpy(rt->link, via->link, sizeof(rt->link));
+	rt->bw_gbps = via->bw_gbps;
+	rt->latency_ms = via->latency_ms;
 }
 
 /* KV routes from each replica of the prefill group of the NA nodes A
  * (group GROUP_OF[A[0]]) to the decode replicas of the nodes their link
  * flows in K reach, in proportion to those flows and evenly over each
- * group's replicas; to every decode replica when no flow leaves them. */
+ * group's replicas; to every decode replica when no flow leaves them.
+ * Each node pair's link is looked up once, for the first replica. */
 static void emit_kv(const dctx *d, const int *group_of, const kvflow *k, const int *A, int na,
-		    hx_plan *p)
+		    hx_plan *p, int *cap)
 {
 	const hx_cluster *c = d->pb->cluster;
 	const hx_plan_group *ga = &p->groups[group_of[A[0]]];
 	double out = 0;
+	int nq = 0;
+	hx_route *via;
 
 	for (int i = 0; i < na; i++)
 		out += k->out[A[i]];
+	for (int i = 0; i < (out > 0 ? na : 1); i++)
+		nq += out > 0 ? k->start[A[i] + 1] - k->start[A[i]] : d->n;
+	via = hx_xmalloc((size_t)(nq > 0 ? nq : 1) * sizeof(*via));
 	for (int r = 0; r < ga->nreplicas; r++) {
 		const hx_plan_replica *from = &ga->replicas[r];
-		int first = p->nkv;
+		int first = p->nkv, t = 0;
 		for (int i = 0; i < (out > 0 ? na : 1); i++) {
 			int a = A[i], q0 = out > 0 ? k->start[a] : 0,
 			    q1 = out > 0 ? k->start[a + 1] : d->n;
-			for (int q = q0; q < q1; q++) {
+			for (int q = q0; q < q1; q++, t++) {
 				int b = out > 0 ? k->to[q] : q;
 				double share = out > 0 ? k->flow[q] / out : 1.0;
 				const hx_plan_group *gb;
@@ -863,6 +880,8 @@ static void emit_kv(const dctx *d, const int *group_of, const kvflow *k, const i
 				    p->groups[group_of[b]].role != HX_ROLE_DECODE)
 					continue;
 				gb = &p->groups[group_of[b]];
+				if (r == 0)
+					hx_route_set_link(&via[t], c, a, b);
 				for (int j = 0; j < gb->nreplicas; j++) {
 					/* A node's decode replicas are alike:
 					 * spread over all of them (the flow's
@@ -871,14 +890,15 @@ static void emit_kv(const dctx *d, const int *group_of, const kvflow *k, const i
 					double dj = 1.0 / gb->nreplicas;
 					if (share * dj <= 0 && out > 0)
 						continue;
-					kv_route(c, p, first, na > 1 || gb->stage[0].cross_node,
-						 from->id, gb->replicas[j].id, share * dj, a,
-						 b);
+					kv_route(p, cap, first,
+						 na > 1 || gb->stage[0].cross_node, from->id,
+						 gb->replicas[j].id, share * dj, &via[t]);
 				}
 			}
 		}
 		hx_routes_normalize(p->kv + first, p->nkv - first);
 	}
+	free(via);
 }
 
 /* The groups and routes of ROLE, whose max-flow is K, into P: a group per
@@ -891,6 +911,7 @@ static void emit(dctx *d, const int *role, const kvflow *k, hx_plan *p)
 	int *head = hx_xmalloc((size_t)n * sizeof(int)),
 	    *size = hx_xcalloc((size_t)n, sizeof(int));
 	double *in;
+	int cap = p->nkv; /* the room of P's KV routes */
 
 	ep_sets(d, role, set);
 	for (int i = 0; i < n; i++)
@@ -929,7 +950,7 @@ static void emit(dctx *d, const int *role, const kvflow *k, hx_plan *p)
 		for (int j = head[gi]; nm < size[gi]; j++)
 			if (group_of[j] == gi)
 				mem[nm++] = j;
-		emit_kv(d, group_of, k, mem, nm, p);
+		emit_kv(d, group_of, k, mem, nm, p, &cap);
 	}
 	free(in);
 	free(head);
@@ -937,23 +958,6 @@ static void emit(dctx *d, const int *role, const kvflow *k, hx_plan *p)
 	free(mem);
 	free(set);
 	free(group_of);
-}
-
-/* Replica ids sorted, to find a KV route's ends. */
-typedef struct idref {
-	const char *id;
-	int flat; /* index over all groups' replicas in plan order */
-} idref;
-
-static int cmp_idref(const void *a, const void *b)
-{
-	return strcmp(((const idref *)a)->id, ((const idref *)b)->id);
-}
-
-static int find_id(const idref *ids, int n, const char *id)
-{
-	idref key = {id, 0}, *hit = bsearch(&key, ids, (size_t)n, sizeof(idref), cmp_idref);
-	return hit ? hit->flat : -1;
 }
 
 /* The worst TTFT and TPOT (ms) of P's replicas at request rate LAMBDA,
@@ -964,8 +968,7 @@ static void operating_point(const hx_problem *pb, hx_plan *p, double lambda, hx_
 {
 	int R = 0, f = 0;
 	double *rate, *share = hx_xcalloc((size_t)p->ngroups + 1, sizeof(double));
-	idref *ids;
-	hx_map names = {0};
+	hx_map names = {0}, ids = {0}; /* replica ids: a KV route's ends */
 
 	/* Each prefill group's share of the ingress, the routes in order. */
 	for (int gi = 0; gi < p->ngroups; gi++) {
@@ -979,22 +982,20 @@ static void operating_point(const hx_problem *pb, hx_plan *p, double lambda, hx_
 	}
 	hx_map_release(&names);
 	rate = hx_xcalloc((size_t)R + 1, sizeof(double));
-	ids = hx_xcalloc((size_t)R + 1, sizeof(idref));
 	for (int gi = 0; gi < p->ngroups; gi++) {
 		hx_plan_group *gp = &p->groups[gi];
 		for (int r = 0; r < gp->nreplicas; r++, f++) {
-			ids[f] = (idref){gp->replicas[r].id, f};
+			hx_map_put(&ids, gp->replicas[r].id, f);
 			rate[f] = lambda * share[gi] / gp->nreplicas;
 		}
 	}
 	free(share);
-	qsort(ids, (size_t)R, sizeof(idref), cmp_idref);
 	{
 		/* decode replicas get what the KV routes bring them */
 		double *in = hx_xcalloc((size_t)R + 1, sizeof(double));
 		for (int k = 0; k < p->nkv; k++) {
-			int a = find_id(ids, R, p->kv[k].from),
-			    b = find_id(ids, R, p->kv[k].to);
+			int a = hx_map_get(&ids, p->kv[k].from),
+			    b = hx_map_get(&ids, p->kv[k].to);
 			if (a >= 0 && b >= 0)
 				in[b] += rate[a] * p->kv[k].weight;
 		}
@@ -1025,7 +1026,7 @@ static void operating_point(const hx_problem *pb, hx_plan *p, double lambda, hx_
 		}
 	}
 	free(rate);
-	free(ids);
+	hx_map_release(&ids);
 }
 
 /* The plan of role assignment ROLE, whose max-flow (kept from its score)

@@ -180,7 +180,20 @@ no_temp "$TMP" "plan --lp sweep"
 run plan -c examples/clusters/h100-node.json -w $W -m deepseek-v3 --mode colocated -o "$TMP/lp-plan.json" --lp "$TMP/model.lp"
 expect_rc 3 "plan --lp, infeasible"
 if cmp -s "$TMP/model.lp" "$TMP/model.good"; then ok; else fail "plan --lp, infeasible: the old LP file changed"; fi
+# A signal this shell inherited ignored (SIGINT and SIGHUP under nohup or
+# in an asynchronous list) stays ignored in hexplan, as it must (tested
+# below): the signal cases leave those out.
+inherited_ignored() {
+	mask=$(sed -n 's/^SigIgn:[[:space:]]*//p' /proc/$$/status 2>/dev/null)
+	[ -n "$mask" ] || return 1
+	mask=${mask#????????}
+	[ $(((0x$mask >> ($1 - 1)) & 1)) -eq 1 ]
+}
 for sig in 2 15; do
+	if inherited_ignored $sig; then
+		echo "# signal $sig: ignored by the shell that runs this test; its --lp case is left out"
+		continue
+	fi
 	HEXPLAN_FAULT_SIGNAL=$sig run plan $LPARGS --objective cost -o "$TMP/lp-plan.json" --lp "$TMP/model.lp"
 	expect_rc $((128 + sig)) "plan --lp, signal $sig"
 	if cmp -s "$TMP/model.lp" "$TMP/model.good"; then ok; else fail "plan --lp, signal $sig: the old LP file changed"; fi
@@ -202,8 +215,13 @@ clash "plan -o X --format table --lp -" "the table (standard output) and --lp na
 	plan $LPARGS -o "$TMP/x.json" --format table --lp -
 
 # ---- a signal while writing (issue 20): the temporary files are removed,
-# the old outputs are intact and the signal ends the run.
+# the old outputs are intact and the signal ends the run (signals this
+# shell inherited ignored are left out: see inherited_ignored).
 for sig in 2 15 1; do
+	if inherited_ignored $sig; then
+		echo "# signal $sig: ignored by the shell that runs this test; its cases are left out"
+		continue
+	fi
 	HEXPLAN_FAULT_SIGNAL=$sig run plan -c $C -w $W -m llama-3.1-70b -o "$TMP/plan.json"
 	expect_rc $((128 + sig)) "plan, signal $sig"
 	if cmp -s "$TMP/plan.json" "$TMP/good.json"; then ok; else fail "plan, signal $sig: the old plan changed"; fi

@@ -91,8 +91,14 @@ int hx_plan_auto(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out,
 		c->ok = 1;
 		c->predicted_rps = p.predicted.capacity_rps;
 		c->usd_per_hour = p.predicted.usd_per_hour;
-		if ((rc = hx_sim_capacity(&p, w, HX_CAP_REQUESTS, &so, &c->simulated_rps, NULL,
-					  &e))) {
+		/* A plan its planner simulated whole, as auto judges it (the
+		 * capacity search, HX_CAP_REQUESTS a rate, the seed) keeps that
+		 * figure: disagg and afd check their plans so. */
+		if (p.simulated.requests == HX_CAP_REQUESTS && p.simulated.seed == pb->seed &&
+		    strcmp(p.simulated.method, "plan") == 0)
+			c->simulated_rps = p.simulated.capacity_rps;
+		else if ((rc = hx_sim_capacity(&p, w, HX_CAP_REQUESTS, &so, &c->simulated_rps,
+					       NULL, &e))) {
 			c->ok = 0;
 			snprintf(c->why, sizeof(c->why), "simulate: %.200s", e.msg);
 			hx_plan_release(&p);

@@ -25,7 +25,7 @@ static int parse_linkspec(const hx_jr *r, const json_t *v, const char *ptr, hx_l
 	return 0;
 }
 
-static int node_index(const hx_cluster *c, const char *name)
+int hx_cluster_node_index(const hx_cluster *c, const char *name)
 {
 	if (c->node_names)
 		return hx_map_get(c->node_names, name);
@@ -167,8 +167,8 @@ static int parse_links(const hx_jr *r, const json_t *list, hx_cluster *c)
 		    (rc = hx_jr_str(r, v, p, "a", 1, a, sizeof(a))) ||
 		    (rc = hx_jr_str(r, v, p, "b", 1, b, sizeof(b))))
 			return rc;
-		l->a = node_index(c, a);
-		l->b = node_index(c, b);
+		l->a = hx_cluster_node_index(c, a);
+		l->b = hx_cluster_node_index(c, b);
 		if (l->a < 0 || l->b < 0) {
 			hx_ptr_key(pk, sizeof(pk), p, l->a < 0 ? "a" : "b");
 			return hx_jr_fail(r, pk, "unknown node \"%s\"", l->a < 0 ? a : b);
@@ -358,6 +358,11 @@ hx_linkspec hx_cluster_nic_link(const hx_cluster *c, int a, int b)
 
 	l.bw_gbps = fmin(l.bw_gbps, fmin(c->nodes[a].nic_gbps, c->nodes[b].nic_gbps));
 	return l;
+}
+
+hx_linkspec hx_gpu_own_link(const hx_gpu *g)
+{
+	return (hx_linkspec){g->intra_bw_gb_s * 8, g->intra_latency_us * 1e-3};
 }
 
 int hx_cluster_gpus(const hx_cluster *c)

@@ -1131,17 +1131,25 @@ double hx_cost_decode_ctx(const hx_workload *w)
 	return decode_ctx(hx_dist_mean(&w->prompt), om);
 }
 
+/* The KV cache the sequences in flight hold, the capacity rule's test of
+ * it: the mean plus two standard deviations of an M/G/inf population of N
+ * requests (Poisson), each holding its prompt (mean PROMPT, moments PM)
+ * and the part of its output made so far (output moments OM). */
+static double kv_occupancy(const double *pm, const double *om, double prompt, double n)
+{
+	double mean = n * (prompt * om[1] + om[2] / 2);
+	double second = n * (om[1] * pm[2] + om[2] * pm[1] + om[3] / 4);
+	return mean + 2 * sqrt(second);
+}
+
 double hx_cost_decode_kv_need(const hx_workload *w, double batch)
 {
-	double pm[4], om[4], n;
+	double pm[4], om[4];
 
 	dist_moments(&w->prompt, pm);
 	dist_moments(&w->output, om);
-	/* the capacity rule's occupancy (cap_check): an M/G/inf population
-	 * of L * t requests, B = L * t * E[O] of them decoding */
-	n = batch / fmax(om[1], 1e-9);
-	return n * (pm[1] * om[1] + om[2] / 2) +
-	       2 * sqrt(n * (om[1] * pm[2] + om[2] * pm[1] + om[3] / 4));
+	/* B = L * t * E[O] of the L * t requests are decoding */
+	return kv_occupancy(pm, om, pm[1], batch / fmax(om[1], 1e-9));
 }
 
 /* The fraction of requests that find the KV cache too full for them: the
@@ -1285,13 +1293,12 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 		return;
 	}
 	{
-		/* Occupancy of the KV cache: mean and spread of an M/G/inf
-		 * system (a decode-only replica's KV arrives whole). */
-		double mean = lambda * t * ((P + H) * om[1] + om[2] / 2);
-		double second = lambda * t * (om[1] * pm[2] + om[2] * pm[1] + om[3] / 4);
+		/* Occupancy of the KV cache (a decode-only replica's KV
+		 * arrives whole). */
 		if (phase == HX_SERVE_DECODE)
 			ev->ttft = 0;
-		if (phase != HX_SERVE_PREFILL && mean + 2 * sqrt(second) > kv_tokens) {
+		if (phase != HX_SERVE_PREFILL &&
+		    kv_occupancy(pm, om, P + H, lambda * t) > kv_tokens) {
 			ev->binding = "kv";
 			return;
 		}

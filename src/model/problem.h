@@ -111,6 +111,10 @@ hx_linkspec hx_cluster_link(const hx_cluster *c, int a, int b);
 /* That link as a replica spanning A and B sees it: no faster than either
  * node's NIC (an expert-parallel all-to-all crosses both). */
 hx_linkspec hx_cluster_nic_link(const hx_cluster *c, int a, int b);
+/* The link between two GPUs of type G on one node (its NVLink or PCIe). */
+hx_linkspec hx_gpu_own_link(const hx_gpu *g);
+/* The index of the node named NAME, or -1. */
+int hx_cluster_node_index(const hx_cluster *c, const char *name);
 int hx_cluster_gpus(const hx_cluster *c);
 
 /* A length distribution (tokens). */

@@ -129,11 +129,8 @@ static void pair_links(actx *x)
 	for (int a = 0; a < nt; a++)
 		for (int f = 0; f < nt; f++) {
 			hx_linkspec *l = &x->link[a * nt + f];
-			if (!any[a * nt + f]) {
-				const hx_gpu *g = &c->nodes[x->type_node[a]].gpu;
-				l->bw_gbps = g->intra_bw_gb_s * 8;
-				l->latency_ms = g->intra_latency_us * 1e-3;
-			}
+			if (!any[a * nt + f])
+				*l = hx_gpu_own_link(&c->nodes[x->type_node[a]].gpu);
 			l->bw_gbps = hx_round6(l->bw_gbps);
 			l->latency_ms = hx_round6(l->latency_ms);
 		}
@@ -554,16 +551,6 @@ static void emit_units(const actx *x, const int *units, int *const *refs, int nu
 	}
 }
 
-static int node_named(const hx_cluster *c, const char *name)
-{
-	if (c->node_names)
-		return hx_map_get(c->node_names, name);
-	for (int i = 0; i < c->nnodes; i++)
-		if (strcmp(c->nodes[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
 /* Ingress to the prefill groups (the first NPRE of P's) by capacity, and
  * KV routes from each prefill replica to every AFD replica by the
  * capacity of its unit (decode capacity CAP of group G), over the link
@@ -585,18 +572,12 @@ static void emit_routes(const actx *x, hx_plan *p, int npre, const int *node_of)
 				for (int q = 0; q < p->groups[d].nreplicas; q++) {
 					const hx_plan_replica *to = &p->groups[d].replicas[q];
 					hx_route *rt = hx_plan_add_route(&p->kv, &p->nkv);
-					int b = node_named(c, to->gpus[0][0].node);
+					int b = hx_cluster_node_index(c, to->gpus[0][0].node);
 					hx_strlcpy(rt->from, p->groups[g].replicas[r].id,
 						   sizeof(rt->from));
 					hx_strlcpy(rt->to, to->id, sizeof(rt->to));
 					rt->weight = p->groups[d].capacity_rps;
-					if (a != b) {
-						hx_route_set_link(rt, c, a, b);
-					} else { /* one node: its GPUs' own link */
-						rt->bw_gbps = c->nodes[a].gpu.intra_bw_gb_s * 8;
-						rt->latency_ms =
-						    c->nodes[a].gpu.intra_latency_us * 1e-3;
-					}
+					hx_route_set_node_link(rt, c, a, b);
 				}
 			hx_routes_normalize(p->kv + first, p->nkv - first);
 		}

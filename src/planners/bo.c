@@ -85,10 +85,8 @@ int hx_bo_build_plan(bo *b, const cfg *k, double quality, hx_plan *p, hx_err *er
 				}
 				for (int t = 0; t + 1 < cd->nstages; t++) {
 					if (nd[t] == nd[t + 1]) {
-						const hx_gpu *gp = &cl->nodes[nd[t]].gpu;
 						rep->link[t] =
-						    (hx_linkspec){gp->intra_bw_gb_s * 8,
-								  gp->intra_latency_us * 1e-3};
+						    hx_gpu_own_link(&cl->nodes[nd[t]].gpu);
 					} else {
 						rep->link[t] =
 						    hx_cluster_link(cl, nd[t], nd[t + 1]);

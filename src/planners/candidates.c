@@ -243,9 +243,7 @@ static hx_linkspec class_link(const hx_problem *pb, const hx_candset *s, int a, 
 	if (na == nb && s->cls[a].nnodes > 1)
 		nb = s->cls[a].nodes[1];
 	if (na == nb) { /* one node: stages talk over its own link */
-		hx_linkspec in = {s->cls[a].gpu->intra_bw_gb_s * 8,
-				  s->cls[a].gpu->intra_latency_us * 1e-3};
-		return in;
+		return hx_gpu_own_link(s->cls[a].gpu);
 	}
 	return hx_cluster_link(c, na, nb);
 }
@@ -576,9 +574,7 @@ void hx_cand_place(const hx_problem *pb, const hx_candset *s, const hx_candidate
 			if (node[i] < 0 || node[i + 1] < 0) /* no pipeline of EP stages */
 				rep->link[i] = c->link[i];
 			else if (node[i] == node[i + 1]) {
-				const hx_gpu *gp = &cl->nodes[node[i]].gpu;
-				rep->link[i] = (hx_linkspec){gp->intra_bw_gb_s * 8,
-							     gp->intra_latency_us * 1e-3};
+				rep->link[i] = hx_gpu_own_link(&cl->nodes[node[i]].gpu);
 			} else {
 				rep->link[i] = hx_cluster_link(cl, node[i], node[i + 1]);
 			}

@@ -343,13 +343,26 @@ void hx_plan_solver_search(hx_plan *p, const char *engine, const char *status, d
 
 void hx_route_set_link(hx_route *rt, const hx_cluster *cl, int a, int b)
 {
-	hx_linkspec ls = hx_cluster_link(cl, a, b);
+	hx_linkspec ls = hx_cluster_nic_link(cl, a, b);
 	char link[160];
 
 	snprintf(link, sizeof(link), "%s-%s", cl->nodes[a].name, cl->nodes[b].name);
 	hx_strlcpy(rt->link, link, sizeof(rt->link));
-	rt->bw_gbps = fmin(ls.bw_gbps, fmin(cl->nodes[a].nic_gbps, cl->nodes[b].nic_gbps));
+	rt->bw_gbps = ls.bw_gbps;
 	rt->latency_ms = ls.latency_ms;
+}
+
+void hx_route_set_node_link(hx_route *rt, const hx_cluster *cl, int a, int b)
+{
+	hx_linkspec own;
+
+	if (a != b) {
+		hx_route_set_link(rt, cl, a, b);
+		return;
+	}
+	own = hx_gpu_own_link(&cl->nodes[a].gpu);
+	rt->bw_gbps = own.bw_gbps;
+	rt->latency_ms = own.latency_ms;
 }
 
 int hx_plan_sim_capacity(const hx_problem *pb, const hx_plan *p, double deadline, double *rps,

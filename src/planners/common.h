@@ -149,5 +149,8 @@ void hx_plan_set_simulated(hx_plan *p, const hx_problem *pb, const char *method,
  * "A-B", the least of the link's bandwidth and the two NICs, and the
  * link's latency. */
 void hx_route_set_link(hx_route *rt, const hx_cluster *cl, int a, int b);
+/* The same, or, when A and B are one node, its GPUs' own link (no link
+ * name: the transfer stays inside the node). */
+void hx_route_set_node_link(hx_route *rt, const hx_cluster *cl, int a, int b);
 
 #endif

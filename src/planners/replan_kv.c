@@ -239,12 +239,7 @@ static void route_kv(hx_plan *p, const hx_cluster *cl, const kvnet *x,
 			hx_strlcpy(rt->to, p->groups[x->rg[q]].replicas[x->rr[q]].id,
 				   sizeof(rt->to));
 			rt->weight = w;
-			if (a != b) {
-				hx_route_set_link(rt, cl, a, b);
-			} else {
-				rt->bw_gbps = cl->nodes[a].gpu.intra_bw_gb_s * 8;
-				rt->latency_ms = cl->nodes[a].gpu.intra_latency_us * 1e-3;
-			}
+			hx_route_set_node_link(rt, cl, a, b);
 		}
 		hx_routes_normalize(p->kv + first, p->nkv - first);
 	}

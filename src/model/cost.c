@@ -977,9 +977,25 @@ static double iter_at(const hx_replica *r, const hx_workload *w, int phase, doub
 	return hx_cost_cycle(r, &b, &it);
 }
 
-/* P(S > x) for S the sum of K ~ Poisson(M) prompts with moments PM: a
+/* P(Z > x) for Z a lognormal of mean MU and variance V (a point at MU
+ * when V is 0). */
+static double lognormal_tail(double mu, double v, double x)
+{
+	double s2, m;
+
+	if (x <= 0)
+		return 1;
+	if (v <= 0 || mu <= 0)
+		return mu > x;
+	s2 = log(1 + v / (mu * mu));
+	m = log(mu) - s2 / 2;
+	return 1 - hx_norm_cdf((log(x) - m) / sqrt(s2));
+}
+
+/* P(S + Z > x) for S the sum of K ~ Poisson(M) elements with moments PM
+ * and Z an independent term of mean MU0 and variance V0: a
  * Fenton-Wilkinson lognormal for each k, the Poisson terms summed. */
-static double compound_tail(double m, const double pm[4], double x)
+static double compound_tail_plus(double m, const double pm[4], double mu0, double v0, double x)
 {
 	double mean = pm[1], var = fmax(pm[2] - pm[1] * pm[1], 1e-9), tail = 0, pk;
 	int kmax;
@@ -987,15 +1003,16 @@ static double compound_tail(double m, const double pm[4], double x)
 	if (x < 0)
 		return 1;
 	if (m <= 0)
-		return 0;
+		return lognormal_tail(mu0, v0, x);
 	if (m > 60) { /* many arrivals: normal */
-		double mu = m * mean, sd = sqrt(m * pm[2]);
+		double mu = m * mean + mu0, sd = sqrt(m * pm[2] + v0);
 		return 1 - hx_norm_cdf((x - mu) / sd);
 	}
 	kmax = (int)(m + 10 * sqrt(m) + 20);
 	pk = exp(-m);
+	tail = pk * lognormal_tail(mu0, v0, x);
 	for (int k = 1; k <= kmax; k++) {
-		double mk = k * mean, vk = k * var, s2 = log(1 + vk / (mk * mk));
+		double mk = k * mean + mu0, vk = k * var + v0, s2 = log(1 + vk / (mk * mk));
 		double mu = log(mk) - s2 / 2;
 		pk *= m / k;
 		tail += pk * (x <= 0 ? 1 : 1 - hx_norm_cdf((log(x) - mu) / sqrt(s2)));
@@ -1003,9 +1020,17 @@ static double compound_tail(double m, const double pm[4], double x)
 	return tail;
 }
 
+/* P(S > x) for S the sum of K ~ Poisson(M) prompts with moments PM. */
+static double compound_tail(double m, const double pm[4], double x)
+{
+	return compound_tail_plus(m, pm, 0, 0, x);
+}
+
 /* What a capacity search reads of its workload's lengths at every rate,
  * computed once per search (hx_cost_lens, cost.h). */
 typedef hx_cost_lens cap_lens;
+
+static void batch_share_of(const hx_workload *w, double share[][6]);
 
 static void cap_lens_of(const hx_workload *w, cap_lens *l)
 {
@@ -1013,6 +1038,7 @@ static void cap_lens_of(const hx_workload *w, cap_lens *l)
 	dist_moments(&w->output, l->om);
 	for (int i = 0; i < CAP_QUANTILES; i++)
 		l->pq[i] = hx_dist_quantile(&w->prompt, (i + 0.5) / CAP_QUANTILES);
+	batch_share_of(w, l->share);
 }
 
 /* What a prompt does to the iterations of a decode batch of B: an
@@ -1047,6 +1073,142 @@ static double output_steps(const hx_workload *w, int i)
 	return floor(hx_dist_quantile(&w->output, (i + 0.5) / CAP_QUANTILES) + 0.5) - 1;
 }
 
+/* Three-point Gauss-Legendre over [LO, HI] of what a sequence of O decode
+ * steps adds to a window of N steps (PRESENT: in the batch at the window's
+ * start with V steps left; else arriving V steps before its end): its steps
+ * in the window OV and the context tokens beyond its prompt they read, G
+ * (its age at the start, then one more a step).  The integrands are
+ * polynomials of degree at most four on each piece, so this is exact. */
+static void share_gl3(double lo, double hi, double o, double n, int present, double k[6])
+{
+	static const double x[3] = {-0.774596669241483377, 0, 0.774596669241483377};
+	static const double wt[3] = {5.0 / 9, 8.0 / 9, 5.0 / 9};
+	double c = (lo + hi) / 2, h = (hi - lo) / 2;
+
+	if (hi <= lo)
+		return;
+	for (int i = 0; i < 3; i++) {
+		double v = c + h * x[i], f = wt[i] * h, ov, g;
+		if (present) {
+			ov = fmin(v, n);
+			g = (o - v) * ov + ov * ov / 2;
+		} else {
+			ov = fmin(o, v);
+			g = ov * ov / 2;
+		}
+		k[1] += f * ov / CAP_QUANTILES;
+		k[2] += f * ov * ov / CAP_QUANTILES;
+		k[3] += f * ov * g / CAP_QUANTILES;
+		k[4] += f * g * g / CAP_QUANTILES;
+		k[5] += f * g / CAP_QUANTILES;
+	}
+}
+
+/* What the other requests put in the decode batch over the N steps of a
+ * request of output quantile I, per unit of their arrivals per step (the
+ * decode batch is an M/G/inf population): those in flight at its start
+ * (Poisson, O steps each, length-biased, the steps left uniform over O)
+ * and those that arrive during it (N of them per unit).  SHARE[i]: [0] the
+ * Poisson mass, then the sums of OV, OV^2, OV G, G^2 and G (share_gl3). */
+static void batch_share_of(const hx_workload *w, double share[][6])
+{
+	for (int i = 0; i < CAP_QUANTILES; i++) {
+		double n = output_steps(w, i), *k = share[i];
+		memset(k, 0, 6 * sizeof(*k));
+		if (n < 1)
+			continue;
+		for (int j = 0; j < CAP_QUANTILES; j++) {
+			double o = output_steps(w, j);
+			if (o < 1)
+				continue;
+			k[0] += (o + n) / CAP_QUANTILES;
+			share_gl3(0, fmin(o, n), o, n, 1, k);
+			share_gl3(n, o, o, n, 1, k);
+			share_gl3(0, fmin(o, n), o, n, 0, k);
+			share_gl3(o, n, o, n, 0, k);
+		}
+	}
+}
+
+/* A decode batch's step time as the capacity rule reads it for one
+ * request: an intercept, S for each sequence and A for each context token
+ * it reads (marginal costs of one more sequence a rank beside the whole
+ * ones of the mean batch B: chords over that sequence and over a doubled
+ * context; whole sequences, as a pipeline's micro-batches step with them),
+ * LT the other requests' arrivals per step of a rank, PM the prompt's
+ * moments (the whole prompt: attention reads the cached prefix too). */
+typedef struct batch_load {
+	double t_int, s, a, lt;
+	const double *pm;
+} batch_load;
+
+static void batch_load_of(const hx_replica *r, const cap_lens *lens, double lambda, double t,
+			  double B, double ctx, double dp, double t_dec, batch_load *bl)
+{
+	hx_batch b = {0};
+	hx_iter it;
+	double k = floor(B / dp + 1e-9), b0 = k > 0 ? k * dp : B, b1 = (k + 1) * dp, tb, ta, t0;
+
+	hx_batch_add_decode(&b, b1, ctx);
+	tb = hx_cost_cycle(r, &b, &it);
+	b = (hx_batch){0};
+	hx_batch_add_decode(&b, b1, 2 * ctx);
+	ta = hx_cost_cycle(r, &b, &it);
+	b = (hx_batch){0};
+	hx_batch_add_decode(&b, b0, ctx);
+	t0 = hx_cost_cycle(r, &b, &it);
+	bl->a = ctx > 0 ? fmax(ta - tb, 0) / (b1 / dp * ctx) : 0;
+	bl->s = fmax(tb - t0 - bl->a * ctx, 0);
+	bl->lt = lambda * t / dp;
+	bl->t_int = t_dec - B / dp * (bl->s + bl->a * ctx);
+	bl->pm = lens->pm;
+}
+
+/* What a request of output quantile I (N decode steps) finds in its steps,
+ * in seconds over all N: the others' sequences, a compound Poisson sum EL
+ * (mass, then an element's moments), and its own part OWN (mean, variance:
+ * the intercept, its own sequence and context).  A request's TPOT is its
+ * steps' mean, so the batch it shares them with counts, not the mean
+ * batch: it is there itself, and the others come and go (length-biased,
+ * the long ones there longer), which at a thin margin decides the tail. */
+static void batch_share(const cap_lens *lens, const batch_load *bl, int i, double n,
+			double el[4], double own[2])
+{
+	const double *k = lens->share[i], *pm = bl->pm;
+	double s = bl->s, a = bl->a, c1 = s + a * pm[1];
+	double c2 = s * s + 2 * s * a * pm[1] + a * a * pm[2];
+	double mass = bl->lt * k[0];
+
+	el[0] = 1;
+	el[1] = mass > 0 ? bl->lt * (c1 * k[1] + a * k[5]) / mass : 0;
+	el[2] = mass > 0 ? bl->lt * (c2 * k[2] + 2 * a * c1 * k[3] + a * a * k[4]) / mass : 0;
+	el[3] = mass;
+	own[0] = n * (bl->t_int + c1) + a * n * n / 2;
+	own[1] = a * a * n * n * fmax(pm[2] - pm[1] * pm[1], 0);
+}
+
+/* Elements E (moments [1], [2], Poisson mass [3]) in bursts of CA2 (gamma
+ * arrivals, as tpot_misses treats its stalls), then the mixture of two. */
+static void burst(double e[4], double ca2)
+{
+	if (ca2 > 1) {
+		double var = e[2] - e[1] * e[1];
+		e[1] *= ca2;
+		e[2] = ca2 * var + e[1] * e[1];
+		e[3] /= ca2;
+	}
+}
+
+static void mix(double e[4], const double f[4])
+{
+	double m = e[3] + f[3];
+	if (m > 0) {
+		e[1] = (e[3] * e[1] + f[3] * f[1]) / m;
+		e[2] = (e[3] * e[2] + f[3] * f[2]) / m;
+	}
+	e[3] = m;
+}
+
 /* The fraction of requests whose TPOT misses TMAX through prefill
  * interference on short outputs, at rate LAMBDA and iteration time T (PS:
  * the decode batch's iterations with and without a prompt's chunk).  Each
@@ -1055,11 +1217,14 @@ static double output_steps(const hx_workload *w, int i)
  * small batches, so the stall of a whole prompt, not a mean token cost):
  * those that arrive while it decodes, and those that arrive while it waits
  * for its first token (PRE: the mean of that wait and its own prefill),
- * which the engine prefills after it, while it decodes. */
-static double tpot_misses(const hx_workload *w, double lambda, double t, double tmax,
-			  double pre, const prompt_steps *ps)
+ * which the engine prefills after it, while it decodes.  Its decode steps
+ * themselves take what the batch it shares them with costs (BL,
+ * batch_share), one compound sum with the stalls. */
+static double tpot_misses(const hx_workload *w, const cap_lens *lens, const batch_load *bl,
+			  double lambda, double t, double tmax, double pre,
+			  const prompt_steps *ps)
 {
-	double sm[4] = {1, 0, 0, 0}, t0 = ps->t_dec, miss = 0, burst = 1;
+	double sm[4] = {1, 0, 0, 0}, t0 = ps->t_dec, miss = 0;
 	double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
 
 	for (int i = 0; i < CAP_QUANTILES; i++) {
@@ -1070,22 +1235,18 @@ static double tpot_misses(const hx_workload *w, double lambda, double t, double 
 	/* Bursty arrivals (gamma, cv > 1): counts over a window vary cv^2 times
 	 * more than Poisson ones; match that with Poisson bursts of cv^2
 	 * requests each. */
-	if (ca2 > 1) {
-		double var = sm[2] - sm[1] * sm[1];
-		sm[1] *= ca2;
-		sm[2] = ca2 * var + sm[1] * sm[1];
-		burst = ca2;
-	}
 	for (int i = 0; i < CAP_QUANTILES; i++) {
-		double n = output_steps(w, i);
+		double n = output_steps(w, i), e[4], el[4], own[2];
 		if (n < 1)
 			continue;
-		if (t0 > tmax) {
-			miss += 1.0 / CAP_QUANTILES;
-			continue;
-		}
-		miss += compound_tail(lambda * (pre + n * t) / burst, sm, (tmax - t0) * n) /
-			CAP_QUANTILES;
+		e[1] = sm[1];
+		e[2] = sm[2];
+		e[3] = lambda * (pre + n * t);
+		burst(e, ca2);
+		batch_share(lens, bl, i, n, el, own);
+		burst(el, ca2);
+		mix(e, el);
+		miss += compound_tail_plus(e[3], e, own[0], own[1], tmax * n) / CAP_QUANTILES;
 	}
 	return miss;
 }
@@ -1097,18 +1258,26 @@ static double tpot_misses(const hx_workload *w, double lambda, double t, double 
  * uniform on [0, T] while the replica is busy, which it is unless none of
  * the B sequences is in flight: 1 - e^-B), then its n = o - 1 tokens take n
  * iterations and the last reaches the client one iteration later (streamed
- * while the next runs).  So TPOT = (R + (n + 1) T) / n: up to 3 T for a
- * two-token answer, T for long ones. */
-static double kv_arrival_misses(const hx_workload *w, double B, double t, double tmax)
+ * while the next runs).  So TPOT = (R + T + n T') / n, T' the mean of its
+ * steps (batch_share, BL): up to 3 T for a two-token answer, T' for long
+ * ones. */
+static double kv_arrival_misses(const hx_workload *w, const cap_lens *lens,
+				const batch_load *bl, double B, double t, double tmax)
 {
 	double busy = 1 - exp(-B), miss = 0;
+	double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
 
 	for (int i = 0; i < CAP_QUANTILES; i++) {
-		double n = output_steps(w, i), x;
+		double n = output_steps(w, i), el[4], own[2];
 		if (n < 1)
 			continue;
-		x = n * tmax - (n + 1) * t; /* the residual it can afford */
-		miss += (x < 0 ? 1 : busy * fmin(fmax((t - x) / t, 0), 1)) / CAP_QUANTILES;
+		/* its n steps share the batch (batch_share); then the
+		 * residual R and the iteration that streams the last token */
+		batch_share(lens, bl, i, n, el, own);
+		burst(el, ca2);
+		own[0] += t + busy * t / 2;
+		own[1] += busy * t * t / 3 - busy * busy * t * t / 4;
+		miss += compound_tail_plus(el[3], el, own[0], own[1], n * tmax) / CAP_QUANTILES;
 	}
 	return miss;
 }
@@ -1305,9 +1474,12 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 	}
 	if (phase == HX_SERVE_DECODE) {
 		/* No prompt stalls the decode iterations, and TTFT is the
-		 * prefill side's; but short outputs pay for joining a
-		 * running batch. */
-		if (kv_arrival_misses(w, B, t, tmax) > allow) {
+		 * prefill side's; but the batch a request shares its steps
+		 * with varies, and short outputs pay for joining a running
+		 * batch. */
+		batch_load bl;
+		batch_load_of(r, lens, lambda, t, B, ctx, dp, t, &bl);
+		if (kv_arrival_misses(w, lens, &bl, B, t, tmax) > allow) {
 			ev->binding = "tpot";
 			return;
 		}
@@ -1340,7 +1512,9 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 		pre = u * scale;
 		for (int i = 0; i < CAP_QUANTILES; i++)
 			pre += ps.chunks[i] * fmax(t, ps.t_chunk[i]) / CAP_QUANTILES;
-		miss_tpot = tpot_misses(w, lambda, t, tmax, pre, &ps);
+		batch_load bl;
+		batch_load_of(r, lens, lambda, t, B, ctx, dp, ps.t_dec, &bl);
+		miss_tpot = tpot_misses(w, lens, &bl, lambda, t, tmax, pre, &ps);
 	}
 	if (miss_tpot > allow) {
 		ev->binding = "tpot";

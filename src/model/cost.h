@@ -245,13 +245,17 @@ void hx_cost_at_rate_phase(const hx_replica *r, const hx_workload *w, int phase,
 			   hx_capacity *out);
 
 /* What the capacity rule reads of a workload's lengths at every rate: the
- * moments of the prompt and output distributions and the prompt's
+ * moments of the prompt and output distributions, the prompt's
  * HX_COST_QUANTILES quantiles (hundreds of quantile lookups; a trace's are
- * scans).  Computed once, it serves every evaluation of that workload. */
+ * scans) and, per output quantile, the sums over the other requests that
+ * give the decode batch a request of that output shares its steps with
+ * (rate-free: in steps).  Computed once, it serves every evaluation of
+ * that workload. */
 #define HX_COST_QUANTILES 48
 typedef struct hx_cost_lens {
 	double pm[4], om[4];
 	double pq[HX_COST_QUANTILES];
+	double share[HX_COST_QUANTILES][6];
 } hx_cost_lens;
 void hx_cost_lens_of(const hx_workload *w, hx_cost_lens *l);
 /* hx_cost_at_rate_phase with W's lengths L from hx_cost_lens_of(W) (NULL:

@@ -1580,7 +1580,12 @@ int hx_simulate(const hx_plan *p, const hx_workload *w, const hx_trace *t, const
 	s.p = p;
 	s.w = w;
 	s.t = t;
-	hx_rng_seed(&s.rng, o ? o->seed : 1);
+	/* A stream of its own for the routing draws: the trace of the same seed
+	 * (hx_gen_workload) draws three a request (gap, prompt, output), as a
+	 * disaggregated plan's routing does (group, replica, KV route), so on one
+	 * stream each request's KV route was its own output's quantile and the
+	 * last decode group got the longest answers. */
+	hx_rng_seed(&s.rng, (o ? o->seed : 1) ^ 0x243f6a8885a308d3ULL);
 	if ((rc = setup(&s, err))) {
 		teardown(&s);
 		return rc;

@@ -930,16 +930,33 @@ static double request_overhead_s(const hx_replica *r)
 	return o;
 }
 
-/* An iteration of B decodes (context CTX) carrying a chunk of at most C of
- * a prompt's N tokens to compute, the chunk's tokens attending over a
+/* The prompts' chunks of the mean prompt (P tokens to compute, H cached,
+ * chunks of at most C tokens a rank) an iteration of T carries beside B
+ * decodes at rate LAMBDA on DP ranks: those whose prompts arrived while
+ * the one before ran (the engine admits them together), at least one, no
+ * more than the token budget left holds.  A prompt's stall is its share of
+ * what they add together: an iteration's cost is not the sum of each
+ * prompt's alone (the two micro-batches hide one prompt's all-to-all
+ * behind the decodes' compute, but not many prompts'; a roofline's flat
+ * part is shared). */
+static double prompts_per_iter(double lambda, double t, double P, double c, int dp)
+{
+	return fmax(1, fmin(1 + lambda * t, dp * c / fmax(fmin(P, c), 1)));
+}
+
+/* An iteration of B decodes (context CTX) and K - 1 other prompts' chunks
+ * (OTHERS: their tokens, at the context OAT) carrying a chunk of at most C
+ * of a prompt's N tokens to compute, the chunk's tokens attending over a
  * context of AT: its time, and in *CHUNKS the prompt's chunks. */
-static double chunk_iter(const hx_replica *r, double B, double ctx, double n, double c,
-			 double at, double *chunks)
+static double chunk_iter(const hx_replica *r, double B, double ctx, double k, double others,
+			 double oat, double n, double c, double at, double *chunks)
 {
 	hx_batch b = {0};
 	hx_iter it;
 
 	hx_batch_add_decode(&b, B, ctx);
+	if (k > 1)
+		hx_batch_add_prefill(&b, k - 1, others, oat);
 	hx_batch_add_prefill(&b, 1, fmin(n, c), at);
 	*chunks = fmax(1, ceil_div(n, c));
 	return hx_cost_cycle(r, &b, &it);
@@ -963,11 +980,14 @@ static double iter_at(const hx_replica *r, const hx_workload *w, int phase, doub
 	double stall;
 
 	if (phase == HX_SERVE_BOTH) {
-		double B = lambda * O * t, c = fmax(w->serving.token_budget - B, 1), td, tc, n;
+		int dp = hx_replica_dp(r);
+		double B = lambda * O * t, td, tc, n;
+		double c = fmax((w->serving.token_budget * dp - B) / dp, 1);
+		double k = prompts_per_iter(lambda, t, P, c, dp), at = H + fmin(P, c) / 2;
 		hx_batch_add_decode(&b, B, ctx);
 		td = hx_cost_cycle(r, &b, &it);
-		tc = chunk_iter(r, B, ctx, P, c, H + fmin(P, c) / 2, &n);
-		stall = n * fmax(tc - td, 0);
+		tc = chunk_iter(r, B, ctx, k, fmin(P, c), at, P, c, at, &n);
+		stall = n * fmax(tc - td, 0) / k;
 		return lambda * stall >= 1 ? INFINITY : td / (1 - lambda * stall);
 	}
 	if (phase != HX_SERVE_PREFILL)
@@ -1044,25 +1064,34 @@ static void cap_lens_of(const hx_workload *w, cap_lens *l)
 /* What a prompt does to the iterations of a decode batch of B: an
  * iteration of the decodes alone, and per prompt length (CAP_QUANTILES
  * quantiles, then the percentile prompt) its chunks of at most C tokens
- * beyond what the prefix cache holds and the time of an iteration that
- * carries one of them.  The TPOT and the TTFT conditions both read it. */
+ * beyond what the prefix cache holds, the time of an iteration that
+ * carries one of them beside the K - 1 other prompts' chunks it carries on
+ * average (prompts_per_iter: the mean prompt, P computed and H cached)
+ * and the stall of one chunk, its share of what they all add.  The TPOT
+ * and the TTFT conditions both read it. */
 typedef struct prompt_steps {
-	double t_dec;
+	double t_dec, k;
 	double chunks[CAP_QUANTILES + 1], t_chunk[CAP_QUANTILES + 1];
+	double stall[CAP_QUANTILES + 1];
 } prompt_steps;
 
 static void prompt_steps_at(const hx_replica *r, const hx_workload *w, const cap_lens *lens,
-			    double B, double ctx, double c, double Pq, prompt_steps *ps)
+			    double B, double ctx, double c, double k, double P, double H,
+			    double Pq, prompt_steps *ps)
 {
 	hx_batch b = {0};
 	hx_iter it;
+	double oat = H + fmin(P, c) / 2;
 
 	hx_batch_add_decode(&b, B, ctx);
 	ps->t_dec = hx_cost_cycle(r, &b, &it);
+	ps->k = k;
 	for (int i = 0; i <= CAP_QUANTILES; i++) {
 		double len = i < CAP_QUANTILES ? lens->pq[i] : Pq;
 		double h = hx_prefix_cached(w, len), n = len - h;
-		ps->t_chunk[i] = chunk_iter(r, B, ctx, n, c, h + n / 2, &ps->chunks[i]);
+		ps->t_chunk[i] =
+		    chunk_iter(r, B, ctx, k, fmin(P, c), oat, n, c, h + n / 2, &ps->chunks[i]);
+		ps->stall[i] = fmax(ps->t_chunk[i] - ps->t_dec, 0) / k;
 	}
 }
 
@@ -1224,11 +1253,11 @@ static double tpot_misses(const hx_workload *w, const cap_lens *lens, const batc
 			  double lambda, double t, double tmax, double pre,
 			  const prompt_steps *ps)
 {
-	double sm[4] = {1, 0, 0, 0}, t0 = ps->t_dec, miss = 0;
+	double sm[4] = {1, 0, 0, 0}, miss = 0;
 	double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
 
 	for (int i = 0; i < CAP_QUANTILES; i++) {
-		double stall = ps->chunks[i] * fmax(ps->t_chunk[i] - t0, 0);
+		double stall = ps->chunks[i] * ps->stall[i];
 		sm[1] += stall / CAP_QUANTILES;
 		sm[2] += stall * stall / CAP_QUANTILES;
 	}
@@ -1365,7 +1394,7 @@ static void stall_tab_of(const prompt_steps *ps, double stall_max, double u, dou
 	double st[CAP_QUANTILES], mean = 0;
 
 	for (int j = 0; j < CAP_QUANTILES; j++) {
-		double v = fmax(ps->t_chunk[j] - ps->t_dec, 0);
+		double v = ps->stall[j];
 		int i = j;
 		for (; i > 0 && st[i - 1] > v; i--) /* insertion sort */
 			st[i] = st[i - 1];
@@ -1487,7 +1516,8 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 		return;
 	}
 	c = fmax((budget - B) / dp, 1); /* a prompt is one rank's */
-	prompt_steps_at(r, w, lens, B, ctx, c, Pq, &ps);
+	prompt_steps_at(r, w, lens, B, ctx, c, prompts_per_iter(lambda, t, P, c, (int)dp), P, H,
+			Pq, &ps);
 	/* The prompts queue for prefill as an M/G/1 server whose service is a
 	 * prompt's own compute: its tokens at the marginal time a prompt token
 	 * adds to an iteration of the decode batch (not its share of a mean
@@ -1498,8 +1528,11 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 		double k = fmax(1, fmin(P, c));
 		hx_batch bp = {0};
 		hx_batch_add_decode(&bp, B, ctx);
+		if (ps.k > 1)
+			hx_batch_add_prefill(&bp, ps.k - 1, k, H + k / 2);
 		hx_batch_add_prefill(&bp, 1, k, H + k / 2);
-		service = P * fmax(hx_cost_cycle(r, &bp, &it) - (B > 0 ? ps.t_dec : 0), 0) / k;
+		service = P * fmax(hx_cost_cycle(r, &bp, &it) - (B > 0 ? ps.t_dec : 0), 0) /
+			  (k * ps.k);
 	}
 	u = lambda * service;
 	scale = (ca2 + hx_dist_cv2(&w->prompt)) / 2 * service / fmax(1 - u, 1e-9);
@@ -1525,7 +1558,7 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 	 * out, which carries the prompts that arrived meanwhile (stall_tab). */
 	stall_tab tb;
 	if (phase == HX_SERVE_BOTH) {
-		double ch, t_full = chunk_iter(r, B, ctx, c, c, H + c / 2, &ch);
+		double ch, t_full = chunk_iter(r, B, ctx, 1, 0, 0, c, c, H + c / 2, &ch);
 		stall_tab_of(&ps, fmax(t_full - ps.t_dec, 0), u, scale, &tb);
 	}
 	for (int i = 0; i <= CAP_QUANTILES; i++) {

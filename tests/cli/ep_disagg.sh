@@ -69,31 +69,34 @@ expect_out '^d[0-9]+ +decode +qwen3-30b-a3b h100-sxm x8 \[0,48\) ep8 dp8 ' "tabl
 run plan -c "$TMP/h2.json" -w $CHAT -m qwen3-30b-a3b --mode disagg
 cmp -s "$TMP/out" "$TMP/q.json" && ok || fail "disagg EP plan is not deterministic"
 
-# --- mixtral-8x7b on four L40S nodes: prefill EP 4, decode EP 8 ---------------
-# Prefill: two EP 4 x 4 replicas a node (estimate 9.68 req/s each) beat
-# one EP 8 (19.24); decode: EP 8 x 8 (67.4 req/s; EP 4's KV is short).
+# --- mixtral-8x7b on four L40S nodes: prefill and decode EP 8 ----------------
+# Prefill: one EP 8 x 8 replica a node (estimate 41.7 req/s: the prompts
+# that arrive while an iteration runs share the next) beats two EP 4 x 4
+# (19.5 each); decode: EP 8 x 8 (67.4 req/s; EP 4's KV is short).
 nodes l4n l40s 4
 run plan -c "$TMP/l4n.json" -w $CHAT -m mixtral-8x7b --mode disagg -o "$TMP/m.json"
 expect_rc 0 "disagg mixtral-8x7b on 4 x 8 L40S"
 shapes "$TMP/m.json" >"$TMP/m.shapes"
-grep -q '^prefill 4 4 4 2 ' "$TMP/m.shapes" && grep -q '^decode 8 8 8 1 ' "$TMP/m.shapes" &&
-	! grep -Eqv '^(prefill 4 4 4 2|decode 8 8 8 1) ' "$TMP/m.shapes" && ok ||
-	fail "not prefill EP 4 and decode EP 8: $(tr '\n' ';' <"$TMP/m.shapes")"
+grep -q '^prefill 8 8 8 1 ' "$TMP/m.shapes" && grep -q '^decode 8 8 8 1 ' "$TMP/m.shapes" &&
+	! grep -Eqv '^(prefill|decode) 8 8 8 1 ' "$TMP/m.shapes" && ok ||
+	fail "not prefill and decode EP 8: $(tr '\n' ';' <"$TMP/m.shapes")"
 run check -p "$TMP/m.json" -c "$TMP/l4n.json" --format table
 expect_rc 0 "check the mixed-EP disagg plan"
-expect_out '^ok: [0-9]+ groups, 7 replicas, 32 of 32 GPUs' "check line, mixed EP"
+expect_out '^ok: [0-9]+ groups, 4 replicas, 32 of 32 GPUs' "check line, EP 8 disagg"
 got=$(awk '$1 == "decode" {print $6; exit}' "$TMP/m.shapes")
 want=$(est decode l40s mixtral-8x7b --ep 8 --dp-attention)
 [ "$got" = "$want" ] && ok || fail "decode EP 8 capacity $got, estimate $want"
-# A prefill replica is priced at the TTFT SLO less the KV transfer: at
-# most estimate's figure at the whole SLO, and near it.
+# A prefill replica is priced at the TTFT SLO less the KV transfer: near
+# estimate's figure at the whole SLO, and not above it by more than the
+# rule's grain (the prompts an iteration carries grow with the rate, so
+# the percentile TTFT is not monotone in it to within 0.1%).
 got=$(awk '$1 == "prefill" {print $6; exit}' "$TMP/m.shapes")
-want=$(est prefill l40s mixtral-8x7b --ep 4 --dp-attention)
-python3 -c "import sys; g, w = float('$got'), float('$want'); sys.exit(not 0.95 * w <= g <= w)" && ok ||
-	fail "prefill EP 4 capacity $got, estimate --role prefill $want"
-ep8=$(est prefill l40s mixtral-8x7b --ep 8 --dp-attention)
-python3 -c "import sys; sys.exit(not 2 * float('$want') > float('$ep8'))" && ok ||
-	fail "two EP 4 prefill replicas ($want each) do not beat one EP 8 ($ep8)"
+want=$(est prefill l40s mixtral-8x7b --ep 8 --dp-attention)
+python3 -c "import sys; g, w = float('$got'), float('$want'); sys.exit(not 0.95 * w <= g <= 1.001 * w)" && ok ||
+	fail "prefill EP 8 capacity $got, estimate --role prefill $want"
+ep4=$(est prefill l40s mixtral-8x7b --ep 4 --dp-attention)
+python3 -c "import sys; sys.exit(not float('$want') > 2 * float('$ep4'))" && ok ||
+	fail "one EP 8 prefill replica ($want) does not beat two EP 4 ($ep4 each)"
 
 # --- estimate --role's errors (usage errors: the message, then the usage) -----
 run estimate -m mixtral-8x7b -g l40s --ep 8 --dp-attention --role decode

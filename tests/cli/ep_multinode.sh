@@ -1,10 +1,13 @@
 #!/bin/sh
 # Expert parallelism over several nodes: DeepSeek-V3 (FP8, 256 experts)
 # does not fit one 8-GPU H100 node, so on 4 such nodes with a 400 Gb/s NIC
-# per GPU (3,200 Gb/s a node) colocated plans EP 32 over the 4 nodes and
-# disagg prefill and decode EP 16 over 2 nodes each; check passes them,
-# the simulator runs them, the replica is priced as 'estimate --ep'
-# prices the shape, and the exports write each node's share of the ranks
+# per GPU (3,200 Gb/s a node) colocated plans two replicas of EP 16 over 2
+# nodes each (the simulator rates them at 127 req/s, EP 32 over the 4
+# nodes at 86) and disagg prefill and decode EP 16 over 2 nodes each;
+# check passes them, the simulator runs them, the replica is priced as
+# 'estimate --ep' prices the shape, and the exports of EP 32 over the 4
+# nodes (the colocated plan's two replicas made one) write each node's
+# share of the ranks
 # (launch for vLLM and SGLang, k8s and llm-d LeaderWorkerSets that
 # validate), with vLLM's DeepEP all-to-all by role and release.  check refuses a multi-node EP stage without its NIC, with
 # one faster than the nodes', and one that does not divide the experts
@@ -37,23 +40,41 @@ PY
 # --- colocated --------------------------------------------------------------
 run plan -c $IB -w $W -m deepseek-v3 --mode colocated -o "$TMP/col.json"
 expect_rc 0 "colocated deepseek-v3 on 4 nodes"
-stage_is "$TMP/col.json" 0 32 32 32 && ok || fail "colocated: not EP 32 over 4 nodes: $(head -c 400 "$TMP/col.json")"
+stage_is "$TMP/col.json" 0 16 16 16 && ok || fail "colocated: not EP 16 over 2 nodes: $(head -c 400 "$TMP/col.json")"
 run check -p "$TMP/col.json" -c $IB --format table
 expect_rc 0 "check the colocated multi-node EP plan"
-expect_out "ok: 1 groups, 1 replicas, 32 of 32 GPUs" "check line"
+expect_out "ok: 1 groups, 2 replicas, 32 of 32 GPUs" "check line"
 # Its capacity is estimate's for the shape (the NIC from tp_links).
 python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["groups"][0]["predicted"]["capacity_rps"])' "$TMP/col.json" >"$TMP/got"
-run estimate -m deepseek-v3 -g h100-sxm --ep 32 --dp-attention --nic-gbps 3200 -w $W --format json
-expect_rc 0 "estimate EP 32"
+run estimate -m deepseek-v3 -g h100-sxm --ep 16 --dp-attention --nic-gbps 3200 -w $W --format json
+expect_rc 0 "estimate EP 16"
 [ "$(cat "$TMP/got")" = "$(jnum capacity.rps)" ] && ok ||
-	fail "colocated EP 32 capacity $(cat "$TMP/got"), estimate $(jnum capacity.rps)"
+	fail "colocated EP 16 capacity $(cat "$TMP/got"), estimate $(jnum capacity.rps)"
 # More than the pipelines of TP 8 that were its only shapes before.
 run estimate -m deepseek-v3 -g h100-sxm --tp 8 --pp 2 --nic-gbps 3200 -w $W --format json
 python3 -c "import sys; sys.exit(not float('$(cat "$TMP/got")') > 2 * float('$(jnum capacity.rps)'))" && ok ||
-	fail "EP 32 ($(cat "$TMP/got") req/s) is not above twice TP 8 x PP 2's"
+	fail "EP 16 ($(cat "$TMP/got") req/s) is not above twice TP 8 x PP 2's"
 run simulate -p "$TMP/col.json" -w $W --requests 300
 expect_rc 0 "simulate the colocated multi-node EP plan"
 [ "$(jnum requests.finished)" = 300 ] && ok || fail "simulate: $(jnum requests.finished) of 300 finished"
+# EP 32 over the 4 nodes: the two replicas made one, for check and the
+# exports below.
+python3 - "$TMP/col.json" "$TMP/ep32.json" <<'PY' && ok || fail "EP 32 variant"
+import json, sys
+p = json.load(open(sys.argv[1]))
+g = p["groups"][0]
+g["stages"][0].update(tp=32, ep=32, dp_attention=32)
+g["replicas"][0]["placement"][0] += g["replicas"][1]["placement"][0]
+del g["replicas"][1:]
+json.dump(p, open(sys.argv[2], "w"))
+PY
+stage_is "$TMP/ep32.json" 0 32 32 32 && ok || fail "EP 32 variant: not EP 32 over 4 nodes"
+run check -p "$TMP/ep32.json" -c $IB --format table
+expect_rc 0 "check EP 32 over 4 nodes"
+expect_out "ok: 1 groups, 1 replicas, 32 of 32 GPUs" "check line EP 32"
+run simulate -p "$TMP/ep32.json" -w $W --requests 300
+expect_rc 0 "simulate EP 32 over 4 nodes"
+[ "$(jnum requests.finished)" = 300 ] && ok || fail "simulate EP 32: $(jnum requests.finished) of 300 finished"
 
 # --- disagg -----------------------------------------------------------------
 run plan -c $IB -w $W -m deepseek-v3 --mode disagg -o "$TMP/dis.json"
@@ -81,7 +102,7 @@ fast-nic|r["tp_links"][0]["bw_gbps"] = 6400|/groups/0/replicas/0/tp_links/0/bw_g
 experts|s.update(tp=24, ep=24, dp_attention=24); r["placement"][0] = r["placement"][0][:24]|/groups/0/stages/0/ep: ep 24 does not divide the 256 experts of deepseek-v3
 EOF2
 while IFS='|' read -r name change line; do
-	python3 - "$TMP/col.json" "$TMP/$name.json" "$change" <<'PY' || fail "$name: variant"
+	python3 - "$TMP/ep32.json" "$TMP/$name.json" "$change" <<'PY' || fail "$name: variant"
 import json, sys
 p = json.load(open(sys.argv[1]))
 s = p["groups"][0]["stages"][0]
@@ -114,7 +135,7 @@ a, want = procs[int(sys.argv[2])]["argv"], sys.argv[3:]
 sys.exit(not any(a[i:i + len(want)] == want for i in range(len(a))))
 PY
 }
-run export -p "$TMP/col.json" --to launch -o "$TMP/col.jsonl"
+run export -p "$TMP/ep32.json" --to launch -o "$TMP/col.jsonl"
 expect_rc 0 "export --to launch EP 32 over 4 nodes"
 [ "$(grep -c '"argv"' "$TMP/col.jsonl")" = 5 ] && ok || fail "EP 32: not 4 processes and a router"
 for n in 0 1 2 3; do
@@ -142,7 +163,7 @@ for p in procs:
     i = a.index("--all2all-backend")
     assert a[i + 1] == want[roles[p["group"]]], (p["group"], a[i + 1])
 PY
-run export -p "$TMP/col.json" --to launch --engine-version 0.11.0 -o "$TMP/col-old.jsonl"
+run export -p "$TMP/ep32.json" --to launch --engine-version 0.11.0 -o "$TMP/col-old.jsonl"
 expect_rc 0 "export --to launch for vLLM 0.11.0"
 python3 - "$TMP/col-old.jsonl" <<'PY' && ok || fail "vLLM 0.11.0: not VLLM_ALL2ALL_BACKEND"
 import json, sys
@@ -153,7 +174,7 @@ for p in procs:
 PY
 run export -p $EP/qwen3-30b-a3b-ep8.json --to launch
 grep -q all2all "$TMP/out" && fail "one-node EP: an all-to-all backend written" || ok
-run export -p "$TMP/col.json" --to launch --engine sglang -o "$TMP/col-sg.jsonl"
+run export -p "$TMP/ep32.json" --to launch --engine sglang -o "$TMP/col-sg.jsonl"
 expect_rc 0 "export --to launch --engine sglang EP 32 over 4 nodes"
 for n in 0 1 2 3; do
 	argv_has "$TMP/col-sg.jsonl" $n --tp-size 32 && ok || fail "SGLang node $n: --tp-size 32"
@@ -168,7 +189,7 @@ have_validate=0
 [ -x "$VALIDATE" ] && python3 -c 'import yaml, jsonschema' 2>/dev/null && have_validate=1
 [ "$have_validate" = 1 ] || echo "SKIP: $VALIDATE or python3-jsonschema is missing: no schema checks"
 for t in k8s llm-d; do
-	run export -p "$TMP/col.json" --to $t -o "$TMP/$t.yaml"
+	run export -p "$TMP/ep32.json" --to $t -o "$TMP/$t.yaml"
 	expect_rc 0 "export --to $t EP 32 over 4 nodes"
 	if [ "$have_validate" = 1 ]; then
 		"$VALIDATE" "$TMP/$t.yaml" >"$TMP/val" 2>&1 && ok || {
@@ -199,7 +220,7 @@ for p in (t["leaderTemplate"], t["workerTemplate"]):
     assert env.get("VLLM_ALL2ALL_BACKEND") == "deepep_high_throughput", env
 PY
 done
-run export -p "$TMP/col.json" --to k8s --engine-version 0.11.1 -o "$TMP/k8s-new.yaml"
+run export -p "$TMP/ep32.json" --to k8s --engine-version 0.11.1 -o "$TMP/k8s-new.yaml"
 expect_rc 0 "export --to k8s for vLLM 0.11.1"
 grep -q -- '--all2all-backend deepep_high_throughput' "$TMP/k8s-new.yaml" && ok || fail "k8s vLLM 0.11.1: no --all2all-backend"
 grep -q VLLM_ALL2ALL_BACKEND "$TMP/k8s-new.yaml" && fail "k8s vLLM 0.11.1: the environment variable too" || ok

@@ -91,6 +91,8 @@ static void afd_capacity_text(const hx_plan *p, char *out, size_t n)
  * AFD pays, by simulated capacity when both plans have it. */
 static int plan_afd(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, hx_err *err)
 {
+	const double deadline = hx_deadline(o->time_limit_s);
+	hx_plan_opts od = *o;
 	hx_plan d;
 	hx_err de = {0};
 	char a[96], b[96];
@@ -99,7 +101,10 @@ static int plan_afd(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, h
 	if (rc)
 		return rc;
 	afd_capacity_text(out, a, sizeof(a));
-	if (hx_plan_disagg(pb, o, &d, &de) == 0) {
+	/* disagg's search gets what --time-limit leaves of the run (without
+	 * one, on 4,096 nodes of 16 GPUs, the run took 9.5 minutes) */
+	od.time_limit_s = hx_plan_time_left(deadline);
+	if (hx_plan_disagg(pb, &od, &d, &de) == 0) {
 		int sim = out->simulated.requests > 0 && d.simulated.requests > 0;
 		double x = sim ? out->simulated.capacity_rps : out->predicted.capacity_rps;
 		double y = sim ? d.simulated.capacity_rps : d.predicted.capacity_rps;
@@ -107,9 +112,12 @@ static int plan_afd(const hx_problem *pb, const hx_plan_opts *o, hx_plan *out, h
 		fprintf(
 		    stderr,
 		    "hexplan: plan: afd: capacity %s on %d GPUs (%.2f USD/h); --mode disagg on "
-		    "the same inputs: %s on %d GPUs (%.2f USD/h): %s\n",
+		    "the same inputs: %s on %d GPUs (%.2f USD/h%s): %s\n",
 		    a, hx_plan_gpus_used(out), out->predicted.usd_per_hour, b,
 		    hx_plan_gpus_used(&d), d.predicted.usd_per_hour,
+		    strcmp(d.solver.status, "time_limit") == 0
+			? "; its search cut by --time-limit"
+			: "",
 		    x > y ? "AFD pays" : "AFD does not pay on these inputs");
 		hx_plan_release(&d);
 	} else {
@@ -141,7 +149,7 @@ enum {
 	FIRST("baseline", plan_baseline, 0)                                                    \
 	NEXT("colocated", hx_plan_colocated, TAKES_TIME | TAKES_MILP | TAKES_TOLERATE)         \
 	NEXT("disagg", hx_plan_disagg, TAKES_TIME)                                             \
-	NEXT("afd", plan_afd, 0)                                                               \
+	NEXT("afd", plan_afd, TAKES_TIME)                                                      \
 	NEXT("pipeline", hx_plan_pipeline, TAKES_TIME | TAKES_MILP | TAKES_LAYER_COSTS)        \
 	NEXT("compose", hx_plan_compose,                                                       \
 	     TAKES_TIME | TAKES_MILP | TAKES_BUDGET | TAKES_TOLERATE | TAKES_SPOT)             \

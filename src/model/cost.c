@@ -1340,14 +1340,16 @@ static double kv_occupancy(const double *pm, const double *om, double prompt, do
 	return mean + 2 * sqrt(second);
 }
 
-double hx_cost_decode_kv_need(const hx_workload *w, double batch)
+void hx_cost_kv_lens(const hx_workload *w, hx_kv_lens *kl)
 {
-	double pm[4], om[4];
+	dist_moments(&w->prompt, kl->pm);
+	dist_moments(&w->output, kl->om);
+}
 
-	dist_moments(&w->prompt, pm);
-	dist_moments(&w->output, om);
+double hx_cost_decode_kv_need(const hx_kv_lens *kl, double batch)
+{
 	/* B = L * t * E[O] of the L * t requests are decoding */
-	return kv_occupancy(pm, om, pm[1], batch / fmax(om[1], 1e-9));
+	return kv_occupancy(kl->pm, kl->om, kl->pm[1], batch / fmax(kl->om[1], 1e-9));
 }
 
 /* The fraction of requests that find the KV cache too full for them: the

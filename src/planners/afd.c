@@ -58,6 +58,7 @@ typedef struct actx {
 	hx_linkspec *link; /* per type pair, at * ntype + ft */
 	double ctx, mem_util, reserve, out_mean;
 	hx_workload wp;  /* TTFT SLO less the KV transfer */
+	hx_kv_lens kl;   /* the workload's lengths for the occupancy test */
 	double *pre_cap; /* per type * NTP + log2(tp): a prefill replica's rps */
 	shape *sh;
 	int nsh;
@@ -176,7 +177,7 @@ static int batch_ok(const actx *x, const hx_afd *g, double kv, int b, hx_afd_ste
 {
 	hx_cost_afd(g, b, x->ctx, x->mem_util, st);
 	return st->step_s <= x->pb->workload->slo.tpot_ms * 1e-3 &&
-	       hx_cost_decode_kv_need(x->pb->workload, b) <= kv;
+	       hx_cost_decode_kv_need(&x->kl, b) <= kv;
 }
 
 /* S's batch: the largest B (at most max_seqs an attention instance) that
@@ -689,6 +690,7 @@ static void actx_init(actx *x, const hx_problem *pb)
 	x->pb = pb;
 	x->c = pb->cluster;
 	x->ctx = ceil(hx_cost_decode_ctx(w));
+	hx_cost_kv_lens(w, &x->kl);
 	x->mem_util = fmin(w->serving.mem_util, HX_VERIFY_MEM_UTIL);
 	x->reserve = hx_plan_kv_reserve(w);
 	x->out_mean = hx_dist_mean(&w->output);
@@ -709,6 +711,7 @@ static void actx_init(actx *x, const hx_problem *pb)
 
 int hx_plan_attn_ffn(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_err *err)
 {
+	const double deadline = hx_deadline(o->time_limit_s);
 	actx x;
 	place pl;
 	int total = hx_cluster_gpus(pb->cluster), best_k = 0, maxg = 0, nu, rc = 0;
@@ -752,11 +755,11 @@ int hx_plan_attn_ffn(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx
 	if (!rc && !o->no_sim_check) { /* the simulator's check (DESIGN §8) */
 		double rps = 0;
 		hx_err e = {0};
-		rc = hx_plan_sim_capacity(pb, p, hx_deadline(o->time_limit_s), &rps, &e);
+		rc = hx_plan_sim_capacity(pb, p, deadline, &rps, &e);
 		if (!rc)
 			hx_plan_set_simulated(p, pb, "plan", hx_round6(rps), HX_CAP_REQUESTS);
 		else if (rc == HX_ELIMIT)
-			rc = 0; /* out of time (--mode auto's): the plan, unchecked */
+			rc = 0; /* out of time (--time-limit): the plan, unchecked */
 		else
 			*err = e;
 	}

@@ -193,6 +193,14 @@ EOF2
 run check -p "$TMP/three.json" -c tests/data/afd/h100x3.json
 expect_rc 0 "the three-GPU plan passes check"
 
+# ---- --time-limit ----------------------------------------------------------------
+# It bounds the plan's simulation (cut short: no simulated record, exit 0)
+# and the disagg plan set beside it, whose line says its search was cut.
+run plan --mode afd -c "$CL" -w "$WL" -m llama-3.1-8b --time-limit 0.05 -o "$TMP/cut.json"
+expect_rc 0 "plan --mode afd --time-limit 0.05"
+if grep -q '"simulated"' "$TMP/cut.json"; then fail "a simulation cut short left a simulated record"; else ok; fi
+expect_err_line "^hexplan: plan: afd: capacity [0-9.]+ req/s on 16 GPUs \(30\.80 USD/h\); --mode disagg on the same inputs: [0-9.]+ req/s on [0-9]+ GPUs \([0-9.]+ USD/h; its search cut by --time-limit\): AFD (pays|does not pay on these inputs)$" "the disagg line says its search was cut"
+
 # ---- a model no unit holds ----------------------------------------------------
 # llama-3.1-405b: its MLPs, replicated on each FFN instance, need about
 # 650 GB, more than eight H100s (or L40Ss) of one node hold.

@@ -1032,10 +1032,8 @@ static double compound_tail_plus(double m, const double pm[4], double mu0, doubl
 	pk = exp(-m);
 	tail = pk * lognormal_tail(mu0, v0, x);
 	for (int k = 1; k <= kmax; k++) {
-		double mk = k * mean + mu0, vk = k * var + v0, s2 = log(1 + vk / (mk * mk));
-		double mu = log(mk) - s2 / 2;
 		pk *= m / k;
-		tail += pk * (x <= 0 ? 1 : 1 - hx_norm_cdf((log(x) - mu) / sqrt(s2)));
+		tail += pk * lognormal_tail(k * mean + mu0, k * var + v0, x);
 	}
 	return tail;
 }
@@ -1141,13 +1139,17 @@ static void share_gl3(double lo, double hi, double o, double n, int present, dou
  * Poisson mass, then the sums of OV, OV^2, OV G, G^2 and G (share_gl3). */
 static void batch_share_of(const hx_workload *w, double share[][6])
 {
+	double steps[CAP_QUANTILES];
+
+	for (int i = 0; i < CAP_QUANTILES; i++)
+		steps[i] = output_steps(w, i);
 	for (int i = 0; i < CAP_QUANTILES; i++) {
-		double n = output_steps(w, i), *k = share[i];
+		double n = steps[i], *k = share[i];
 		memset(k, 0, 6 * sizeof(*k));
 		if (n < 1)
 			continue;
 		for (int j = 0; j < CAP_QUANTILES; j++) {
-			double o = output_steps(w, j);
+			double o = steps[j];
 			if (o < 1)
 				continue;
 			k[0] += (o + n) / CAP_QUANTILES;
@@ -1340,16 +1342,10 @@ static double kv_occupancy(const double *pm, const double *om, double prompt, do
 	return mean + 2 * sqrt(second);
 }
 
-void hx_cost_kv_lens(const hx_workload *w, hx_kv_lens *kl)
-{
-	dist_moments(&w->prompt, kl->pm);
-	dist_moments(&w->output, kl->om);
-}
-
-double hx_cost_decode_kv_need(const hx_kv_lens *kl, double batch)
+double hx_cost_decode_kv_need(const hx_cost_lens *l, double batch)
 {
 	/* B = L * t * E[O] of the L * t requests are decoding */
-	return kv_occupancy(kl->pm, kl->om, kl->pm[1], batch / fmax(kl->om[1], 1e-9));
+	return kv_occupancy(l->pm, l->om, l->pm[1], batch / fmax(l->om[1], 1e-9));
 }
 
 /* The fraction of requests that find the KV cache too full for them: the
@@ -1463,7 +1459,6 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 	double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1, u, service, scale;
 	double miss_tpot = 0, miss_ttft = 0, miss_kv = 0, pre = 0;
 	prompt_steps ps;
-	hx_iter it;
 
 	ev->ok = 0;
 	ev->ttft = INFINITY;
@@ -1527,14 +1522,9 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 	 * hides the queue).  A prompt arrives whole and the engine computes
 	 * its tokens in as few chunks as the token budget allows. */
 	{
-		double k = fmax(1, fmin(P, c));
-		hx_batch bp = {0};
-		hx_batch_add_decode(&bp, B, ctx);
-		if (ps.k > 1)
-			hx_batch_add_prefill(&bp, ps.k - 1, k, H + k / 2);
-		hx_batch_add_prefill(&bp, 1, k, H + k / 2);
-		service = P * fmax(hx_cost_cycle(r, &bp, &it) - (B > 0 ? ps.t_dec : 0), 0) /
-			  (k * ps.k);
+		double k = fmax(1, fmin(P, c)), ch;
+		double tk = chunk_iter(r, B, ctx, ps.k, k, H + k / 2, k, k, H + k / 2, &ch);
+		service = P * fmax(tk - (B > 0 ? ps.t_dec : 0), 0) / (k * ps.k);
 	}
 	u = lambda * service;
 	scale = (ca2 + hx_dist_cv2(&w->prompt)) / 2 * service / fmax(1 - u, 1e-9);

@@ -207,18 +207,13 @@ double hx_cost_kv_transfer(const hx_model *m, hx_dtype kvdt, double tokens, doub
  * E[O^2] / 2E[O] of the output (length-biased: long outputs stay in the
  * batch longer).  Planners that price a decode batch themselves use it. */
 double hx_cost_decode_ctx(const hx_workload *w);
-/* A workload's prompt and output length moments (E[X^0..3], from the
- * quantiles the capacity rule takes), for hx_cost_decode_kv_need: worked
- * out once, since a search asks for many batches. */
-typedef struct hx_kv_lens {
-	double pm[4], om[4];
-} hx_kv_lens;
-void hx_cost_kv_lens(const hx_workload *w, hx_kv_lens *kl);
 /* The KV tokens a decode-only batch of BATCH sequences needs by the
  * capacity rule's occupancy test: the mean plus two standard deviations of
  * what its sequences hold (prompt and output so far), their count Poisson
- * (M/G/inf); KL: the workload's lengths (hx_cost_kv_lens). */
-double hx_cost_decode_kv_need(const hx_kv_lens *kl, double batch);
+ * (M/G/inf); L: the workload's lengths (hx_cost_lens_of, below: worked
+ * out once, since a search asks for many batches). */
+struct hx_cost_lens;
+double hx_cost_decode_kv_need(const struct hx_cost_lens *l, double batch);
 
 /* Capacity of one replica at the workload's SLO (see cost.c for the rule). */
 typedef struct hx_capacity {

@@ -58,7 +58,7 @@ typedef struct actx {
 	hx_linkspec *link; /* per type pair, at * ntype + ft */
 	double ctx, mem_util, reserve, out_mean;
 	hx_workload wp;  /* TTFT SLO less the KV transfer */
-	hx_kv_lens kl;   /* the workload's lengths for the occupancy test */
+	hx_cost_lens kl; /* the workload's lengths for the occupancy test */
 	double *pre_cap; /* per type * NTP + log2(tp): a prefill replica's rps */
 	shape *sh;
 	int nsh;
@@ -690,7 +690,7 @@ static void actx_init(actx *x, const hx_problem *pb)
 	x->pb = pb;
 	x->c = pb->cluster;
 	x->ctx = ceil(hx_cost_decode_ctx(w));
-	hx_cost_kv_lens(w, &x->kl);
+	hx_cost_lens_of(w, &x->kl);
 	x->mem_util = fmin(w->serving.mem_util, HX_VERIFY_MEM_UTIL);
 	x->reserve = hx_plan_kv_reserve(w);
 	x->out_mean = hx_dist_mean(&w->output);

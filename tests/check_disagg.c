@@ -38,8 +38,7 @@ static void teardown(void)
 }
 
 /* The most a node of COUNT GPUS carries in PHASE (best TP), as the planner
- * prices it (prefill against the TTFT SLO less the percentile prompt's
- * transfer). */
+ * prices it (prefill against the TTFT SLO less the transfer reserve). */
 static double node_cap(const hx_model *m, const char *gpu, int count, int phase,
 		       const hx_workload *w)
 {
@@ -57,8 +56,49 @@ static double node_cap(const hx_model *m, const char *gpu, int count, int phase,
 	return best;
 }
 
+/* The KV transfers/s a link of GBPS and LAT_MS carries when the percentile
+ * prompt's transfer, shared by processor sharing, must end within the
+ * reserve R (s): load rho <= 1 - bytes(Pq) / (bandwidth (R - latency)). */
+static double hand_link(const hx_model *m, double gbps, double lat_ms, double R)
+{
+	double kv = hx_kv_bytes_per_token(m, HX_DT_FP16), B = gbps * 1e9 / 8;
+	double Pq = hx_dist_quantile(&code.prompt, code.slo.percentile / 100);
+	double rho = 1 - kv * Pq / (B * (R - lat_ms * 1e-3));
+	return rho > 0 ? rho * B / (kv * hx_dist_mean(&code.prompt)) : 0;
+}
+
+/* Two 4-GPU nodes, an H100 and an L40S, NICs of 400 Gb/s, joined by a
+ * link of LINK_GBPS (0.02 ms): the optimum over the planner's reserves
+ * (2, 4, ... 32 times the percentile prompt's transfer over each link kind
+ * of KINDS Gb/s, under the TTFT SLO) and the two orientations, of min(the
+ * prefill node, the link, the NICs, the decode node). */
+static double hand_optimum(const hx_model *m, double link_gbps, const double *kinds, int nk)
+{
+	double best = 0, kv = hx_kv_bytes_per_token(m, HX_DT_FP16);
+	double Pq = hx_dist_quantile(&code.prompt, code.slo.percentile / 100);
+	double da = node_cap(m, "h100-sxm", 4, HX_SERVE_DECODE, &code);
+	double db = node_cap(m, "l40s", 4, HX_SERVE_DECODE, &code);
+
+	for (int k = 0; k < nk; k++)
+		for (int mul = 2; mul <= 32; mul *= 2) {
+			double R = 0.02e-3 + mul * kv * Pq / (fmin(kinds[k], 400) * 1e9 / 8);
+			hx_workload wp = code;
+			double pa, pb, link;
+			if (R >= code.slo.ttft_ms * 1e-3)
+				continue;
+			wp.slo.ttft_ms -= 1e3 * R;
+			pa = node_cap(m, "h100-sxm", 4, HX_SERVE_PREFILL, &wp);
+			pb = node_cap(m, "l40s", 4, HX_SERVE_PREFILL, &wp);
+			link = fmin(hand_link(m, link_gbps, 0.02, R), hand_link(m, 400, 0, R));
+			best = fmax(best,
+				    fmax(fmin(fmin(pa, link), db), fmin(fmin(pb, link), da)));
+		}
+	return best;
+}
+
 /* Two nodes joined by one link: the optimum is the better of the two
- * orientations, min(prefill of one, link, NICs, decode of the other). */
+ * orientations, min(prefill of one, link, NICs, decode of the other), at
+ * the best transfer reserve. */
 START_TEST(test_two_node_optimum)
 {
 	static const char *json =
@@ -75,31 +115,20 @@ START_TEST(test_two_node_optimum)
 	hx_plan p;
 	hx_plan_opts o = {0, 0, 0, 0, NULL, 0, 0};
 	hx_err err = {0};
-	hx_workload wp;
 	hx_violation *v = NULL;
 	int nv = 0;
-	double P, link, want, pa, pbb, da, db, Pq;
+	double want, kinds[1] = {25};
 
 	ck_assert(write(fd, json, strlen(json)) == (ssize_t)strlen(json));
 	close(fd);
 	ck_assert_msg(hx_cluster_load(&c, path, &cat, &err) == 0, "%s", err.msg);
 	ck_assert(hx_model_resolve(&cat, "llama-3.1-8b", &m, &err) == 0);
-	P = hx_dist_mean(&code.prompt);
-	Pq = hx_dist_quantile(&code.prompt, code.slo.percentile / 100);
-	wp = code;
-	wp.slo.ttft_ms -= 1e3 * hx_cost_kv_transfer(&m, HX_DT_FP16, Pq, 25, 0.02);
-	pa = node_cap(&m, "h100-sxm", 4, HX_SERVE_PREFILL, &wp);
-	pbb = node_cap(&m, "l40s", 4, HX_SERVE_PREFILL, &wp);
-	da = node_cap(&m, "h100-sxm", 4, HX_SERVE_DECODE, &code);
-	db = node_cap(&m, "l40s", 4, HX_SERVE_DECODE, &code);
-	link = 25e9 / 8 / (hx_kv_bytes_per_token(&m, HX_DT_FP16) * P);
-	want = fmax(fmin(fmin(pa, link), db), fmin(fmin(pbb, link), da));
+	want = hand_optimum(&m, 25, kinds, 1);
 
 	pb = (hx_problem){&cat, &c, &code, &m, 1, path, path, NULL};
 	ck_assert_msg(hx_plan_disagg(&pb, &o, &p, &err) == 0, "%s", err.msg);
 	ck_assert_msg(fabs(p.predicted.capacity_rps - want) <= 1e-4 * want,
-		      "planner %.6f vs hand %.6f (pa %g pb %g da %g db %g link %g)",
-		      p.predicted.capacity_rps, want, pa, pbb, da, db, link);
+		      "planner %.6f vs hand %.6f", p.predicted.capacity_rps, want);
 	ck_assert(p.solver.bound >= p.predicted.capacity_rps - 1e-9);
 	ck_assert(hx_verify_plan(&p, &c, &v, &nv) == 0);
 	ck_assert_msg(nv == 0, "%s", nv ? v[0].msg : "");
@@ -123,9 +152,7 @@ START_TEST(test_link_rows)
 	hx_problem pb;
 	hx_plan_opts o = {0, 0, 0, 0, NULL, 0, 0};
 	hx_err err = {0};
-	hx_workload wp = code;
-	double P = hx_dist_mean(&code.prompt), link, want, pa, pbb, da, db;
-	double Pq = hx_dist_quantile(&code.prompt, code.slo.percentile / 100);
+	double want, kinds[2] = {400, 10};
 	const char *gpu[2] = {"h100-sxm", "l40s"};
 	char wpath[1024];
 
@@ -139,13 +166,9 @@ START_TEST(test_link_rows)
 		nodes[i].count = 4;
 		nodes[i].nic_gbps = 400;
 	}
-	wp.slo.ttft_ms -= 1e3 * hx_cost_kv_transfer(&m, HX_DT_FP16, Pq, 400, 0.02);
-	pa = node_cap(&m, gpu[0], 4, HX_SERVE_PREFILL, &wp);
-	pbb = node_cap(&m, gpu[1], 4, HX_SERVE_PREFILL, &wp);
-	da = node_cap(&m, gpu[0], 4, HX_SERVE_DECODE, &code);
-	db = node_cap(&m, gpu[1], 4, HX_SERVE_DECODE, &code);
-	link = 10e9 / 8 / (hx_kv_bytes_per_token(&m, HX_DT_FP16) * P);
-	want = fmax(fmin(fmin(pa, link), db), fmin(fmin(pbb, link), da));
+	/* the reserves: the 400 Gb/s same-region default and the 10 Gb/s
+	 * link (explicit, or the cross-region default) */
+	want = hand_optimum(&m, 10, kinds, 2);
 	for (int by_region = 0; by_region < 2; by_region++) {
 		hx_plan p;
 		memset(&c, 0, sizeof(c));
@@ -159,8 +182,8 @@ START_TEST(test_link_rows)
 		pb = (hx_problem){&cat, &c, &code, &m, 1, wpath, wpath, NULL};
 		ck_assert_msg(hx_plan_disagg(&pb, &o, &p, &err) == 0, "%s", err.msg);
 		ck_assert_msg(fabs(p.predicted.capacity_rps - want) <= 1e-4 * want,
-			      "by region %d: planner %.6f vs hand %.6f (link %g)", by_region,
-			      p.predicted.capacity_rps, want, link);
+			      "by region %d: planner %.6f vs hand %.6f", by_region,
+			      p.predicted.capacity_rps, want);
 		for (int k = 0; k < p.nkv; k++)
 			ck_assert_double_eq(p.kv[k].bw_gbps, 10);
 		hx_plan_release(&p);

@@ -64,10 +64,13 @@ typedef struct dctx {
 	const hx_problem *pb;
 	int *kind;      /* per node: the first node alike (EP sets group by it) */
 	int multi;      /* some node's shape spans nodes */
-	hx_workload wp; /* the workload with the TTFT SLO less the KV transfer */
+	hx_workload wp; /* the workload with the TTFT SLO less the transfer reserve */
 	node_role *nr;
 	int n;
 	double kv_req_bytes; /* KV bytes of a mean prompt */
+	double kv_q_bytes;   /* and of the percentile prompt */
+	double reserve_s;    /* the part of the TTFT SLO left for the KV transfer */
+	double bound;        /* the best split_bound over the reserves tried */
 	long flows;          /* max-flows solved */
 	linktab lt;
 	double score_s; /* the longest a score has taken (s) */
@@ -129,15 +132,16 @@ static void linktab_row(const linktab *t, const hx_cluster *c, int a, double *bw
 }
 
 /* Node A's explicit links: for each node b it has one to, MARK[b] = A
- * and BW[b] its bandwidth (Gb/s), the first link of a pair winning as in
- * hx_cluster_link; O(A's links), where linktab_row is O(nodes). */
-static void linktab_mark(const linktab *t, const hx_cluster *c, int a, double *bw, int *mark)
+ * and SPEC[b] its bandwidth and latency, the first link of a pair winning
+ * as in hx_cluster_link; O(A's links), where linktab_row is O(nodes). */
+static void linktab_mark(const linktab *t, const hx_cluster *c, int a, hx_linkspec *spec,
+			 int *mark)
 {
 	for (int k = t->start[a]; k < t->start[a + 1]; k++) {
 		const hx_link *l = &c->links[t->link[k]];
 		int b = l->a == a ? l->b : l->a;
 		mark[b] = a;
-		bw[b] = l->spec.bw_gbps;
+		spec[b] = l->spec;
 	}
 }
 
@@ -309,9 +313,10 @@ static int alike(const hx_cluster *c, int a, int b)
  * its GPUs and the experts, dp attention ranks dividing tp with the
  * attention TP tp / dp dividing the heads) and over 2, 4, ... nodes alike,
  * up to half of them (price_multi), which win only by more capacity, so that the roles' EP
- * sizes are chosen apart.  EP shapes are not priced past DEADLINE (0:
- * none): 1 when some were left out. */
-static int price_nodes(dctx *d, double deadline)
+ * sizes are chosen apart.  PHASES: 2 both roles, 1 the prefill role
+ * alone (anew, as when the transfer reserve changes).  EP shapes are not
+ * priced past DEADLINE (0: none): 1 when some were left out. */
+static int price_nodes(dctx *d, int phases, double deadline)
 {
 	int cut = 0, *nalike = hx_xcalloc((size_t)d->n + 1, sizeof(int));
 
@@ -326,7 +331,8 @@ static int price_nodes(dctx *d, double deadline)
 	hx_map kinds = {0};
 	int *next = hx_xmalloc((size_t)d->n * sizeof(int) + 1);
 
-	d->kind = hx_xcalloc((size_t)d->n + 1, sizeof(int));
+	if (!d->kind)
+		d->kind = hx_xcalloc((size_t)d->n + 1, sizeof(int));
 	for (int i = 0; i < d->n; i++) {
 		int j = -1, head, last;
 		char key[160];
@@ -358,7 +364,10 @@ static int price_nodes(dctx *d, double deadline)
 				b++;
 			nr->nic = hx_cluster_nic_link(c, i, b);
 		}
-		for (int phase = 0; phase < 2; phase++) {
+		for (int phase = 0; phase < phases; phase++) {
+			nr->tp[phase] = nr->ep[phase] = nr->dp[phase] = 0;
+			nr->reps[phase] = nr->span[phase] = 0;
+			nr->cap[phase] = nr->total[phase] = 0;
 			for (int tp = 1; tp <= count; tp++)
 				if (count % tp == 0 && a->heads % tp == 0)
 					price_shape(d, i, phase, tp, 0, 0, nr);
@@ -385,9 +394,32 @@ static int price_nodes(dctx *d, double deadline)
 	return cut;
 }
 
-static double gbps_to_rps(const dctx *d, double gbps)
+/* The KV transfers (requests/s) a link or NIC of GBPS and LATENCY_MS
+ * carries within the transfer reserve.  Transfers share it as processor
+ * sharing: at load rho, the percentile prompt's KV takes on average
+ * latency + bytes / (bandwidth (1 - rho)) (the M/G/1-PS sojourn of a job
+ * of that size, whatever the other sizes), which must end within the
+ * reserve; so rho <= 1 - bytes / (bandwidth (reserve - latency)), and the
+ * link carries rho bandwidth / the mean prompt's KV.  0 when even an idle
+ * link misses the reserve. */
+static double kv_rps(const dctx *d, double gbps, double latency_ms)
 {
-	return hx_gbps_bytes_s(gbps) / d->kv_req_bytes;
+	double B = hx_gbps_bytes_s(gbps), room = d->reserve_s - latency_ms * 1e-3, rho;
+
+	if (!(B > 0) || !(room > 0))
+		return 0;
+	rho = 1 - d->kv_q_bytes / (B * room);
+	return rho > 0 ? rho * B / d->kv_req_bytes : 0;
+}
+
+/* The mean time (s) of the percentile prompt's KV over a link of GBPS and
+ * LATENCY_MS that carries RPS of KV transfers (kv_rps's model): infinite
+ * past its bandwidth. */
+static double kv_time_s(const dctx *d, double gbps, double latency_ms, double rps)
+{
+	double B = hx_gbps_bytes_s(gbps), rho = rps * d->kv_req_bytes / B;
+
+	return rho < 1 ? latency_ms * 1e-3 + d->kv_q_bytes / (B * (1 - rho)) : INFINITY;
 }
 
 /* Above this many (prefill, decode) node pairs the flow network does not
@@ -439,7 +471,7 @@ static void build_nodes(const dctx *d, const int *role, double inf, net *x)
 	const hx_cluster *c = d->pb->cluster;
 
 	for (int i = 0; i < d->n; i++) {
-		double nic = gbps_to_rps(d, c->nodes[i].nic_gbps);
+		double nic = kv_rps(d, c->nodes[i].nic_gbps, 0);
 		hx_graph_add_edge(&x->g, x->eg_in[i], x->eg_out[i], nic);
 		hx_graph_add_edge(&x->g, x->in_in[i], x->in_out[i], nic);
 		for (int k = 0; k < x->nrep[i]; k++) {
@@ -572,7 +604,8 @@ static void build(const dctx *d, const int *role, net *x)
 {
 	const hx_cluster *c = d->pb->cluster;
 	int n = d->n, v = 2, np = 0, pair0, *mark;
-	double inf = 1, *bw;
+	double inf = 1;
+	hx_linkspec *spec;
 
 	/* "Unbounded" edges: more than all replicas together carry (1e18
 	 * swallowed the flows' digits in push-relabel's excess arithmetic,
@@ -608,26 +641,26 @@ static void build(const dctx *d, const int *role, net *x)
 	x->rep_edge = hx_xcalloc((size_t)v, sizeof(int));
 	build_nodes(d, role, inf, x);
 	x->link_e0 = x->g.m;
-	bw = hx_xmalloc((size_t)n * sizeof(double));
+	spec = hx_xmalloc((size_t)n * sizeof(*spec));
 	mark = hx_xmalloc((size_t)n * sizeof(int));
 	for (int i = 0; i < n; i++)
 		mark[i] = -1;
 	for (int a = 0; a < n; a++) {
 		if (role[a] != 0)
 			continue;
-		linktab_mark(&d->lt, c, a, bw, mark);
+		linktab_mark(&d->lt, c, a, spec, mark);
 		for (int q = x->pstart[a]; q < x->pstart[a + 1]; q++) {
 			int lv = pair0 + 2 * q, b = x->pto[q];
-			double gbps = mark[b] == a ? bw[b]
-				      : d->lt.region[b] == d->lt.region[a]
-					  ? c->same_region.bw_gbps
-					  : c->cross_region.bw_gbps;
+			hx_linkspec l = mark[b] == a                         ? spec[b]
+					: d->lt.region[b] == d->lt.region[a] ? c->same_region
+									     : c->cross_region;
 			hx_graph_add_edge(&x->g, x->eg_out[a], lv, inf);
-			hx_graph_add_edge(&x->g, lv, lv + 1, gbps_to_rps(d, gbps));
+			hx_graph_add_edge(&x->g, lv, lv + 1,
+					  kv_rps(d, l.bw_gbps, l.latency_ms));
 			hx_graph_add_edge(&x->g, lv + 1, x->in_in[b], inf);
 		}
 	}
-	free(bw);
+	free(spec);
 	free(mark);
 }
 
@@ -690,6 +723,31 @@ static kvflow *kvflow_of(const dctx *d, const int *role, const net *x,
 	}
 	k->start[n] = npos;
 	return k;
+}
+
+/* The longest mean time (s) of the percentile prompt's KV over the node
+ * pairs K's flow uses, at the fraction SCALE of that flow: over the pair's
+ * link and the two NICs (kv_time_s), the slowest of the three. */
+static double kv_worst_s(const dctx *d, const kvflow *k, double scale)
+{
+	const hx_cluster *c = d->pb->cluster;
+	double worst = 0, *in = hx_xcalloc((size_t)d->n, sizeof(double));
+
+	for (int q = 0; q < k->start[d->n]; q++)
+		in[k->to[q]] += k->flow[q];
+	for (int a = 0; a < d->n; a++)
+		for (int q = k->start[a]; q < k->start[a + 1]; q++) {
+			int b = k->to[q];
+			hx_linkspec l = hx_cluster_link(c, a, b);
+			double t = kv_time_s(d, l.bw_gbps, l.latency_ms, scale * k->flow[q]);
+			t = fmax(t, kv_time_s(d, c->nodes[a].nic_gbps, l.latency_ms,
+					      scale * k->out[a]));
+			t = fmax(
+			    t, kv_time_s(d, c->nodes[b].nic_gbps, l.latency_ms, scale * in[b]));
+			worst = fmax(worst, t);
+		}
+	free(in);
+	return worst;
 }
 
 /* The max-flow value of ROLE (0 without a node for each role; -1 when the
@@ -1046,14 +1104,15 @@ static int build_plan(dctx *d, const int *role, const kvflow *k, int cut, long i
 		return rc;
 	}
 	{
-		double bound = split_bound(d), lambda = fmin(pb->workload->rate_rps, value),
-		       ttft = 0, tpot = 0;
+		double bound = d->bound, lambda = fmin(pb->workload->rate_rps, value), ttft = 0,
+		       tpot = 0;
 		double O = hx_dist_mean(&pb->workload->output);
 		/* The operating point at the workload's rate */
 		hx_capmemo memo = {0};
 		operating_point(pb, p, lambda, &memo, &ttft, &tpot);
-		/* Prefill groups as the flow saw them (TTFT less the transfer);
-		 * the user's TTFT adds the percentile prompt's transfer. */
+		/* Prefill groups as the flow saw them (TTFT less the transfer
+		 * reserve); the user's TTFT adds the percentile prompt's
+		 * transfer over the slowest route at this rate. */
 		for (int gi = 0; gi < p->ngroups; gi++) {
 			hx_plan_group *gp = &p->groups[gi];
 			hx_replica rep;
@@ -1065,8 +1124,8 @@ static int build_plan(dctx *d, const int *role, const kvflow *k, int cut, long i
 			gp->capacity_rps = hx_round6(cap.rps);
 		}
 		hx_capmemo_release(&memo);
-		if (ttft > 0)
-			ttft += pb->workload->slo.ttft_ms - d->wp.slo.ttft_ms;
+		if (ttft > 0 && value > 0)
+			ttft += 1e3 * kv_worst_s(d, k, lambda / value);
 		p->predicted.capacity_rps = hx_round6(value);
 		p->predicted.throughput_tps = hx_round6(lambda * O);
 		p->predicted.ttft_ms_p99 = hx_round6(ttft);
@@ -1357,15 +1416,92 @@ static void search_flips(dctx *d, search *s, hx_err *err)
 	}
 }
 
+/* The transfer reserves to try, ascending, into R (at most
+ * DISAGG_RESERVES): for each kind of link a KV route may take (the
+ * region defaults, the fastest and the slowest explicit link; each no
+ * faster than the fastest NIC), the reserve at which it may run at half,
+ * 3/4, ... 31/32 of its bandwidth (kv_rps); those below the TTFT SLO,
+ * one of any two within 5% of each other. */
+#define DISAGG_RESERVES 20
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static int reserves(const dctx *d, double *R)
+{
+	const hx_cluster *c = d->pb->cluster;
+	hx_linkspec kind[4];
+	double nic = 0, slo_s = d->pb->workload->slo.ttft_ms * 1e-3, t[4];
+	int nk = 0, nr = 0, fast = -1, slow = -1, nreg = 0;
+
+	for (int i = 0; i < d->n; i++) {
+		nic = fmax(nic, c->nodes[i].nic_gbps);
+		nreg = d->lt.region[i] + 1 > nreg ? d->lt.region[i] + 1 : nreg;
+	}
+	kind[nk++] = c->same_region;
+	if (nreg > 1)
+		kind[nk++] = c->cross_region;
+	for (int l = 0; l < c->nlinks; l++) {
+		const hx_linkspec *x = &c->links[l].spec;
+		if (fast < 0 || x->bw_gbps > c->links[fast].spec.bw_gbps)
+			fast = l;
+		if (slow < 0 || x->bw_gbps < c->links[slow].spec.bw_gbps)
+			slow = l;
+	}
+	if (fast >= 0)
+		kind[nk++] = c->links[fast].spec;
+	if (slow >= 0 && slow != fast)
+		kind[nk++] = c->links[slow].spec;
+	for (int k = 0; k < nk; k++) {
+		double B = hx_gbps_bytes_s(fmin(kind[k].bw_gbps, nic));
+		t[k] = B > 0 ? d->kv_q_bytes / B : INFINITY;
+		for (int m = 2; m <= 32; m *= 2) {
+			double r = kind[k].latency_ms * 1e-3 + m * t[k];
+			if (r < slo_s && nr < DISAGG_RESERVES)
+				R[nr++] = r;
+		}
+	}
+	qsort(R, (size_t)nr, sizeof(double), cmp_double);
+	{
+		int u = 0;
+		for (int i = 0; i < nr; i++)
+			if (u == 0 || R[i] > R[u - 1] * 1.05)
+				R[u++] = R[i];
+		nr = u;
+	}
+	return nr;
+}
+
+/* Price D's nodes at reserve R: the prefill role (both the first time,
+ * FIRST) at the TTFT SLO less R.  1 when EP shapes were left out. */
+static int price_at(dctx *d, double R, int first, double deadline)
+{
+	d->reserve_s = R;
+	d->wp = *d->pb->workload;
+	d->wp.slo.ttft_ms -= 1e3 * R;
+	return price_nodes(d, first ? 2 : 1, deadline);
+}
+
+static void search_release(search *s)
+{
+	topk_release(&s->tk);
+	free(s->best);
+	free(s->role);
+}
+
 int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_err *err)
 {
 	const hx_cluster *c = pb->cluster;
 	dctx d;
-	int n = c->nnodes, rc = 0, priced_cut;
-	double P = hx_dist_mean(&pb->workload->prompt);
+	int n = c->nnodes, rc = 0, nres, won = -1, priced = -1, any_cut = 0;
+	long iterations = 0;
+	double P = hx_dist_mean(&pb->workload->prompt), R[DISAGG_RESERVES];
 	double Pq = hx_dist_quantile(&pb->workload->prompt, pb->workload->slo.percentile / 100);
+	double deadline = hx_deadline(o->time_limit_s);
 	pgraph pg;
-	search s = {0};
+	search s = {0}, w = {0}; /* the search at one reserve; the best of them */
 
 	hx_plan_init(p);
 	strcpy(p->mode, "disagg");
@@ -1378,52 +1514,85 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 	d.n = n;
 	d.nr = hx_xcalloc((size_t)n, sizeof(node_role));
 	linktab_init(&d.lt, c);
-	s.deadline = hx_deadline(o->time_limit_s);
-	s.best_v = -1;
-	s.tk.nnodes = n;
 	d.kv_req_bytes = hx_kv_bytes_per_token(pb->model, HX_DT_FP16) * P;
-	/* Prefill replicas must leave room in the TTFT SLO for sending the
-	 * percentile prompt's KV over a typical link of the cluster. */
-	d.wp = *pb->workload;
-	d.wp.slo.ttft_ms -=
-	    1e3 * hx_cost_kv_transfer(pb->model, HX_DT_FP16, Pq, c->same_region.bw_gbps,
-				      c->same_region.latency_ms);
-	if (d.wp.slo.ttft_ms <= 0)
-		d.wp.slo.ttft_ms = 1e-3;
-	priced_cut = price_nodes(&d, s.deadline);
+	d.kv_q_bytes = hx_kv_bytes_per_token(pb->model, HX_DT_FP16) * Pq;
+	w.best_v = -1;
 	/* (1) the node graph, links weighted by bandwidth; node weight memory */
 	pgraph_init(&d, &pg);
-	s.best = hx_xcalloc((size_t)n, sizeof(int));
-	s.role = hx_xcalloc((size_t)n, sizeof(int));
-	rc = search_partitions(&d, &s, &pg, err);
+	/* The TTFT SLO is shared by the prefill and the KV transfer: the
+	 * prefill role is priced at the SLO less a reserve, the links carry
+	 * what they send within it (kv_rps).  The search runs at each reserve
+	 * whose bound (links aside) beats the best flow so far, each given an
+	 * even share of the time left; the best flow wins. */
+	if ((nres = reserves(&d, R)) == 0) {
+		rc = hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "the TTFT SLO (%g ms) leaves no time to send the KV cache of a %.0f-token prompt (the SLO's percentile) from prefill to decode: twice its time over the fastest link is longer",
+		    pb->workload->slo.ttft_ms, Pq);
+		pgraph_release(&pg);
+		goto out;
+	}
+	for (int r = 0; r < nres && rc == 0; r++) {
+		double left = deadline > 0 ? deadline - hx_now() : 0, bound;
+		int cut;
+		if (deadline > 0 && left <= 0 && w.best_v > 0) {
+			any_cut = 1; /* reserves left untried */
+			break;
+		}
+		cut = price_at(&d, R[r], priced < 0, deadline);
+		priced = r;
+		bound = split_bound(&d);
+		d.bound = fmax(d.bound, bound);
+		if (w.best_v > 0 && bound <= w.best_v * (1 + 1e-9))
+			continue;
+		memset(&s, 0, sizeof(s));
+		s.deadline = deadline > 0 ? hx_now() + left / (nres - r) : 0;
+		s.best_v = -1;
+		s.tk.nnodes = n;
+		s.best = hx_xcalloc((size_t)n, sizeof(int));
+		s.role = hx_xcalloc((size_t)n, sizeof(int));
+		rc = search_partitions(&d, &s, &pg, err);
+		if (rc == 0)
+			search_flips(&d, &s, err);
+		s.cut |= cut; /* the search went on without the shapes left out */
+		any_cut |= s.cut;
+		iterations += s.iterations;
+		if (rc == 0 && s.best_v > w.best_v * (1 + 1e-9)) {
+			search_release(&w);
+			w = s;
+			won = r;
+		} else {
+			search_release(&s);
+		}
+	}
 	pgraph_release(&pg);
 	if (rc)
 		goto out;
-	search_flips(&d, &s, err);
-	s.cut |= priced_cut; /* the search went on without the shapes left out */
-	if (s.best_v <= 0) {
+	if (won < 0 || w.best_v <= 0) {
 		rc = hx_errf(
 		    err, HX_EINFEASIBLE,
 		    "no split of the nodes into prefill and decode carries any traffic at the SLO: %s needs a node that holds it for each role",
 		    pb->model->name);
 		goto out;
 	}
+	if (won != priced) /* the plan is built from the winner's prices */
+		price_at(&d, R[won], 0, 0);
+	w.cut |= any_cut;
+	w.iterations = iterations;
 	if (o->no_sim_check) {
-		const kvflow *k = topk_flow(&s.tk, s.best);
+		const kvflow *k = topk_flow(&w.tk, w.best);
 		kvflow *own = NULL;
 		if (!k) /* pushed out of the best few by near ties */
-			score(&d, s.best, &own, err);
+			score(&d, w.best, &own, err);
 		rc = (k || own)
-			 ? build_plan(&d, s.best, k ? k : own, s.cut, s.iterations, p, err)
+			 ? build_plan(&d, w.best, k ? k : own, w.cut, w.iterations, p, err)
 			 : -1;
 		kvflow_free(own);
 	} else {
-		rc = sim_check(&d, &s.tk, s.cut, s.iterations, s.deadline, p, err);
+		rc = sim_check(&d, &w.tk, w.cut, w.iterations, deadline, p, err);
 	}
 out:
-	topk_release(&s.tk);
-	free(s.best);
-	free(s.role);
+	search_release(&w);
 	free(d.nr);
 	free(d.kind);
 	linktab_release(&d.lt);

@@ -52,7 +52,9 @@ grep -q '^decode 8 8 8 1 ' "$TMP/q.shapes" && ok ||
 	fail "decode is not EP 8 x 8: $(tr '\n' ';' <"$TMP/q.shapes")"
 run check -p "$TMP/q.json" -c "$TMP/h2.json" --format table
 expect_rc 0 "check the disagg EP plan"
-expect_out '^ok: 2 groups, 9 replicas, 16 of 16 GPUs' "check line"
+# (the prefill node's shape is whichever is best at the transfer reserve
+# that wins: the KV link binds here, so several carry the same flow)
+expect_out '^ok: 2 groups, [0-9]+ replicas, 16 of 16 GPUs' "check line"
 python3 -c 'import json,sys; sys.exit(not json.load(open(sys.argv[1]))["simulated"]["capacity_rps"] > 0)' \
 	"$TMP/q.json" && ok || fail "the simulator did not rate the EP plan"
 got=$(awk '$1 == "decode" {print $6}' "$TMP/q.shapes")

@@ -71,6 +71,9 @@ typedef struct dctx {
 	double kv_q_bytes;   /* and of the percentile prompt */
 	double reserve_s;    /* the part of the TTFT SLO left for the KV transfer */
 	double bound;        /* the best split_bound over the reserves tried */
+	double scale[2];     /* replica edges carry this share of their capacity
+			      * (prefill, decode; 1 but in balance) */
+	double deadline;     /* the plan's time limit (0: none) */
 	long flows;          /* max-flows solved */
 	linktab lt;
 	double score_s; /* the longest a score has taken (s) */
@@ -477,13 +480,13 @@ static void build_nodes(const dctx *d, const int *role, double inf, net *x)
 		for (int k = 0; k < x->nrep[i]; k++) {
 			int rv = x->rep0[i] + k;
 			if (role[i] == 0) {
-				x->rep_edge[rv] =
-				    hx_graph_add_edge(&x->g, 0, rv, d->nr[i].cap[0]);
+				x->rep_edge[rv] = hx_graph_add_edge(
+				    &x->g, 0, rv, d->nr[i].cap[0] * d->scale[0]);
 				hx_graph_add_edge(&x->g, rv, x->eg_in[i], inf);
 			} else {
 				hx_graph_add_edge(&x->g, x->in_out[i], rv, inf);
-				x->rep_edge[rv] =
-				    hx_graph_add_edge(&x->g, rv, 1, d->nr[i].cap[1]);
+				x->rep_edge[rv] = hx_graph_add_edge(
+				    &x->g, rv, 1, d->nr[i].cap[1] * d->scale[1]);
 			}
 		}
 	}
@@ -1087,19 +1090,69 @@ static void operating_point(const hx_problem *pb, hx_plan *p, double lambda, hx_
 	hx_map_release(&ids);
 }
 
+/* Bisection steps of balance, per role. */
+#define DISAGG_BALANCE_STEPS 10
+
+/* K's flow of ROLE spread evenly: the same value with each replica edge
+ * of a role capped at the least share u of its capacity that still
+ * carries it, u found by bisection for the decode role (the prefill one
+ * at 1), then for the prefill role (the decode one at its u).  The
+ * max-flow's own split among equal paths is arbitrary: it often fills
+ * some nodes to their capacity at the SLO while others idle, where the
+ * simulator, as a server, queues (Llama-3.1-8B chat on the mixed example:
+ * the L40S decode nodes at 100% of theirs, the A100 ones at 29%).  A new
+ * kvflow, or NULL when no narrower share carries it or the time limit
+ * leaves no room (keep K). */
+static kvflow *balance(dctx *d, const int *role, const kvflow *k)
+{
+	kvflow *best = NULL;
+	hx_err err = {0};
+
+	for (int side = 1; side >= 0; side--) {
+		double tot = 0, lo, hi = 1;
+		for (int i = 0; i < d->n; i++)
+			if (role[i] == side)
+				tot += d->nr[i].total[side];
+		lo = tot > 0 ? fmin(1, k->value / tot) : 1;
+		for (int it = 0; it < DISAGG_BALANCE_STEPS && lo < hi; it++) {
+			kvflow *t = NULL;
+			double v;
+			if (d->deadline > 0 && hx_now() + d->score_s >= d->deadline)
+				break;
+			d->scale[side] = (lo + hi) / 2;
+			v = score(d, role, &t, &err);
+			if (t && v >= k->value * (1 - 1e-9)) {
+				hi = d->scale[side];
+				kvflow_free(best);
+				best = t;
+			} else {
+				lo = d->scale[side];
+				kvflow_free(t);
+			}
+		}
+		d->scale[side] = hi;
+	}
+	d->scale[0] = d->scale[1] = 1;
+	return best;
+}
+
 /* The plan of role assignment ROLE, whose max-flow (kept from its score)
- * is K, into P, with its predictions at the workload's rate. */
-static int build_plan(dctx *d, const int *role, const kvflow *k, int cut, long iterations,
+ * is K, into P, with its predictions at the workload's rate: the flow's
+ * value, its routes spread evenly (balance). */
+static int build_plan(dctx *d, const int *role, const kvflow *k0, int cut, long iterations,
 		      hx_plan *p, hx_err *err)
 {
 	const hx_problem *pb = d->pb;
-	double value = k->value, P = hx_dist_mean(&pb->workload->prompt);
+	kvflow *even = balance(d, role, k0);
+	const kvflow *k = even ? even : k0;
+	double value = k0->value, P = hx_dist_mean(&pb->workload->prompt);
 	int rc;
 
 	hx_plan_init(p);
 	strcpy(p->mode, "disagg");
 	emit(d, role, k, p);
 	if ((rc = hx_plan_finish(pb, p, 0, err))) {
+		kvflow_free(even);
 		hx_plan_release(p);
 		return rc;
 	}
@@ -1135,6 +1188,7 @@ static int build_plan(dctx *d, const int *role, const kvflow *k, int cut, long i
 		hx_plan_solver_search(p, "igraph", cut ? "time_limit" : "heuristic", value,
 				      bound, d->flows, iterations);
 	}
+	kvflow_free(even);
 	return 0;
 }
 
@@ -1516,6 +1570,8 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 	linktab_init(&d.lt, c);
 	d.kv_req_bytes = hx_kv_bytes_per_token(pb->model, HX_DT_FP16) * P;
 	d.kv_q_bytes = hx_kv_bytes_per_token(pb->model, HX_DT_FP16) * Pq;
+	d.scale[0] = d.scale[1] = 1;
+	d.deadline = deadline;
 	w.best_v = -1;
 	/* (1) the node graph, links weighted by bandwidth; node weight memory */
 	pgraph_init(&d, &pg);

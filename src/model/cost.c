@@ -1289,29 +1289,31 @@ static void busy_of(const double x[4], double rho, double lambda, const double s
  * stalls (busy_of).  The prompts that arrive before the first decode step
  * (PRE: the mean of the request's wait and its own prefill) the engine
  * admits by the step that streams the first token out, which the TTFT
- * counts (stall_tab): they stall the decode steps only by their chunks
- * after the first. */
+ * counts (stall_tab): they stall the decode steps by their chunks after
+ * the first, and by the busy periods of the prompts that arrive while
+ * their chunks run, the first one's too (a streaming step that carries a
+ * prompt is long, and what arrives during it stalls the next). */
 static double tpot_misses(const hx_workload *w, const cap_lens *lens, const batch_load *bl,
 			  double lambda, double pre, double tmax, const prompt_steps *ps)
 {
-	double sm[4] = {1, 0, 0, 0}, sp[4] = {1, 0, 0, 0}, np = 0, miss = 0, rho;
+	double sm[4] = {1, 0, 0, 0}, sp[4] = {1, 0, 0, 0}, bs[4], miss = 0, rho;
 	double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
 
 	for (int i = 0; i < CAP_QUANTILES; i++) {
-		double stall = ps->stall_all[i], later = stall - ps->stall[i];
+		double stall = ps->stall_all[i];
 		sm[1] += stall / CAP_QUANTILES;
 		sm[2] += stall * stall / CAP_QUANTILES;
-		if (later > 0) {
-			np++;
-			sp[1] += later;
-			sp[2] += later * later;
-		}
-	}
-	if (np > 0) {
-		sp[1] /= np;
-		sp[2] /= np;
 	}
 	rho = fmin(lambda * sm[1], 1 - 1e-9);
+	busy_of(sm, rho, lambda, sm, bs);
+	/* A prompt that arrives before the first decode step: its chunks after
+	 * the first, and the busy periods of the prompts that arrive while any
+	 * of its chunks run (the first one's, in the streaming step, too). */
+	for (int i = 0; i < CAP_QUANTILES; i++) {
+		double all = ps->stall_all[i], y = all - ps->stall[i] + lambda * all * bs[1];
+		sp[1] += y / CAP_QUANTILES;
+		sp[2] += (y * y + lambda * all * bs[2]) / CAP_QUANTILES;
+	}
 	/* Bursty arrivals (gamma, cv > 1): counts over a window vary cv^2 times
 	 * more than Poisson ones; match that with Poisson bursts of cv^2
 	 * requests each. */
@@ -1323,11 +1325,13 @@ static double tpot_misses(const hx_workload *w, const cap_lens *lens, const batc
 		burst(el, ca2);
 		own[0] += el[3] * el[1];
 		own[1] += el[3] * el[2];
-		busy_of(sm, rho, lambda, sm, e);
+		e[1] = bs[1];
+		e[2] = bs[2];
 		e[3] = lambda * own[0];
 		burst(e, ca2);
-		busy_of(sp, rho, lambda, sm, ep);
-		ep[3] = lambda * pre * np / CAP_QUANTILES;
+		ep[1] = sp[1];
+		ep[2] = sp[2];
+		ep[3] = lambda * pre;
 		burst(ep, ca2);
 		mix(e, ep);
 		miss += compound_tail_plus(e[3], e, own[0], own[1], tmax * n) / CAP_QUANTILES;

@@ -1070,7 +1070,8 @@ static void cap_lens_of(const hx_workload *w, cap_lens *l)
 typedef struct prompt_steps {
 	double t_dec, k;
 	double chunks[CAP_QUANTILES + 1], t_chunk[CAP_QUANTILES + 1];
-	double stall[CAP_QUANTILES + 1];
+	double t_last[CAP_QUANTILES + 1];
+	double stall[CAP_QUANTILES + 1], stall_all[CAP_QUANTILES + 1];
 } prompt_steps;
 
 static void prompt_steps_at(const hx_replica *r, const hx_workload *w, const cap_lens *lens,
@@ -1090,7 +1091,23 @@ static void prompt_steps_at(const hx_replica *r, const hx_workload *w, const cap
 		ps->t_chunk[i] =
 		    chunk_iter(r, B, ctx, k, fmin(P, c), oat, n, c, h + n / 2, &ps->chunks[i]);
 		ps->stall[i] = fmax(ps->t_chunk[i] - ps->t_dec, 0) / k;
+		ps->t_last[i] = ps->t_chunk[i];
+		if (ps->chunks[i] > 1) {
+			/* the last chunk holds what the full ones leave */
+			double last = n - (ps->chunks[i] - 1) * c, ch;
+			ps->t_last[i] = chunk_iter(r, B, ctx, k, fmin(P, c), oat, last, c,
+						   h + n - last / 2, &ch);
+		}
+		ps->stall_all[i] =
+		    (ps->chunks[i] - 1) * ps->stall[i] + fmax(ps->t_last[i] - ps->t_dec, 0) / k;
 	}
+}
+
+/* The time prompt I of PS takes to prefill in iterations of at least T:
+ * its full chunks, then the last, which holds what they leave. */
+static double own_prefill(const prompt_steps *ps, int i, double t)
+{
+	return (ps->chunks[i] - 1) * fmax(t, ps->t_chunk[i]) + fmax(t, ps->t_last[i]);
 }
 
 /* The decode steps (output tokens after the first) of output quantile I
@@ -1240,43 +1257,83 @@ static void mix(double e[4], const double f[4])
 	e[3] = m;
 }
 
-/* The fraction of requests whose TPOT misses TMAX through prefill
- * interference on short outputs, at rate LAMBDA and iteration time T (PS:
- * the decode batch's iterations with and without a prompt's chunk).  Each
- * request that arrives after a tagged one and before its last token stalls
- * its iterations by the time its prompt adds to them (a roofline is flat at
- * small batches, so the stall of a whole prompt, not a mean token cost):
- * those that arrive while it decodes, and those that arrive while it waits
- * for its first token (PRE: the mean of that wait and its own prefill),
- * which the engine prefills after it, while it decodes.  Its decode steps
- * themselves take what the batch it shares them with costs (BL,
- * batch_share), one compound sum with the stalls. */
-static double tpot_misses(const hx_workload *w, const cap_lens *lens, const batch_load *bl,
-			  double lambda, double t, double tmax, double pre,
-			  const prompt_steps *ps)
+/* Moments ([1], [2]) in B of the stall a prompt's chunks of moments X
+ * start, with the stalls it brings on: the prompts that arrive (rate
+ * LAMBDA, stalls of moments S, load RHO = LAMBDA S[1]) while the stalled
+ * iterations run stall the iterations after them, and so on, as an M/G/1
+ * busy period that X starts: E = X / (1 - RHO), and each of the LAMBDA X
+ * arrivals adds a busy period's variance, S[2] / (1 - RHO)^3. */
+static void busy_of(const double x[4], double rho, double lambda, const double s[4],
+		    double b[4])
 {
-	double sm[4] = {1, 0, 0, 0}, miss = 0;
+	b[1] = x[1] / (1 - rho);
+	b[2] = x[2] / ((1 - rho) * (1 - rho)) + lambda * x[1] * s[2] / pow(1 - rho, 3);
+}
+
+/* The fraction of requests whose TPOT misses TMAX through prefill
+ * interference on short outputs, at rate LAMBDA (PS: the decode batch's
+ * iterations with and without a prompt's chunk).  A prompt that arrives
+ * while a tagged request decodes stalls the iteration after by the time
+ * its chunk adds to it (a roofline is flat at small batches, so the stall
+ * of a whole chunk, not a mean token cost), and the next ones by its next
+ * chunks (the last holds what the full ones leave).  The TPOT runs from
+ * the first token, which reaches the client when the first decode step
+ * ends, to the last, one step after the last decode step: its N
+ * iterations carry the prompts that arrive during the N before them.
+ * Those N take the request's own steps, what the batch it shares them
+ * with costs (BL, batch_share: its mean and variance, a term beside the
+ * stalls; as elements of their compound sum, a k-fold lognormal would
+ * give a few milliseconds of batch the spread of second-long stalls), and
+ * the stalls, which lengthen the window that more prompts arrive in: each
+ * prompt that arrives in the undisturbed window starts a busy period of
+ * stalls (busy_of).  The prompts that arrive before the first decode step
+ * (PRE: the mean of the request's wait and its own prefill) the engine
+ * admits by the step that streams the first token out, which the TTFT
+ * counts (stall_tab): they stall the decode steps by their chunks after
+ * the first, and by the busy periods of the prompts that arrive while
+ * their chunks run, the first one's too (a streaming step that carries a
+ * prompt is long, and what arrives during it stalls the next). */
+static double tpot_misses(const hx_workload *w, const cap_lens *lens, const batch_load *bl,
+			  double lambda, double pre, double tmax, const prompt_steps *ps)
+{
+	double sm[4] = {1, 0, 0, 0}, sp[4] = {1, 0, 0, 0}, bs[4], miss = 0, rho;
 	double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1;
 
 	for (int i = 0; i < CAP_QUANTILES; i++) {
-		double stall = ps->chunks[i] * ps->stall[i];
+		double stall = ps->stall_all[i];
 		sm[1] += stall / CAP_QUANTILES;
 		sm[2] += stall * stall / CAP_QUANTILES;
+	}
+	rho = fmin(lambda * sm[1], 1 - 1e-9);
+	busy_of(sm, rho, lambda, sm, bs);
+	/* A prompt that arrives before the first decode step: its chunks after
+	 * the first, and the busy periods of the prompts that arrive while any
+	 * of its chunks run (the first one's, in the streaming step, too). */
+	for (int i = 0; i < CAP_QUANTILES; i++) {
+		double all = ps->stall_all[i], y = all - ps->stall[i] + lambda * all * bs[1];
+		sp[1] += y / CAP_QUANTILES;
+		sp[2] += (y * y + lambda * all * bs[2]) / CAP_QUANTILES;
 	}
 	/* Bursty arrivals (gamma, cv > 1): counts over a window vary cv^2 times
 	 * more than Poisson ones; match that with Poisson bursts of cv^2
 	 * requests each. */
 	for (int i = 0; i < CAP_QUANTILES; i++) {
-		double n = output_steps(w, i), e[4], el[4], own[2];
+		double n = output_steps(w, i), e[4], ep[4], el[4], own[2];
 		if (n < 1)
 			continue;
-		e[1] = sm[1];
-		e[2] = sm[2];
-		e[3] = lambda * (pre + n * t);
-		burst(e, ca2);
 		batch_share(lens, bl, i, n, el, own);
 		burst(el, ca2);
-		mix(e, el);
+		own[0] += el[3] * el[1];
+		own[1] += el[3] * el[2];
+		e[1] = bs[1];
+		e[2] = bs[2];
+		e[3] = lambda * own[0];
+		burst(e, ca2);
+		ep[1] = sp[1];
+		ep[2] = sp[2];
+		ep[3] = lambda * pre;
+		burst(ep, ca2);
+		mix(e, ep);
 		miss += compound_tail_plus(e[3], e, own[0], own[1], tmax * n) / CAP_QUANTILES;
 	}
 	return miss;
@@ -1536,10 +1593,10 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 		/* the mean wait for the first token: queue, then own chunks */
 		pre = u * scale;
 		for (int i = 0; i < CAP_QUANTILES; i++)
-			pre += ps.chunks[i] * fmax(t, ps.t_chunk[i]) / CAP_QUANTILES;
+			pre += own_prefill(&ps, i, t) / CAP_QUANTILES;
 		batch_load bl;
 		batch_load_of(r, lens, lambda, t, B, ctx, dp, ps.t_dec, &bl);
-		miss_tpot = tpot_misses(w, lens, &bl, lambda, t, tmax, pre, &ps);
+		miss_tpot = tpot_misses(w, lens, &bl, lambda, pre, tmax, &ps);
 	}
 	if (miss_tpot > allow) {
 		ev->binding = "tpot";
@@ -1558,19 +1615,18 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 		 * first token reaches the client an iteration after the step
 		 * that computes it (the engine streams it out while it runs the
 		 * next). */
-		double chunks = ps.chunks[i], t_chunk = fmax(t, ps.t_chunk[i]);
-		double left = w->slo.ttft_ms * 1e-3 - ovh - t - chunks * t_chunk;
+		double own = own_prefill(&ps, i, t);
+		double left = w->slo.ttft_ms * 1e-3 - ovh - t - own;
 		if (i == CAP_QUANTILES) {
 			double wq = u > 1 - q ? scale * log(u / (1 - q)) : 0;
-			ev->ttft = ovh + t + wq + chunks * t_chunk;
+			ev->ttft = ovh + t + wq + own;
 			break;
 		}
 		if (phase == HX_SERVE_BOTH) {
 			/* the streaming iteration: a decode-only one and its
 			 * stall, in place of the mean iteration T */
 			left += t - ps.t_dec;
-			miss_ttft += wait_stall_tail(&tb, lambda, chunks * t_chunk, left) /
-				     CAP_QUANTILES;
+			miss_ttft += wait_stall_tail(&tb, lambda, own, left) / CAP_QUANTILES;
 		} else {
 			miss_ttft += (left < 0 ? 1 : u * exp(-left / fmax(scale, 1e-12))) /
 				     CAP_QUANTILES;

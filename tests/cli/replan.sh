@@ -214,7 +214,10 @@ assert abs(s["shortfall_rps"] - (20 / 0.9 - cap)) < 1e-5 and s["shortfall_rps"] 
 assert abs(s["served_share"] - min(1, cap / 20)) < 1e-5, s
 assert m["kept"] == 3 and m["stopped"] == 1 and m["started"] >= 1, m
 PY
-run replan -p "$TMP/bo.json" -c "$TMP/bo-minus.json" -w $W -o "$TMP/bo3.json" --strict
+# At 18 req/s the free GPUs' bound (each candidate alone) would cover the
+# need, but no set of replicas they hold together does.
+sed 's/"rate_rps": 20/"rate_rps": 18/' $W >"$TMP/w18.json"
+run replan -p "$TMP/bo.json" -c "$TMP/bo-minus.json" -w "$TMP/w18.json" -o "$TMP/bo3.json" --strict
 expect_rc 3 "bo-48 --strict refuses"
 expect_err_line '^hexplan: error: the free GPUs cannot add the [0-9.]+ req/s at the SLO the rate needs$' "bo-48 --strict message"
 [ -e "$TMP/bo3.json" ] && fail "--strict left a file" || ok
@@ -227,7 +230,7 @@ json.dump(p, open(sys.argv[2], "w"))
 PY
 run check -p "$TMP/bad-short.json" -c "$TMP/bo-minus.json"
 expect_rc 1 "check rejects a wrong share"
-expect_err_line '/shortfall/served_share: 0.5, but the plan carries [0-9.]+ of the rate of 20 req/s: 1$' "wrong share message"
+expect_err_line '/shortfall/served_share: 0.5, but the plan carries [0-9.]+ of the rate of 20 req/s: 0\.[0-9]+$' "wrong share message"
 
 # A pipeline plan loses the node of its first group (it holds layer 0,
 # an A100 with 16 layers), at a tenth of the example's rate: the other

@@ -1405,26 +1405,50 @@ double hx_cost_decode_kv_need(const hx_cost_lens *l, double batch)
 	return kv_occupancy(l->pm, l->om, l->pm[1], batch / fmax(l->om[1], 1e-9));
 }
 
-/* The fraction of requests that find the KV cache too full for them: the
- * engine admits a prompt by its first chunk and allocates the rest as it
- * goes, so when the sequences in flight grow past the cache the latest
- * admitted is preempted and recomputes from the start (TTFT lost, and the
- * others' iterations stalled while it does).  The sequences in flight are
- * an M/G/inf population of M = L * (TTFT + decode time) requests (Poisson),
- * each holding its prompt and output, SM their moments; a request of prompt
- * quantile i and the mean output misses when the others hold more than the
- * cache leaves it. */
-static double kv_overflow_misses(const cap_lens *lens, double m, double kv_tokens)
+/* The fraction of requests that miss for want of KV cache.  The engine
+ * admits a prompt by its first chunk and allocates the rest as it goes, so
+ * when the sequences in flight outgrow the cache the latest admitted is
+ * preempted and recomputes from the start; and it serves its waiting queue
+ * in order, so a request whose prompt does not fit beside the sequences in
+ * flight holds up every request behind it until enough of those finish.
+ * The sequences in flight are an M/G/inf population of M = L * (TTFT +
+ * decode time) requests (Poisson), each holding its prompt and output, SM
+ * their moments; a request of prompt quantile i and the mean output misses
+ * when the others hold more than the cache leaves it, and blocks the queue.
+ * The block lasts until the first of the N decoding holders ends, N the
+ * decode batch B given at least one (B / (1 - e^-B)), each with its
+ * residual output (mean E[O^2] / (2 E[O]) tokens, taken as exponential, so
+ * the first ends after 1 / N of it), at a token an iteration: one of T_DEC
+ * when the room left is less than the prompt's first chunk C (the prompt
+ * waits), but when it holds a first chunk the prompt is admitted, computes
+ * K = floor(room / C) whole chunks (T_FULL each, room taken midway between
+ * C and the prompt), outgrows the cache and is preempted, over and over,
+ * so the holders' tokens then take (K T_FULL + T_DEC) / (K + 1) each.  The
+ * requests that arrive in the first D - LEFT seconds of a block of length
+ * D miss too (LEFT the TTFT a request has beyond its own prefill): L MU
+ * e^(-LEFT / MU) of them a block, MU its mean. */
+static double kv_overflow_misses(const cap_lens *lens, double m, double kv_tokens,
+				 double lambda, double c, double t_dec, double t_full,
+				 double left, double batch)
 {
 	const double *pm = lens->pm, *om = lens->om;
 	/* a sequence in flight holds its prompt and the part of its output
 	 * made so far: uniform over its output, which is length-biased */
 	double o1 = om[2] / (2 * fmax(om[1], 1e-9)), o2 = om[3] / (3 * fmax(om[1], 1e-9));
 	double sm[4] = {1, pm[1] + o1, pm[2] + 2 * pm[1] * o1 + o2, 0}, miss = 0;
+	double p_room = compound_tail(m, sm, kv_tokens - c); /* room < C */
+	double holders = batch > 1e-9 ? batch / -expm1(-batch) : 1;
 
 	for (int i = 0; i < CAP_QUANTILES; i++) {
-		double s = lens->pq[i] + om[1];
-		miss += compound_tail(m, sm, kv_tokens - s) / CAP_QUANTILES;
+		double x = lens->pq[i], pb = compound_tail(m, sm, kv_tokens - x - om[1]);
+		/* the block with room for a first chunk: room in [C, x + E[O]) */
+		double pt = x > c ? fmax(pb - p_room, 0) : 0, pw = pb - pt;
+		double k = fmax(floor((c + x) / 2 / fmax(c, 1)), 1);
+		double mu_w = o1 * t_dec / holders;
+		double mu_t = o1 * (k * t_full + t_dec) / (k + 1) / holders;
+#define BEHIND(mu) ((mu) > 0 ? lambda * (mu)*exp(-fmax(left, 0) / (mu)) : 0)
+		miss += (pb + pw * BEHIND(mu_w) + pt * BEHIND(mu_t)) / CAP_QUANTILES;
+#undef BEHIND
 	}
 	return miss;
 }
@@ -1606,8 +1630,10 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 	 * prompt's chunks, then the iteration that streams the first token
 	 * out, which carries the prompts that arrived meanwhile (stall_tab). */
 	stall_tab tb;
+	double t_full = 0, own_mean = 0;
 	if (phase == HX_SERVE_BOTH) {
-		double ch, t_full = chunk_iter(r, B, ctx, 1, 0, 0, c, c, H + c / 2, &ch);
+		double ch;
+		t_full = chunk_iter(r, B, ctx, 1, 0, 0, c, c, H + c / 2, &ch);
 		stall_tab_of(&ps, fmax(t_full - ps.t_dec, 0), u, scale, &tb);
 	}
 	for (int i = 0; i <= CAP_QUANTILES; i++) {
@@ -1617,6 +1643,8 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 		 * next). */
 		double own = own_prefill(&ps, i, t);
 		double left = w->slo.ttft_ms * 1e-3 - ovh - t - own;
+		if (i < CAP_QUANTILES)
+			own_mean += own / CAP_QUANTILES;
 		if (i == CAP_QUANTILES) {
 			double wq = u > 1 - q ? scale * log(u / (1 - q)) : 0;
 			ev->ttft = ovh + t + wq + own;
@@ -1633,7 +1661,9 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 		}
 	}
 	if (phase == HX_SERVE_BOTH)
-		miss_kv = kv_overflow_misses(lens, lambda * (pre + om[1] * t), kv_tokens);
+		miss_kv = kv_overflow_misses(lens, lambda * (pre + om[1] * t), kv_tokens,
+					     lambda, c, ps.t_dec, t_full,
+					     w->slo.ttft_ms * 1e-3 - ovh - t - own_mean, B);
 	if (miss_tpot + miss_ttft + miss_kv > allow) {
 		ev->binding = miss_kv > fmax(miss_ttft, miss_tpot) ? "kv"
 			      : miss_ttft > miss_tpot              ? "ttft"

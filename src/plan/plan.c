@@ -1227,10 +1227,15 @@ static int parse_routes(const hx_jr *r, const json_t *v, const char *ptr, int in
 
 	if ((rc = hx_jr_array(r, v, ptr, 0, &k)))
 		return rc;
+	/* All K at once: one realloc a route copied the list each time, which
+	 * under memcheck (every realloc a copy) took 50 minutes of CPU for a
+	 * plan of 180,000 KV routes, 3 s natively. */
+	*list = hx_xrealloc(*list, ((size_t)*n + k) * sizeof(**list) + 1);
 	for (size_t i = 0; i < k; i++) {
 		json_t *e = json_array_get(v, i);
-		hx_route *x = hx_plan_add_route(list, n);
+		hx_route *x = &(*list)[(*n)++];
 		char p[128];
+		memset(x, 0, sizeof(*x));
 		hx_ptr_index(p, sizeof(p), ptr, i);
 		if ((rc = hx_jr_object(r, e, p, ingress ? ikeys : ekeys)) ||
 		    (rc = hx_jr_num(r, e, p, "weight", 1, -1e12, 1e12, &x->weight)))

@@ -1405,6 +1405,14 @@ double hx_cost_decode_kv_need(const hx_cost_lens *l, double batch)
 	return kv_occupancy(l->pm, l->om, l->pm[1], batch / fmax(l->om[1], 1e-9));
 }
 
+/* The requests that arrive at rate LAMBDA in the first D - LEFT seconds
+ * of a block whose length D is exponential of mean MU, and so miss: L MU
+ * e^(-LEFT / MU). */
+static double behind(double lambda, double mu, double left)
+{
+	return mu > 0 ? lambda * mu * exp(-fmax(left, 0) / mu) : 0;
+}
+
 /* The fraction of requests that miss for want of KV cache.  The engine
  * admits a prompt by its first chunk and allocates the rest as it goes, so
  * when the sequences in flight outgrow the cache the latest admitted is
@@ -1446,9 +1454,9 @@ static double kv_overflow_misses(const cap_lens *lens, double m, double kv_token
 		double k = fmax(floor((c + x) / 2 / fmax(c, 1)), 1);
 		double mu_w = o1 * t_dec / holders;
 		double mu_t = o1 * (k * t_full + t_dec) / (k + 1) / holders;
-#define BEHIND(mu) ((mu) > 0 ? lambda * (mu)*exp(-fmax(left, 0) / (mu)) : 0)
-		miss += (pb + pw * BEHIND(mu_w) + pt * BEHIND(mu_t)) / CAP_QUANTILES;
-#undef BEHIND
+		miss +=
+		    (pb + pw * behind(lambda, mu_w, left) + pt * behind(lambda, mu_t, left)) /
+		    CAP_QUANTILES;
 	}
 	return miss;
 }
@@ -1538,7 +1546,7 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 	double tmax = (phase == HX_SERVE_PREFILL ? w->slo.ttft_ms : w->slo.tpot_ms) * 1e-3;
 	double allow = 1 - w->slo.attainment, lo = 0, hi = tmax, B, p, t, c, ctx;
 	double ca2 = w->arrival == HX_ARRIVAL_GAMMA ? w->cv * w->cv : 1, u, service, scale;
-	double miss_tpot = 0, miss_ttft = 0, miss_kv = 0, pre = 0;
+	double miss_tpot = 0, miss_ttft = 0, miss_kv = 0, pre = 0, own_mean = 0;
 	prompt_steps ps;
 
 	ev->ok = 0;
@@ -1616,8 +1624,11 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 	if (phase == HX_SERVE_BOTH) {
 		/* the mean wait for the first token: queue, then own chunks */
 		pre = u * scale;
-		for (int i = 0; i < CAP_QUANTILES; i++)
-			pre += own_prefill(&ps, i, t) / CAP_QUANTILES;
+		for (int i = 0; i < CAP_QUANTILES; i++) {
+			double own = own_prefill(&ps, i, t) / CAP_QUANTILES;
+			pre += own;
+			own_mean += own;
+		}
 		batch_load bl;
 		batch_load_of(r, lens, lambda, t, B, ctx, dp, ps.t_dec, &bl);
 		miss_tpot = tpot_misses(w, lens, &bl, lambda, pre, tmax, &ps);
@@ -1630,7 +1641,7 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 	 * prompt's chunks, then the iteration that streams the first token
 	 * out, which carries the prompts that arrived meanwhile (stall_tab). */
 	stall_tab tb;
-	double t_full = 0, own_mean = 0;
+	double t_full = 0;
 	if (phase == HX_SERVE_BOTH) {
 		double ch;
 		t_full = chunk_iter(r, B, ctx, 1, 0, 0, c, c, H + c / 2, &ch);
@@ -1643,8 +1654,6 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 		 * next). */
 		double own = own_prefill(&ps, i, t);
 		double left = w->slo.ttft_ms * 1e-3 - ovh - t - own;
-		if (i < CAP_QUANTILES)
-			own_mean += own / CAP_QUANTILES;
 		if (i == CAP_QUANTILES) {
 			double wq = u > 1 - q ? scale * log(u / (1 - q)) : 0;
 			ev->ttft = ovh + t + wq + own;

@@ -68,11 +68,9 @@ typedef struct dctx {
 	node_role *nr;
 	int n;
 	double kv_req_bytes; /* KV bytes of a mean prompt */
-	double kv_q_bytes;   /* and of the percentile prompt */
+	double q_tokens;     /* the SLO-percentile prompt's tokens */
 	double reserve_s;    /* the part of the TTFT SLO left for the KV transfer */
 	double bound;        /* the best split_bound over the reserves tried */
-	double scale[2];     /* replica edges carry this share of their capacity
-			      * (prefill, decode; 1 but in balance) */
 	double deadline;     /* the plan's time limit (0: none) */
 	long flows;          /* max-flows solved */
 	linktab lt;
@@ -407,22 +405,25 @@ static int price_nodes(dctx *d, int phases, double deadline)
  * link misses the reserve. */
 static double kv_rps(const dctx *d, double gbps, double latency_ms)
 {
-	double B = hx_gbps_bytes_s(gbps), room = d->reserve_s - latency_ms * 1e-3, rho;
+	double room = d->reserve_s - latency_ms * 1e-3, rho;
 
-	if (!(B > 0) || !(room > 0))
+	if (!(gbps > 0) || !(room > 0))
 		return 0;
-	rho = 1 - d->kv_q_bytes / (B * room);
-	return rho > 0 ? rho * B / d->kv_req_bytes : 0;
+	rho = 1 - hx_cost_kv_transfer(d->pb->model, HX_DT_FP16, d->q_tokens, gbps, 0) / room;
+	return rho > 0 ? rho * hx_gbps_bytes_s(gbps) / d->kv_req_bytes : 0;
 }
 
 /* The mean time (s) of the percentile prompt's KV over a link of GBPS and
- * LATENCY_MS that carries RPS of KV transfers (kv_rps's model): infinite
- * past its bandwidth. */
+ * LATENCY_MS that carries RPS of KV transfers (kv_rps's model: the
+ * transfer at the bandwidth its load leaves): infinite past its
+ * bandwidth. */
 static double kv_time_s(const dctx *d, double gbps, double latency_ms, double rps)
 {
-	double B = hx_gbps_bytes_s(gbps), rho = rps * d->kv_req_bytes / B;
+	double rho = rps * d->kv_req_bytes / hx_gbps_bytes_s(gbps);
 
-	return rho < 1 ? latency_ms * 1e-3 + d->kv_q_bytes / (B * (1 - rho)) : INFINITY;
+	return rho < 1 ? hx_cost_kv_transfer(d->pb->model, HX_DT_FP16, d->q_tokens,
+					     gbps * (1 - rho), latency_ms)
+		       : INFINITY;
 }
 
 /* Above this many (prefill, decode) node pairs the flow network does not
@@ -480,13 +481,13 @@ static void build_nodes(const dctx *d, const int *role, double inf, net *x)
 		for (int k = 0; k < x->nrep[i]; k++) {
 			int rv = x->rep0[i] + k;
 			if (role[i] == 0) {
-				x->rep_edge[rv] = hx_graph_add_edge(
-				    &x->g, 0, rv, d->nr[i].cap[0] * d->scale[0]);
+				x->rep_edge[rv] =
+				    hx_graph_add_edge(&x->g, 0, rv, d->nr[i].cap[0]);
 				hx_graph_add_edge(&x->g, rv, x->eg_in[i], inf);
 			} else {
 				hx_graph_add_edge(&x->g, x->in_out[i], rv, inf);
-				x->rep_edge[rv] = hx_graph_add_edge(
-				    &x->g, rv, 1, d->nr[i].cap[1] * d->scale[1]);
+				x->rep_edge[rv] =
+				    hx_graph_add_edge(&x->g, rv, 1, d->nr[i].cap[1]);
 			}
 		}
 	}
@@ -1107,7 +1108,12 @@ static kvflow *balance(dctx *d, const int *role, const kvflow *k)
 {
 	kvflow *best = NULL;
 	hx_err err = {0};
+	double u[2] = {1, 1}, *cap;
+	net x;
 
+	build(d, role, &x); /* once: the steps change the replica edges alone */
+	cap = hx_xmalloc((size_t)x.g.m * sizeof(double) + 1);
+	memcpy(cap, x.g.cap, (size_t)x.g.m * sizeof(double));
 	for (int side = 1; side >= 0; side--) {
 		double tot = 0, lo, hi = 1;
 		for (int i = 0; i < d->n; i++)
@@ -1115,24 +1121,30 @@ static kvflow *balance(dctx *d, const int *role, const kvflow *k)
 				tot += d->nr[i].total[side];
 		lo = tot > 0 ? fmin(1, k->value / tot) : 1;
 		for (int it = 0; it < DISAGG_BALANCE_STEPS && lo < hi; it++) {
-			kvflow *t = NULL;
-			double v;
+			hx_flow_result res;
 			if (d->deadline > 0 && hx_now() + d->score_s >= d->deadline)
 				break;
-			d->scale[side] = (lo + hi) / 2;
-			v = score(d, role, &t, &err);
-			if (t && v >= k->value * (1 - 1e-9)) {
-				hi = d->scale[side];
+			u[side] = (lo + hi) / 2;
+			for (int i = 0; i < d->n; i++)
+				for (int r = 0; r < x.nrep[i]; r++) {
+					int e = x.rep_edge[x.rep0[i] + r];
+					x.g.cap[e] = cap[e] * u[role[i]];
+				}
+			d->flows++;
+			if (hx_flow_max(&x.g, 0, 1, &res, &err) == 0 &&
+			    res.value >= k->value * (1 - 1e-9)) {
+				hi = u[side];
 				kvflow_free(best);
-				best = t;
+				best = kvflow_of(d, role, &x, &res);
 			} else {
-				lo = d->scale[side];
-				kvflow_free(t);
+				lo = u[side];
 			}
+			hx_flow_result_release(&res);
 		}
-		d->scale[side] = hi;
+		u[side] = hi;
 	}
-	d->scale[0] = d->scale[1] = 1;
+	free(cap);
+	net_release(&x);
 	return best;
 }
 
@@ -1487,7 +1499,7 @@ static int reserves(const dctx *d, double *R)
 {
 	const hx_cluster *c = d->pb->cluster;
 	hx_linkspec kind[4];
-	double nic = 0, slo_s = d->pb->workload->slo.ttft_ms * 1e-3, t[4];
+	double nic = 0, slo_s = d->pb->workload->slo.ttft_ms * 1e-3;
 	int nk = 0, nr = 0, fast = -1, slow = -1, nreg = 0;
 
 	for (int i = 0; i < d->n; i++) {
@@ -1509,10 +1521,11 @@ static int reserves(const dctx *d, double *R)
 	if (slow >= 0 && slow != fast)
 		kind[nk++] = c->links[slow].spec;
 	for (int k = 0; k < nk; k++) {
-		double B = hx_gbps_bytes_s(fmin(kind[k].bw_gbps, nic));
-		t[k] = B > 0 ? d->kv_q_bytes / B : INFINITY;
+		/* the idle transfer's bandwidth term */
+		double t = hx_cost_kv_transfer(d->pb->model, HX_DT_FP16, d->q_tokens,
+					       fmin(kind[k].bw_gbps, nic), 0);
 		for (int m = 2; m <= 32; m *= 2) {
-			double r = kind[k].latency_ms * 1e-3 + m * t[k];
+			double r = kind[k].latency_ms * 1e-3 + m * t;
 			if (r < slo_s && nr < DISAGG_RESERVES)
 				R[nr++] = r;
 		}
@@ -1569,8 +1582,7 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 	d.nr = hx_xcalloc((size_t)n, sizeof(node_role));
 	linktab_init(&d.lt, c);
 	d.kv_req_bytes = hx_kv_bytes_per_token(pb->model, HX_DT_FP16) * P;
-	d.kv_q_bytes = hx_kv_bytes_per_token(pb->model, HX_DT_FP16) * Pq;
-	d.scale[0] = d.scale[1] = 1;
+	d.q_tokens = Pq;
 	d.deadline = deadline;
 	w.best_v = -1;
 	/* (1) the node graph, links weighted by bandwidth; node weight memory */

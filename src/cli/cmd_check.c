@@ -46,7 +46,7 @@ static int check_schedule(json_t *doc, const char *path, const hx_cluster *cl, i
 	json_array_foreach(periods, k, e)
 	{
 		json_t *pj = json_object_get(e, "plan");
-		char name[600], *s;
+		char name[600];
 		hx_plan p;
 		long gpus = 0;
 		int rc;
@@ -54,10 +54,8 @@ static int check_schedule(json_t *doc, const char *path, const hx_cluster *cl, i
 		if (json_is_null(pj))
 			continue; /* an idle period runs nothing */
 		snprintf(name, sizeof(name), "%s: /periods/%zu/plan", hx_display_path(path), k);
-		s = json_dumps(pj, JSON_COMPACT);
-		rc = s ? hx_plan_parse_text(&p, s, name, err)
-		       : hx_errf(err, HX_EINPUT, "%s: missing: a plan or null", name);
-		free(s);
+		rc = pj ? hx_plan_from_json(&p, json_incref(pj), name, err)
+			: hx_errf(err, HX_EINPUT, "%s: missing: a plan or null", name);
 		if (rc)
 			return rc;
 		bad += report(&p, cl, name) > 0;
@@ -243,12 +241,7 @@ int cmd_check(hx_cli *cli, int argc, char **argv)
 			goto out;
 		}
 		/* The file is read once (it may be standard input). */
-		text = json_dumps(doc, JSON_COMPACT);
-		json_decref(doc);
-		rc = hx_plan_parse_text(&plan, text, hx_display_path(ppath), &err);
-		free(text);
-		text = NULL;
-		if (rc)
+		if ((rc = hx_plan_from_json(&plan, doc, hx_display_path(ppath), &err)))
 			goto out;
 	}
 	have_plan = 1;

@@ -1896,6 +1896,11 @@ int hx_plan_load(hx_plan *p, const char *path, hx_err *err)
 	return load_json(p, root, hx_display_path(path), err);
 }
 
+int hx_plan_from_json(hx_plan *p, json_t *root, const char *name, hx_err *err)
+{
+	return load_json(p, root, name, err);
+}
+
 int hx_plan_parse_text(hx_plan *p, const char *text, const char *name, hx_err *err)
 {
 	json_t *root = hx_json_load_text(text, name, err);

@@ -327,6 +327,9 @@ char *hx_plan_dump(const hx_plan *p); /* new string */
 int hx_plan_write(const hx_plan *p, const char *path, hx_err *err);
 int hx_plan_load(hx_plan *p, const char *path, hx_err *err);
 int hx_plan_parse_text(hx_plan *p, const char *text, const char *name, hx_err *err);
+/* Parse a plan from ROOT, a document already read (a schedule's period,
+ * a file read once); takes ROOT's reference. */
+int hx_plan_from_json(hx_plan *p, json_t *root, const char *name, hx_err *err);
 /* OUT becomes a copy of P (its JSON written and read back; release it). */
 int hx_plan_copy(const hx_plan *p, hx_plan *out, hx_err *err);
 

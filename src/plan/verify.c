@@ -54,18 +54,10 @@ static void add(vlist *l, hx_vclass cls, const char *ptr, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int node_index(const hx_cluster *c, const char *name)
-{
-	for (int i = 0; i < c->nnodes; i++)
-		if (strcmp(c->nodes[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
 /* The cluster node of a GPU reference, or -1 when the cluster lacks it. */
 static int ref_node(const hx_cluster *c, const hx_gpu_ref *ref)
 {
-	int ni = node_index(c, ref->node);
+	int ni = hx_cluster_node_index(c, ref->node);
 	return ni >= 0 && ref->index < c->nodes[ni].count ? ni : -1;
 }
 
@@ -343,7 +335,7 @@ static void check_afd_ffn_gpus(const hx_plan_group *g, const hx_cluster *c, int 
 	const hx_plan_replica *r = &g->replicas[ri];
 
 	for (int k = 0; k < r->nffn; k++) {
-		int ni = node_index(c, r->ffn[k].node);
+		int ni = hx_cluster_node_index(c, r->ffn[k].node);
 		char ptr[200];
 		snprintf(ptr, sizeof(ptr), "/groups/%d/replicas/%d/afd/ffn/%d", gi, ri, k);
 		if (ni < 0)
@@ -516,7 +508,7 @@ static void check_placement(const hx_plan *p, const hx_cluster *c, int gi, int r
 			add(l, HX_V_TP_COUNT, ptr, "has %d GPUs, the stage's tp is %d",
 			    r->ngpus[s], st->tp);
 		for (int k = 0; c && k < r->ngpus[s]; k++) {
-			int ni = node_index(c, refs[k].node), first = 1;
+			int ni = hx_cluster_node_index(c, refs[k].node), first = 1;
 			char pk[180];
 			snprintf(pk, sizeof(pk), "%s/%d", ptr, k);
 			if (ni < 0) {
@@ -1096,7 +1088,7 @@ static void check_rent(const hx_plan *p, const hx_cluster *c, vlist *l)
 				for (int k = 0; k < p->groups[g].replicas[r].ngpus[s]; k++) {
 					const hx_gpu_ref *ref =
 					    &p->groups[g].replicas[r].gpus[s][k];
-					int ni = node_index(c, ref->node), j = 0;
+					int ni = hx_cluster_node_index(c, ref->node), j = 0;
 					int o = offer_of(ref->node, &j);
 					if (ni < 0 || o < 0 || o >= c->noffers || seen[ni])
 						continue;

@@ -83,6 +83,21 @@ typedef struct hx_export_opts {
  *   ones), --enable-eplb --ep-num-redundant-experts N. */
 #define HX_EXPORT_VLLM_EPLB_CONFIG  "0.10.2" /* first with --eplb-config */
 #define HX_EXPORT_VLLM_ALL2ALL_FLAG "0.11.1" /* first with --all2all-backend */
+/* Two micro-batches (the cost model's overlap of the all-to-all with the
+ * other micro-batch's compute, cost.c): vLLM's dual batch overlap,
+ * --enable-dbo (ParallelConfig.enable_dbo; vllm-project/vllm#23693, and
+ * docs/design/dbo.md of #26024, merged 2025-10-07: "pass in the
+ * --enable-dbo argument ... in conjunction with --data-parallel-size N
+ * where N is greater than 1 and --enable-expert-parallel"; its test
+ * a test of DBO in vLLM's tree notes microbatching is rejected on the
+ * allgather_reducescatter all-to-all), written where the export picks
+ * DeepEP's all-to-all and DP is over 1, from 0.11.1 (the first release
+ * after that doc; not checked in 0.11.0, so not written for it).
+ * SGLang's two-batch overlap, --enable-two-batch-overlap (ServerArgs
+ * enable_two_batch_overlap, in the 0.4 and 0.5 series; its DeepSeek-V3
+ * large-scale EP recipe runs it with --enable-dp-attention and
+ * --moe-a2a-backend deepep), written with DeepEP's all-to-all. */
+#define HX_EXPORT_VLLM_DBO "0.11.1" /* first with --enable-dbo, as checked */
 /* The images the k8s export runs unless --image names one: pinned to the
  * release whose flags the exports were checked against (--engine-version
  * VER picks vllm/vllm-openai:vVER on NVIDIA GPUs). */

@@ -470,6 +470,11 @@ static void vllm_ep_flags(argv_t *a, const hx_kgroup *k)
 	if (all2all_flag(k) > 0) {
 		arg(a, "--all2all-backend");
 		arg(a, hx_export_vllm_all2all(k->g->role));
+		/* the cost model's two micro-batches (export.h) */
+		if (k->ep.dp > 1 && hx_export_version_cmp(
+					hx_export_engine_version(k->o, HX_EXPORT_VLLM_VERSION),
+					HX_EXPORT_VLLM_DBO) >= 0)
+			arg(a, "--enable-dbo");
 	}
 	if (k->ep.dp > 1) {
 		arg(a, "--data-parallel-size");

@@ -515,6 +515,10 @@ static void vllm_ep_args(ctx *c, proc *x, int master)
 		if (hx_export_version_cmp(c->version, HX_EXPORT_VLLM_ALL2ALL_FLAG) >= 0) {
 			add(&x->argv, "--all2all-backend");
 			add(&x->argv, be);
+			/* the cost model's two micro-batches (export.h) */
+			if (e->dp > 1 &&
+			    hx_export_version_cmp(c->version, HX_EXPORT_VLLM_DBO) >= 0)
+				add(&x->argv, "--enable-dbo");
 		} else {
 			add_env(x, "VLLM_ALL2ALL_BACKEND", hx_xstrdup(be));
 		}
@@ -569,6 +573,8 @@ static void sglang_ep_args(proc *x, const hx_plan_group *g, const hx_model *m)
 			add(&x->argv, "--deepep-mode");
 			add(&x->argv, g->role == HX_ROLE_PREFILL ? "normal" : "low_latency");
 		}
+		/* the cost model's two micro-batches (export.h) */
+		add(&x->argv, "--enable-two-batch-overlap");
 	}
 	if (e->redundant > 0) {
 		add(&x->argv, "--enable-eplb");

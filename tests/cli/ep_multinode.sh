@@ -150,6 +150,9 @@ argv_has "$TMP/col.jsonl" 3 --data-parallel-start-rank 24 --headless && ok || fa
 # aggregated group, low-latency on a decode one (flag from vLLM 0.11.1,
 # the environment variable before); on one node the release's default.
 argv_has "$TMP/col.jsonl" 0 --all2all-backend deepep_high_throughput && ok || fail "vLLM: no DeepEP high-throughput all-to-all"
+# The cost model's two micro-batches: vLLM's dual batch overlap with
+# DeepEP and DP over 1 (from 0.11.1), SGLang's two-batch overlap.
+argv_has "$TMP/col.jsonl" 0 --enable-dbo && ok || fail "vLLM 0.11.1: no --enable-dbo"
 run export -p "$TMP/dis.json" --to launch -o "$TMP/dis.jsonl"
 expect_rc 0 "export --to launch the disagg plan"
 python3 - "$TMP/dis.jsonl" <<'PY' && ok || fail "disagg: DeepEP's kernels by role"
@@ -170,6 +173,7 @@ import json, sys
 procs = [json.loads(l) for l in open(sys.argv[1]) if '"argv"' in l and '"router"' not in l]
 for p in procs:
     assert "--all2all-backend" not in p["argv"], p["argv"]
+    assert "--enable-dbo" not in p["argv"], p["argv"]
     assert p["env"]["VLLM_ALL2ALL_BACKEND"] == "deepep_high_throughput", p["env"]
 PY
 run export -p $EP/qwen3-30b-a3b-ep8.json --to launch
@@ -182,6 +186,7 @@ for n in 0 1 2 3; do
 	argv_has "$TMP/col-sg.jsonl" $n --nnodes 4 --node-rank $n && ok || fail "SGLang node $n: --nnodes 4 --node-rank $n"
 	argv_has "$TMP/col-sg.jsonl" $n --dist-init-addr h100-0:29500 && ok || fail "SGLang node $n: --dist-init-addr"
 	argv_has "$TMP/col-sg.jsonl" $n --enable-dp-attention && ok || fail "SGLang node $n: --enable-dp-attention"
+	argv_has "$TMP/col-sg.jsonl" $n --enable-two-batch-overlap && ok || fail "SGLang node $n: --enable-two-batch-overlap"
 done
 # Kubernetes: a LeaderWorkerSet of 4 pods, each vLLM with its 8 ranks.
 VALIDATE=../shared/tools/validate-k8s
@@ -223,6 +228,8 @@ done
 run export -p "$TMP/ep32.json" --to k8s --engine-version 0.11.1 -o "$TMP/k8s-new.yaml"
 expect_rc 0 "export --to k8s for vLLM 0.11.1"
 grep -q -- '--all2all-backend deepep_high_throughput' "$TMP/k8s-new.yaml" && ok || fail "k8s vLLM 0.11.1: no --all2all-backend"
+grep -q -- '--enable-dbo' "$TMP/k8s-new.yaml" && ok || fail "k8s vLLM 0.11.1: no --enable-dbo"
+grep -q -- '--enable-dbo' "$TMP/k8s.yaml" && fail "k8s vLLM 0.11.0: --enable-dbo written" || ok
 grep -q VLLM_ALL2ALL_BACKEND "$TMP/k8s-new.yaml" && fail "k8s vLLM 0.11.1: the environment variable too" || ok
 
 finish

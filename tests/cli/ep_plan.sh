@@ -269,12 +269,12 @@ run export -p $ONE --to launch -o "$TMP/one.jsonl"
 expect_rc 0 "export --to launch EP 8 x 8"
 check_argv "$TMP/one.jsonl" 0 "vLLM EP 8" "+--tensor-parallel-size 1" "+--enable-expert-parallel" \
 	"+--data-parallel-size 8" "+--data-parallel-rpc-port 29500" "---headless" "---nnodes" \
-	"---data-parallel-size-local" "---enable-eplb"
+	"---data-parallel-size-local" "---enable-eplb" "---enable-dbo"
 run export -p $ONE --to launch --engine sglang -o "$TMP/one-sg.jsonl"
 expect_rc 0 "export --to launch --engine sglang EP 8 x 8"
 check_argv "$TMP/one-sg.jsonl" 0 "SGLang EP 8" "+--tp-size 8" "+--ep-size 8" "+--dp-size 8" \
 	"+--enable-dp-attention" "+--enable-dp-lm-head" "+--moe-a2a-backend deepep" "---nnodes" \
-	"---deepep-mode" "---moe-dense-tp-size" "---enable-eplb"
+	"---deepep-mode" "---moe-dense-tp-size" "---enable-eplb" "+--enable-two-batch-overlap"
 # Two nodes, ep 16 x 16: one process per node; vLLM's second node starts
 # its 8 DP ranks headless from rank 8, SGLang's joins by --node-rank.
 run export -p $TWO --to launch -o "$TMP/two.jsonl"

@@ -990,11 +990,23 @@ static double chunk_iter(const hx_replica *r, double B, double ctx, double k, do
 {
 	hx_batch b = {0};
 	hx_iter it;
+	int dp = hx_replica_dp(r);
 
 	hx_batch_add_decode(&b, B, ctx);
 	if (k > 1)
 		hx_batch_add_prefill(&b, k - 1, others, oat);
 	hx_batch_add_prefill(&b, 1, fmin(n, c), at);
+	if (dp > 1) {
+		/* A prompt is one rank's and the ranks step together: the
+		 * busiest carries the chunk whole, its share of the others'
+		 * and of the decodes. */
+		hx_batch rk = {0};
+		hx_batch_add_decode(&rk, B / dp, ctx);
+		if (k / dp > 1)
+			hx_batch_add_prefill(&rk, k / dp - 1, others, oat);
+		hx_batch_add_prefill(&rk, 1, fmin(n, c), at);
+		hx_batch_rank_max(&b, &rk);
+	}
 	*chunks = fmax(1, ceil_div(n, c));
 	return hx_cost_cycle(r, &b, &it);
 }
@@ -1029,8 +1041,20 @@ static double iter_at(const hx_replica *r, const hx_workload *w, int phase, doub
 	}
 	if (phase != HX_SERVE_PREFILL)
 		hx_batch_add_decode(&b, lambda * O * t, ctx);
-	if (phase != HX_SERVE_DECODE)
-		hx_batch_add_prefill(&b, lambda * t, P, H);
+	if (phase != HX_SERVE_DECODE) {
+		int dp = hx_replica_dp(r);
+		double n = lambda * t;
+		hx_batch_add_prefill(&b, n, P, H);
+		if (dp > 1 && n > 0) {
+			/* A prompt is one rank's and the ranks step together:
+			 * the busiest carries a whole prompt, or its share. */
+			hx_batch rk = {0};
+			if (phase != HX_SERVE_PREFILL)
+				hx_batch_add_decode(&rk, lambda * O * t / dp, ctx);
+			hx_batch_add_prefill(&rk, fmax(fmin(n, 1), n / dp), P, H);
+			hx_batch_rank_max(&b, &rk);
+		}
+	}
 	return hx_cost_cycle(r, &b, &it);
 }
 

@@ -431,6 +431,39 @@ START_TEST(test_ep_cost)
 }
 END_TEST
 
+/* DP attention ranks step together: a batch whose busiest rank holds an
+ * even share costs what the even spread does; one that puts every prompt
+ * on one rank costs more, and that rank sends all of the all-to-all
+ * (hand-computed: the whole batch's tokens from its one GPU). */
+START_TEST(test_ep_ranks)
+{
+	hx_replica e;
+	hx_batch even = {0}, one = {0}, rk = {0};
+	hx_iter a, x;
+	hx_breakdown bd = {0};
+	double db, cb;
+
+	ep_mixtral(&e, 8, 8, 0);
+	e.stage[0].micro_batches = 1;
+	hx_batch_add_prefill(&even, 8, 2048, 0);
+	one = even;
+	hx_batch_add_prefill(&rk, 1, 2048, 0);
+	hx_batch_rank_max(&one, &rk);
+	hx_cost_cycle(&e, &even, &a);
+	hx_cost_cycle(&e, &one, &x);
+	ck_assert_double_eq_tol(a.cycle_s, x.cycle_s, 1e-12);
+	rk = even;
+	one = even;
+	hx_batch_rank_max(&one, &rk);
+	hx_cost_cycle(&e, &one, &x);
+	ck_assert_msg(x.cycle_s > 2 * a.cycle_s, "one rank %g, even %g", x.cycle_s, a.cycle_s);
+	hx_cost_layer(&e, &e.stage[0], 5, &one, &bd);
+	hx_cost_a2a_bytes(&e, &e.stage[0], 8 * 2048 * 8, &db, &cb);
+	ck_assert_double_eq_tol(
+	    bd.a2a_s, hx_cost_a2a_s(&e.stage[0], db) + hx_cost_a2a_s(&e.stage[0], cb), 1e-15);
+}
+END_TEST
+
 /* AFD (issue 22): the two halves of a layer are the colocated layer split,
  * on one GPU a side at m = 1; the weights split likewise; shapes checked. */
 START_TEST(test_afd)
@@ -534,6 +567,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_ep_all_to_all);
 	tcase_add_test(tc, test_ep_check);
 	tcase_add_test(tc, test_ep_cost);
+	tcase_add_test(tc, test_ep_ranks);
 	tcase_add_test(tc, test_afd);
 	suite_add_tcase(s, tc);
 	return s;

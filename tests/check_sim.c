@@ -109,6 +109,44 @@ START_TEST(test_single_request_exact)
 }
 END_TEST
 
+/* On an EP replica with data-parallel attention (Qwen3-30B-A3B, EP 8 over
+ * 8 ranks) a lone prompt is one rank's: its step costs the whole prompt
+ * on the busiest rank (the ranks step together), more than the same
+ * prompt spread over the 8 ranks. */
+START_TEST(test_ep_prompt_one_rank)
+{
+	hx_plan p;
+	hx_trace t;
+	hx_sim_report r;
+	hx_sim_opts o = {1, 1, NULL, NULL};
+	hx_replica rep;
+	hx_iter it, even;
+	hx_err err = {0};
+	hx_batch b = {0};
+	double want;
+	const int in = 4000;
+
+	ck_assert_msg(
+	    hx_plan_load(&p, hx_check_src("tests/data/ep/qwen3-30b-a3b-ep8.json"), &err) == 0,
+	    "%s", err.msg);
+	one_request(&t, 1.0, in, 1);
+	ck_assert(hx_simulate(&p, &chat, &t, &o, &r, &err) == 0);
+	ck_assert(
+	    hx_plan_replica_cost(&p, &p.groups[0], &p.groups[0].replicas[0], &rep, &err) == 0);
+	hx_batch_add_prefill(&b, 1, in, 0);
+	hx_cost_cycle(&rep, &b, &even);
+	hx_batch_rank_max(&b, &b);
+	want = 1.0 + p.gpus[0].request_overhead_ms * 1e-3 + hx_cost_cycle(&rep, &b, &it);
+	ck_assert(it.cycle_s > 1.5 * even.cycle_s);
+	ck_assert_int_eq(r.finished, 1);
+	ck_assert_msg(fabs(r.records[0].first_token_s - want) < 1e-9, "first %.9f vs %.9f",
+		      r.records[0].first_token_s, want);
+	hx_sim_report_release(&r);
+	hx_trace_release(&t);
+	hx_plan_release(&p);
+}
+END_TEST
+
 /* Every request finishes or is dropped; KV never overflows; time runs on. */
 START_TEST(test_conservation)
 {
@@ -253,6 +291,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_single_request_exact);
+	tcase_add_test(tc, test_ep_prompt_one_rank);
 	tcase_add_test(tc, test_conservation);
 	tcase_add_test(tc, test_drop_too_long);
 	tcase_add_test(tc, test_disaggregated);

@@ -265,6 +265,7 @@ static double allreduce_s(const hx_stage *s, double bytes)
 
 static double ep_layer_s(const hx_replica *r, const hx_stage *s, int layer, const hx_batch *b,
 			 hx_breakdown *bd);
+static hx_batch rank_batch(const hx_batch *b, int dp);
 
 double hx_cost_layer(const hx_replica *r, const hx_stage *s, int layer, const hx_batch *b,
 		     hx_breakdown *bd)
@@ -297,9 +298,10 @@ static double head_s(const hx_replica *r, const hx_stage *s, const hx_batch *b)
 		/* Data parallel: each rank's head, split by its attention TP,
 		 * for its own sequences. */
 		int dp = hx_stage_dp(s);
+		hx_batch rb = rank_batch(b, dp);
 		x.n = (double)a->vocab / (s->tp / dp);
-		x.m /= dp;
-		fl = floor_s(s->gpu, (b->prefill_tokens + b->decode_seqs) / dp);
+		x.m = rb.prefill_seqs + rb.decode_seqs;
+		fl = floor_s(s->gpu, rb.prefill_tokens + rb.decode_seqs);
 	}
 
 	return gemm_s(s->gpu, r->wdt, &x, fl) +
@@ -357,9 +359,10 @@ void hx_cost_iter(const hx_replica *r, const hx_batch *b, hx_iter *out)
 			/* The host's share: the step's fixed cost and one per
 			 * sequence (inputs, sampling, outputs); each DP rank
 			 * of an EP stage schedules its own. */
-			double h = s->gpu->iter_overhead_ms * 1e-3 +
-				   s->gpu->seq_overhead_us * 1e-6 *
-				       (b->decode_seqs + b->prefill_seqs) / hx_stage_dp(s);
+			hx_batch rb = hx_stage_is_ep(s) ? rank_batch(b, hx_stage_dp(s)) : *b;
+			double h =
+			    s->gpu->iter_overhead_ms * 1e-3 +
+			    s->gpu->seq_overhead_us * 1e-6 * (rb.decode_seqs + rb.prefill_seqs);
 			if (h > over)
 				over = h;
 		}
@@ -403,8 +406,33 @@ void hx_batch_add_decode(hx_batch *b, double seqs, double context)
 
 hx_batch hx_batch_scale(const hx_batch *b, double f)
 {
-	hx_batch x = {b->prefill_tokens * f, b->prefill_attn * f, b->prefill_seqs * f,
-		      b->decode_seqs * f, b->decode_ctx * f};
+	hx_batch x = {b->prefill_tokens * f,    b->prefill_attn * f,
+		      b->prefill_seqs * f,      b->decode_seqs * f,
+		      b->decode_ctx * f,        b->rank_prefill_tokens * f,
+		      b->rank_prefill_attn * f, b->rank_prefill_seqs * f,
+		      b->rank_decode_seqs * f,  b->rank_decode_ctx * f};
+	return x;
+}
+
+void hx_batch_rank_max(hx_batch *b, const hx_batch *rank)
+{
+	b->rank_prefill_tokens = fmax(b->rank_prefill_tokens, rank->prefill_tokens);
+	b->rank_prefill_attn = fmax(b->rank_prefill_attn, rank->prefill_attn);
+	b->rank_prefill_seqs = fmax(b->rank_prefill_seqs, rank->prefill_seqs);
+	b->rank_decode_seqs = fmax(b->rank_decode_seqs, rank->decode_seqs);
+	b->rank_decode_ctx = fmax(b->rank_decode_ctx, rank->decode_ctx);
+}
+
+/* The busiest of DP attention ranks' batches in B: its own fields where
+ * B says which, else an even 1/DP of B. */
+static hx_batch rank_batch(const hx_batch *b, int dp)
+{
+	hx_batch x;
+
+	if (b->rank_prefill_tokens + b->rank_decode_seqs <= 0)
+		return hx_batch_scale(b, 1.0 / dp);
+	x = (hx_batch){b->rank_prefill_tokens, b->rank_prefill_attn, b->rank_prefill_seqs,
+		       b->rank_decode_seqs, b->rank_decode_ctx};
 	return x;
 }
 
@@ -419,7 +447,11 @@ hx_batch hx_batch_scale(const hx_batch *b, double f)
  *     for its own 1/dp of the sequences, its KV cache only on its GPUs
  *     (an MLA latent unsplit, as under TP; MLA decode attends over the
  *     latent, MLA prefill in the multi-head form); the dense MLPs, the router,
- *     the shared experts and the LM head are data parallel alike;
+ *     the shared experts and the LM head are data parallel alike.  A
+ *     sequence is one rank's and the ranks step together (every MoE
+ *     layer's all-to-all waits for all of them), so a step costs its
+ *     busiest rank's share (hx_batch's rank_ fields; an even 1/dp when
+ *     they are unset): a prompt's chunk on one rank stalls them all;
  *   - routed experts: (experts + redundant) / ep on each GPU; every token
  *     goes to experts_per_tok of them by an all-to-all dispatch and comes
  *     back by a combine (hx_cost_a2a_bytes, hx_cost_a2a_s); the busiest GPU
@@ -533,12 +565,14 @@ static void ep_micro_s(const hx_replica *r, const hx_stage *s, int layer, const 
 	const hx_arch *a = &r->model->a;
 	const hx_gpu *g = s->gpu;
 	int dp = hx_stage_dp(s), atp = s->tp / dp, moe = hx_layer_is_moe(a, layer);
-	double tokens = b->prefill_tokens + b->decode_seqs, rt = tokens / dp;
+	/* The busiest attention rank's batch: the ranks step together. */
+	hx_batch rb = rank_batch(b, dp);
+	double tokens = b->prefill_tokens + b->decode_seqs,
+	       rt = rb.prefill_tokens + rb.decode_seqs;
 	/* DeepEP's normal (prefill) dispatch cannot run in a CUDA graph, its
 	 * low-latency (decode) one can. */
 	double fl = b->prefill_tokens > 0 ? g->kernel_floor_us * 1e-6 : floor_s(g, rt);
 	double h = a->hidden, lin, att, comm, up = a->gated_mlp ? 3 : 2, x = 0;
-	hx_batch rb = hx_batch_scale(b, 1.0 / dp);
 	hx_stage rs = *s;
 
 	*compute = *a2a = 0;
@@ -565,8 +599,11 @@ static void ep_micro_s(const hx_replica *r, const hx_stage *s, int layer, const 
 		lin += grouped_gemm_s(g, r->wdt, h, gu * mi, act, rows, fl);
 		lin += grouped_gemm_s(g, r->wdt, mi, h, act, rows, fl);
 		lin += elementwise_s(g, rows * mi * up * 2, fl);
-		hx_cost_a2a_bytes(r, s, tokens, &db, &cb);
-		x = hx_cost_a2a_s(s, db * imb) + hx_cost_a2a_s(s, cb * imb);
+		/* A GPU's all-to-all moves the larger of what its rank sends
+		 * (its tokens' copies, over the rank's GPUs) and what its
+		 * experts take in (the stage's, imbalanced). */
+		hx_cost_a2a_bytes(r, s, fmax(rt * dp, tokens * imb), &db, &cb);
+		x = hx_cost_a2a_s(s, db) + hx_cost_a2a_s(s, cb);
 	}
 	*compute = lin + att + comm;
 	*a2a = x;
@@ -953,11 +990,23 @@ static double chunk_iter(const hx_replica *r, double B, double ctx, double k, do
 {
 	hx_batch b = {0};
 	hx_iter it;
+	int dp = hx_replica_dp(r);
 
 	hx_batch_add_decode(&b, B, ctx);
 	if (k > 1)
 		hx_batch_add_prefill(&b, k - 1, others, oat);
 	hx_batch_add_prefill(&b, 1, fmin(n, c), at);
+	if (dp > 1) {
+		/* A prompt is one rank's and the ranks step together: the
+		 * busiest carries the chunk whole, its share of the others'
+		 * and of the decodes. */
+		hx_batch rk = {0};
+		hx_batch_add_decode(&rk, B / dp, ctx);
+		if (k / dp > 1)
+			hx_batch_add_prefill(&rk, k / dp - 1, others, oat);
+		hx_batch_add_prefill(&rk, 1, fmin(n, c), at);
+		hx_batch_rank_max(&b, &rk);
+	}
 	*chunks = fmax(1, ceil_div(n, c));
 	return hx_cost_cycle(r, &b, &it);
 }
@@ -992,8 +1041,20 @@ static double iter_at(const hx_replica *r, const hx_workload *w, int phase, doub
 	}
 	if (phase != HX_SERVE_PREFILL)
 		hx_batch_add_decode(&b, lambda * O * t, ctx);
-	if (phase != HX_SERVE_DECODE)
-		hx_batch_add_prefill(&b, lambda * t, P, H);
+	if (phase != HX_SERVE_DECODE) {
+		int dp = hx_replica_dp(r);
+		double n = lambda * t;
+		hx_batch_add_prefill(&b, n, P, H);
+		if (dp > 1 && n > 0) {
+			/* A prompt is one rank's and the ranks step together:
+			 * the busiest carries a whole prompt, or its share. */
+			hx_batch rk = {0};
+			if (phase != HX_SERVE_PREFILL)
+				hx_batch_add_decode(&rk, lambda * O * t / dp, ctx);
+			hx_batch_add_prefill(&rk, fmax(fmin(n, 1), n / dp), P, H);
+			hx_batch_rank_max(&b, &rk);
+		}
+	}
 	return hx_cost_cycle(r, &b, &it);
 }
 

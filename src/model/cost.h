@@ -111,6 +111,12 @@ typedef struct hx_batch {
 	double prefill_seqs;   /* sequences whose prompt ends here (emit a token) */
 	double decode_seqs;
 	double decode_ctx; /* sum of the decoding sequences' contexts */
+	/* On an EP stage's data-parallel attention ranks each sequence is
+	 * one rank's and the ranks step together (the all-to-all waits for
+	 * the slowest): the busiest rank's five fields above, each the
+	 * largest any rank has.  All 0: the batch spread evenly over them. */
+	double rank_prefill_tokens, rank_prefill_attn, rank_prefill_seqs;
+	double rank_decode_seqs, rank_decode_ctx;
 } hx_batch;
 
 /* Add SEQS prompts of TOKENS new tokens over CACHED tokens each. */
@@ -119,6 +125,9 @@ void hx_batch_add_prefill(hx_batch *b, double seqs, double tokens, double cached
 void hx_batch_add_decode(hx_batch *b, double seqs, double context);
 /* B scaled by F (one micro-batch of a pipeline). */
 hx_batch hx_batch_scale(const hx_batch *b, double f);
+/* Fold one data-parallel rank's batch RANK (its five totals) into B's
+ * busiest-rank fields. */
+void hx_batch_rank_max(hx_batch *b, const hx_batch *rank);
 
 /* Time split of a layer (or of an iteration). */
 typedef struct hx_breakdown {

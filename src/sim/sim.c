@@ -46,6 +46,7 @@ typedef struct seq {
 	long admitted; /* admission order: the latest is preempted first */
 	int avail;     /* hops plans: tokens arrived from upstream, not yet run here */
 	int out;
+	int rank; /* its data-parallel attention rank (EP replicas; else 0) */
 } seq;
 
 typedef struct replica {
@@ -105,6 +106,11 @@ typedef struct sim {
 	event *heap;
 	int nheap, capheap;
 	int *idx, capidx; /* start_iteration's list of prompts under way */
+	/* start_iteration's per-rank state on an EP replica's attention
+	 * ranks: token budget left, sequences, batch */
+	double *rank_left;
+	int *rank_n, caprank;
+	hx_batch *rank_b;
 	long order;
 	req *reqs;
 	replica *reps;
@@ -467,24 +473,43 @@ static double afd_iteration_s(const sim *s, replica *rp, const hx_batch *b)
  * budget LEFT and the KV KV_NEED they take.  Returns 1 when one did not
  * fit and the latest admitted sequence was preempted (the caller passes
  * again), else 0. */
+/* Does RP place each sequence on one of its data-parallel attention ranks
+ * (an EP replica's; an AFD unit's instances pool their budget)? */
+static int ranked_replica(const replica *rp)
+{
+	return rp->dp > 1 && !rp->is_afd;
+}
+
 static int schedule_running(sim *s, replica *rp, hx_batch *b, double *left, double *kv_need)
 {
 	double rank_budget = s->w->serving.token_budget, nd = 0, ctx = 0;
-	int ndec = 0, npre = 0;
+	int ndec = 0, npre = 0, ranked = ranked_replica(rp);
 
 	*b = (hx_batch){0};
 	*left = rank_budget * rp->dp;
 	*kv_need = 0;
+	if (ranked)
+		for (int i = 0; i < rp->dp; i++) {
+			s->rank_left[i] = rank_budget;
+			s->rank_n[i] = 0;
+			s->rank_b[i] = (hx_batch){0};
+		}
 	for (int i = 0, nrun = rp->nrun; i < nrun; i++) {
 		seq *q = &rp->run[i];
 		q->chunk = 0;
 		q->decoding = q->prefilled >= q->prompt;
+		if (ranked)
+			s->rank_n[q->rank]++;
 		if (q->decoding) {
 			ndec++;
 			*left -= 1;
 			*kv_need += 1;
 			nd += 1;
 			ctx += q->kv;
+			if (ranked) {
+				s->rank_left[q->rank] -= 1;
+				hx_batch_add_decode(&s->rank_b[q->rank], 1, q->kv);
+			}
 		} else {
 			s->idx[npre++] = i;
 		}
@@ -499,6 +524,10 @@ static int schedule_running(sim *s, replica *rp, hx_batch *b, double *left, doub
 		seq *q = &rp->run[s->idx[k]];
 		double room = rp->kv_cap - rp->kv_used - *kv_need;
 		int n = (int)fmin(fmin(q->prompt - q->prefilled, *left), rank_budget);
+		if (ranked && n > 0)
+			n = (int)fmin(n, s->rank_left[q->rank]);
+		if (n <= 0 && ranked && *left > 0)
+			continue; /* its rank's budget is spent */
 		if (n <= 0)
 			break; /* the budget is spent */
 		if (n > room && rp->nrun > 1) {
@@ -512,8 +541,30 @@ static int schedule_running(sim *s, replica *rp, hx_batch *b, double *left, doub
 		*left -= n;
 		*kv_need += n;
 		hx_batch_add_prefill(b, 1, n, q->prefilled);
+		if (ranked) {
+			s->rank_left[q->rank] -= n;
+			hx_batch_add_prefill(&s->rank_b[q->rank], 1, n, q->prefilled);
+		}
 	}
 	return 0;
+}
+
+/* The rank a new sequence joins on a ranked replica: the one with the
+ * most token budget left this step, then the fewest sequences (a
+ * balancer that sees the ranks' load, as SGLang's shortest-queue and
+ * minimum-tokens DP load balancing do); -1 when none has room. */
+static int pick_rank(const sim *s, const replica *rp, int max_seqs)
+{
+	int best = -1;
+
+	for (int i = 0; i < rp->dp; i++) {
+		if (s->rank_left[i] <= 0 || s->rank_n[i] >= max_seqs)
+			continue;
+		if (best < 0 || s->rank_left[i] > s->rank_left[best] ||
+		    (s->rank_left[i] == s->rank_left[best] && s->rank_n[i] < s->rank_n[best]))
+			best = i;
+	}
+	return best;
 }
 
 static void start_iteration(sim *s, int ri)
@@ -522,7 +573,7 @@ static void start_iteration(sim *s, int ri)
 	/* Each data-parallel attention rank of an EP replica is an engine
 	 * with its own token budget and sequences (the cost model's rule);
 	 * a prompt's chunk is one rank's. */
-	int dp = rp->dp;
+	int dp = rp->dp, ranked = ranked_replica(rp), rank = 0;
 	double rank_budget = s->w->serving.token_budget;
 	double kv_need = 0, left;
 	int max_seqs = (int)s->w->serving.max_seqs * dp, preempted = 0;
@@ -534,6 +585,12 @@ static void start_iteration(sim *s, int ri)
 	if (s->capidx < rp->nrun) {
 		s->capidx = rp->nrun;
 		s->idx = hx_xrealloc(s->idx, (size_t)s->capidx * sizeof(int));
+	}
+	if (ranked && s->caprank < dp) {
+		s->caprank = dp;
+		s->rank_left = hx_xrealloc(s->rank_left, (size_t)dp * sizeof(double));
+		s->rank_n = hx_xrealloc(s->rank_n, (size_t)dp * sizeof(int));
+		s->rank_b = hx_xrealloc(s->rank_b, (size_t)dp * sizeof(hx_batch));
 	}
 	/* 1. the sequences under way, in vLLM's way: each decode needs one
 	 * more token of KV and each prompt under way its next chunk's; when
@@ -548,6 +605,12 @@ static void start_iteration(sim *s, int ri)
 		req *r = &s->reqs[id];
 		seq q = {
 		    .req = id, .gen = r->generated, .admitted = s->admitted, .out = r->output};
+		if (ranked) {
+			rank = pick_rank(s, rp, (int)s->w->serving.max_seqs);
+			if (rank < 0)
+				break;
+			q.rank = rank;
+		}
 		if (rp->role == HX_ROLE_DECODE && r->generated > 0 && r->preempt == 0) {
 			/* KV arrived from a prefill replica: admit it whole. */
 			if (rp->kv_used + kv_need + r->input + 1 > rp->kv_cap)
@@ -559,12 +622,18 @@ static void start_iteration(sim *s, int ri)
 			left -= 1;
 			kv_need += 1;
 			hx_batch_add_decode(&b, 1, q.kv);
+			if (ranked) {
+				s->rank_left[rank] -= 1;
+				hx_batch_add_decode(&s->rank_b[rank], 1, q.kv);
+			}
 		} else {
 			int n, hit = prefix_hit(s, rp, r);
 			/* A preempted request recomputes what it had, less what the
 			 * prefix cache holds. */
 			q.prompt = r->input + (r->generated > 0 ? r->generated - 1 : 0);
 			n = (int)fmin(fmin(q.prompt - hit, left), rank_budget);
+			if (ranked)
+				n = (int)fmin(n, s->rank_left[rank]);
 			if (rp->kv_used + kv_need + hit + n > rp->kv_cap)
 				break;
 			q.prefilled = hit;
@@ -574,7 +643,13 @@ static void start_iteration(sim *s, int ri)
 			left -= n;
 			kv_need += n;
 			hx_batch_add_prefill(&b, 1, n, hit);
+			if (ranked) {
+				s->rank_left[rank] -= n;
+				hx_batch_add_prefill(&s->rank_b[rank], 1, n, hit);
+			}
 		}
+		if (ranked)
+			s->rank_n[rank]++;
 		wq_pop(rp);
 		s->admitted++;
 		if (rp->nrun == rp->caprun) {
@@ -585,6 +660,9 @@ static void start_iteration(sim *s, int ri)
 	}
 	if (b.prefill_tokens + b.decode_seqs <= 0)
 		return; /* nothing runnable: waits for KV or work */
+	if (ranked)
+		for (int i = 0; i < dp; i++)
+			hx_batch_rank_max(&b, &s->rank_b[i]);
 	rp->busy = 1;
 	rp->version++;
 	{
@@ -1416,6 +1494,9 @@ static void teardown(sim *s)
 	free(s->group_rr);
 	free(s->heap);
 	free(s->idx);
+	free(s->rank_left);
+	free(s->rank_n);
+	free(s->rank_b);
 	free(s->reqs);
 }
 

@@ -200,13 +200,18 @@ expect_rc 3 "estimate mixtral EP 2 on L40S"
 expect_err_line 'each GPU needs 45\.0 GiB of weights' "estimate agrees on the weights"
 
 # --- colocated considers EP shapes -----------------------------------------
-# On one H100 node, code requests (long prompts): EP 8 with 8 attention
-# ranks carries more than any TP split of the node (estimate: 100.2 req/s;
-# TP 8 57.1, two TP 4 74.1), so the planner writes it, check passes it,
-# and its capacity is estimate's for the shape.
+# On one H100 node, chat requests: EP 8 with 8 attention ranks carries more
+# than any TP split of the node (simulated: 211 req/s, eight TP 1 replicas
+# 116), so the planner writes it, check passes it, and its capacity is
+# estimate's for the shape.  Code requests (prompts of thousands of
+# tokens) go the other way: a prompt is one attention rank's and the ranks
+# step together, so each prompt's chunk stalls every rank's decodes
+# (simulated: EP 8 39.5 req/s, eight TP 1 replicas 72.3), and the planner
+# writes no EP shape.
+CHAT=examples/workloads/chat.json
 CODE=examples/workloads/code.json
-run plan -c $NODE -w $CODE -m qwen3-30b-a3b --mode colocated -o "$TMP/col.json"
-expect_rc 0 "colocated qwen3-30b-a3b, code"
+run plan -c $NODE -w $CHAT -m qwen3-30b-a3b --mode colocated -o "$TMP/col.json"
+expect_rc 0 "colocated qwen3-30b-a3b, chat"
 python3 - "$TMP/col.json" <<'PY' && ok || fail "colocated did not choose EP 8 x 8: $(head -c 300 "$TMP/col.json")"
 import json, sys
 g = json.load(open(sys.argv[1]))["groups"]
@@ -217,10 +222,13 @@ PY
 run check -p "$TMP/col.json" -c $NODE --format table
 expect_rc 0 "check the colocated EP plan"
 cp "$TMP/col.json" "$TMP/colplan.json"
-run estimate -m qwen3-30b-a3b -g h100-sxm --ep 8 --dp-attention -w $CODE --format json
+run estimate -m qwen3-30b-a3b -g h100-sxm --ep 8 --dp-attention -w $CHAT --format json
 want=$(jnum capacity.rps)
 python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["groups"][0]["predicted"]["capacity_rps"])' "$TMP/colplan.json" >"$TMP/got"
 [ "$(cat "$TMP/got")" = "$want" ] && ok || fail "colocated EP capacity $(cat "$TMP/got"), estimate $want"
+run plan -c $NODE -w $CODE -m qwen3-30b-a3b --mode colocated -o "$TMP/colcode.json"
+expect_rc 0 "colocated qwen3-30b-a3b, code"
+grep -q '"ep"' "$TMP/colcode.json" && fail "colocated chose EP for long prompts" || ok
 # A dense model gets no EP shape.
 run plan -c $NODE -w $CODE -m llama-3.1-8b --mode colocated
 expect_rc 0 "colocated llama-3.1-8b"

@@ -11,19 +11,24 @@
  * its capacity B / (E[output] * step).  The link between the sides: the
  * slowest between any two nodes of the two types (their NICs included),
  * or the GPU's own NVLink/PCIe when the types share one node and no
- * other.  (2) Shapes ranked by decode capacity per GPU; units placed one
- * by one, each the best shape the free GPUs still hold (attention
- * instances on nodes of their type, FFN on theirs, lowest free GPUs
- * first), and after each the free GPUs priced as one-node prefill
- * replicas (each node its best TP, the TTFT SLO less the KV transfer as
- * disagg prices them); this for every cap on a unit's GPUs (the shapes'
- * sizes), and the plan keeps the cap and count of units whose smaller
- * side (prefill or decode capacity) is the largest.  (3) The plan: a
- * prefill group per node, an AFD decode group per unit shape, KV routes
- * from every prefill replica to every unit weighted by the unit's
- * capacity.  The bound: the best shape's capacity per GPU times the
- * cluster's GPUs.  (4) The plan simulated whole (simulate --capacity's
- * search), its capacity recorded.
+ * other.  (2) The TTFT SLO is split, as in disagg, between the prefill
+ * and a transfer reserve R (hx_kv_reserves; each tried, smallest first):
+ * shapes ranked by decode capacity per GPU; units placed one by one,
+ * each the best shape the free GPUs still hold (attention instances on
+ * nodes of their type, FFN on theirs, lowest free GPUs first), and after
+ * each the free GPUs priced as one-node prefill replicas (each node its
+ * best TP, at the TTFT SLO less R); this for every cap on a unit's GPUs
+ * (the shapes' sizes), the count of units whose smaller side (prefill or
+ * decode capacity) is the largest scored by its KV flow (aflow_solve:
+ * each link and NIC carrying the transfers that end within R,
+ * hx_kv_link_rps), and the plan keeps the reserve, cap and count of the
+ * highest flow.  (3) The plan: a prefill group per node the flow uses,
+ * an AFD decode group per unit shape, ingress and KV routes by the flow
+ * (spread evenly); the predicted TTFT adds the slowest used route's
+ * transfer at the served rate.  The bound: the best shape's capacity per
+ * GPU times the cluster's GPUs.  (4) The plan simulated whole (simulate
+ * --capacity's search), its capacity recorded.  Under a time limit the
+ * shapes are priced until half of it, the reserves share the rest.
  */
 #include "config.h"
 
@@ -34,6 +39,7 @@
 
 #include "plan/verify.h"
 #include "sim/sim.h"
+#include "solver/flow.h"
 #include "planners/afd.h"
 
 #define NTP 8 /* TP 1, 2, 4, ... 128 */
@@ -57,9 +63,14 @@ typedef struct actx {
 	int *type_maxn;    /* per type: the most on one node */
 	hx_linkspec *link; /* per type pair, at * ntype + ft */
 	double ctx, mem_util, reserve, out_mean;
-	hx_workload wp;  /* TTFT SLO less the KV transfer */
-	hx_cost_lens kl; /* the workload's lengths for the occupancy test */
-	double *pre_cap; /* per type * NTP + log2(tp): a prefill replica's rps */
+	double q_tokens;     /* the SLO-percentile prompt's tokens */
+	double kv_req_bytes; /* KV bytes of a mean prompt */
+	double reserve_s;    /* the part of the TTFT SLO left for the KV transfer */
+	hx_workload wp;      /* the TTFT SLO less reserve_s */
+	double stop;         /* the pricing and search stop here (0: never) */
+	int cut;             /* they stopped before the end */
+	hx_cost_lens kl;     /* the workload's lengths for the occupancy test */
+	double *pre_cap;     /* per type * NTP + log2(tp): a prefill replica's rps */
 	shape *sh;
 	int nsh;
 } actx;
@@ -247,11 +258,17 @@ static void enumerate(actx *x)
 	int nt = x->ntype;
 
 	pair_links(x);
-	for (int a = 0; a < nt; a++)
-		for (int f = 0; f < nt; f++)
-			for (int atp = 1; atp <= x->type_maxn[a]; atp *= 2)
-				for (int ftp = 1; ftp <= x->type_maxn[f]; ftp *= 2)
+	for (int a = 0; a < nt && !x->cut; a++)
+		for (int f = 0; f < nt && !x->cut; f++)
+			for (int atp = 1; atp <= x->type_maxn[a] && !x->cut; atp *= 2)
+				for (int ftp = 1; ftp <= x->type_maxn[f]; ftp *= 2) {
+					/* past the deadline, with a shape in hand */
+					if (x->nsh > 0 && hx_past(x->stop)) {
+						x->cut = 1;
+						break;
+					}
 					enumerate_tp(x, a, f, atp, ftp);
+				}
 	if (x->nsh > 1)
 		qsort(x->sh, (size_t)x->nsh, sizeof(shape), cmp_shape);
 }
@@ -408,42 +425,6 @@ static int place_units(actx *x, place *pl, int maxu, int maxg, int *units, int *
 	return nu;
 }
 
-/* The split search: for each cap on a unit's GPUs (the shapes' sizes,
- * smallest first; a big unit first could leave no GPU for prefill), the
- * greedy placement, each prefix of its units priced.  *MAXG and *K: the
- * cap and unit count of the highest min(prefill, decode), *V that value
- * (0: none carries traffic).  Returns the units placed in all. */
-static long search_split(actx *x, int *units, int **refs, int *maxg, int *k, double *v)
-{
-	long tried = 0;
-
-	*v = 0;
-	*k = *maxg = 0;
-	for (int g = 1; g <= 2 * HX_AFD_MAX_INSTANCES * 128; g++) {
-		int any = 0, n, bk = 0;
-		double bv = *v;
-		place pl;
-		for (int i = 0; i < x->nsh && !any; i++)
-			any = x->sh[i].gpus == g;
-		if (!any)
-			continue;
-		place_init(x, &pl);
-		n = place_units(x, &pl, -1, g, units, refs, &bk, &bv);
-		place_release(&pl);
-		for (int u = 0; u < n; u++) {
-			free(refs[u]);
-			refs[u] = NULL;
-		}
-		tried += n;
-		if (bv > *v) {
-			*v = bv;
-			*k = bk;
-			*maxg = g;
-		}
-	}
-	return tried;
-}
-
 static void set_ref(hx_gpu_ref *g, const hx_cluster *c, int node, int index)
 {
 	hx_strlcpy(g->node, c->nodes[node].name, sizeof(g->node));
@@ -511,9 +492,176 @@ static void emit_prefill(const actx *x, place *pl, hx_plan *p, int *node_of)
 	}
 }
 
+/* The link a KV transfer from node A to node B takes (hx_route_set_node_link's). */
+static hx_linkspec kv_link(const actx *x, int a, int b)
+{
+	return a == b ? hx_gpu_own_link(&x->c->nodes[a].gpu) : hx_cluster_nic_link(x->c, a, b);
+}
+
+static double kv_rps(const actx *x, hx_linkspec l)
+{
+	return hx_kv_link_rps(x->pb->model, x->q_tokens, x->kv_req_bytes, x->reserve_s,
+			      l.bw_gbps, l.latency_ms);
+}
+
+static double kv_time_s(const actx *x, double gbps, double latency_ms, double rps)
+{
+	return hx_kv_link_time_s(x->pb->model, x->q_tokens, x->kv_req_bytes, gbps, latency_ms,
+				 rps);
+}
+
+/* The KV flow of a split (disagg's, with units for decode nodes): source ->
+ * each node's prefill replicas (their capacity at the TTFT SLO less the
+ * reserve) -> its NIC -> the link to the node of a unit's first attention
+ * GPU (where its KV route goes) -> that node's NIC -> its units (their
+ * decode capacity) -> sink, each NIC and link carrying the transfers that
+ * end within the reserve (hx_kv_link_rps); a transfer within one node
+ * takes the GPU's own link and no NIC. */
+typedef struct aflow {
+	double value;
+	double *pin;  /* per node: requests/s into its prefill replicas */
+	double *pair; /* per node a, node b: KV from a to b (n x n) */
+	double *bin;  /* per node: KV into its units */
+	double *unit; /* per unit: requests/s it decodes */
+} aflow;
+
+static void aflow_release(aflow *f)
+{
+	free(f->pin);
+	free(f->pair);
+	free(f->bin);
+	free(f->unit);
+}
+
+/* The network of PL's prefill and the NU units (first GPUs in REFS) into
+ * G; *PE (per node) the prefill edges, *UE (per unit) the unit edges, *LE
+ * (n x n) the pair edges (-1: none). */
+static void aflow_net(const actx *x, const place *pl, int *const *refs, int nu, hx_graph *g,
+		      int *pe, int *ue, int *le)
+{
+	int n = x->c->nnodes, v = 2 + 5 * n, *has = hx_xcalloc((size_t)n + 1, sizeof(int));
+	double inf = 1;
+
+	/* "Unbounded": more than all prefill replicas together carry */
+	for (int i = 0; i < n; i++)
+		inf += pl->pre[i];
+	for (int u = 0; u < nu; u++)
+		has[refs[u][0]] = 1;
+	hx_graph_init(g, v + nu + 2 * n * n);
+	for (int i = 0; i < n * n; i++)
+		le[i] = -1;
+	/* node i: 2+5i prefill, +1/+2 egress NIC, +3/+4 ingress NIC (+4 the units' hub) */
+	for (int i = 0; i < n; i++) {
+		int b0 = 2 + 5 * i;
+		hx_linkspec nic = {x->c->nodes[i].nic_gbps, 0};
+		pe[i] = hx_graph_add_edge(g, 0, b0, pl->pre_tp[i] ? pl->pre[i] : 0);
+		hx_graph_add_edge(g, b0, b0 + 1, inf);
+		hx_graph_add_edge(g, b0 + 1, b0 + 2, kv_rps(x, nic));
+		hx_graph_add_edge(g, b0 + 3, b0 + 4, kv_rps(x, nic));
+	}
+	for (int u = 0; u < nu; u++) {
+		int b = refs[u][0];
+		hx_graph_add_edge(g, 2 + 5 * b + 4, v + u, inf);
+		ue[u] = hx_graph_add_edge(g, v + u, 1, 0);
+	}
+	v += nu;
+	for (int a = 0; a < n; a++) {
+		if (!pl->pre_tp[a] || !(pl->pre[a] > 0))
+			continue;
+		for (int b = 0; b < n; b++) {
+			double r;
+			if (!has[b] || !((r = kv_rps(x, kv_link(x, a, b))) > 0))
+				continue; /* no unit, or the link misses the reserve */
+			hx_graph_add_edge(g, a == b ? 2 + 5 * a : 2 + 5 * a + 2, v, inf);
+			le[a * n + b] = hx_graph_add_edge(g, v, v + 1, r);
+			hx_graph_add_edge(g, v + 1, 2 + 5 * b + (a == b ? 4 : 3), inf);
+			v += 2;
+		}
+	}
+	free(has);
+}
+
+/* Bisection steps of the balance, per side. */
+#define AFD_BALANCE_STEPS 10
+
+/* F: the max-flow of PL's prefill into the NU units (first GPUs in
+ * REFS, decode capacity x->sh[UNITS[u]].cap), spread evenly as disagg's
+ * balance does: the same value with each side's edges capped at the least
+ * share of their capacity that still carries it (the decode side first),
+ * for the max-flow's own split among equal paths is arbitrary; with EVEN.
+ * 0, or the solver's error (ERR). */
+static int aflow_solve(const actx *x, const place *pl, const int *units, int *const *refs,
+		       int nu, int even, aflow *f, hx_err *err)
+{
+	int n = x->c->nnodes, rc;
+	int *pe = hx_xcalloc((size_t)n + 1, sizeof(int)),
+	    *ue = hx_xcalloc((size_t)nu + 1, sizeof(int));
+	int *le = hx_xmalloc((size_t)(n * n) * sizeof(int) + 1);
+	double u[2] = {1, 1}, value;
+	hx_graph g;
+	hx_flow_result res = {0};
+
+	memset(f, 0, sizeof(*f));
+	aflow_net(x, pl, refs, nu, &g, pe, ue, le);
+	for (int k = 0; k < nu; k++)
+		g.cap[ue[k]] = x->sh[units[k]].cap;
+	if ((rc = hx_flow_max(&g, 0, 1, &res, err)))
+		goto out;
+	value = res.value;
+	for (int side = 1; even && side >= 0 && value > 0; side--) {
+		double tot = 0, lo, hi = 1;
+		for (int k = 0; k < (side ? nu : n); k++)
+			tot += side ? x->sh[units[k]].cap : (pl->pre_tp[k] ? pl->pre[k] : 0);
+		lo = tot > 0 ? fmin(1, value / tot) : 1;
+		for (int it = 0; it < AFD_BALANCE_STEPS && lo < hi && !hx_past(x->stop); it++) {
+			hx_flow_result r2;
+			hx_err e2 = {0};
+			u[side] = (lo + hi) / 2;
+			for (int i = 0; i < n; i++)
+				g.cap[pe[i]] = (pl->pre_tp[i] ? pl->pre[i] : 0) * u[0];
+			for (int k = 0; k < nu; k++)
+				g.cap[ue[k]] = x->sh[units[k]].cap * u[1];
+			if (hx_flow_max(&g, 0, 1, &r2, &e2) == 0 &&
+			    r2.value >= value * (1 - 1e-9)) {
+				hi = u[side];
+				hx_flow_result_release(&res);
+				res = r2;
+			} else {
+				lo = u[side];
+				hx_flow_result_release(&r2);
+			}
+		}
+		u[side] = hi;
+	}
+	/* The solver's flows carry rounding: a flow a hair below 0 is none. */
+	f->value = value;
+	f->pin = hx_xcalloc((size_t)n + 1, sizeof(double));
+	f->bin = hx_xcalloc((size_t)n + 1, sizeof(double));
+	f->pair = hx_xcalloc((size_t)(n * n) + 1, sizeof(double));
+	f->unit = hx_xcalloc((size_t)nu + 1, sizeof(double));
+	for (int i = 0; i < n; i++)
+		f->pin[i] = fmax(0, res.flow[pe[i]]);
+	for (int k = 0; k < nu; k++) {
+		f->unit[k] = fmax(0, res.flow[ue[k]]);
+		f->bin[refs[k][0]] += f->unit[k];
+	}
+	for (int i = 0; i < n * n; i++)
+		if (le[i] >= 0)
+			f->pair[i] = fmax(0, res.flow[le[i]]);
+out:
+	hx_flow_result_release(&res);
+	hx_graph_release(&g);
+	free(pe);
+	free(ue);
+	free(le);
+	return rc;
+}
+
 /* An AFD group per shape of the NU UNITS (GPUs REFS), in the order of
- * their first unit. */
-static void emit_units(const actx *x, const int *units, int *const *refs, int nu, hx_plan *p)
+ * their first unit; unit u's replica is P's group *GOF[u], replica
+ * *ROF[u]. */
+static void emit_units(const actx *x, const int *units, int *const *refs, int nu, hx_plan *p,
+		       int *gof, int *rof)
 {
 	for (int u = 0; u < nu; u++) {
 		const shape *s = &x->sh[units[u]];
@@ -541,6 +689,8 @@ static void emit_units(const actx *x, const int *units, int *const *refs, int nu
 			hx_plan_replica *r;
 			if (units[v] != units[u])
 				continue;
+			gof[v] = p->ngroups - 1;
+			rof[v] = g->nreplicas;
 			r = add_replica(g, na);
 			r->ffn = hx_xcalloc((size_t)nf, sizeof(hx_gpu_ref));
 			r->nffn = nf;
@@ -552,36 +702,143 @@ static void emit_units(const actx *x, const int *units, int *const *refs, int nu
 	}
 }
 
-/* Ingress to the prefill groups (the first NPRE of P's) by capacity, and
- * KV routes from each prefill replica to every AFD replica by the
- * capacity of its unit (decode capacity CAP of group G), over the link
- * between their nodes (NODE_OF the prefill groups'). */
-static void emit_routes(const actx *x, hx_plan *p, int npre, const int *node_of)
+/* Ingress to the prefill groups (the first NPRE of P's) by the flow F
+ * into their nodes (NODE_OF), and from each prefill replica KV routes to
+ * the units its node's flow reaches: to each node b in proportion to the
+ * flow to it, and there to its units (unit u: P's group GOF[u], replica
+ * ROF[u]) in proportion to theirs, over the link between the nodes. */
+static void emit_routes(const actx *x, hx_plan *p, int npre, const int *node_of,
+			int *const *refs, int nu, const int *gof, const int *rof,
+			const aflow *f)
 {
 	const hx_cluster *c = x->c;
+	int n = c->nnodes;
 
 	for (int g = 0; g < npre; g++) {
 		hx_route *rt = hx_plan_add_route(&p->ingress, &p->ningress);
 		hx_strlcpy(rt->to, p->groups[g].name, sizeof(rt->to));
-		rt->weight = p->groups[g].capacity_rps * p->groups[g].nreplicas;
+		rt->weight = f->pin[node_of[g]];
 	}
 	hx_routes_normalize(p->ingress, p->ningress);
 	for (int g = 0; g < npre; g++)
 		for (int r = 0; r < p->groups[g].nreplicas; r++) {
 			int first = p->nkv, a = node_of[g];
-			for (int d = npre; d < p->ngroups; d++)
-				for (int q = 0; q < p->groups[d].nreplicas; q++) {
-					const hx_plan_replica *to = &p->groups[d].replicas[q];
-					hx_route *rt = hx_plan_add_route(&p->kv, &p->nkv);
-					int b = hx_cluster_node_index(c, to->gpus[0][0].node);
-					hx_strlcpy(rt->from, p->groups[g].replicas[r].id,
-						   sizeof(rt->from));
-					hx_strlcpy(rt->to, to->id, sizeof(rt->to));
-					rt->weight = p->groups[d].capacity_rps;
-					hx_route_set_node_link(rt, c, a, b);
-				}
+			for (int u = 0; u < nu; u++) {
+				int b = refs[u][0];
+				double w = f->bin[b] > 0
+					       ? f->pair[a * n + b] * f->unit[u] / f->bin[b]
+					       : 0;
+				hx_route *rt;
+				if (!(w > 0))
+					continue;
+				rt = hx_plan_add_route(&p->kv, &p->nkv);
+				hx_strlcpy(rt->from, p->groups[g].replicas[r].id,
+					   sizeof(rt->from));
+				hx_strlcpy(rt->to, p->groups[gof[u]].replicas[rof[u]].id,
+					   sizeof(rt->to));
+				rt->weight = w;
+				hx_route_set_node_link(rt, c, a, b);
+			}
 			hx_routes_normalize(p->kv + first, p->nkv - first);
 		}
+}
+
+/* The longest mean time (s) of the percentile prompt's KV over the node
+ * pairs F uses, at the fraction SCALE of its flow: over the pair's link
+ * and, between two nodes, the two NICs, the slowest of them. */
+static double kv_worst_s(const actx *x, const aflow *f, double scale)
+{
+	const hx_cluster *c = x->c;
+	int n = c->nnodes;
+	double worst = 0, *out = hx_xcalloc((size_t)n + 1, sizeof(double)),
+	       *in = hx_xcalloc((size_t)n + 1, sizeof(double));
+
+	for (int a = 0; a < n; a++) /* the NICs' loads */
+		for (int b = 0; b < n; b++)
+			if (a != b) {
+				out[a] += f->pair[a * n + b];
+				in[b] += f->pair[a * n + b];
+			}
+	for (int a = 0; a < n; a++)
+		for (int b = 0; b < n; b++) {
+			hx_linkspec l;
+			double t;
+			if (!(f->pair[a * n + b] > 0))
+				continue;
+			l = kv_link(x, a, b);
+			t = kv_time_s(x, l.bw_gbps, l.latency_ms, scale * f->pair[a * n + b]);
+			if (a != b) {
+				t = fmax(t, kv_time_s(x, c->nodes[a].nic_gbps, l.latency_ms,
+						      scale * out[a]));
+				t = fmax(t, kv_time_s(x, c->nodes[b].nic_gbps, l.latency_ms,
+						      scale * in[b]));
+			}
+			worst = fmax(worst, t);
+		}
+	free(out);
+	free(in);
+	return worst;
+}
+
+/* The split search at X's reserve: for each cap on a unit's GPUs (the
+ * shapes' sizes, smallest first; a big unit first could leave no GPU for
+ * prefill), the greedy placement, each prefix of its units priced links
+ * aside (the smaller of prefill and decode capacity); the best prefix of
+ * each cap, when that beats BEST (the best flow so far) and the best flow
+ * of this search, placed again and scored by its KV flow (aflow_solve,
+ * not spread).  *MAXG and *K: the cap and unit count of the highest flow,
+ * *V that flow (0: none carries traffic), *BOUND the highest value links
+ * aside (no flow at this reserve is higher).  Returns the units placed in
+ * all, or -1 when the solver fails (ERR). */
+static long search_split(actx *x, int *units, int **refs, double best, int *maxg, int *k,
+			 double *v, double *bound, hx_err *err)
+{
+	long tried = 0;
+
+	*v = *bound = 0;
+	*k = *maxg = 0;
+	for (int g = 1; g <= 2 * HX_AFD_MAX_INSTANCES * 128; g++) {
+		int any = 0, n, bk = 0, rc = 0;
+		double bv = 0;
+		place pl;
+		aflow f;
+		for (int i = 0; i < x->nsh && !any; i++)
+			any = x->sh[i].gpus == g;
+		if (!any)
+			continue;
+		if (*v > 0 && hx_past(x->stop)) { /* the caps left untried */
+			x->cut = 1;
+			break;
+		}
+		place_init(x, &pl);
+		n = place_units(x, &pl, -1, g, units, refs, &bk, &bv);
+		place_release(&pl);
+		for (int u = 0; u < n; u++) {
+			free(refs[u]);
+			refs[u] = NULL;
+		}
+		tried += n;
+		*bound = fmax(*bound, bv);
+		if (!(bv > fmax(*v, best) * (1 + 1e-9)))
+			continue;
+		place_init(x, &pl);
+		n = place_units(x, &pl, bk, g, units, refs, &bk, &bv);
+		rc = aflow_solve(x, &pl, units, refs, n, 0, &f, err);
+		place_release(&pl);
+		for (int u = 0; u < n; u++) {
+			free(refs[u]);
+			refs[u] = NULL;
+		}
+		if (rc)
+			return -1;
+		if (f.value > *v * (1 + 1e-9)) {
+			*v = f.value;
+			*k = bk;
+			*maxg = g;
+		}
+		aflow_release(&f);
+	}
+	return tried;
 }
 
 /* The TPOT (ms) of a replica of AFD group G at RATE requests/s: the step
@@ -606,30 +863,32 @@ static double afd_tpot(const hx_plan *p, const hx_plan_group *g, const actx *x, 
 	return st.step_s * 1e3;
 }
 
-/* P's predictions: capacity the smaller of prefill PRE and decode DEC,
- * the TTFT and TPOT at the workload's rate (at capacity when above). */
-static void predict(const actx *x, hx_plan *p, int npre, double pre, double dec)
+/* P's predictions at the workload's rate (at capacity when above): the
+ * capacity F's flow value; the TTFT the highest prefill replica's at the
+ * rate its node's flow brings it plus the percentile prompt's KV transfer
+ * over the slowest route F uses at that rate (kv_worst_s); the TPOT the
+ * busiest unit's (unit u: P's group GOF[u]). */
+static void predict(const actx *x, hx_plan *p, int npre, const int *node_of, const int *gof,
+		    int nu, const aflow *f)
 {
 	const hx_workload *w = x->pb->workload;
-	double cap = fmin(pre, dec), lambda = fmin(w->rate_rps, cap), ttft = 0, tpot = 0;
-	double P = hx_dist_mean(&w->prompt);
+	double cap = f->value, lambda = fmin(w->rate_rps, cap), ttft = 0, tpot = 0;
+	double P = hx_dist_mean(&w->prompt), scale = cap > 0 ? lambda / cap : 0;
 
-	for (int g = 0; g < p->ngroups; g++) {
+	for (int g = 0; g < npre; g++) {
 		hx_plan_group *gp = &p->groups[g];
-		double share = (g < npre ? gp->capacity_rps / pre : gp->capacity_rps / dec);
-		if (g < npre) {
-			hx_replica rep;
-			hx_capacity c;
-			hx_plan_replica_cost(p, gp, &gp->replicas[0], &rep, NULL);
-			hx_cost_at_rate_phase(&rep, &x->wp, HX_SERVE_PREFILL, lambda * share,
-					      &c);
-			if (isfinite(c.ttft_ms))
-				ttft =
-				    fmax(ttft, c.ttft_ms + w->slo.ttft_ms - x->wp.slo.ttft_ms);
-		} else {
-			tpot = fmax(tpot, afd_tpot(p, gp, x, lambda * share));
-		}
+		hx_replica rep;
+		hx_capacity c;
+		hx_plan_replica_cost(p, gp, &gp->replicas[0], &rep, NULL);
+		hx_cost_at_rate_phase(&rep, &x->wp, HX_SERVE_PREFILL,
+				      scale * f->pin[node_of[g]] / gp->nreplicas, &c);
+		if (isfinite(c.ttft_ms))
+			ttft = fmax(ttft, c.ttft_ms);
 	}
+	if (ttft > 0)
+		ttft += 1e3 * kv_worst_s(x, f, scale);
+	for (int u = 0; u < nu; u++)
+		tpot = fmax(tpot, afd_tpot(p, &p->groups[gof[u]], x, scale * f->unit[u]));
 	p->predicted.capacity_rps = hx_round6(cap);
 	p->predicted.throughput_tps = hx_round6(lambda * x->out_mean);
 	p->predicted.ttft_ms_p99 = hx_round6(ttft);
@@ -650,62 +909,90 @@ static void actx_release(actx *x)
 }
 
 /* The plan of X's first NU units of the search (UNITS, REFS) and the
- * prefill replicas of the GPUs they leave (PL) into P. */
+ * prefill replicas of the GPUs they leave (PL) into P, its KV routes and
+ * capacity the KV flow's (aflow_solve): prefill nodes and units the flow
+ * leaves idle are left out. */
 static int build(actx *x, place *pl, const int *units, int *const *refs, int nu, hx_plan *p,
 		 hx_err *err)
 {
-	int *node_of = hx_xcalloc((size_t)x->c->nnodes + 1, sizeof(int)), npre, rc = 0;
-	double pre = 0, dec = 0, *cap;
+	int n = x->c->nnodes, npre, rc, m = 0;
+	int *node_of = hx_xcalloc((size_t)n + 1, sizeof(int));
+	int *gof = hx_xcalloc((size_t)nu + 1, sizeof(int)),
+	    *rof = hx_xcalloc((size_t)nu + 1, sizeof(int));
+	int *un = hx_xcalloc((size_t)nu + 1, sizeof(int));
+	int **rf = hx_xcalloc((size_t)nu + 1, sizeof(int *));
+	double *cap;
+	aflow f;
 
+	if ((rc = aflow_solve(x, pl, units, refs, nu, 1, &f, err)))
+		goto out;
+	for (int i = 0; i < n; i++)
+		if (!(f.pin[i] > 0))
+			pl->pre_tp[i] = 0;
+	for (int u = 0; u < nu; u++)
+		if (f.unit[u] > 0) {
+			un[m] = units[u];
+			rf[m] = refs[u];
+			f.unit[m++] = f.unit[u];
+		}
 	emit_prefill(x, pl, p, node_of);
 	npre = p->ngroups;
-	emit_units(x, units, refs, nu, p);
+	emit_units(x, un, rf, m, p, gof, rof);
 	cap = hx_xcalloc((size_t)p->ngroups + 1, sizeof(double));
-	for (int g = 0; g < p->ngroups; g++) {
+	for (int g = 0; g < p->ngroups; g++)
 		cap[g] = p->groups[g].capacity_rps;
-		*(g < npre ? &pre : &dec) += cap[g] * p->groups[g].nreplicas;
-	}
-	emit_routes(x, p, npre, node_of);
+	emit_routes(x, p, npre, node_of, rf, m, gof, rof, &f);
 	/* hx_plan_finish prices every group alone, the prefill groups at the
 	 * whole TTFT SLO: they keep the search's capacities (the SLO less
-	 * the KV transfer), and the plan's capacity is the smaller side. */
+	 * the transfer reserve), and the plan's capacity is the flow's. */
 	if (!(rc = hx_plan_finish(x->pb, p, 0, err))) {
 		for (int g = 0; g < p->ngroups; g++)
 			p->groups[g].capacity_rps = cap[g];
-		predict(x, p, npre, pre, dec);
+		predict(x, p, npre, node_of, gof, m, &f);
 	}
 	free(cap);
+	aflow_release(&f);
+out:
 	free(node_of);
+	free(gof);
+	free(rof);
+	free(un);
+	free(rf);
 	return rc;
 }
 
+/* X priced at the transfer reserve R: prefill replicas at the TTFT SLO
+ * less R (their cache cleared). */
+static void set_reserve(actx *x, double R)
+{
+	x->reserve_s = R;
+	x->wp = *x->pb->workload;
+	x->wp.slo.ttft_ms -= 1e3 * R;
+	for (int i = 0; i < x->ntype * NTP; i++)
+		x->pre_cap[i] = -1;
+}
+
 /* X's inputs: the workload's figures, the GPU types and their links, the
- * unit shapes. */
-static void actx_init(actx *x, const hx_problem *pb)
+ * unit shapes (priced until STOP once one is). */
+static void actx_init(actx *x, const hx_problem *pb, double stop)
 {
 	const hx_workload *w = pb->workload;
-	double Pq = hx_dist_quantile(&w->prompt, w->slo.percentile / 100);
 
 	memset(x, 0, sizeof(*x));
 	x->pb = pb;
 	x->c = pb->cluster;
+	x->stop = stop;
 	x->ctx = ceil(hx_cost_decode_ctx(w));
 	hx_cost_lens_of(w, &x->kl);
 	x->mem_util = fmin(w->serving.mem_util, HX_VERIFY_MEM_UTIL);
 	x->reserve = hx_plan_kv_reserve(w);
 	x->out_mean = hx_dist_mean(&w->output);
-	/* Prefill replicas leave room in the TTFT SLO for sending the
-	 * percentile prompt's KV over a typical link (as disagg's do). */
+	x->q_tokens = hx_dist_quantile(&w->prompt, w->slo.percentile / 100);
+	x->kv_req_bytes =
+	    hx_kv_bytes_per_token(pb->model, HX_DT_FP16) * hx_dist_mean(&w->prompt);
 	x->wp = *w;
-	x->wp.slo.ttft_ms -=
-	    1e3 * hx_cost_kv_transfer(pb->model, HX_DT_FP16, Pq, x->c->same_region.bw_gbps,
-				      x->c->same_region.latency_ms);
-	if (x->wp.slo.ttft_ms <= 0)
-		x->wp.slo.ttft_ms = 1e-3;
 	types_init(x);
 	x->pre_cap = hx_xmalloc((size_t)(x->ntype * NTP) * sizeof(double));
-	for (int i = 0; i < x->ntype * NTP; i++)
-		x->pre_cap[i] = -1;
 	enumerate(x);
 }
 
@@ -713,16 +1000,15 @@ int hx_plan_attn_ffn(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx
 {
 	const double deadline = hx_deadline(o->time_limit_s);
 	actx x;
-	place pl;
-	int total = hx_cluster_gpus(pb->cluster), best_k = 0, maxg = 0, nu, rc = 0;
-	long tried;
+	int total = hx_cluster_gpus(pb->cluster), nres, rc = 0, found = 0;
+	long tried = 0;
 	int *units = hx_xcalloc((size_t)total + 1, sizeof(int));
 	int **refs = hx_xcalloc((size_t)total + 1, sizeof(int *));
-	double best_v = 0;
+	double best = 0, R[HX_KV_RESERVES];
 
 	hx_plan_init(p);
-	strcpy(p->mode, "afd");
-	actx_init(&x, pb);
+	/* the unit shapes get an even share of the limit with the reserves */
+	actx_init(&x, pb, deadline > 0 ? hx_now() + (deadline - hx_now()) / 2 : 0);
 	if (x.nsh == 0) {
 		rc = hx_errf(
 		    err, HX_EINFEASIBLE,
@@ -730,29 +1016,79 @@ int hx_plan_attn_ffn(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx
 		    pb->model->name, pb->workload->slo.tpot_ms, HX_AFD_MAX_INSTANCES);
 		goto out;
 	}
-	/* The search: units one by one, the split of most capacity kept. */
-	tried = search_split(&x, units, refs, &maxg, &best_k, &best_v);
-	if (best_v <= 0) {
+	if ((nres = hx_kv_reserves(pb, x.q_tokens, R)) == 0) {
+		rc = hx_errf(
+		    err, HX_EINFEASIBLE,
+		    "the TTFT SLO (%g ms) leaves no time to send the KV cache of a %.0f-token prompt (the SLO's percentile) from prefill to decode: twice its time over the fastest link is longer",
+		    pb->workload->slo.ttft_ms, x.q_tokens);
+		goto out;
+	}
+	/* The TTFT SLO is shared by the prefill and the KV transfer, as in
+	 * disagg: at each reserve (smallest first, each an even share of the
+	 * time left) the split search prices prefill at the SLO less it, and
+	 * the split it finds is scored by its KV flow, the links carrying what
+	 * they send within it.  The search's own value (links aside) bounds
+	 * the flow and falls as the reserve grows (less time for prefill):
+	 * once it cannot beat the best flow no larger reserve can. */
+	for (int r = 0; r < nres && rc == 0; r++) {
+		double left = deadline > 0 ? deadline - hx_now() : 0, v, bound;
+		long t;
+		int maxg, k, nu;
+		place pl;
+		hx_plan q;
+		if (deadline > 0 && left <= 0 && found) {
+			x.cut = 1; /* reserves left untried */
+			break;
+		}
+		set_reserve(&x, R[r]);
+		x.stop = deadline > 0 ? hx_now() + left / (nres - r) : 0;
+		if ((t = search_split(&x, units, refs, best, &maxg, &k, &v, &bound, err)) < 0) {
+			rc = err && err->code ? err->code : HX_EINPUT;
+			break;
+		}
+		tried += t;
+		if (found && bound <= best * (1 + 1e-9))
+			break;
+		if (!(v > best * (1 + 1e-9)))
+			continue;
+		place_init(&x, &pl);
+		nu = place_units(&x, &pl, k, maxg, units, refs, &k, &v);
+		hx_plan_init(&q);
+		strcpy(q.mode, "afd");
+		rc = build(&x, &pl, units, refs, nu, &q, err);
+		place_release(&pl);
+		for (int u = 0; u < nu; u++) {
+			free(refs[u]);
+			refs[u] = NULL;
+		}
+		if (rc)
+			break;
+		if (q.predicted.capacity_rps > best * (1 + 1e-9)) {
+			if (found)
+				hx_plan_release(p);
+			*p = q;
+			best = q.predicted.capacity_rps;
+			found = 1;
+		} else {
+			hx_plan_release(&q);
+		}
+	}
+	if (rc)
+		goto out;
+	if (!found) {
 		rc = hx_errf(
 		    err, HX_EINFEASIBLE,
 		    "no split of the cluster into attention/FFN decode units of %s and prefill replicas carries any traffic at the SLO: %s",
 		    pb->model->name,
-		    tried
-			? "the GPUs the units leave hold no prefill replica within the TTFT SLO"
-			: "no unit's GPUs are free together");
+		    !tried
+			? "no unit's GPUs are free together"
+			: "the GPUs the units leave hold no prefill replica within the TTFT SLO less the time to send its KV to a unit");
 		goto out;
 	}
-	place_init(&x, &pl);
-	nu = place_units(&x, &pl, best_k, maxg, units, refs, &best_k, &best_v);
-	rc = build(&x, &pl, units, refs, nu, p, err);
-	place_release(&pl);
-	for (int u = 0; u < nu; u++)
-		free(refs[u]);
-	if (!rc)
-		hx_plan_solver_search(p, "afd", "heuristic", p->predicted.capacity_rps,
-				      fmax(p->predicted.capacity_rps, x.sh[0].per_gpu * total),
-				      x.nsh, tried);
-	if (!rc && !o->no_sim_check) { /* the simulator's check (DESIGN §8) */
+	hx_plan_solver_search(
+	    p, "afd", x.cut ? "time_limit" : "heuristic", p->predicted.capacity_rps,
+	    fmax(p->predicted.capacity_rps, x.sh[0].per_gpu * total), x.nsh, tried);
+	if (!o->no_sim_check) { /* the simulator's check (DESIGN §8) */
 		double rps = 0;
 		hx_err e = {0};
 		rc = hx_plan_sim_capacity(pb, p, deadline, &rps, &e);

@@ -420,3 +420,76 @@ int hx_plan_err_unpriced(hx_err *err, const char *model)
 	return hx_errf(err, HX_ELIMIT,
 		       "the time limit was reached before %s's shapes were priced", model);
 }
+
+double hx_kv_link_rps(const hx_model *m, double q_tokens, double kv_req_bytes, double reserve_s,
+		      double gbps, double latency_ms)
+{
+	double room = reserve_s - latency_ms * 1e-3, rho;
+
+	if (!(gbps > 0) || !(room > 0))
+		return 0;
+	rho = 1 - hx_cost_kv_transfer(m, HX_DT_FP16, q_tokens, gbps, 0) / room;
+	return rho > 0 ? rho * hx_gbps_bytes_s(gbps) / kv_req_bytes : 0;
+}
+
+double hx_kv_link_time_s(const hx_model *m, double q_tokens, double kv_req_bytes, double gbps,
+			 double latency_ms, double rps)
+{
+	double rho = rps * kv_req_bytes / hx_gbps_bytes_s(gbps);
+
+	return rho < 1
+		   ? hx_cost_kv_transfer(m, HX_DT_FP16, q_tokens, gbps * (1 - rho), latency_ms)
+		   : INFINITY;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+int hx_kv_reserves(const hx_problem *pb, double q_tokens, double *R)
+{
+	const hx_cluster *c = pb->cluster;
+	hx_linkspec kind[4];
+	double nic = 0, slo_s = pb->workload->slo.ttft_ms * 1e-3;
+	int nk = 0, nr = 0, fast = -1, slow = -1, multi = 0;
+
+	for (int i = 0; i < c->nnodes; i++) {
+		nic = fmax(nic, c->nodes[i].nic_gbps);
+		multi |= strcmp(c->nodes[i].region, c->nodes[0].region) != 0;
+	}
+	kind[nk++] = c->same_region;
+	if (multi)
+		kind[nk++] = c->cross_region;
+	for (int l = 0; l < c->nlinks; l++) {
+		const hx_linkspec *x = &c->links[l].spec;
+		if (fast < 0 || x->bw_gbps > c->links[fast].spec.bw_gbps)
+			fast = l;
+		if (slow < 0 || x->bw_gbps < c->links[slow].spec.bw_gbps)
+			slow = l;
+	}
+	if (fast >= 0)
+		kind[nk++] = c->links[fast].spec;
+	if (slow >= 0 && slow != fast)
+		kind[nk++] = c->links[slow].spec;
+	for (int k = 0; k < nk; k++) {
+		/* the idle transfer's bandwidth term */
+		double t = hx_cost_kv_transfer(pb->model, HX_DT_FP16, q_tokens,
+					       fmin(kind[k].bw_gbps, nic), 0);
+		for (int m = 2; m <= 32; m *= 2) {
+			double r = kind[k].latency_ms * 1e-3 + m * t;
+			if (r < slo_s && nr < HX_KV_RESERVES)
+				R[nr++] = r;
+		}
+	}
+	qsort(R, (size_t)nr, sizeof(double), cmp_double);
+	{
+		int u = 0;
+		for (int i = 0; i < nr; i++)
+			if (u == 0 || R[i] > R[u - 1] * 1.05)
+				R[u++] = R[i];
+		nr = u;
+	}
+	return nr;
+}

@@ -153,4 +153,31 @@ void hx_route_set_link(hx_route *rt, const hx_cluster *cl, int a, int b);
  * name: the transfer stays inside the node). */
 void hx_route_set_node_link(hx_route *rt, const hx_cluster *cl, int a, int b);
 
+/* The TTFT SLO shared by a prefill and its KV transfer (disagg, afd): the
+ * prefill is priced at the SLO less a transfer reserve, and a link or NIC
+ * carries the KV transfers that end within it.  Transfers share a link as
+ * processor sharing: at load rho, the percentile prompt's KV (Q_TOKENS)
+ * takes on average latency + bytes / (bandwidth (1 - rho)) (the M/G/1-PS
+ * sojourn of a job of that size, whatever the other sizes), which must end
+ * within the reserve RESERVE_S; so rho <= 1 - bytes / (bandwidth (reserve -
+ * latency)), and a link of GBPS and LATENCY_MS carries rho bandwidth /
+ * KV_REQ_BYTES (the mean prompt's KV) requests/s: hx_kv_link_rps, 0 when
+ * even an idle link misses the reserve.  hx_kv_link_time_s: the mean time
+ * (s) of the percentile prompt's KV over that link carrying RPS (at the
+ * bandwidth its load leaves), infinite past its bandwidth.  Both in
+ * hx_cost_kv_transfer's terms (fp16 KV). */
+double hx_kv_link_rps(const hx_model *m, double q_tokens, double kv_req_bytes, double reserve_s,
+		      double gbps, double latency_ms);
+double hx_kv_link_time_s(const hx_model *m, double q_tokens, double kv_req_bytes, double gbps,
+			 double latency_ms, double rps);
+/* The transfer reserves to try, ascending, into R (at most
+ * HX_KV_RESERVES): for each kind of link a KV route may take (the region
+ * defaults, the fastest and the slowest explicit link of PB's cluster;
+ * each no faster than the fastest NIC), the reserve at which the
+ * Q_TOKENS-token prompt's transfer may run at half, 3/4, ... 31/32 of its
+ * bandwidth (latency + 2..32 times the idle transfer); those below the
+ * TTFT SLO, one of any two within 5% of each other.  Returns how many. */
+#define HX_KV_RESERVES 20
+int hx_kv_reserves(const hx_problem *pb, double q_tokens, double *R);
+
 #endif

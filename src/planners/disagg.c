@@ -396,34 +396,19 @@ static int price_nodes(dctx *d, int phases, double deadline)
 }
 
 /* The KV transfers (requests/s) a link or NIC of GBPS and LATENCY_MS
- * carries within the transfer reserve.  Transfers share it as processor
- * sharing: at load rho, the percentile prompt's KV takes on average
- * latency + bytes / (bandwidth (1 - rho)) (the M/G/1-PS sojourn of a job
- * of that size, whatever the other sizes), which must end within the
- * reserve; so rho <= 1 - bytes / (bandwidth (reserve - latency)), and the
- * link carries rho bandwidth / the mean prompt's KV.  0 when even an idle
- * link misses the reserve. */
+ * carries within the transfer reserve (hx_kv_link_rps). */
 static double kv_rps(const dctx *d, double gbps, double latency_ms)
 {
-	double room = d->reserve_s - latency_ms * 1e-3, rho;
-
-	if (!(gbps > 0) || !(room > 0))
-		return 0;
-	rho = 1 - hx_cost_kv_transfer(d->pb->model, HX_DT_FP16, d->q_tokens, gbps, 0) / room;
-	return rho > 0 ? rho * hx_gbps_bytes_s(gbps) / d->kv_req_bytes : 0;
+	return hx_kv_link_rps(d->pb->model, d->q_tokens, d->kv_req_bytes, d->reserve_s, gbps,
+			      latency_ms);
 }
 
 /* The mean time (s) of the percentile prompt's KV over a link of GBPS and
- * LATENCY_MS that carries RPS of KV transfers (kv_rps's model: the
- * transfer at the bandwidth its load leaves): infinite past its
- * bandwidth. */
+ * LATENCY_MS that carries RPS of KV transfers (hx_kv_link_time_s). */
 static double kv_time_s(const dctx *d, double gbps, double latency_ms, double rps)
 {
-	double rho = rps * d->kv_req_bytes / hx_gbps_bytes_s(gbps);
-
-	return rho < 1 ? hx_cost_kv_transfer(d->pb->model, HX_DT_FP16, d->q_tokens,
-					     gbps * (1 - rho), latency_ms)
-		       : INFINITY;
+	return hx_kv_link_time_s(d->pb->model, d->q_tokens, d->kv_req_bytes, gbps, latency_ms,
+				 rps);
 }
 
 /* Above this many (prefill, decode) node pairs the flow network does not
@@ -1482,65 +1467,6 @@ static void search_flips(dctx *d, search *s, hx_err *err)
 	}
 }
 
-/* The transfer reserves to try, ascending, into R (at most
- * DISAGG_RESERVES): for each kind of link a KV route may take (the
- * region defaults, the fastest and the slowest explicit link; each no
- * faster than the fastest NIC), the reserve at which it may run at half,
- * 3/4, ... 31/32 of its bandwidth (kv_rps); those below the TTFT SLO,
- * one of any two within 5% of each other. */
-#define DISAGG_RESERVES 20
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static int reserves(const dctx *d, double *R)
-{
-	const hx_cluster *c = d->pb->cluster;
-	hx_linkspec kind[4];
-	double nic = 0, slo_s = d->pb->workload->slo.ttft_ms * 1e-3;
-	int nk = 0, nr = 0, fast = -1, slow = -1, nreg = 0;
-
-	for (int i = 0; i < d->n; i++) {
-		nic = fmax(nic, c->nodes[i].nic_gbps);
-		nreg = d->lt.region[i] + 1 > nreg ? d->lt.region[i] + 1 : nreg;
-	}
-	kind[nk++] = c->same_region;
-	if (nreg > 1)
-		kind[nk++] = c->cross_region;
-	for (int l = 0; l < c->nlinks; l++) {
-		const hx_linkspec *x = &c->links[l].spec;
-		if (fast < 0 || x->bw_gbps > c->links[fast].spec.bw_gbps)
-			fast = l;
-		if (slow < 0 || x->bw_gbps < c->links[slow].spec.bw_gbps)
-			slow = l;
-	}
-	if (fast >= 0)
-		kind[nk++] = c->links[fast].spec;
-	if (slow >= 0 && slow != fast)
-		kind[nk++] = c->links[slow].spec;
-	for (int k = 0; k < nk; k++) {
-		/* the idle transfer's bandwidth term */
-		double t = hx_cost_kv_transfer(d->pb->model, HX_DT_FP16, d->q_tokens,
-					       fmin(kind[k].bw_gbps, nic), 0);
-		for (int m = 2; m <= 32; m *= 2) {
-			double r = kind[k].latency_ms * 1e-3 + m * t;
-			if (r < slo_s && nr < DISAGG_RESERVES)
-				R[nr++] = r;
-		}
-	}
-	qsort(R, (size_t)nr, sizeof(double), cmp_double);
-	{
-		int u = 0;
-		for (int i = 0; i < nr; i++)
-			if (u == 0 || R[i] > R[u - 1] * 1.05)
-				R[u++] = R[i];
-		nr = u;
-	}
-	return nr;
-}
-
 /* Price D's nodes at reserve R: the prefill role (both the first time,
  * FIRST) at the TTFT SLO less R.  1 when EP shapes were left out. */
 static int price_at(dctx *d, double R, int first, double deadline)
@@ -1564,7 +1490,7 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 	dctx d;
 	int n = c->nnodes, rc = 0, nres, won = -1, priced = -1, any_cut = 0;
 	long iterations = 0;
-	double P = hx_dist_mean(&pb->workload->prompt), R[DISAGG_RESERVES];
+	double P = hx_dist_mean(&pb->workload->prompt), R[HX_KV_RESERVES];
 	double Pq = hx_dist_quantile(&pb->workload->prompt, pb->workload->slo.percentile / 100);
 	double deadline = hx_deadline(o->time_limit_s);
 	pgraph pg;
@@ -1592,7 +1518,7 @@ int hx_plan_disagg(const hx_problem *pb, const hx_plan_opts *o, hx_plan *p, hx_e
 	 * what they send within it (kv_rps).  The search runs at each reserve
 	 * whose bound (links aside) beats the best flow so far, each given an
 	 * even share of the time left; the best flow wins. */
-	if ((nres = reserves(&d, R)) == 0) {
+	if ((nres = hx_kv_reserves(pb, Pq, R)) == 0) {
 		rc = hx_errf(
 		    err, HX_EINFEASIBLE,
 		    "the TTFT SLO (%g ms) leaves no time to send the KV cache of a %.0f-token prompt (the SLO's percentile) from prefill to decode: twice its time over the fastest link is longer",

@@ -49,8 +49,9 @@ for model in $models; do
 
 	# Its shape: prefill groups, AFD decode groups, KV routes from every
 	# prefill replica to every AFD replica weighted by the units'
-	# capacity, the capacity the smaller side, the bound in solver, the
-	# stderr line's figures the plan's (and its simulated capacity).
+	# capacity and the capacity the smaller side (the KV flow spread
+	# evenly: one region, 400 Gb/s, no link binds), the bound in solver,
+	# the stderr line's figures the plan's (and its simulated capacity).
 	python3 - "$TMP/$model.json" "$TMP/$model.err" >"$TMP/shape" 2>&1 <<'EOF' || fail "$model: plan shape: $(cat "$TMP/shape")"
 import json, re, sys
 p = json.load(open(sys.argv[1]))
@@ -200,6 +201,37 @@ run plan --mode afd -c "$CL" -w "$WL" -m llama-3.1-8b --time-limit 0.05 -o "$TMP
 expect_rc 0 "plan --mode afd --time-limit 0.05"
 if grep -q '"simulated"' "$TMP/cut.json"; then fail "a simulation cut short left a simulated record"; else ok; fi
 expect_err_line "^hexplan: plan: afd: capacity [0-9.]+ req/s on 16 GPUs \(30\.80 USD/h\); --mode disagg on the same inputs: [0-9.]+ req/s on [0-9]+ GPUs \([0-9.]+ USD/h; its search cut by --time-limit\): AFD (pays|does not pay on these inputs)$" "the disagg line says its search was cut"
+
+# ---- KV routes within the transfer reserve ----------------------------------------
+# Two regions joined by 1 Gb/s (an A100 and an L4 node in the second,
+# priced beside the first's H100 and L40S): the percentile prompt's KV (longer than
+# the TTFT SLO idle there) crosses within no reserve, so no KV
+# route crosses regions, and the predicted TTFT (prefill plus the slowest
+# route's transfer) is within the SLO.
+python3 - "$CL" "$TMP/two.json" <<'EOF2' || fail "two-region cluster"
+import json, sys
+c = json.load(open(sys.argv[1]))
+# other GPU types there: a unit's two sides are priced at the slowest
+# link between nodes of their types
+c["nodes"] += [dict(n, name=n["name"] + "-b", region="dc2", gpu=g)
+               for n, g in zip(c["nodes"], ["a100-80g", "l4"])]
+c["defaults"]["cross_region"] = {"bw_gbps": 1, "latency_ms": 30}
+json.dump(c, open(sys.argv[2], "w"))
+EOF2
+run plan --mode afd -c "$TMP/two.json" -w "$WL" -m llama-3.1-8b -o "$TMP/two-plan.json"
+expect_rc 0 "plan --mode afd over two regions"
+python3 - "$TMP/two-plan.json" "$WL" >"$TMP/two.out" 2>&1 <<'EOF2' && ok || fail "KV routes across regions: $(cat "$TMP/two.out")"
+import json, sys
+p, w = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+node = {}
+for g in p["groups"]:
+    for r in g["replicas"]:
+        node[r["id"]] = r["placement"][0][0].split(":")[0]
+kv = p["routing"]["kv"]
+assert kv and all(node[k["from"]].endswith("-b") == node[k["to"]].endswith("-b") for k in kv), kv
+assert all(k["bw_gbps"] > 1 for k in kv)
+assert 0 < p["predicted"]["ttft_ms_p99"] <= w["slo"]["ttft_ms"], p["predicted"]
+EOF2
 
 # ---- a model no unit holds ----------------------------------------------------
 # llama-3.1-405b: its MLPs, replicated on each FFN instance, need about

@@ -2036,10 +2036,3 @@ void hx_cost_afd(const hx_afd *g, double batch, double ctx, double mem_util, hx_
 	out->tokens_per_s = batch / out->step_s;
 	hx_cost_afd_memory(g, mem_util, out);
 }
-
-/* ---- pipeline nodes (planners/pipeline.c) ------------------------------- */
-
-double hx_cost_compound_tail(double m, const double pm[4], double x)
-{
-	return compound_tail(m, pm, x);
-}

@@ -265,12 +265,6 @@ void hx_cost_lens_of(const hx_workload *w, hx_cost_lens *l);
 void hx_cost_at_rate_lens(const hx_replica *r, const hx_workload *w, const hx_cost_lens *l,
 			  int phase, double lambda, hx_capacity *out);
 
-/* P(S > X) for S the sum of K ~ Poisson(M) terms with raw moments PM
- * (PM[1] the mean, PM[2] the mean square): the tail the capacity rule
- * takes of the prompt stalls a request's decode window meets, for the
- * pipeline planner's nodes (planners/pipeline.c). */
-double hx_cost_compound_tail(double m, const double pm[4], double x);
-
 /* ---- attention/FFN disaggregation (AFD, issue 22) ----------------------- */
 
 /* A decode group whose attention and FFN (or expert) layers run on

@@ -4,18 +4,15 @@
  * layer range with all its GPUs as one TP group; requests flow node to node.
  *
  * Node capacity for k layers (generated tokens/s) comes from the cost model:
- * in steady state a decode iteration of a node carries b decoding sequences
- * (at the capacity rule's mean context, hx_cost_decode_ctx: P + E[O^2]/2E[O],
- * length-biased), and the prompts stall it chunk by chunk as the capacity
- * rule and the simulator have them (node_load_at: b/O prompts an
- * iteration, each of stall S), so its mean time is T(b) = T_d(b) + b E[S] /
- * O, T_d(b) being k layers of the decodes + the GPU's iteration overhead.
- * b (a mean, fractional) is the largest batch that (a) fits the KV cache
- * left after the node's weights (P + O tokens per sequence), (b) is at most
- * the engine's max_seqs, and (c) keeps T(b) within the node's share of the
- * TPOT SLO, tpot * k / L, so that a path's iteration times add up to at
- * most the SLO; the TPOT's tail caps it further in a placement
- * (tail_table, hx_pipe_node_caps).  Capacity = min(b / T(b),
+ * in steady state an iteration of a node carries b decoding sequences (at the
+ * capacity rule's mean context, hx_cost_decode_ctx: P + E[O^2]/2E[O],
+ * length-biased) and the prompt tokens they amortize (b/O prompts of P
+ * tokens, P and O the workload's mean lengths), so its time is T(b) = k
+ * layers of that batch + the GPU's iteration overhead.  b is the largest
+ * batch that (a) fits the KV cache left after the node's weights (P + O
+ * tokens per sequence), (b) is at most the engine's max_seqs, and (c) keeps
+ * T(b) within the node's share of the TPOT SLO, tpot * k / L, so that a
+ * path's iteration times add up to at most the SLO.  Capacity = min(b / T(b),
  * NIC bandwidth / activation bytes per generated token), activations being
  * hidden * 2 bytes for each generated token and each prompt token it
  * amortizes.  A node may hold k layers when weights + reserve + the
@@ -279,91 +276,6 @@ static double layer_time(const pctx *c, const ntype *t, const hx_replica *r, int
 	return s + fmax(td, 0) + fmax(tpre, 0);
 }
 
-/* Prompt and output quantiles of a node's stall check. */
-#define PIPE_Q 16
-
-/* What the workload's prompts do to a node's decode batch, as the capacity
- * rule has it for an aggregated replica (cost.c: iter_at, prompt_steps_at)
- * and as the simulator runs a pipeline node: a prompt does not spread
- * thinly over the decode iterations, it reaches the node whole (or in the
- * chunks the node before ran) and runs in chunks of up to the token budget
- * left beside the B decodes, each stalling them by what it adds to their
- * iteration.  TD: the decodes' iteration alone; S: the raw moments of one
- * prompt's stall over the prompt quantiles PQ; T: the mean iteration, TD
- * and the stalls' share (at B / T tokens/s the node meets B / (T O)
- * prompts a second, B / O of them an iteration, so T = TD + B E[S] / O). */
-typedef struct node_load {
-	double td, t, s[4];
-} node_load;
-
-static void node_load_at(const pctx *c, const ntype *t, const hx_replica *r, int si, int f,
-			 int k, double B, double ctx, const double *pq, node_load *nl)
-{
-	const hx_workload *w = c->pb->workload;
-	double O = hx_dist_mean(&w->output), over = t->proto->gpu.iter_overhead_ms * 1e-3;
-	double chunk = fmax(w->serving.token_budget - B, 1), full_s;
-
-	nl->td = k * layer_time(c, t, r, si, f, B, ctx, 0, 0) + over;
-	full_s = fmax(k * layer_time(c, t, r, si, f, B, ctx, 1, chunk) + over - nl->td, 0);
-	nl->s[0] = 1;
-	nl->s[1] = nl->s[2] = nl->s[3] = 0;
-	for (int q = 0; q < PIPE_Q; q++) {
-		double full = fmax(ceil(pq[q] / chunk) - 1, 0), last = pq[q] - full * chunk;
-		double st =
-		    full * full_s +
-		    fmax(k * layer_time(c, t, r, si, f, B, ctx, 1, last) + over - nl->td, 0);
-		nl->s[1] += st / PIPE_Q;
-		nl->s[2] += st * st / PIPE_Q;
-		nl->s[3] += st * st * st / PIPE_Q;
-	}
-	nl->t = nl->td + B / O * nl->s[1];
-}
-
-/* The share of requests whose TPOT a node's prompt stalls (the load NL)
- * push past their allowance, A a decode step, at LAMBDA prompts a second,
- * by the capacity rule's compound tail (cost.c: tpot_misses): a request of
- * n decode steps (output quantiles OQ) that just meets the SLO decodes for
- * n SLO steps, and the prompts that reach the node meanwhile (Poisson)
- * each stall it by a prompt's stall. */
-static double node_tail_miss(const pctx *c, const node_load *nl, double lambda, double a,
-			     const double *oq)
-{
-	double tpot = c->pb->workload->slo.tpot_ms * 1e-3, miss = 0;
-
-	for (int q = 0; q < PIPE_Q; q++) {
-		double n = floor(oq[q] + 0.5) - 1;
-		if (n < 1)
-			continue;
-		miss += hx_cost_compound_tail(lambda * n * tpot, nl->s, n * a) / PIPE_Q;
-	}
-	return miss;
-}
-
-/* T's tail table for K layers at the load NL, THR tokens/s at most: per
- * allowance pipe_tail_a(J) (seconds of stalls a decode step), the most
- * tokens/s (O per prompt) whose stalls keep the share of requests they
- * push past it within the miss budget (hx_pipe_node_caps applies it). */
-static void tail_table(const pctx *c, ntype *t, int k, const node_load *nl, double thr,
-		       const double *oq)
-{
-	const hx_workload *w = c->pb->workload;
-	double O = hx_dist_mean(&w->output), budget = 1 - w->slo.attainment;
-
-	for (int j = 0; j < HX_PIPE_TAIL_N; j++) {
-		double a = pipe_tail_a(c, j), lo = 0, hi = thr / O;
-		if (node_tail_miss(c, nl, hi, a, oq) <= budget)
-			lo = hi;
-		for (int it = 0; it < 20 && hi - lo > 1e-3 * hi && lo < hi; it++) {
-			double mid = (lo + hi) / 2;
-			if (node_tail_miss(c, nl, mid, a, oq) <= budget)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		t->tail[(size_t)k * HX_PIPE_TAIL_N + j] = lo * O;
-	}
-}
-
 static void price_type(pctx *c, ntype *t)
 {
 	const hx_workload *w = c->pb->workload;
@@ -373,22 +285,13 @@ static void price_type(pctx *c, ntype *t)
 	double ctx = hx_cost_decode_ctx(w);
 	double nic = hx_gbps_bytes_s(t->proto->nic_gbps) / c->tok_bytes;
 	int L = c->L;
-	double pq[PIPE_Q], oq[PIPE_Q];
 
-	for (int q = 0; q < PIPE_Q; q++) {
-		pq[q] = hx_dist_quantile(&w->prompt, (q + 0.5) / PIPE_Q);
-		oq[q] = hx_dist_quantile(&w->output, (q + 0.5) / PIPE_Q);
-	}
 	t->tp = pick_tp(t->proto, c->pb->model->a.heads);
 	t->thr = hx_xcalloc((size_t)L + 1, sizeof(double));
 	t->iter_s = hx_xcalloc((size_t)L + 1, sizeof(double));
 	t->pre_s = hx_xcalloc((size_t)L + 1, sizeof(double));
 	t->batch = hx_xcalloc((size_t)L + 1, sizeof(double));
 	t->kvseq = hx_xcalloc((size_t)L + 1, sizeof(double));
-	t->td_s = hx_xcalloc((size_t)L + 1, sizeof(double));
-	t->t0_s = hx_xcalloc((size_t)L + 1, sizeof(double));
-	t->bmean = hx_xcalloc((size_t)L + 1, sizeof(double));
-	t->tail = hx_xcalloc(((size_t)L + 1) * HX_PIPE_TAIL_N, sizeof(double));
 	for (int pos = 0; pos < 4; pos++) {
 		t->kmax[pos] = 0;
 		for (int k = 1; k <= L; k++) {
@@ -402,8 +305,7 @@ static void price_type(pctx *c, ntype *t)
 		}
 	}
 	for (int k = 1; k <= L; k++) {
-		int f = k <= L - 2 ? 1 : 0, si;
-		double lo, hi;
+		int f = k <= L - 2 ? 1 : 0, si, lo, hi;
 		hx_replica r;
 		double kv, budget = c->throughput ? INFINITY : w->slo.tpot_ms * 1e-3 * k / L,
 			   over = t->proto->gpu.iter_overhead_ms * 1e-3;
@@ -413,42 +315,28 @@ static void price_type(pctx *c, ntype *t)
 		si = view(c, &t->proto->gpu, t->tp, f, k, &r);
 		kv = fmax(kv_tokens(c, t, f, k), 0);
 		t->kvseq[k] = floor(kv / (P + O));
-		/* the largest mean batch within KV, max_seqs and the TPOT
-		 * share (below one sequence, the node runs a batch of one
-		 * part of the time); the share's tail is the path's
-		 * (tail_table, hx_pipe_node_caps).  Little's law: a sequence
-		 * holds its KV here for the whole path round trip but is in
-		 * this node's batch for k / L of it (HX_PIPE_WAIT iterations
-		 * per visit, paths of like nodes), so KV for N sequences
-		 * carries a batch of N k / (L WAIT). */
-		hi = fmin(floor(floor(kv / (P + O)) * k / (L * HX_PIPE_WAIT)),
-			  w->serving.max_seqs);
+		/* the largest batch within KV, max_seqs and the TPOT share.
+		 * Little's law: a sequence holds its KV here for the whole
+		 * path round trip but is in this node's batch for k / L of it
+		 * (HX_PIPE_WAIT iterations per visit, paths of like nodes), so
+		 * KV for N sequences carries a batch of N k / (L WAIT). */
+		hi = (int)fmin(floor(floor(kv / (P + O)) * k / (L * HX_PIPE_WAIT)),
+			       w->serving.max_seqs);
 		lo = 0;
-		if (hi < 1)
-			hi = 0;
-		for (int it = 0; it < 40 && hi - lo > 1e-3 * fmax(lo, 1e-2); it++) {
-			double mid = (lo + hi) / 2;
-			node_load nl;
-			node_load_at(c, t, &r, si, f, k, mid, ctx, pq, &nl);
-			if (HX_PIPE_WAIT * nl.t <= budget)
+		while (lo < hi) {
+			int mid = (lo + hi + 1) / 2;
+			double T = k * layer_time(c, t, &r, si, f, mid, ctx, mid / O, P) + over;
+			if (HX_PIPE_WAIT * T <= budget)
 				lo = mid;
 			else
-				hi = mid;
+				hi = mid - 1;
 		}
 		t->pre_s[k] = k * layer_time(c, t, &r, si, f, 0, 0, 1, Pq) + over;
-		if (lo > 0) {
-			node_load nl;
-			node_load_at(c, t, &r, si, f, k, lo, ctx, pq, &nl);
-			t->iter_s[k] = nl.t;
-			t->td_s[k] = nl.td;
-			t->bmean[k] = lo;
-			node_load_at(c, t, &r, si, f, k, 1e-6, ctx, pq, &nl);
-			t->t0_s[k] = nl.t;
-			node_load_at(c, t, &r, si, f, k, lo, ctx, pq, &nl);
-			t->batch[k] = ceil(lo - 1e-9);
+		if (lo >= 1) {
+			t->iter_s[k] =
+			    k * layer_time(c, t, &r, si, f, lo, ctx, lo / O, P) + over;
+			t->batch[k] = lo;
 			t->thr[k] = fmin(lo / t->iter_s[k], nic);
-			if (!c->throughput)
-				tail_table(c, t, k, &nl, t->thr[k], oq);
 		}
 		t->speed = fmax(t->speed, k * t->thr[k]);
 	}
@@ -468,10 +356,6 @@ static void ctx_release(pctx *c)
 		free(c->ty[t].pre_s);
 		free(c->ty[t].batch);
 		free(c->ty[t].kvseq);
-		free(c->ty[t].td_s);
-		free(c->ty[t].t0_s);
-		free(c->ty[t].bmean);
-		free(c->ty[t].tail);
 	}
 	free(c->ty);
 	free(c->type);
@@ -480,7 +364,6 @@ static void ctx_release(pctx *c)
 	free(c->adj_start);
 	free(c->adj);
 	free(c->path_tpot);
-	free(c->node_iter);
 	free(c->path_ttft);
 	free((void *)c->lc);
 }
@@ -593,7 +476,6 @@ static int ctx_init(pctx *c, const hx_problem *pb, const hx_pipe_opts *po, int *
 	c->net.link_ctx = c;
 	c->act_bytes = hx_cost_act_bytes_per_token(pb->model);
 	c->path_tpot = hx_xcalloc((size_t)n + 1, sizeof(double));
-	c->node_iter = hx_xcalloc((size_t)n + 1, sizeof(double));
 	c->path_ttft = hx_xcalloc((size_t)n + 1, sizeof(double));
 	c->prompt_q = hx_dist_quantile(&w->prompt, w->slo.percentile / 100);
 	index_links(c);

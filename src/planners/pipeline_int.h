@@ -11,10 +11,6 @@
  * half an iteration on average, so a node adds 1.5 iterations to a path. */
 #define HX_PIPE_WAIT 1.5
 
-/* Points of a node type's tail table (ntype.tail): stall allowances a
- * decode step from 0 to the TPOT SLO, pipe_tail_a. */
-#define HX_PIPE_TAIL_N 16
-
 /* What one node type (GPU profile, count, NIC) does with k layers. */
 typedef struct ntype {
 	const hx_node *proto;
@@ -25,13 +21,7 @@ typedef struct ntype {
 	double *pre_s;  /* [k]: prefill of the percentile prompt alone */
 	double *batch;  /* [k] */
 	double *kvseq;  /* [k]: sequences of mean length its KV holds */
-	double *td_s;   /* [k]: its decodes' iteration alone, without prompts */
-	double *t0_s;   /* [k]: its iteration time as its batch goes to 0 */
-	double *bmean;  /* [k]: its mean batch at thr[k] (batch: the engine's) */
-	/* [k * HX_PIPE_TAIL_N + j]: most tokens/s whose prompt stalls fit an
-	 * allowance of pipe_tail_a(j) a decode step at the TPOT's tail */
-	double *tail;
-	double speed; /* max_k k thr(k): layer-tokens/s */
+	double speed;   /* max_k k thr(k): layer-tokens/s */
 } ntype;
 
 /* An explicit link of a node: the node across and the cluster's link. */
@@ -55,10 +45,6 @@ typedef struct pctx {
 	pipe_adj *adj;
 	double prompt_q;               /* the percentile prompt, tokens */
 	double *path_tpot, *path_ttft; /* per node: scratch of worst_paths */
-	/* per node: its iteration time at the rate it is capped to
-	 * (hx_pipe_node_caps' second pass; used when node_iter_on) */
-	double *node_iter;
-	int node_iter_on;
 	long flows;
 	double deadline; /* monotonic seconds; 0: none */
 	int timed_out;
@@ -134,28 +120,6 @@ static inline int pipe_feeds(const pctx *c, const int *f, const int *l, int j, i
 static inline double node_thr(const pctx *c, int i, int k)
 {
 	return c->ty[c->type[i]].thr[k];
-}
-
-/* Allowance J of the tail tables (ntype.tail): seconds of prompt stalls a
- * decode step, from 0 to the TPOT SLO, denser near 0. */
-static inline double pipe_tail_a(const pctx *c, int j)
-{
-	double x = (double)j / (HX_PIPE_TAIL_N - 1);
-	return c->pb->workload->slo.tpot_ms * 1e-3 * x * x;
-}
-
-/* Most tokens/s of node I holding K layers whose prompt stalls fit A
- * seconds a decode step at the TPOT's tail: its type's tail table,
- * interpolated (its last point beyond). */
-static inline double pipe_tail_tps(const pctx *c, int i, int k, double a)
-{
-	const double *tb = c->ty[c->type[i]].tail + (size_t)k * HX_PIPE_TAIL_N;
-	for (int j = 1; j < HX_PIPE_TAIL_N; j++) {
-		double a0 = pipe_tail_a(c, j - 1), a1 = pipe_tail_a(c, j);
-		if (a <= a1)
-			return tb[j - 1] + (tb[j] - tb[j - 1]) * fmax(a - a0, 0) / (a1 - a0);
-	}
-	return tb[HX_PIPE_TAIL_N - 1];
 }
 
 /* The most layers node I holds in any position: a middle fragment at most

@@ -30,16 +30,15 @@ static void relax(const pctx *c, const int *f, const int *l, int i, const int *j
 {
 	int k = l[i] - f[i];
 	const ntype *t = &c->ty[c->type[i]];
-	double it = c->node_iter_on ? c->node_iter[i] : t->iter_s[k];
 
-	a[i] = f[i] == 0 ? HX_PIPE_WAIT * it : -1;
+	a[i] = f[i] == 0 ? HX_PIPE_WAIT * t->iter_s[k] : -1;
 	b[i] = f[i] == 0 ? t->pre_s[k] : -1;
 	for (int q = 0; q < m; q++) {
 		int x = j[q];
 		if (!pipe_feeds(c, f, l, x, i) || a[x] < 0)
 			continue;
 		double lat = pipe_lat_s(c, x, i), tok = pipe_hop_tok_s(c, x, i);
-		a[i] = fmax(a[i], a[x] + HX_PIPE_WAIT * it + lat + tok);
+		a[i] = fmax(a[i], a[x] + HX_PIPE_WAIT * t->iter_s[k] + lat + tok);
 		b[i] = fmax(b[i], b[x] + t->pre_s[k] + lat + tok * c->prompt_q);
 	}
 }
@@ -102,72 +101,26 @@ static void worst_paths(const pctx *c, const int *f, const int *l, double *tpot_
  * penalty when a path breaks the TPOT or TTFT SLO: flow * (slo / worst)^4,
  * so that the search is drawn back within the SLO; in a replan, less
  * HX_PIPE_MOVE_COST of it per node off its range before. */
-/* Node I's capacity (tokens/s, with K layers) on a placement whose
- * slowest decode step is D and slowest prefill PRE: its throughput;
- * Little's law: a sequence holds its KV on every node of its path for the
- * whole round trip (at most the slowest path's), one token per trip, so a
- * node whose KV holds N sequences passes at most N / trip tokens/s whatever
- * its batch; and the TPOT's tail (tail_table, pipeline.c): a prompt stalls
- * every node of its path in turn, each by its own prefill of it, so the
- * node's stalls may take its share of the path's prefill (its percentile
- * prompt's, of PRE) of the slack D leaves below the SLO, beside the mean
- * stalls its iteration time holds already, and each node is held to the
- * whole miss budget. */
-static double node_cap_at(const pctx *c, int i, int k, double d, double pre)
-{
-	const ntype *t = &c->ty[c->type[i]];
-	double cap = node_thr(c, i, k), slo = c->pb->workload->slo.tpot_ms * 1e-3;
-
-	if (d > 0)
-		cap = fmin(cap, t->kvseq[k] / d);
-	if (!c->throughput && pre > 0)
-		cap = fmin(cap, pipe_tail_tps(c, i, k,
-					      fmax(slo - d, 0) * fmin(t->pre_s[k] / pre, 1) +
-						  HX_PIPE_WAIT * (t->iter_s[k] - t->td_s[k])));
-	return cap;
-}
-
-/* The capacities of placement FIRST/LAST's nodes (c->net.node_tps) and its
- * slowest path (*TPOT_S, *TTFT_S: worst_paths at every node's full
- * batch).  A node the tail caps below its throughput runs a smaller batch
- * and shorter iterations (its iteration time, affine in its batch between
- * t0_s and iter_s), which shortens the paths through it: the caps are
- * taken again at the slowest path of those iterations. */
 void hx_pipe_node_caps(pctx *c, const int *first, const int *last, double *tpot_s,
 		       double *ttft_s)
 {
-	double d2 = 0, ttft2;
-	int capped = 0;
-
 	worst_paths(c, first, last, tpot_s, ttft_s);
+	/* Little's law: a sequence holds its KV on every node of its path for
+	 * the whole round trip (at most the slowest path's), one token per
+	 * trip, so a node whose KV holds N sequences passes at most N / trip
+	 * tokens/s whatever its batch */
 	for (int i = 0; i < c->n; i++) {
 		int k = last[i] - first[i];
-		const ntype *t;
-		double cap, r, b, T0, T1;
+		double cap;
 		if (first[i] < 0) {
 			c->net.node_tps[i] = 0;
 			continue;
 		}
-		t = &c->ty[c->type[i]];
-		cap = node_cap_at(c, i, k, *tpot_s, *ttft_s);
+		cap = node_thr(c, i, k);
+		if (*tpot_s > 0)
+			cap = fmin(cap, c->ty[c->type[i]].kvseq[k] / *tpot_s);
 		c->net.node_tps[i] = cap;
-		c->node_iter[i] = t->iter_s[k];
-		if (c->throughput || !(cap < node_thr(c, i, k)) || t->bmean[k] <= 0)
-			continue;
-		/* rate r = B / T(B), T(B) = T0 + (T1 - T0) B / bmean */
-		r = cap, T0 = t->t0_s[k], T1 = t->iter_s[k];
-		b = r * T0 / fmax(1 - r * (T1 - T0) / t->bmean[k], 1e-9);
-		c->node_iter[i] = fmin(T1, T0 + (T1 - T0) * b / t->bmean[k]);
-		capped = 1;
 	}
-	if (!capped)
-		return;
-	c->node_iter_on = 1;
-	worst_paths(c, first, last, &d2, &ttft2);
-	c->node_iter_on = 0;
-	for (int i = 0; i < c->n; i++)
-		if (first[i] >= 0)
-			c->net.node_tps[i] = node_cap_at(c, i, last[i] - first[i], d2, ttft2);
 }
 
 double hx_pipe_score(pctx *c, const int *first, const int *last, hx_pipe_flow *keep)

@@ -1062,7 +1062,7 @@ static double iter_at(const hx_replica *r, const hx_workload *w, int phase, doub
  * when V is 0). */
 static double lognormal_tail(double mu, double v, double x)
 {
-	double s2, m, z;
+	double s2, m;
 
 	if (x <= 0)
 		return 1;
@@ -1070,10 +1070,7 @@ static double lognormal_tail(double mu, double v, double x)
 		return mu > x;
 	s2 = log(1 + v / (mu * mu));
 	m = log(mu) - s2 / 2;
-	z = (log(x) - m) / sqrt(s2);
-	if (fabs(z) > 9) /* within 1e-18 of 0 or 1 */
-		return z < 0;
-	return 1 - hx_norm_cdf(z);
+	return 1 - hx_norm_cdf((log(x) - m) / sqrt(s2));
 }
 
 /* P(S + Z > x) for S the sum of K ~ Poisson(M) elements with moments PM
@@ -1097,41 +1094,7 @@ static double compound_tail_plus(double m, const double pm[4], double mu0, doubl
 	tail = pk * lognormal_tail(mu0, v0, x);
 	for (int k = 1; k <= kmax; k++) {
 		pk *= m / k;
-		if (k > m && pk < 1e-16) /* the rest weigh less than 1e-15 */
-			break;
 		tail += pk * lognormal_tail(k * mean + mu0, k * var + v0, x);
-	}
-	return tail;
-}
-
-/* P(S + R + Z > x) for S and Z as in compound_tail_plus and R an
- * independent sum of J ~ Poisson(MR) elements with moments RM: each J's
- * Poisson weight on the tail of S plus J elements of R and Z, so each
- * (K, J) a Fenton-Wilkinson lognormal of its K + J elements and Z.  Two
- * classes of elements, each summed over its own count, keep the skew of
- * each count, which R's mean and variance added to Z's lose (a lognormal
- * of a large mean with a small spread is nearly normal), and neither class
- * takes the other's spread, as one class of their mixture would (a
- * lognormal of K elements each of which may be a millisecond or a
- * second). */
-static double compound_tail2(double m, const double pm[4], double mr, const double rm[4],
-			     double mu0, double v0, double x)
-{
-	double mean = rm[1], var = fmax(rm[2] - rm[1] * rm[1], 1e-9), tail, pj;
-	int jmax;
-
-	if (mr <= 0)
-		return compound_tail_plus(m, pm, mu0, v0, x);
-	if (mr > 60) /* many: their sum is near normal, a term of Z */
-		return compound_tail_plus(m, pm, mu0 + mr * mean, v0 + mr * rm[2], x);
-	jmax = (int)(mr + 10 * sqrt(mr) + 20);
-	pj = exp(-mr);
-	tail = pj * compound_tail_plus(m, pm, mu0, v0, x);
-	for (int j = 1; j <= jmax; j++) {
-		pj *= mr / j;
-		if (j > mr && pj < 1e-16) /* the rest weigh less than 1e-15 */
-			break;
-		tail += pj * compound_tail_plus(m, pm, mu0 + j * mean, v0 + j * var, x);
 	}
 	return tail;
 }
@@ -1378,13 +1341,10 @@ static void busy_of(const double x[4], double rho, double lambda, const double s
  * the first token, which reaches the client when the first decode step
  * ends, to the last, one step after the last decode step: its N
  * iterations carry the prompts that arrive during the N before them.
- * Those N take the request's own steps (a constant but for its prompt's
- * length), what the batch it shares them with costs (BL, batch_share: a
- * compound Poisson sum of the other sequences' shares, summed over its own
- * count, compound_tail2: at a few sequences a replica, one more long
- * sequence than the mean for much of the request's life is what most
- * misses are made of, a skew that a mean and a variance beside the
- * constant lose), and
+ * Those N take the request's own steps, what the batch it shares them
+ * with costs (BL, batch_share: its mean and variance, a term beside the
+ * stalls; as elements of their compound sum, a k-fold lognormal would
+ * give a few milliseconds of batch the spread of second-long stalls), and
  * the stalls, which lengthen the window that more prompts arrive in: each
  * prompt that arrives in the undisturbed window starts a busy period of
  * stalls (busy_of).  The prompts that arrive before the first decode step
@@ -1424,17 +1384,18 @@ static double tpot_misses(const hx_workload *w, const cap_lens *lens, const batc
 			continue;
 		batch_share(lens, bl, i, n, el, own);
 		burst(el, ca2);
+		own[0] += el[3] * el[1];
+		own[1] += el[3] * el[2];
 		e[1] = bs[1];
 		e[2] = bs[2];
-		e[3] = lambda * (own[0] + el[3] * el[1]); /* the window's mean */
+		e[3] = lambda * own[0];
 		burst(e, ca2);
 		ep[1] = sp[1];
 		ep[2] = sp[2];
 		ep[3] = lambda * pre;
 		burst(ep, ca2);
 		mix(e, ep);
-		miss += compound_tail2(e[3], e, el[3], el, own[0], own[1], tmax * n) /
-			CAP_QUANTILES;
+		miss += compound_tail_plus(e[3], e, own[0], own[1], tmax * n) / CAP_QUANTILES;
 	}
 	return miss;
 }

@@ -1011,6 +1011,47 @@ static double chunk_iter(const hx_replica *r, double B, double ctx, double k, do
 	return hx_cost_cycle(r, &b, &it);
 }
 
+/* On DP attention ranks (DP > 1) the K prompts an iteration admits each
+ * join the rank with the most token budget left, and the ranks step
+ * together, so the iteration costs what the busiest rank carries: the
+ * largest of the K prompts' chunks (up to C tokens a rank) beside the
+ * others' beyond one a rank (K / DP - 1 of them, OTHERS tokens each at
+ * context OAT), or the ranks' even share of all K chunks where that is
+ * more, and its share of the B decodes (not the mean prompt's chunk: a
+ * step's cost is its largest prompt's, which its K prompts share).  The
+ * largest of K prompts has the quantile function Q(u^(1/K)).  Returns the
+ * iteration's mean stall over the decode-only one (TD), the largest
+ * prompt's chunks all counted; its K prompts share it. */
+static double dp_step_stall(const hx_replica *r, const hx_workload *w, double B, double ctx,
+			    double k, double others, double oat, double c, double td)
+{
+	int dp = hx_replica_dp(r);
+	double sum = 0;
+
+	for (int i = 0; i < CAP_QUANTILES; i++) {
+		double u = pow((i + 0.5) / CAP_QUANTILES, 1 / k);
+		double len = hx_dist_quantile(&w->prompt, u), h = hx_prefix_cached(w, len);
+		double n = fmax(len - h, 1), nc = fmin(n, c), at = h + nc / 2;
+		double rest = fmax(fmax((k - 1) * others + nc, 0) / dp - nc,
+				   fmax(k / dp - 1, 0) * others);
+		hx_batch b = {0}, rk = {0};
+		hx_iter it;
+
+		hx_batch_add_decode(&b, B, ctx);
+		if (k > 1)
+			hx_batch_add_prefill(&b, k - 1, others, oat);
+		hx_batch_add_prefill(&b, 1, nc, at);
+		hx_batch_add_decode(&rk, B / dp, ctx);
+		hx_batch_add_prefill(&rk, 1, nc, at);
+		if (rest > 0)
+			hx_batch_add_prefill(&rk, rest / fmax(others, 1), fmax(others, 1), oat);
+		hx_batch_rank_max(&b, &rk);
+		sum += fmax(1, ceil_div(n, c)) * fmax(hx_cost_cycle(r, &b, &it) - td, 0) /
+		       CAP_QUANTILES;
+	}
+	return sum;
+}
+
 /* Iteration time at rate LAMBDA if iterations took T: T(B, p) above; P the
  * prompt tokens computed, H those the prefix cache holds.  An aggregated
  * replica's prompts do not spread thinly over its decode iterations: each
@@ -1037,6 +1078,8 @@ static double iter_at(const hx_replica *r, const hx_workload *w, int phase, doub
 		td = hx_cost_cycle(r, &b, &it);
 		tc = chunk_iter(r, B, ctx, k, fmin(P, c), at, P, c, at, &n);
 		stall = n * fmax(tc - td, 0) / k;
+		if (dp > 1)
+			stall = dp_step_stall(r, w, B, ctx, k, fmin(P, c), at, c, td) / k;
 		return lambda * stall >= 1 ? INFINITY : td / (1 - lambda * stall);
 	}
 	if (phase != HX_SERVE_PREFILL)

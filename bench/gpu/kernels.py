@@ -1,0 +1,470 @@
+#!/usr/bin/env python3
+"""Measure one GPU's kernel times in the shapes hexplan's cost model prices.
+
+Writes, into OUTDIR (default ./kernels-out):
+
+  mlp-<model>.csv   per-layer non-attention operator times in vidur's
+                    mlp.csv layout (time_stats.<op>.median in ms, the
+                    shape columns, num_tokens, num_tensor_parallel_workers),
+                    for Llama-2-7B, Llama-2-70B, Llama-3-8B and Llama-3-70B
+                    at TP 1, 2, 4, 8 (one GPU's shard); bench/cost_accuracy
+                    reads them as it reads vidur's.
+  attention.csv     FlashAttention (PyTorch SDPA) prefill and decode times.
+  step.csv          whole Llama-3.1-8B forward steps (32 layers and the LM
+                    head, random weights) captured as one CUDA graph: decode
+                    at a batch and context, and prefill of one prompt.
+  peaks.txt         the GPU's measured dense BF16 matmul rate and memory
+                    bandwidth, beside its name and the software versions.
+
+Each time is the median over trials of one CUDA-graph replay of several
+back-to-back launches (kernel time, no Python or launch overhead), with the
+weights rotated over copies that together exceed the L2 cache so a GEMM
+reads its weights from memory as it does in a real forward pass.  Fused
+RMSNorm, rotary embedding and SiLU-and-mul are single Triton kernels (as
+the serving engines' custom ops are); where Triton fails, PyTorch's own
+operators are timed and the log says so.
+
+usage: python3 bench/gpu/kernels.py [OUTDIR] [--quick]
+Needs a CUDA GPU and PyTorch (with Triton).  bench/README.md (cost_accuracy)
+holds the numbers one H200 gave and how they compare with the cost model.
+"""
+import math
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+OUT = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("--") else "kernels-out"
+QUICK = "--quick" in sys.argv
+os.makedirs(OUT, exist_ok=True)
+DEV = "cuda"
+DT = torch.bfloat16
+L2_ROTATE_BYTES = 256 << 20  # > the L2 of any current GPU (H100/H200: 50-60 MB)
+T0 = time.time()
+DEADLINE_S = float(os.environ.get("KERNELS_DEADLINE_S", "1e9"))  # no new model after this
+LOG = open(os.path.join(OUT, "log.txt"), "w")
+
+
+def log(*a):
+    s = " ".join(str(x) for x in a)
+    print(s, flush=True)
+    LOG.write(s + "\n")
+    LOG.flush()
+
+
+MODELS = [
+    # name, hidden, heads, kv heads, ffn, vocab
+    ("Llama-2-7b-hf", 4096, 32, 32, 11008, 32000),
+    ("Llama-2-70b-hf", 8192, 64, 8, 28672, 32000),
+    ("Meta-Llama-3-8B", 4096, 32, 8, 14336, 128256),
+    ("Meta-Llama-3-70B", 8192, 64, 8, 28672, 128256),
+]
+TOKENS = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384,
+          448, 512, 640, 768, 896, 1024] + list(range(1280, 4097, 256))
+if QUICK:
+    TOKENS = [1, 16, 128, 1024, 4096]
+TPS = [1, 2, 4, 8]
+
+# ---------------------------------------------------------------- Triton ops
+TRITON = True
+try:
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _rms_k(X, W, Y, H, eps, BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        offs = tl.arange(0, BLOCK)
+        m = offs < H
+        x = tl.load(X + row * H + offs, mask=m, other=0.0).to(tl.float32)
+        var = tl.sum(x * x, axis=0) / H
+        r = 1.0 / tl.sqrt(var + eps)
+        w = tl.load(W + offs, mask=m, other=0.0).to(tl.float32)
+        tl.store(Y + row * H + offs, (x * r * w).to(Y.dtype.element_ty), mask=m)
+
+    @triton.jit
+    def _silu_k(X, Y, F, BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        col = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        m = col < F
+        g = tl.load(X + row * 2 * F + col, mask=m, other=0.0).to(tl.float32)
+        u = tl.load(X + row * 2 * F + F + col, mask=m, other=0.0).to(tl.float32)
+        y = g / (1.0 + tl.exp(-g)) * u
+        tl.store(Y + row * F + col, y.to(Y.dtype.element_ty), mask=m)
+
+    @triton.jit
+    def _rope_k(QKV, POS, COS, SIN, stride, HALF: tl.constexpr):
+        t = tl.program_id(0).to(tl.int64)
+        h = tl.program_id(1)
+        p = tl.load(POS + t).to(tl.int64)
+        o = tl.arange(0, HALF)
+        c = tl.load(COS + p * HALF + o)
+        s = tl.load(SIN + p * HALF + o)
+        base = QKV + t * stride + h * 2 * HALF
+        x1 = tl.load(base + o).to(tl.float32)
+        x2 = tl.load(base + HALF + o).to(tl.float32)
+        tl.store(base + o, (x1 * c - x2 * s).to(QKV.dtype.element_ty))
+        tl.store(base + HALF + o, (x2 * c + x1 * s).to(QKV.dtype.element_ty))
+except Exception as e:  # pragma: no cover - depends on the machine
+    TRITON = False
+    log("triton unavailable:", repr(e))
+
+
+def rms(x, w, y):
+    if TRITON:
+        T, H = x.shape
+        _rms_k[(T,)](x, w, y, H, 1e-5, BLOCK=triton.next_power_of_2(H), num_warps=8)
+    else:
+        torch.mul(torch.nn.functional.rms_norm(x, (x.shape[1],), eps=1e-5), w, out=y)
+
+
+def silu_mul(x, y):
+    if TRITON:
+        T, F = y.shape
+        _silu_k[(T, triton.cdiv(F, 1024))](x, y, F, BLOCK=1024, num_warps=4)
+    else:
+        F = y.shape[1]
+        torch.mul(torch.nn.functional.silu(x[:, :F]), x[:, F:], out=y)
+
+
+def rope(qkv, pos, cos, sin, nrot, hd):
+    if TRITON:
+        T = qkv.shape[0]
+        _rope_k[(T, nrot)](qkv, pos, cos, sin, qkv.stride(0), HALF=hd // 2, num_warps=1)
+    else:
+        half = hd // 2
+        v = qkv[:, : nrot * hd].view(-1, nrot, 2, half)
+        c = cos[pos].unsqueeze(1)
+        s = sin[pos].unsqueeze(1)
+        x1, x2 = v[:, :, 0].float(), v[:, :, 1].float()
+        v[:, :, 0] = (x1 * c - x2 * s).to(qkv.dtype)
+        v[:, :, 1] = (x2 * c + x1 * s).to(qkv.dtype)
+
+
+def check_triton():
+    """Compare the Triton ops with PyTorch once; fall back if they differ."""
+    global TRITON
+    if not TRITON:
+        return
+    try:
+        T, H, F, hd, nrot = 7, 4096, 1000, 128, 3
+        x = torch.randn(T, H, device=DEV, dtype=DT)
+        w = torch.randn(H, device=DEV, dtype=DT)
+        y = torch.empty_like(x)
+        rms(x, w, y)
+        ref = (torch.nn.functional.rms_norm(x.float(), (H,), eps=1e-5) * w.float()).to(DT)
+        ok = torch.allclose(y.float(), ref.float(), rtol=2e-2, atol=2e-2)
+        a = torch.randn(T, 2 * F, device=DEV, dtype=DT)
+        b = torch.empty(T, F, device=DEV, dtype=DT)
+        silu_mul(a, b)
+        ref = (torch.nn.functional.silu(a[:, :F].float()) * a[:, F:].float()).to(DT)
+        ok = ok and torch.allclose(b.float(), ref.float(), rtol=2e-2, atol=2e-2)
+        q = torch.randn(T, (nrot + 1) * hd, device=DEV, dtype=DT)
+        q0 = q.clone()
+        pos = torch.arange(T, device=DEV, dtype=torch.int32)
+        ang = torch.arange(64, device=DEV).float()[None, :] * 0.01 * torch.arange(16, device=DEV).float()[:, None]
+        cos, sin = ang.cos().contiguous(), ang.sin().contiguous()
+        rope(q, pos, cos, sin, nrot, hd)
+        v = q0[:, : nrot * hd].view(T, nrot, 2, 64).float()
+        c, s = cos[pos.long()].unsqueeze(1), sin[pos.long()].unsqueeze(1)
+        r1, r2 = v[:, :, 0] * c - v[:, :, 1] * s, v[:, :, 1] * c + v[:, :, 0] * s
+        got = q[:, : nrot * hd].view(T, nrot, 2, 64).float()
+        ok = ok and torch.allclose(got[:, :, 0], r1, rtol=2e-2, atol=2e-2)
+        ok = ok and torch.allclose(got[:, :, 1], r2, rtol=2e-2, atol=2e-2)
+        ok = ok and torch.equal(q[:, nrot * hd:], q0[:, nrot * hd:])
+        torch.cuda.synchronize()
+        if not ok:
+            TRITON = False
+            log("triton ops differ from PyTorch: timing PyTorch's operators")
+    except Exception as e:
+        TRITON = False
+        log("triton ops failed (%r): timing PyTorch's operators" % (e,))
+
+
+# ---------------------------------------------------------------- timing
+def time_graph(fns, budget_ms=3.0, trials=5):
+    """Median ms of one call, over TRIALS replays of a CUDA graph that runs
+    the callables FNS (variants over rotated buffers) back to back."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for f in fns:
+            f()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for f in fns:
+        f()
+    b.record()
+    b.synchronize()
+    one = max(a.elapsed_time(b) / len(fns), 1e-3)
+    reps = max(len(fns), min(64, int(math.ceil(budget_ms / one))))
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for i in range(reps):
+            fns[i % len(fns)]()
+    g.replay()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(trials):
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) / reps)
+    del g
+    return statistics.median(ts)
+
+
+def copies_for(nbytes):
+    return max(1, min(16, int(math.ceil(L2_ROTATE_BYTES / max(nbytes, 1)))))
+
+
+def gemm_op(T, K, N):
+    """mm of [T, K] by a [K, N] weight (stored [N, K] as a linear layer's)."""
+    nc = copies_for(K * N * 2)
+    ws = [torch.randn(N, K, device=DEV, dtype=DT) * 0.02 for _ in range(nc)]
+    x = torch.randn(T, K, device=DEV, dtype=DT)
+    y = torch.empty(T, N, device=DEV, dtype=DT)
+    fns = [(lambda w=w: torch.mm(x, w.t(), out=y)) for w in ws]
+    ms = time_graph(fns)
+    del ws, x, y
+    return ms
+
+
+def layer_ops(T, H, nh, nkv, F, tp):
+    hd = H // nh
+    nhl, nkvl = nh // tp, max(1, nkv // tp)
+    qkv_n = (nhl + 2 * nkvl) * hd
+    out = {}
+    # activations rotated too where they are large
+    x = torch.randn(T, H, device=DEV, dtype=DT)
+    w = torch.randn(H, device=DEV, dtype=DT)
+    y = torch.empty_like(x)
+    ms = time_graph([lambda: rms(x, w, y)])
+    out["input_layernorm"] = ms
+    out["post_attention_layernorm"] = ms
+    out["attn_pre_proj"] = gemm_op(T, H, qkv_n)
+    qkv = torch.randn(T, qkv_n, device=DEV, dtype=DT)
+    pos = (torch.arange(T, device=DEV, dtype=torch.int32) % 4096).contiguous()
+    ang = torch.arange(hd // 2, device=DEV).float()[None, :] * torch.arange(4096, device=DEV).float()[:, None] * 1e-3
+    cos, sin = ang.cos().contiguous(), ang.sin().contiguous()
+    out["attn_rope"] = time_graph([lambda: rope(qkv, pos, cos, sin, nhl + nkvl, hd)])
+    out["attn_post_proj"] = gemm_op(T, nhl * hd, H)
+    out["mlp_up_proj"] = gemm_op(T, H, 2 * F // tp)
+    g = torch.randn(T, 2 * F // tp, device=DEV, dtype=DT)
+    a = torch.empty(T, F // tp, device=DEV, dtype=DT)
+    out["mlp_act"] = time_graph([lambda: silu_mul(g, a)])
+    out["mlp_down_proj"] = gemm_op(T, F // tp, H)
+    r = torch.randn(T, H, device=DEV, dtype=DT)
+    out["add"] = time_graph([lambda: torch.add(x, r, out=y)])
+    del x, y, qkv, g, a, r
+    return out
+
+
+OPS = ["input_layernorm", "attn_pre_proj", "attn_rope", "attn_post_proj",
+       "post_attention_layernorm", "mlp_up_proj", "mlp_act", "mlp_down_proj", "add"]
+
+
+def mlp_tables():
+    for name, H, nh, nkv, F, vocab in MODELS:
+        if time.time() - T0 > DEADLINE_S:
+            log("mlp %s skipped: past %d s" % (name, DEADLINE_S))
+            continue
+        path = os.path.join(OUT, "mlp-%s.csv" % name)
+        t0 = time.time()
+        with open(path, "w") as f:
+            f.write(",".join(["time_stats.%s.median" % o for o in OPS] +
+                             ["n_head", "n_kv_head", "n_embd", "n_expanded_embd", "vocab_size",
+                              "use_gated_mlp", "num_tokens", "num_tensor_parallel_workers"]) + "\n")
+            for tp in TPS:
+                for T in TOKENS:
+                    o = layer_ops(T, H, nh, nkv, F, tp)
+                    f.write(",".join(["%.5f" % o[k] for k in OPS] +
+                                     [str(nh), str(nkv), str(H), str(F), str(vocab), "True",
+                                      str(T), str(tp)]) + "\n")
+                f.flush()
+        torch.cuda.empty_cache()
+        log("mlp %s: %.1f s" % (name, time.time() - t0))
+
+
+# ---------------------------------------------------------------- attention
+def sdpa_ctx():
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        sdpa_kernel([SDPBackend.FLASH_ATTENTION])
+        return (lambda: sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]),
+                "flash|efficient")
+    except Exception:
+        import contextlib
+        return contextlib.nullcontext, "default"
+
+
+def attn_call(q, k, v, causal):
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                            enable_gqa=k.shape[1] != q.shape[1])
+
+
+def time_attn(q, k, v, causal, ctx, backend, budget_ms=3.0):
+    """Time attention under the FlashAttention/efficient backends; where
+    neither takes the shape, under PyTorch's choice (the backend column says)."""
+    try:
+        with ctx():
+            return time_graph([lambda: attn_call(q, k, v, causal)], budget_ms), backend
+    except Exception as e:
+        log("attention %s under %s failed (%s): default backend" % (tuple(q.shape), backend, str(e)[:120]))
+        return time_graph([lambda: attn_call(q, k, v, causal)], budget_ms), "default"
+
+
+def attention_table():
+    path = os.path.join(OUT, "attention.csv")
+    ctx, backend = sdpa_ctx()
+    with open(path, "w") as f:
+        f.write("phase,n_head,n_kv_head,head_dim,batch,q_tokens,context,ms,backend\n")
+        for nh, nkv in [(32, 8), (8, 1)]:  # Llama-3 8B at TP1; 70B's shard at TP8
+            hd = 128
+            for T in [128, 512, 1024, 2048, 4096]:
+                q = torch.randn(1, nh, T, hd, device=DEV, dtype=DT)
+                k = torch.randn(1, nkv, T, hd, device=DEV, dtype=DT)
+                v = torch.randn(1, nkv, T, hd, device=DEV, dtype=DT)
+                ms, be = time_attn(q, k, v, True, ctx, backend)
+                f.write("prefill,%d,%d,%d,1,%d,%d,%.5f,%s\n" % (nh, nkv, hd, T, T, ms, be))
+            for B in [1, 8, 32, 128]:
+                for L in [512, 2048, 4096]:
+                    q = torch.randn(B, nh, 1, hd, device=DEV, dtype=DT)
+                    k = torch.randn(B, nkv, L, hd, device=DEV, dtype=DT)
+                    v = torch.randn(B, nkv, L, hd, device=DEV, dtype=DT)
+                    ms, be = time_attn(q, k, v, False, ctx, backend)
+                    f.write("decode,%d,%d,%d,%d,1,%d,%.5f,%s\n" % (nh, nkv, hd, B, L, ms, be))
+            f.flush()
+    torch.cuda.empty_cache()
+    log("attention done")
+
+
+# ---------------------------------------------------------------- whole steps
+class Llama:
+    """Llama-3.1-8B's shapes with random weights, one GPU."""
+
+    def __init__(self, H=4096, nh=32, nkv=8, F=14336, L=32, vocab=128256):
+        self.H, self.nh, self.nkv, self.F, self.L, self.vocab = H, nh, nkv, F, L, vocab
+        self.hd = H // nh
+        s = 0.02
+        mk = lambda *sh: torch.randn(*sh, device=DEV, dtype=DT) * s
+        self.layers = [dict(n1=torch.ones(H, device=DEV, dtype=DT), n2=torch.ones(H, device=DEV, dtype=DT),
+                            qkv=mk((nh + 2 * nkv) * self.hd, H), o=mk(H, nh * self.hd),
+                            up=mk(2 * F, H), down=mk(H, F)) for _ in range(L)]
+        self.norm = torch.ones(H, device=DEV, dtype=DT)
+        self.head = mk(vocab, H)
+        ang = torch.arange(self.hd // 2, device=DEV).float()[None, :] * torch.arange(8192, device=DEV).float()[:, None] * 1e-3
+        self.cos, self.sin = ang.cos().contiguous(), ang.sin().contiguous()
+
+    def step(self, B, q_tokens, ctx, kv):
+        """One forward step: B sequences, each Q_TOKENS new tokens over a
+        context of CTX (KV already in KV), returns a callable."""
+        H, nh, nkv, hd, F = self.H, self.nh, self.nkv, self.hd, self.F
+        T = B * q_tokens
+        x = torch.randn(T, H, device=DEV, dtype=DT)
+        h = torch.empty_like(x)
+        qkv = torch.empty(T, (nh + 2 * nkv) * hd, device=DEV, dtype=DT)
+        att = torch.empty(T, nh * hd, device=DEV, dtype=DT)
+        up = torch.empty(T, 2 * F, device=DEV, dtype=DT)
+        act = torch.empty(T, F, device=DEV, dtype=DT)
+        tmp = torch.empty_like(x)
+        logits = torch.empty(B, self.vocab, device=DEV, dtype=DT)
+        pos = (torch.arange(q_tokens, device=DEV, dtype=torch.int32) + (ctx - q_tokens)).repeat(B).contiguous()
+        causal = q_tokens > 1
+
+        def run():
+            for i, w in enumerate(self.layers):
+                rms(x, w["n1"], h)
+                torch.mm(h, w["qkv"].t(), out=qkv)
+                rope(qkv, pos, self.cos, self.sin, nh + nkv, hd)
+                q = qkv[:, : nh * hd].view(B, q_tokens, nh, hd).transpose(1, 2)
+                k, v = kv[i]
+                # the new tokens' K/V would be written into the cache here;
+                # the cache already holds CTX tokens
+                o = attn_call(q, k, v, causal)
+                att.copy_(o.transpose(1, 2).reshape(T, nh * hd))
+                torch.mm(att, w["o"].t(), out=tmp)
+                x.add_(tmp)
+                rms(x, w["n2"], h)
+                torch.mm(h, w["up"].t(), out=up)
+                silu_mul(up, act)
+                torch.mm(act, w["down"].t(), out=tmp)
+                x.add_(tmp)
+            last = x.view(B, q_tokens, H)[:, -1].contiguous()
+            rms(last, self.norm, h[:B])
+            torch.mm(h[:B], self.head.t(), out=logits)
+        return run
+
+
+def step_table():
+    path = os.path.join(OUT, "step.csv")
+    m = Llama()
+    ctx_m, backend = sdpa_ctx()
+    with open(path, "w") as f:
+        f.write("model,phase,batch,q_tokens,context,ms,backend\n")
+        cases = [("decode", B, 1, L) for B in [1, 16, 64, 128] for L in [1024]] + \
+                [("decode", 64, 1, 4096)] + \
+                [("prefill", 1, T, T) for T in [512, 2048, 4096]]
+        for phase, B, qt, L in cases:
+            kv = [(torch.randn(B, m.nkv, L, m.hd, device=DEV, dtype=DT),
+                   torch.randn(B, m.nkv, L, m.hd, device=DEV, dtype=DT)) for _ in range(m.L)]
+            if qt > 1:  # causal prefill over its own tokens
+                kv = [(k[:, :, :qt], v[:, :, :qt]) for k, v in kv]
+            try:
+                with ctx_m():
+                    ms, be = time_graph([m.step(B, qt, L, kv)], budget_ms=20), backend
+            except Exception as e:
+                log("step under %s failed (%s): default backend" % (backend, str(e)[:120]))
+                ms, be = time_graph([m.step(B, qt, L, kv)], budget_ms=20), "default"
+            f.write("llama-3.1-8b,%s,%d,%d,%d,%.4f,%s\n" % (phase, B, qt, L, ms, be))
+            f.flush()
+            log("step %s B=%d q=%d ctx=%d: %.3f ms" % (phase, B, qt, L, ms))
+            del kv
+            torch.cuda.empty_cache()
+
+
+# ---------------------------------------------------------------- peaks
+def peaks():
+    with open(os.path.join(OUT, "peaks.txt"), "w") as f:
+        p = torch.cuda.get_device_properties(0)
+        f.write("gpu %s, %d SMs, %.1f GiB, torch %s, cuda %s, triton %s\n" %
+                (p.name, p.multi_processor_count, p.total_memory / 2**30, torch.__version__,
+                 torch.version.cuda, TRITON and triton.__version__))
+        n = 8192
+        a = torch.randn(n, n, device=DEV, dtype=DT)
+        b = torch.randn(n, n, device=DEV, dtype=DT)
+        c = torch.empty(n, n, device=DEV, dtype=DT)
+        ms = time_graph([lambda: torch.mm(a, b, out=c)], budget_ms=30)
+        f.write("bf16 mm %dx%dx%d: %.3f ms, %.1f TFLOP/s\n" % (n, n, n, ms, 2 * n**3 / ms / 1e9))
+        src = torch.empty(1 << 31, device=DEV, dtype=torch.uint8)
+        dst = torch.empty_like(src)
+        ms = time_graph([lambda: dst.copy_(src)], budget_ms=20)
+        f.write("copy 2 GiB: %.3f ms, %.1f GB/s read+write\n" % (ms, 2 * src.numel() / ms / 1e6))
+        del src, dst
+        # a weight-streaming GEMV: batch 1 against a 1 GiB weight
+        w = torch.randn(16384, 32768, device=DEV, dtype=DT)
+        x = torch.randn(1, 32768, device=DEV, dtype=DT)
+        y = torch.empty(1, 16384, device=DEV, dtype=DT)
+        ms = time_graph([lambda: torch.mm(x, w.t(), out=y)], budget_ms=20)
+        f.write("gemv 1x32768 by 1 GiB weight: %.3f ms, %.1f GB/s\n" % (ms, w.numel() * 2 / ms / 1e6))
+    log(open(os.path.join(OUT, "peaks.txt")).read())
+
+
+if __name__ == "__main__":
+    t0 = T0
+    torch.manual_seed(0)
+    check_triton()
+    log("triton ops:", TRITON)
+    for part in (peaks, step_table, attention_table, mlp_tables):
+        try:
+            part()
+        except Exception as e:  # keep what the other parts measure
+            import traceback
+            log("%s failed: %s" % (part.__name__, traceback.format_exc()))
+        torch.cuda.empty_cache()
+    log("total %.1f s" % (time.time() - t0))

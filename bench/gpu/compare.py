@@ -31,10 +31,11 @@ while i < len(args):
         folder, i = args[i], i + 1
 
 
-def estimate(model, tp, batch, inp):
+def estimate(model, tp, batch, inp, weights="bf16"):
     out = subprocess.run([hexplan, "estimate", "-m", model, "-g", gpu, "--tp", str(tp),
                           "--batch", str(batch), "--input", str(inp), "--output", "1",
-                          "--format", "json"], check=True, capture_output=True, text=True)
+                          "--weights", weights, "--format", "json"],
+                         check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
 
@@ -77,6 +78,48 @@ with open(os.path.join(folder, "attention.csv")) as f:
         print("%-8s %4d/%-4d %6d %8d %8d %12.4f %12.4f %7.3f" % (r["phase"], nh, nkv, B,
                                                                int(r["q_tokens"]), L, ms, pred,
                                                                pred / ms))
+
+MLP_MODEL = {"Meta-Llama-3-8B": "llama-3.1-8b", "Meta-Llama-3-70B": "llama-3.1-70b"}
+ELEMENTWISE = ["input_layernorm", "attn_rope", "post_attention_layernorm", "mlp_act", "add"]
+fp8 = os.path.join(folder, "fp8.csv")
+if os.path.exists(fp8):
+    print("\nFP8 weights and activations: a layer's non-attention time (its four FP8 GEMMs"
+          " from fp8.csv,\nits norms, rotary, activation and add from the BF16 mlp.csv)")
+    print("%-18s %3s %7s %12s %12s %7s" % ("model", "tp", "tokens", "measured_ms",
+                                           "predicted_ms", "ratio"))
+    bf = {}
+    for name in MLP_MODEL:
+        path = os.path.join(folder, "meta-llama", name, "mlp.csv")
+        if os.path.exists(path):
+            with open(path) as f:
+                for r in csv.DictReader(f):
+                    bf[(name, int(r["num_tensor_parallel_workers"]), int(r["num_tokens"]))] = sum(
+                        float(r["time_stats.%s.median" % o]) for o in ELEMENTWISE)
+    with open(fp8) as f:
+        for r in csv.DictReader(f):
+            key = (r["model"], int(r["tp"]), int(r["num_tokens"]))
+            if key not in bf:
+                continue
+            ms = float(r["gemm_ms"]) + bf[key]
+            e = estimate(MLP_MODEL[r["model"]], key[1], 1, key[2], "fp8")
+            pred = e["prefill"]["per_layer_ms"]["linear"]
+            ratios.setdefault("fp8 layer", []).append(pred / ms)
+            print("%-18s %3d %7d %12.4f %12.4f %7.3f" % (r["model"], key[1], key[2], ms, pred,
+                                                        pred / ms))
+
+moe = os.path.join(folder, "moe.csv")
+if os.path.exists(moe):
+    print("\nMoE: Qwen3-30B-A3B's non-attention layer on one GPU (128 experts, top 8)")
+    print("%-14s %7s %12s %12s %7s %16s" % ("model", "tokens", "measured_ms", "predicted_ms",
+                                            "ratio", "grouped_gemm_ms"))
+    with open(moe) as f:
+        for r in csv.DictReader(f):
+            T, ms = int(r["num_tokens"]), float(r["ms"])
+            e = estimate(r["model"], 1, 1, T)
+            pred = e["prefill"]["per_layer_ms"]["linear"]
+            ratios.setdefault("moe layer", []).append(pred / ms)
+            print("%-14s %7d %12.4f %12.4f %7.3f %16.4f" % (r["model"], T, ms, pred, pred / ms,
+                                                           float(r["grouped_gemm_ms"])))
 
 print("\nmedian predicted/measured")
 for k, v in ratios.items():

@@ -15,6 +15,12 @@ Writes, into OUTDIR (default ./kernels-out):
                     at a batch and context, and prefill of one prompt.
   peaks.txt         the GPU's measured dense BF16 matmul rate and memory
                     bandwidth, beside its name and the software versions.
+  fp8.csv           the same layer's four GEMMs in FP8 (e4m3, per-tensor
+                    scales, torch._scaled_mm) for Llama-3-8B and -70B.
+  moe.csv           Qwen3-30B-A3B's non-attention layer on one GPU: its
+                    projections and a top-8 of 128 expert MoE (router,
+                    permutation, grouped GEMMs by torch._grouped_mm, weighted
+                    combine), at 1-4,096 tokens.
 
 Each time is the median over trials of one CUDA-graph replay of several
 back-to-back launches (kernel time, no Python or launch overhead), with the
@@ -24,7 +30,8 @@ RMSNorm, rotary embedding and SiLU-and-mul are single Triton kernels (as
 the serving engines' custom ops are); where Triton fails, PyTorch's own
 operators are timed and the log says so.
 
-usage: python3 bench/gpu/kernels.py [OUTDIR] [--quick]
+usage: python3 bench/gpu/kernels.py [OUTDIR] [--quick] [--parts LIST]
+  LIST: comma-separated of peaks, step, attention, mlp, fp8, moe (default all)
 Needs a CUDA GPU and PyTorch (with Triton).  bench/README.md (cost_accuracy)
 holds the numbers one H200 gave and how they compare with the cost model.
 """
@@ -37,6 +44,9 @@ import time
 import torch
 
 OUT = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("--") else "kernels-out"
+PARTS = "peaks,step,attention,mlp,fp8,moe"
+if "--parts" in sys.argv:
+    PARTS = sys.argv[sys.argv.index("--parts") + 1]
 QUICK = "--quick" in sys.argv
 os.makedirs(OUT, exist_ok=True)
 DEV = "cuda"
@@ -428,6 +438,123 @@ def step_table():
             torch.cuda.empty_cache()
 
 
+# ---------------------------------------------------------------- fp8
+FP8 = torch.float8_e4m3fn
+
+
+def fp8_layer(T, H, nh, nkv, F, tp):
+    """Per-layer GEMM ms with FP8 weights and activations (e4m3,
+    per-tensor scales, BF16 out).  The activation's quantization is left
+    out: the engines fuse it into the norm or activation kernel before the
+    GEMM.  _scaled_mm wants rows in multiples of 16: a smaller batch is
+    padded, as the engines' FP8 path pads."""
+    hd = H // nh
+    nhl, nkvl = nh // tp, max(1, nkv // tp)
+    M = max(16, (T + 15) // 16 * 16)
+    one = torch.ones((), device=DEV, dtype=torch.float32)
+    out = {}
+
+    def gemm(K, N):
+        nc = copies_for(K * N)
+        ws = [(torch.randn(N, K, device=DEV, dtype=DT) * 0.02).to(FP8) for _ in range(nc)]
+        q = (torch.randn(M, K, device=DEV, dtype=DT) * 0.5).to(FP8)
+        return time_graph([(lambda w=w: torch._scaled_mm(q, w.t(), scale_a=one, scale_b=one,
+                                                           out_dtype=DT)) for w in ws])
+
+    out["attn_pre_proj"] = gemm(H, (nhl + 2 * nkvl) * hd)
+    out["attn_post_proj"] = gemm(nhl * hd, H)
+    out["mlp_up_proj"] = gemm(H, 2 * F // tp)
+    out["mlp_down_proj"] = gemm(F // tp, H)
+    return out
+
+
+def fp8_table():
+    path = os.path.join(OUT, "fp8.csv")
+    toks = [1, 16, 64, 256, 1024, 4096]
+    with open(path, "w") as f:
+        f.write("model,tp,num_tokens,attn_pre_proj,attn_post_proj,mlp_up_proj,mlp_down_proj,gemm_ms\n")
+        for name, H, nh, nkv, F, vocab in MODELS[2:]:
+            for tp in TPS:
+                for T in toks:
+                    o = fp8_layer(T, H, nh, nkv, F, tp)
+                    f.write("%s,%d,%d,%.5f,%.5f,%.5f,%.5f,%.5f\n" % (
+                        name, tp, T, o["attn_pre_proj"], o["attn_post_proj"], o["mlp_up_proj"],
+                        o["mlp_down_proj"], sum(o.values())))
+            f.flush()
+    torch.cuda.empty_cache()
+    log("fp8 done")
+
+
+# ---------------------------------------------------------------- moe
+def moe_block(T, H=2048, nh=32, nkv=4, hd=128, E=128, k=8, Fm=768):
+    """Qwen3-30B-A3B's non-attention layer on one GPU, as a callable."""
+    mk = lambda *sh: torch.randn(*sh, device=DEV, dtype=DT) * 0.02
+    x = torch.randn(T, H, device=DEV, dtype=DT)
+    h = torch.empty_like(x)
+    tmp = torch.empty_like(x)
+    n1 = torch.ones(H, device=DEV, dtype=DT)
+    n2 = torch.ones(H, device=DEV, dtype=DT)
+    qn = torch.ones(hd, device=DEV, dtype=DT)
+    w_qkv, w_o, w_r = mk((nh + 2 * nkv) * hd, H), mk(H, nh * hd), mk(E, H)
+    w_gu = mk(E, 2 * Fm, H).transpose(-2, -1)  # [E, H, 2Fm], column-major per expert
+    w_d = mk(E, H, Fm).transpose(-2, -1)  # [E, Fm, H]
+    qkv = torch.empty(T, (nh + 2 * nkv) * hd, device=DEV, dtype=DT)
+    att = torch.randn(T, nh * hd, device=DEV, dtype=DT)
+    act = torch.empty(T * k, Fm, device=DEV, dtype=DT)
+    ones = torch.ones(T * k, device=DEV, dtype=torch.int32)
+    pos = (torch.arange(T, device=DEV, dtype=torch.int32) % 4096).contiguous()
+    ang = torch.arange(hd // 2, device=DEV).float()[None, :] * torch.arange(4096, device=DEV).float()[:, None] * 1e-3
+    cos, sin = ang.cos().contiguous(), ang.sin().contiguous()
+
+    def run():
+        rms(x, n1, h)
+        torch.mm(h, w_qkv.t(), out=qkv)
+        v = qkv.view(T, nh + 2 * nkv, hd)
+        v[:, : nh + nkv] = torch.nn.functional.rms_norm(v[:, : nh + nkv], (hd,), qn, 1e-6)
+        rope(qkv, pos, cos, sin, nh + nkv, hd)
+        torch.mm(att, w_o.t(), out=tmp)
+        x.add_(tmp)
+        rms(x, n2, h)
+        logits = torch.mm(h, w_r.t())
+        topv, topi = torch.topk(logits, k, dim=1)
+        wts = torch.softmax(topv.float(), dim=1).view(-1)
+        flat = topi.view(-1)
+        order = torch.argsort(flat, stable=True)
+        counts = torch.zeros(E, device=DEV, dtype=torch.int32).scatter_add_(0, flat, ones)
+        offs = torch.cumsum(counts, 0, dtype=torch.int32)
+        src = order // k
+        xs = h.index_select(0, src)
+        gu = torch._grouped_mm(xs, w_gu, offs=offs)
+        silu_mul(gu, act)
+        dn = torch._grouped_mm(act, w_d, offs=offs)
+        dn = dn * wts[order].unsqueeze(1).to(DT)
+        y = torch.zeros(T, H, device=DEV, dtype=DT).index_add_(0, src, dn)
+        x.add_(y)
+    return run
+
+
+def moe_table():
+    path = os.path.join(OUT, "moe.csv")
+    with open(path, "w") as f:
+        f.write("model,num_tokens,ms,grouped_gemm_ms\n")
+        for T in [1, 4, 16, 64, 256, 1024, 4096]:
+            ms = time_graph([moe_block(T)], budget_ms=5)
+            # the two grouped GEMMs alone, on an even split of the T*8 rows
+            E, Fm, H, k = 128, 768, 2048, 8
+            rows = T * k
+            cnt = torch.tensor([rows // E + (1 if e < rows % E else 0) for e in range(E)], device=DEV)
+            offs = torch.cumsum(cnt, 0).to(torch.int32)
+            xs = torch.randn(rows, H, device=DEV, dtype=DT)
+            a = torch.randn(rows, Fm, device=DEV, dtype=DT)
+            wg = (torch.randn(E, 2 * Fm, H, device=DEV, dtype=DT) * 0.02).transpose(-2, -1)
+            wd = (torch.randn(E, H, Fm, device=DEV, dtype=DT) * 0.02).transpose(-2, -1)
+            gms = time_graph([lambda: (torch._grouped_mm(xs, wg, offs=offs), torch._grouped_mm(a, wd, offs=offs))])
+            f.write("qwen3-30b-a3b,%d,%.5f,%.5f\n" % (T, ms, gms))
+            f.flush()
+            log("moe T=%d: %.4f ms (grouped GEMMs %.4f)" % (T, ms, gms))
+            torch.cuda.empty_cache()
+
+
 # ---------------------------------------------------------------- peaks
 def peaks():
     with open(os.path.join(OUT, "peaks.txt"), "w") as f:
@@ -460,7 +587,9 @@ if __name__ == "__main__":
     torch.manual_seed(0)
     check_triton()
     log("triton ops:", TRITON)
-    for part in (peaks, step_table, attention_table, mlp_tables):
+    for part in (peaks, step_table, attention_table, mlp_tables, fp8_table, moe_table):
+        if part.__name__.replace("_tables", "").replace("_table", "") not in PARTS.split(","):
+            continue
         try:
             part()
         except Exception as e:  # keep what the other parts measure

@@ -121,6 +121,25 @@ if os.path.exists(moe):
             print("%-14s %7d %12.4f %12.4f %7.3f %16.4f" % (r["model"], T, ms, pred, pred / ms,
                                                            float(r["grouped_gemm_ms"])))
 
+fused = os.path.join(folder, "moe_fused.csv")
+if os.path.exists(fused):
+    print("\nMoE as the engines run it (moe_fused.csv): the layer's dense ops, routing and"
+          " the fused\nexpert GEMMs; the sort's PyTorch kernels (align_ms) left out, one"
+          " kernel in the engines")
+    print("%-14s %7s %9s %9s %10s %12s %12s %7s" % ("model", "tokens", "dense_ms", "route_ms",
+                                                     "expert_ms", "measured_ms", "predicted_ms",
+                                                     "ratio"))
+    with open(fused) as f:
+        for r in csv.DictReader(f):
+            T = int(r["num_tokens"])
+            de, ro = float(r["dense_ms"]), float(r["routing_ms"])
+            ex = float(r["experts_ms"]) - float(r["align_ms"])
+            ms = de + ro + ex
+            pred = estimate(r["model"], 1, 1, T)["prefill"]["per_layer_ms"]["linear"]
+            ratios.setdefault("moe layer, fused", []).append(pred / ms)
+            print("%-14s %7d %9.4f %9.4f %10.4f %12.4f %12.4f %7.3f" % (r["model"], T, de, ro, ex,
+                                                                        ms, pred, pred / ms))
+
 print("\nmedian predicted/measured")
 for k, v in ratios.items():
     print("  %-26s %6.3f  (n %d, %.3f to %.3f)" % (k, statistics.median(v), len(v), min(v), max(v)))

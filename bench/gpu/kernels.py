@@ -21,6 +21,13 @@ Writes, into OUTDIR (default ./kernels-out):
                     projections and a top-8 of 128 expert MoE (router,
                     permutation, grouped GEMMs by torch._grouped_mm, weighted
                     combine), at 1-4,096 tokens.
+  moe_fused.csv     the same MoE as the engines run it: the routed rows
+                    sorted by expert and padded to the block, one Triton
+                    GEMM per projection that gathers its rows and applies
+                    the routing weight, a sum over the top 8; with the
+                    routing (router GEMM, softmax, top-k) and the sort
+                    (done here in PyTorch, one kernel in the engines) timed
+                    apart.
 
 Each time is the median over trials of one CUDA-graph replay of several
 back-to-back launches (kernel time, no Python or launch overhead), with the
@@ -31,7 +38,8 @@ the serving engines' custom ops are); where Triton fails, PyTorch's own
 operators are timed and the log says so.
 
 usage: python3 bench/gpu/kernels.py [OUTDIR] [--quick] [--parts LIST]
-  LIST: comma-separated of peaks, step, attention, mlp, fp8, moe (default all)
+  LIST: comma-separated of peaks, step, attention, mlp, fp8, moe, moe_engine
+  (default all)
 Needs a CUDA GPU and PyTorch (with Triton).  bench/README.md (cost_accuracy)
 holds the numbers one H200 gave and how they compare with the cost model.
 """
@@ -44,7 +52,7 @@ import time
 import torch
 
 OUT = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("--") else "kernels-out"
-PARTS = "peaks,step,attention,mlp,fp8,moe"
+PARTS = "peaks,step,attention,mlp,fp8,moe,moe_engine"
 if "--parts" in sys.argv:
     PARTS = sys.argv[sys.argv.index("--parts") + 1]
 QUICK = "--quick" in sys.argv
@@ -533,6 +541,180 @@ def moe_block(T, H=2048, nh=32, nkv=4, hd=128, E=128, k=8, Fm=768):
     return run
 
 
+# The engines' MoE: one Triton GEMM per projection over the routed rows
+# sorted by expert and padded to the block size (the design vLLM's and
+# SGLang's fused_moe use), the gather of a token's row and the routing
+# weight folded into the GEMMs, then a sum over the top-k.  Written here
+# from that description; the block shapes follow vLLM's tuned H200 table
+# for 128 experts of width 768 (its configs/E=128,N=768,device_name=
+# NVIDIA_H200.json).
+if TRITON:
+    @triton.jit
+    def _moe_gemm(A, B, C, SORTED, EXPERT, NPAD, W, N, K, num_valid,
+                  stride_am, stride_be, stride_bn, stride_bk, stride_cm,
+                  TOPK: tl.constexpr, GATHER: tl.constexpr, MUL_W: tl.constexpr,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        pid_m = tl.program_id(0)
+        pid_n = tl.program_id(1)
+        if pid_m * BM >= tl.load(NPAD):
+            return
+        offs_m = pid_m * BM + tl.arange(0, BM)
+        tok = tl.load(SORTED + offs_m)
+        valid = tok < num_valid
+        tok = tl.where(valid, tok, 0)
+        e = tl.load(EXPERT + pid_m).to(tl.int64)
+        if GATHER:
+            arow = tok // TOPK
+        else:
+            arow = tok
+        offs_n = pid_n * BN + tl.arange(0, BN)
+        offs_k = tl.arange(0, BK)
+        a_ptrs = A + arow.to(tl.int64)[:, None] * stride_am + offs_k[None, :]
+        b_ptrs = B + e * stride_be + offs_n[None, :] * stride_bn + offs_k[:, None] * stride_bk
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):
+            kmask = offs_k < K - k * BK
+            a = tl.load(a_ptrs, mask=valid[:, None] & kmask[None, :], other=0.0)
+            b = tl.load(b_ptrs, mask=kmask[:, None] & (offs_n[None, :] < N), other=0.0)
+            acc += tl.dot(a, b)
+            a_ptrs += BK
+            b_ptrs += BK * stride_bk
+        if MUL_W:
+            acc = acc * tl.load(W + tok, mask=valid, other=0.0)[:, None]
+        c_ptrs = C + tok.to(tl.int64)[:, None] * stride_cm + offs_n[None, :]
+        tl.store(c_ptrs, acc.to(C.dtype.element_ty), mask=valid[:, None] & (offs_n[None, :] < N))
+
+
+def moe_cfg(T):
+    """Block shapes by tokens, after vLLM's tuned H200 table (E=128, N=768)."""
+    if T <= 32:
+        return dict(BM=16, BN=64, BK=128, num_warps=4, num_stages=3)
+    if T <= 128:
+        return dict(BM=16, BN=128, BK=128, num_warps=4, num_stages=2)
+    if T <= 256:
+        return dict(BM=32, BN=256, BK=128, num_warps=4, num_stages=2)
+    if T <= 512:
+        return dict(BM=64, BN=128, BK=64, num_warps=4, num_stages=3)
+    return dict(BM=128, BN=256, BK=64, num_warps=8, num_stages=4)
+
+
+def moe_align(topi, E, BM):
+    """vLLM's moe_align_block_size in PyTorch: the routed (token, slot)
+    indices sorted by expert, each expert's run padded to BM with the
+    sentinel T*k; the expert of every block; the padded total."""
+    flat = topi.reshape(-1)
+    n = flat.numel()
+    cap = n + E * (BM - 1)
+    counts = torch.zeros(E, device=DEV, dtype=torch.int64).scatter_add_(0, flat, torch.ones_like(flat))
+    padded = (counts + BM - 1) // BM * BM
+    pstart = torch.cumsum(padded, 0) - padded
+    ustart = torch.cumsum(counts, 0) - counts
+    order = torch.argsort(flat, stable=True)
+    ex = flat[order]
+    dest = pstart[ex] + (torch.arange(n, device=DEV) - ustart[ex])
+    sorted_ids = torch.full((cap,), n, device=DEV, dtype=torch.int32)
+    sorted_ids.scatter_(0, dest, order.to(torch.int32))
+    pend = torch.cumsum(padded, 0)
+    blocks = torch.arange(cap // BM + 1, device=DEV) * BM
+    expert_ids = torch.searchsorted(pend, blocks, right=True).clamp_(max=E - 1).to(torch.int32)
+    return sorted_ids, expert_ids, pend[-1:].to(torch.int32)
+
+
+def fused_moe(h, topi, topw, w1, w2, cfg, out_rows, act, y):
+    """h [T, H]; w1 [E, 2Fm, H]; w2 [E, H, Fm]; writes y [T, H]."""
+    T, H = h.shape
+    E, F2, _ = w1.shape
+    k = topi.shape[1]
+    BM = cfg["BM"]
+    sorted_ids, expert_ids, npad = moe_align(topi, E, BM)
+    grid_m = sorted_ids.numel() // BM
+    kw = dict(BM=BM, BN=cfg["BN"], BK=cfg["BK"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+    _moe_gemm[(grid_m, triton.cdiv(F2, cfg["BN"]))](
+        h, w1, out_rows, sorted_ids, expert_ids, npad, topw, F2, H, T * k,
+        h.stride(0), w1.stride(0), w1.stride(1), w1.stride(2), out_rows.stride(0),
+        TOPK=k, GATHER=True, MUL_W=False, **kw)
+    silu_mul(out_rows, act)
+    c2 = torch.empty(T * k, H, device=DEV, dtype=DT)
+    _moe_gemm[(grid_m, triton.cdiv(H, cfg["BN"]))](
+        act, w2, c2, sorted_ids, expert_ids, npad, topw, H, act.shape[1], T * k,
+        act.stride(0), w2.stride(0), w2.stride(1), w2.stride(2), c2.stride(0),
+        TOPK=k, GATHER=False, MUL_W=True, **kw)
+    torch.sum(c2.view(T, k, H), dim=1, out=y)
+
+
+def dense_part(T, H=2048, nh=32, nkv=4, hd=128):
+    """Qwen3-30B-A3B's non-attention, non-MoE ops of a layer: norms, QKV
+    with its per-head q/k norm, rotary, output projection, adds."""
+    mk = lambda *sh: torch.randn(*sh, device=DEV, dtype=DT) * 0.02
+    x = torch.randn(T, H, device=DEV, dtype=DT)
+    h, tmp = torch.empty_like(x), torch.empty_like(x)
+    n1 = torch.ones(H, device=DEV, dtype=DT)
+    qn = torch.ones(hd, device=DEV, dtype=DT)
+    w_qkv, w_o = mk((nh + 2 * nkv) * hd, H), mk(H, nh * hd)
+    qkv = torch.empty(T, (nh + 2 * nkv) * hd, device=DEV, dtype=DT)
+    att = torch.randn(T, nh * hd, device=DEV, dtype=DT)
+    pos = (torch.arange(T, device=DEV, dtype=torch.int32) % 4096).contiguous()
+    ang = torch.arange(hd // 2, device=DEV).float()[None, :] * torch.arange(4096, device=DEV).float()[:, None] * 1e-3
+    cos, sin = ang.cos().contiguous(), ang.sin().contiguous()
+
+    def run():
+        rms(x, n1, h)
+        torch.mm(h, w_qkv.t(), out=qkv)
+        v = qkv.view(T, nh + 2 * nkv, hd)
+        v[:, : nh + nkv] = torch.nn.functional.rms_norm(v[:, : nh + nkv], (hd,), qn, 1e-6)
+        rope(qkv, pos, cos, sin, nh + nkv, hd)
+        torch.mm(att, w_o.t(), out=tmp)
+        x.add_(tmp)
+        rms(x, n1, h)
+        x.add_(tmp)
+    return run
+
+
+def moe_engine_table():
+    """Qwen3-30B-A3B's MoE as the engines run it, beside the model."""
+    path = os.path.join(OUT, "moe_fused.csv")
+    E, Fm, H, k = 128, 768, 2048, 8
+    torch.manual_seed(1)
+    w1 = torch.randn(E, 2 * Fm, H, device=DEV, dtype=DT) * 0.02
+    w2 = torch.randn(E, H, Fm, device=DEV, dtype=DT) * 0.02
+    wr = torch.randn(E, H, device=DEV, dtype=DT) * 0.02
+    # correctness once, against PyTorch, on 37 tokens
+    T = 37
+    h = torch.randn(T, H, device=DEV, dtype=DT)
+    topw, topi = torch.topk(torch.softmax((h @ wr.t()).float(), 1), k, dim=1)
+    rows = torch.empty(T * k, 2 * Fm, device=DEV, dtype=DT)
+    act = torch.empty(T * k, Fm, device=DEV, dtype=DT)
+    y = torch.empty(T, H, device=DEV, dtype=DT)
+    fused_moe(h, topi, topw.reshape(-1).contiguous(), w1, w2, moe_cfg(T), rows, act, y)
+    ref = torch.zeros(T, H, device=DEV, dtype=torch.float32)
+    for t in range(T):
+        for j in range(k):
+            e = int(topi[t, j])
+            g = h[t].float() @ w1[e].float().t()
+            a = torch.nn.functional.silu(g[:Fm]) * g[Fm:]
+            ref[t] += topw[t, j] * (a @ w2[e].float().t())
+    err = ((y.float() - ref).abs().max() / ref.abs().max()).item()
+    log("fused moe vs PyTorch: max error %.4f of the largest output" % err)
+    with open(path, "w") as f:
+        f.write("model,num_tokens,dense_ms,routing_ms,experts_ms,align_ms,relative_error\n")
+        for T in [1, 4, 16, 64, 256, 1024, 4096]:
+            cfg = moe_cfg(T)
+            h = torch.randn(T, H, device=DEV, dtype=DT)
+            logits = torch.empty(T, E, device=DEV, dtype=DT)
+            topw, topi = torch.topk(torch.softmax((h @ wr.t()).float(), 1), k, dim=1)
+            topw = topw.reshape(-1).contiguous()
+            rows = torch.empty(T * k, 2 * Fm, device=DEV, dtype=DT)
+            act = torch.empty(T * k, Fm, device=DEV, dtype=DT)
+            y = torch.empty(T, H, device=DEV, dtype=DT)
+            ms = time_graph([lambda: fused_moe(h, topi, topw, w1, w2, cfg, rows, act, y)])
+            al = time_graph([lambda: moe_align(topi, E, cfg["BM"])])
+            ro = time_graph([lambda: torch.topk(torch.softmax(torch.mm(h, wr.t(), out=logits).float(), 1), k, dim=1)])
+            de = time_graph([dense_part(T)])
+            f.write("qwen3-30b-a3b,%d,%.5f,%.5f,%.5f,%.5f,%.4f\n" % (T, de, ro, ms, al, err))
+            f.flush()
+            log("fused moe T=%d: %.4f ms with the align (alone %.4f), routing %.4f" % (T, ms, al, ro))
+
+
 def moe_table():
     path = os.path.join(OUT, "moe.csv")
     with open(path, "w") as f:
@@ -587,7 +769,8 @@ if __name__ == "__main__":
     torch.manual_seed(0)
     check_triton()
     log("triton ops:", TRITON)
-    for part in (peaks, step_table, attention_table, mlp_tables, fp8_table, moe_table):
+    for part in (peaks, step_table, attention_table, mlp_tables, fp8_table, moe_table,
+                 moe_engine_table):
         if part.__name__.replace("_tables", "").replace("_table", "") not in PARTS.split(","):
             continue
         try:

@@ -704,6 +704,8 @@ static void routing_jw(hx_jw *w, const hx_plan *p)
 			hx_jw_int(w, NULL, k->output_lo);
 			hx_jw_int(w, NULL, k->output_hi);
 			hx_jw_close(w, ']');
+			if (k->share > 0)
+				hx_jw_real(w, "share", k->share);
 			hx_jw_close(w, '}');
 		}
 		hx_jw_close(w, ']');
@@ -1280,9 +1282,11 @@ static int parse_range(const hx_jr *r, const json_t *obj, const char *ptr, const
 
 static int parse_classes(const hx_jr *r, const json_t *v, hx_plan *p)
 {
-	static const char *const keys[] = {"name", "prompt_tokens", "output_tokens", NULL};
+	static const char *const keys[] = {"name", "prompt_tokens", "output_tokens", "share",
+					   NULL};
 	size_t n;
 	int rc;
+	hx_map names = {0}; /* duplicate names in linear time */
 
 	if ((rc = hx_jr_array(r, v, "/routing/classes", 0, &n)))
 		return rc;
@@ -1296,18 +1300,21 @@ static int parse_classes(const hx_jr *r, const json_t *v, hx_plan *p)
 		    (rc = hx_jr_str(r, e, p1, "name", 1, k->name, sizeof(k->name))) ||
 		    (rc = parse_range(r, e, p1, "prompt_tokens", &k->prompt_lo,
 				      &k->prompt_hi)) ||
-		    (rc = parse_range(r, e, p1, "output_tokens", &k->output_lo, &k->output_hi)))
-			return rc;
-		for (int j = 0; j < p->nclasses; j++)
-			if (strcmp(p->classes[j].name, k->name) == 0) {
-				char p2[160];
-				hx_ptr_key(p2, sizeof(p2), p1, "name");
-				return hx_jr_fail(r, p2, "duplicate class name \"%s\"",
-						  k->name);
-			}
+		    (rc = parse_range(r, e, p1, "output_tokens", &k->output_lo,
+				      &k->output_hi)) ||
+		    (rc = hx_jr_num(r, e, p1, "share", 0, 0, 1, &k->share)))
+			goto out;
+		if (hx_map_put(&names, k->name, (int)i) >= 0) {
+			char p2[160];
+			hx_ptr_key(p2, sizeof(p2), p1, "name");
+			rc = hx_jr_fail(r, p2, "duplicate class name \"%s\"", k->name);
+			goto out;
+		}
 		p->nclasses++;
 	}
-	return 0;
+out:
+	hx_map_release(&names);
+	return rc;
 }
 
 /* Rent entry E's spot keys: "spot": true with both of the others, or none. */
@@ -1917,12 +1924,28 @@ char *hx_plan_table(const hx_plan *p)
 	int gpus = 0, reps = 0;
 	double *gw = hx_xcalloc((size_t)p->ngroups + 1, sizeof(double));
 
-	/* Each group's ingress weight in one pass (plans of 50,000 groups). */
+	/* Each group's share of the requests in one pass (plans of 50,000
+	 * groups): its ingress weights, each weighed by its class's share
+	 * where every route names one of the plan's classes and each records
+	 * its share; else (no classes, or the workload's own) the sum of its
+	 * weights. */
+	double *cw = hx_xcalloc((size_t)p->ningress + 1, sizeof(double));
+	int shared = p->nclasses > 0;
+	hx_map cls = {0};
+	for (int k = 0; k < p->nclasses; k++)
+		hx_map_put(&cls, p->classes[k].name, k);
+	for (int i = 0; i < p->ningress && shared; i++) {
+		int k = hx_map_get(&cls, p->ingress[i].from);
+		cw[i] = k >= 0 ? p->classes[k].share : 0;
+		shared = cw[i] > 0;
+	}
+	hx_map_release(&cls);
 	for (int i = 0; i < p->ningress; i++) {
 		int g = hx_plan_group_index(p, p->ingress[i].to);
 		if (g >= 0)
-			gw[g] += p->ingress[i].weight;
+			gw[g] += p->ingress[i].weight * (shared ? cw[i] : 1);
 	}
+	free(cw);
 	for (int g = 0; g < p->ngroups; g++)
 		for (int r = 0; r < p->groups[g].nreplicas; r++) {
 			reps++;

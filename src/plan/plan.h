@@ -110,6 +110,7 @@ typedef struct hx_cascade_step {
 typedef struct hx_plan_class {
 	char name[64];
 	int prompt_lo, prompt_hi, output_lo, output_hi;
+	double share; /* its fraction of the planned workload's requests; 0: not recorded */
 } hx_plan_class;
 
 /* What a plan rents (compose): the NODES nodes of offer OFFER of the

@@ -302,6 +302,7 @@ static void route_classes(hx_plan *p, const hx_len_class *cls, int ncls, const c
 			pc->prompt_hi = cls[k].prompt_hi;
 			pc->output_lo = cls[k].output_lo;
 			pc->output_hi = cls[k].output_hi;
+			pc->share = hx_round6(cls[k].share);
 		}
 	}
 }

@@ -357,6 +357,8 @@ p plan-negative-gap.json ": /solver/gap: must be between 0 and 1e\+300, not -1\.
 p plan-kv-link-64-chars.json ": /routing/kv/0/link: is longer than 63 characters"
 p plan-weight-huge.json ": /routing/ingress/0/weight: must be between -1e\+12 and 1e\+12, not 1e\+13"
 p plan-duplicate-group-late.json ": /groups/1/name: duplicate group name \"g0\""
+p plan-class-share-above-1.json ": /routing/classes/1/share: must be between 0 and 1, not 1\.5"
+p plan-class-duplicate-late.json ": /routing/classes/6/name: duplicate class name \"c3\""
 # simulate names the plan file and the JSON pointer of what it refuses.
 for c in "bad-kv-replica.json|/routing/kv/1/to: unknown replica \"g1r7\"" \
 	"bad-layers.json|/groups/2/stages: stage 1 must hold layers from 40 on" \

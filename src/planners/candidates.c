@@ -95,6 +95,7 @@ void hx_cand_replica(const hx_problem *pb, const hx_candset *s, const hx_candida
 		 * their all-reduces too). */
 		st->ep = c->st[i].ep;
 		st->dp = c->st[i].dp;
+		st->redundant_experts = c->st[i].redundant;
 		if (hx_stage_is_ep(st))
 			st->micro_batches = 2;
 		if (c->st[i].nic.bw_gbps > 0) {
@@ -327,7 +328,7 @@ static void pipelines(const hx_problem *pb, hx_candset *s, const int (*sh)[2], i
  * ranks (0: off) and the all-to-all link NIC (bw 0: one node) into S.  0
  * when DEADLINE passed (S->cut set). */
 static int ep_shape(const hx_problem *pb, hx_candset *s, int k, int tp, int dp, hx_linkspec nic,
-		    double deadline, int *cap)
+		    int redundant, double deadline, int *cap)
 {
 	hx_candidate c;
 
@@ -337,7 +338,8 @@ static int ep_shape(const hx_problem *pb, hx_candset *s, int k, int tp, int dp, 
 	}
 	memset(&c, 0, sizeof(c));
 	c.nstages = 1;
-	c.st[0] = (hx_cand_stage){k, tp, 0, pb->model->a.layers, tp, dp > 1 ? dp : 0, nic};
+	c.st[0] =
+	    (hx_cand_stage){k, tp, 0, pb->model->a.layers, tp, dp > 1 ? dp : 0, nic, redundant};
 	s->considered++;
 	if (price(pb, s, &c))
 		push(s, &c, cap);
@@ -354,14 +356,34 @@ static double best_per_gpu(const hx_candset *s, int from)
 	return best;
 }
 
+/* The multi-node EP shapes of class K over N whole nodes (ep = tp = every
+ * GPU) into S, with REDUNDANT experts: each attention TP dividing the node
+ * and the heads (an attention rank in one node, as the engines start
+ * them), the all-to-all over NIC.  0: the deadline passed. */
+static int ep_nodes(const hx_problem *pb, hx_candset *s, int k, int n, hx_linkspec nic,
+		    int redundant, double deadline, int *cap)
+{
+	int gpn = s->cls[k].gpus_per_node, tp = n * gpn;
+
+	for (int atp = 1; atp <= gpn; atp *= 2)
+		if (pb->model->a.heads % atp == 0 &&
+		    !ep_shape(pb, s, k, tp, tp / atp, nic, redundant, deadline, cap))
+			return 0;
+	return 1;
+}
+
 /* The EP shapes of class K into S (none for a dense model): on one node,
  * ep = tp over TP GPUs dividing the node and the experts, each DP that
  * divides tp with attention TP dividing the heads; then over 2, 4, ...
  * whole nodes (a power-of-two node size), ep = tp = every GPU dividing
- * the experts, each attention TP dividing the node and the heads (an
- * attention rank in one node, as the engines start them), the all-to-all
- * over the class's NIC.  The nodes double while the best of the wider
- * shapes carries more per GPU than the best so far. */
+ * the experts (ep_nodes).  The nodes double while the best of the wider
+ * shapes carries more per GPU than the best so far.  Then, when the class
+ * has more nodes than the last power of two tried (and at most
+ * HX_CAND_EP_MAX_NODES), over all of them, with the fewest redundant
+ * experts that make ep divide the experts plus them (EPLB's replicas, as
+ * DeepSeek's 9-node decode runs 256 + 32 experts on EP 72): a class of 3
+ * or 5 nodes is otherwise left partly idle by a model that needs more
+ * than one node. */
 static void ep_shapes(const hx_problem *pb, hx_candset *s, int k, double deadline, int *cap)
 {
 	const hx_arch *a = &pb->model->a;
@@ -369,7 +391,7 @@ static void ep_shapes(const hx_problem *pb, hx_candset *s, int k, double deadlin
 	const int gpn = cl->gpus_per_node;
 	hx_linkspec none = {0, 0}, nic;
 	double best;
-	int from = s->n;
+	int from = s->n, n;
 
 	if (a->experts <= 1)
 		return;
@@ -378,26 +400,30 @@ static void ep_shapes(const hx_problem *pb, hx_candset *s, int k, double deadlin
 			continue;
 		for (int dp = 1; dp <= tp; dp++)
 			if (tp % dp == 0 && a->heads % (tp / dp) == 0 &&
-			    !ep_shape(pb, s, k, tp, dp, none, deadline, cap))
+			    !ep_shape(pb, s, k, tp, dp, none, 0, deadline, cap))
 				return;
 	}
 	if (cl->nnodes < 2 || !is_pow2(gpn))
 		return;
 	nic = hx_cluster_nic_link(pb->cluster, cl->nodes[0], cl->nodes[1]);
 	best = best_per_gpu(s, from);
-	for (int n = 2; n <= cl->nnodes && n <= HX_CAND_EP_MAX_NODES; n *= 2) {
+	for (n = 2; n <= cl->nnodes && n <= HX_CAND_EP_MAX_NODES; n *= 2) {
 		int tp = n * gpn, at = s->n;
 		double got;
 		if (a->experts % tp)
-			break;
-		for (int atp = 1; atp <= gpn; atp *= 2)
-			if (a->heads % atp == 0 &&
-			    !ep_shape(pb, s, k, tp, tp / atp, nic, deadline, cap))
-				return;
+			return;
+		if (!ep_nodes(pb, s, k, n, nic, 0, deadline, cap))
+			return;
 		got = best_per_gpu(s, at);
 		if (!(got > best))
-			break;
+			return; /* wider shapes stopped paying */
 		best = got;
+	}
+	/* All the class's nodes, between the last power of two and the next. */
+	if (n > cl->nnodes && cl->nnodes > n / 2 && cl->nnodes <= HX_CAND_EP_MAX_NODES) {
+		int tp = cl->nnodes * gpn, r = (tp - a->experts % tp) % tp;
+		if (r < a->experts)
+			ep_nodes(pb, s, k, cl->nnodes, nic, r, deadline, cap);
 	}
 }
 
@@ -549,6 +575,7 @@ void hx_cand_place(const hx_problem *pb, const hx_candset *s, const hx_candidate
 		g->stage[i].last = c->st[i].last;
 		g->stage[i].ep = c->st[i].ep;
 		g->stage[i].dp = c->st[i].dp;
+		g->stage[i].redundant_experts = c->st[i].redundant;
 		g->stage[i].cross_node = c->st[i].nic.bw_gbps > 0;
 	}
 	for (int r = 0; r < n; r++) {

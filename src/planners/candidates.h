@@ -37,6 +37,7 @@ typedef struct hx_cand_stage {
 	 * class's node size): the link its all-to-all crosses, the class's
 	 * NIC bounded by the link between two of its nodes (bw 0: one node). */
 	hx_linkspec nic;
+	int redundant; /* EPLB's redundant experts (an EP size not dividing the experts) */
 } hx_cand_stage;
 
 typedef struct hx_candidate {
@@ -68,7 +69,10 @@ typedef struct hx_cand_opts {
 	 * dividing the experts, attention ranks within a node (attention TP
 	 * dividing the node and the heads), the all-to-all across nodes over
 	 * the NIC.  The node count doubles while the best shape's capacity
-	 * per GPU grows (HX_CAND_EP_MAX_NODES at most). */
+	 * per GPU grows (HX_CAND_EP_MAX_NODES at most); then, where the
+	 * class has more nodes than the last power of two tried and at most
+	 * HX_CAND_EP_MAX_NODES, also over all of them, with the fewest
+	 * redundant experts that make ep divide the experts plus them. */
 	int ep;
 } hx_cand_opts;
 

@@ -7,7 +7,8 @@
 # its chunk stalls the other ranks' decodes) and disagg prefill and decode
 # EP 16 over 2 nodes each;
 # check passes them, the simulator runs them, the replica is priced as
-# 'estimate --ep' prices the shape, and the exports of EP 32 over the 4
+# 'estimate --ep' prices the shape (on 3 nodes, EP 24 with 8 redundant
+# experts), and the exports of EP 32 over the 4
 # nodes (the colocated plan's two replicas made one) write each node's
 # share of the ranks
 # (launch for vLLM and SGLang, k8s and llm-d LeaderWorkerSets that
@@ -59,6 +60,37 @@ python3 -c "import sys; sys.exit(not float('$(cat "$TMP/got")') > 2 * float('$(j
 run simulate -p "$TMP/col.json" -w $W --requests 300
 expect_rc 0 "simulate the colocated multi-node EP plan"
 [ "$(jnum requests.finished)" = 300 ] && ok || fail "simulate: $(jnum requests.finished) of 300 finished"
+# On 3 of the nodes colocated plans EP 24 over all 3 with the 8 redundant
+# experts that make 24 divide 256 + 8 (not EP 16 over 2, the third node
+# idle); check passes it, its capacity is estimate's for the shape, above
+# EP 16's, and the launch exports enable EPLB with the 8.
+IB3=tests/data/ep-multinode/h100x3-ib.json
+run plan -c $IB3 -w $W -m deepseek-v3 --mode colocated -o "$TMP/col3.json"
+expect_rc 0 "colocated deepseek-v3 on 3 nodes"
+python3 - "$TMP/col3.json" <<'PY' && ok || fail "colocated on 3 nodes: not EP 24 with 8 redundant experts: $(head -c 400 "$TMP/col3.json")"
+import json, sys
+g = json.load(open(sys.argv[1]))["groups"]
+assert len(g) == 1 and len(g[0]["replicas"]) == 1, g
+s = g[0]["stages"][0]
+assert (s["tp"], s["ep"], s.get("redundant_experts"), s.get("cross_node")) == (24, 24, 8, True), s
+PY
+run check -p "$TMP/col3.json" -c $IB3 --format table
+expect_rc 0 "check EP 24 with redundant experts"
+expect_out "ok: 1 groups, 1 replicas, 24 of 24 GPUs" "check line EP 24"
+python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["groups"][0]; print(g["predicted"]["capacity_rps"], g["stages"][0]["dp_attention"])' "$TMP/col3.json" >"$TMP/got3"
+run estimate -m deepseek-v3 -g h100-sxm --ep 24 --redundant-experts 8 --dp-attention --dp "$(cut -d' ' -f2 "$TMP/got3")" --nic-gbps 3200 -w $W --format json
+expect_rc 0 "estimate EP 24"
+[ "$(cut -d' ' -f1 "$TMP/got3")" = "$(jnum capacity.rps)" ] && ok ||
+	fail "colocated EP 24 capacity $(cat "$TMP/got3"), estimate $(jnum capacity.rps)"
+[ "$(cut -d' ' -f1 "$TMP/got3")" != "$(cat "$TMP/got")" ] && python3 -c "import sys; sys.exit(not float('$(cut -d' ' -f1 "$TMP/got3")') > float('$(cat "$TMP/got")'))" && ok ||
+	fail "EP 24 ($(cat "$TMP/got3")) is not above one EP 16 replica ($(cat "$TMP/got"))"
+run export -p "$TMP/col3.json" --to launch --engine vllm
+expect_rc 0 "export EP 24 to vLLM"
+expect_out '"--eplb-config", "{\\"num_redundant_experts\\":8}"' "vLLM EPLB with 8 redundant experts"
+run export -p "$TMP/col3.json" --to launch --engine sglang
+expect_rc 0 "export EP 24 to SGLang"
+expect_out '"--ep-num-redundant-experts", "8"' "SGLang's redundant experts"
+
 # EP 32 over the 4 nodes: the two replicas made one, for check and the
 # exports below.
 python3 - "$TMP/col.json" "$TMP/ep32.json" <<'PY' && ok || fail "EP 32 variant"

@@ -494,35 +494,50 @@ def fp8_table():
 
 
 # ---------------------------------------------------------------- moe
+class QwenDense:
+    """Qwen3-30B-A3B's layer ops around its MoE, on one GPU: the input norm,
+    QKV with its per-head q/k norm, rotary, the output projection and its
+    residual add (run), then the post-attention norm into h."""
+
+    def __init__(self, T, H=2048, nh=32, nkv=4, hd=128):
+        mk = lambda *sh: torch.randn(*sh, device=DEV, dtype=DT) * 0.02
+        self.T, self.nh, self.nkv, self.hd = T, nh, nkv, hd
+        self.x = torch.randn(T, H, device=DEV, dtype=DT)
+        self.h, self.tmp = torch.empty_like(self.x), torch.empty_like(self.x)
+        self.n1 = torch.ones(H, device=DEV, dtype=DT)
+        self.qn = torch.ones(hd, device=DEV, dtype=DT)
+        self.w_qkv, self.w_o = mk((nh + 2 * nkv) * hd, H), mk(H, nh * hd)
+        self.qkv = torch.empty(T, (nh + 2 * nkv) * hd, device=DEV, dtype=DT)
+        self.att = torch.randn(T, nh * hd, device=DEV, dtype=DT)
+        self.pos = (torch.arange(T, device=DEV, dtype=torch.int32) % 4096).contiguous()
+        ang = torch.arange(hd // 2, device=DEV).float()[None, :] * torch.arange(4096, device=DEV).float()[:, None] * 1e-3
+        self.cos, self.sin = ang.cos().contiguous(), ang.sin().contiguous()
+
+    def run(self):
+        T, nh, nkv, hd = self.T, self.nh, self.nkv, self.hd
+        rms(self.x, self.n1, self.h)
+        torch.mm(self.h, self.w_qkv.t(), out=self.qkv)
+        v = self.qkv.view(T, nh + 2 * nkv, hd)
+        v[:, : nh + nkv] = torch.nn.functional.rms_norm(v[:, : nh + nkv], (hd,), self.qn, 1e-6)
+        rope(self.qkv, self.pos, self.cos, self.sin, nh + nkv, hd)
+        torch.mm(self.att, self.w_o.t(), out=self.tmp)
+        self.x.add_(self.tmp)
+        rms(self.x, self.n1, self.h)
+
+
 def moe_block(T, H=2048, nh=32, nkv=4, hd=128, E=128, k=8, Fm=768):
     """Qwen3-30B-A3B's non-attention layer on one GPU, as a callable."""
     mk = lambda *sh: torch.randn(*sh, device=DEV, dtype=DT) * 0.02
-    x = torch.randn(T, H, device=DEV, dtype=DT)
-    h = torch.empty_like(x)
-    tmp = torch.empty_like(x)
-    n1 = torch.ones(H, device=DEV, dtype=DT)
-    n2 = torch.ones(H, device=DEV, dtype=DT)
-    qn = torch.ones(hd, device=DEV, dtype=DT)
-    w_qkv, w_o, w_r = mk((nh + 2 * nkv) * hd, H), mk(H, nh * hd), mk(E, H)
+    d = QwenDense(T, H, nh, nkv, hd)
+    x, h = d.x, d.h
+    w_r = mk(E, H)
     w_gu = mk(E, 2 * Fm, H).transpose(-2, -1)  # [E, H, 2Fm], column-major per expert
     w_d = mk(E, H, Fm).transpose(-2, -1)  # [E, Fm, H]
-    qkv = torch.empty(T, (nh + 2 * nkv) * hd, device=DEV, dtype=DT)
-    att = torch.randn(T, nh * hd, device=DEV, dtype=DT)
     act = torch.empty(T * k, Fm, device=DEV, dtype=DT)
     ones = torch.ones(T * k, device=DEV, dtype=torch.int32)
-    pos = (torch.arange(T, device=DEV, dtype=torch.int32) % 4096).contiguous()
-    ang = torch.arange(hd // 2, device=DEV).float()[None, :] * torch.arange(4096, device=DEV).float()[:, None] * 1e-3
-    cos, sin = ang.cos().contiguous(), ang.sin().contiguous()
 
     def run():
-        rms(x, n1, h)
-        torch.mm(h, w_qkv.t(), out=qkv)
-        v = qkv.view(T, nh + 2 * nkv, hd)
-        v[:, : nh + nkv] = torch.nn.functional.rms_norm(v[:, : nh + nkv], (hd,), qn, 1e-6)
-        rope(qkv, pos, cos, sin, nh + nkv, hd)
-        torch.mm(att, w_o.t(), out=tmp)
-        x.add_(tmp)
-        rms(x, n2, h)
+        d.run()
         logits = torch.mm(h, w_r.t())
         topv, topi = torch.topk(logits, k, dim=1)
         wts = torch.softmax(topv.float(), dim=1).view(-1)
@@ -645,28 +660,11 @@ def fused_moe(h, topi, topw, w1, w2, cfg, out_rows, act, y):
 def dense_part(T, H=2048, nh=32, nkv=4, hd=128):
     """Qwen3-30B-A3B's non-attention, non-MoE ops of a layer: norms, QKV
     with its per-head q/k norm, rotary, output projection, adds."""
-    mk = lambda *sh: torch.randn(*sh, device=DEV, dtype=DT) * 0.02
-    x = torch.randn(T, H, device=DEV, dtype=DT)
-    h, tmp = torch.empty_like(x), torch.empty_like(x)
-    n1 = torch.ones(H, device=DEV, dtype=DT)
-    qn = torch.ones(hd, device=DEV, dtype=DT)
-    w_qkv, w_o = mk((nh + 2 * nkv) * hd, H), mk(H, nh * hd)
-    qkv = torch.empty(T, (nh + 2 * nkv) * hd, device=DEV, dtype=DT)
-    att = torch.randn(T, nh * hd, device=DEV, dtype=DT)
-    pos = (torch.arange(T, device=DEV, dtype=torch.int32) % 4096).contiguous()
-    ang = torch.arange(hd // 2, device=DEV).float()[None, :] * torch.arange(4096, device=DEV).float()[:, None] * 1e-3
-    cos, sin = ang.cos().contiguous(), ang.sin().contiguous()
+    d = QwenDense(T, H, nh, nkv, hd)
 
     def run():
-        rms(x, n1, h)
-        torch.mm(h, w_qkv.t(), out=qkv)
-        v = qkv.view(T, nh + 2 * nkv, hd)
-        v[:, : nh + nkv] = torch.nn.functional.rms_norm(v[:, : nh + nkv], (hd,), qn, 1e-6)
-        rope(qkv, pos, cos, sin, nh + nkv, hd)
-        torch.mm(att, w_o.t(), out=tmp)
-        x.add_(tmp)
-        rms(x, n1, h)
-        x.add_(tmp)
+        d.run()
+        d.x.add_(d.tmp)
     return run
 
 

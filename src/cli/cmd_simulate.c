@@ -16,7 +16,7 @@
 
 const char *const hx_simulate_usage[] = {
     "hexplan simulate -p plan.json -w workload.json [-t trace.csv] [--requests N] [--rate R] "
-    "[--capacity] [--seed N] [--preempt-spot] [-o report.json] [--per-request FILE] [--format json|table]",
+    "[--capacity [--plot FILE.svg]] [--seed N] [--preempt-spot] [-o report.json] [--per-request FILE] [--format json|table]",
     NULL};
 
 enum {
@@ -25,7 +25,8 @@ enum {
 	OPT_CAPACITY,
 	OPT_SEED,
 	OPT_PER_REQUEST,
-	OPT_PREEMPT_SPOT
+	OPT_PREEMPT_SPOT,
+	OPT_PLOT
 };
 
 static void progress(double done, void *ctx)
@@ -51,8 +52,22 @@ static json_t *report_json(const hx_plan *p, const hx_workload *w, const hx_sim_
 {
 	json_t *o = json_object(), *x, *a;
 
-	if (capacity)
+	if (capacity) {
 		hx_jset_num(o, "capacity_rps", cap_rps);
+		/* The rates the search tried, in its order. */
+		a = json_array();
+		for (int i = 0; i < r->ncurve; i++) {
+			const hx_cap_point *c = &r->curve[i];
+			json_t *co = json_object();
+			hx_jset_num(co, "rate_rps", c->rate_rps);
+			hx_jset_num(co, "attainment", c->attainment);
+			hx_jset_int(co, "requests", c->requests);
+			hx_jset_int(co, "judged", c->judged);
+			json_object_set_new(co, "meets", json_boolean(c->meets));
+			json_array_append_new(a, co);
+		}
+		json_object_set_new(o, "curve", a);
+	}
 	x = json_object();
 	hx_jset_int(x, "total", r->requests);
 	hx_jset_int(x, "finished", r->finished);
@@ -102,9 +117,18 @@ static char *report_table(const hx_plan *p, const hx_workload *w, const hx_sim_r
 {
 	hx_buf t = {0};
 
-	if (capacity)
+	if (capacity) {
 		hx_buf_printf(&t, "capacity at the SLO: %.3f req/s (plan predicted %.3f)\n",
 			      cap_rps, p->predicted.capacity_rps);
+		for (int i = 0; i < r->ncurve; i++)
+			hx_buf_printf(
+			    &t,
+			    "tried        %.3f req/s: attainment %.4f over %ld of %ld "
+			    "requests, %s\n",
+			    r->curve[i].rate_rps, r->curve[i].attainment, r->curve[i].judged,
+			    r->curve[i].requests,
+			    r->curve[i].meets ? "meets the target" : "misses it");
+	}
 	hx_buf_printf(
 	    &t,
 	    "requests     %ld offered at %.3f req/s: %ld finished, %ld dropped, %ld preemptions\n",
@@ -182,7 +206,7 @@ static void name_plan(const char *ppath, hx_err *err)
 
 /* The shared check of the command's files (hx_cli_check_files). */
 static int check_files(const hx_cli *cli, const char *ppath, const char *wpath,
-		       const char *tpath, const char *out, const char *per)
+		       const char *tpath, const char *out, const char *per, const char *plot)
 {
 	const hx_cli_file files[] = {
 	    {"-p", ppath, 0},
@@ -190,25 +214,50 @@ static int check_files(const hx_cli *cli, const char *ppath, const char *wpath,
 	    {"-t", tpath, 0},
 	    {"--calibration", cli->calibration, 0},
 	    {out ? "-o" : "the report (standard output without -o)", out ? out : "-", 1},
-	    {"--per-request", per, 1}};
+	    {"--per-request", per, 1},
+	    {"--plot", plot, 1}};
 
 	return hx_cli_check_files(CMD, files, (int)HX_ARRAY_LEN(files));
 }
 
-/* --per-request and -o together: both files are replaced, or neither. */
-static int write_outputs(const hx_plan *p, const hx_sim_report *r, const json_t *doc,
-			 const char *per, const char *out, hx_err *err)
+/* The SVG of --plot: the capacity search's curve. */
+static char *capacity_plot(const hx_plan *p, const hx_workload *w, const hx_sim_report *r,
+			   double cap_rps)
 {
-	hx_out_file f[2];
+	hx_cap_pt *pt = hx_xcalloc((size_t)r->ncurve + 1, sizeof(hx_cap_pt));
+	char title[160], *svg;
+
+	for (int i = 0; i < r->ncurve; i++)
+		pt[i] = (hx_cap_pt){r->curve[i].rate_rps, r->curve[i].attainment,
+				    r->curve[i].meets};
+	snprintf(
+	    title, sizeof(title),
+	    "capacity at the SLO: %.3f req/s (plan predicted %.3f), target attainment %.4g",
+	    cap_rps, p->predicted.capacity_rps, w->slo.attainment);
+	svg = hx_capacity_svg(title, pt, r->ncurve, w->slo.attainment, cap_rps);
+	free(pt);
+	return svg;
+}
+
+/* --per-request, --plot and -o together: all files are replaced, or none. */
+static int write_outputs(const hx_plan *p, const hx_workload *w, const hx_sim_report *r,
+			 const json_t *doc, const char *per, const char *plot, double cap_rps,
+			 const char *out, hx_err *err)
+{
+	hx_out_file f[3];
 	char *csv = per ? records_csv(p, r) : NULL, *rep = out ? hx_json_dump(doc) : NULL;
+	char *svg = plot ? capacity_plot(p, w, r, cap_rps) : NULL;
 	int n = 0, rc;
 
 	if (csv)
 		f[n++] = (hx_out_file){per, csv, strlen(csv), 0};
+	if (svg)
+		f[n++] = (hx_out_file){plot, svg, strlen(svg), 0};
 	if (rep)
 		f[n++] = (hx_out_file){out, rep, strlen(rep), 0};
 	rc = n ? hx_write_files_atomic(f, n, err) : HX_OK;
 	free(csv);
+	free(svg);
 	free(rep);
 	return rc;
 }
@@ -226,10 +275,12 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	    {"seed", required_argument, NULL, OPT_SEED},
 	    {"per-request", required_argument, NULL, OPT_PER_REQUEST},
 	    {"preempt-spot", no_argument, NULL, OPT_PREEMPT_SPOT},
+	    {"plot", required_argument, NULL, OPT_PLOT},
 	    {"format", required_argument, NULL, HX_OPT_FORMAT},
 	    HX_GLOBAL_LONGOPTS,
 	    {NULL, 0, NULL, 0}};
-	const char *ppath = NULL, *wpath = NULL, *tpath = NULL, *out = NULL, *per = NULL;
+	const char *ppath = NULL, *wpath = NULL, *tpath = NULL, *out = NULL, *per = NULL,
+		   *plot = NULL;
 	long nreq = 0, seed = 1;
 	double rate = 0, cap_rps = 0;
 	int c, rc, table = 0, capacity = 0, have_p = 0, have_w = 0, have_t = 0, have_r = 0;
@@ -261,6 +312,7 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 			break;
 		case OPT_PER_REQUEST: per = optarg; break;
 		case OPT_PREEMPT_SPOT: o.preempt_spot = 1; break;
+		case OPT_PLOT: plot = optarg; break;
 		default:
 			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
 				return rc;
@@ -271,7 +323,7 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	}
 	if (optind < argc)
 		return hx_cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
-	if ((rc = check_files(cli, ppath, wpath, tpath, out, per)))
+	if ((rc = check_files(cli, ppath, wpath, tpath, out, per, plot)))
 		return rc;
 	if (!ppath || !wpath)
 		return hx_cli_usage_error(CMD,
@@ -285,6 +337,9 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	if (capacity && rate > 0)
 		return hx_cli_usage_error(CMD,
 					  "--capacity searches the rate itself: no --rate");
+	if (plot && !capacity)
+		return hx_cli_usage_error(
+		    CMD, "--plot draws the capacity search: it goes with --capacity");
 	o.seed = (uint64_t)seed;
 	if ((rc = hx_plan_load(&p, ppath, &err)))
 		goto out;
@@ -333,7 +388,7 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	}
 	have_r = 1;
 	doc = report_json(&p, &w, &r, capacity, cap_rps, o.preempt_spot);
-	if ((rc = write_outputs(&p, &r, doc, per, out, &err)))
+	if ((rc = write_outputs(&p, &w, &r, doc, per, plot, cap_rps, out, &err)))
 		goto out;
 	if (table || !out) {
 		text = table ? report_table(&p, &w, &r, capacity, cap_rps, o.preempt_spot)

@@ -1,4 +1,6 @@
-/* schedule --plot: the day in one picture, an SVG of two panels over a
+/* The plots: schedule --plot and simulate --capacity --plot.
+ *
+ * schedule --plot: the day in one picture, an SVG of two panels over a
  * shared time axis.  The upper panel draws the load (each period's rate)
  * and the capacity the period's plan carries at the SLO (the simulator's,
  * where the schedule has it, else the cost model's), the lower one the
@@ -8,6 +10,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -34,7 +37,7 @@ static void tick_label(hx_buf *b, double v)
 	char s[32];
 	size_t n;
 
-	snprintf(s, sizeof(s), "%.3f", v);
+	snprintf(s, sizeof(s), "%.3f", fabs(v) < 5e-4 ? 0.0 : v);
 	n = strlen(s);
 	while (n > 0 && s[n - 1] == '0')
 		s[--n] = '\0';
@@ -61,10 +64,11 @@ static void xml_text(hx_buf *b, const char *s)
 }
 
 typedef struct axes {
-	double t0, t1, unit; /* time span (s) and seconds per axis unit */
-	const char *unit_name;
-	double y0; /* the panel's top */
-	double hi; /* the value axis' top */
+	double t0, t1, unit; /* the x span (time: s) and x per axis unit */
+	const char *xtitle;  /* the x axis' title */
+	double y0;           /* the panel's top */
+	double hi;           /* the value axis' top */
+	double lo;           /* the value axis' bottom (0 unless set) */
 } axes;
 
 static double px(const axes *a, double t)
@@ -74,16 +78,17 @@ static double px(const axes *a, double t)
 
 static double py(const axes *a, double v)
 {
-	return a->y0 + PANEL_H * (1 - v / a->hi);
+	return a->y0 + PANEL_H * (1 - (v - a->lo) / (a->hi - a->lo));
 }
 
 /* The frame, grid and tick labels of one panel, and its axis title. */
 static void panel(hx_buf *b, const axes *a, const char *ytitle)
 {
-	double ys = nice_step(a->hi), ts = nice_step((a->t1 - a->t0) / a->unit) * a->unit;
+	double ys = nice_step(a->hi - a->lo),
+	       ts = nice_step((a->t1 - a->t0) / a->unit) * a->unit;
 
 	hx_buf_printf(b, "<g font-size=\"11\" fill=\"#333\">\n");
-	for (double v = 0; v <= a->hi * (1 + 1e-9); v += ys) {
+	for (double v = ceil(a->lo / ys - 1e-9) * ys; v <= a->hi * (1 + 1e-9); v += ys) {
 		hx_buf_printf(b,
 			      "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
 			      "stroke=\"#ddd\"/>\n",
@@ -107,9 +112,8 @@ static void panel(hx_buf *b, const axes *a, const char *ytitle)
 		      "<text x=\"16\" y=\"%.1f\" transform=\"rotate(-90 16 %.1f)\" "
 		      "text-anchor=\"middle\">%s</text>\n",
 		      a->y0 + PANEL_H / 2, a->y0 + PANEL_H / 2, ytitle);
-	hx_buf_printf(b,
-		      "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">time (%s)</text>\n",
-		      LEFT + (W - LEFT - RIGHT) / 2, a->y0 + PANEL_H + 32, a->unit_name);
+	hx_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+		      LEFT + (W - LEFT - RIGHT) / 2, a->y0 + PANEL_H + 32, a->xtitle);
 	hx_buf_printf(b, "</g>\n");
 }
 
@@ -159,7 +163,7 @@ char *hx_schedule_svg(const char *title, const hx_sched_pt *pt, int n)
 		up.t1 = up.t0 + 1;
 	span = up.t1 - up.t0;
 	up.unit = span >= 7200 ? 3600 : span >= 120 ? 60 : 1;
-	up.unit_name = span >= 7200 ? "h" : span >= 120 ? "min" : "s";
+	up.xtitle = span >= 7200 ? "time (h)" : span >= 120 ? "time (min)" : "time (s)";
 	up.y0 = TOP;
 	up.hi = rmax > 0 ? ceil(rmax * 1.1 / nice_step(rmax * 1.1)) * nice_step(rmax * 1.1) : 1;
 	lo = up;
@@ -184,5 +188,85 @@ char *hx_schedule_svg(const char *title, const hx_sched_pt *pt, int n)
 	legend(&b, LEFT + 170, TOP - 10, "#2ca02c", "6 3", "capacity at the SLO");
 	legend(&b, LEFT + 10, lo.y0 - 10, "#d62728", NULL, "plan price");
 	hx_buf_printf(&b, "</svg>\n");
+	return b.s;
+}
+
+/* simulate --capacity --plot: the SLO attainment (judged after the
+ * warm-up) at each rate the capacity search tried, the target as a dashed
+ * line and the capacity found as a vertical one; the points that met the
+ * target green, the others red, joined in the order of their rates. */
+char *hx_capacity_svg(const char *title, const hx_cap_pt *pt, int n, double target,
+		      double capacity)
+{
+	hx_buf b = {0};
+	axes a = {0};
+	double rmax = capacity;
+	int *ord = hx_xcalloc((size_t)n + 1, sizeof(int));
+
+	for (int k = 0; k < n; k++) {
+		rmax = fmax(rmax, pt[k].rate_rps);
+		ord[k] = k;
+	}
+	/* Insertion sort by rate (a search tries a few dozen rates). */
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && pt[ord[j]].rate_rps < pt[ord[j - 1]].rate_rps; j--) {
+			int t = ord[j];
+			ord[j] = ord[j - 1];
+			ord[j - 1] = t;
+		}
+	a.t0 = 0;
+	a.t1 =
+	    rmax > 0 ? ceil(rmax * 1.05 / nice_step(rmax * 1.05)) * nice_step(rmax * 1.05) : 1;
+	a.unit = 1;
+	a.xtitle = "offered rate (req/s)";
+	a.y0 = TOP;
+	/* The band near the target, where the search decides: four times the
+	 * misses it allows below it (0.95 for 0.99); a rate far past the
+	 * capacity sits on the bottom edge, its value in its tooltip. */
+	a.hi = 1;
+	a.lo = fmax(0, target - 4 * (1 - target));
+	if (!(a.hi - a.lo > 1e-6))
+		a.lo = 0;
+	hx_buf_printf(&b,
+		      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		      "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" "
+		      "width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+		      "font-family=\"sans-serif\">\n"
+		      "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+		      "<text x=\"%.1f\" y=\"20\" font-size=\"14\">",
+		      W, TOP + PANEL_H + 44, W, TOP + PANEL_H + 44, LEFT);
+	xml_text(&b, title);
+	hx_buf_printf(&b, "</text>\n");
+	panel(&b, &a, "SLO attainment");
+	hx_buf_printf(&b,
+		      "<line class=\"target\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+		      "y2=\"%.1f\" stroke=\"#2ca02c\" stroke-dasharray=\"6 3\"/>\n",
+		      LEFT, py(&a, target), W - RIGHT, py(&a, target));
+	hx_buf_printf(&b,
+		      "<line class=\"capacity\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+		      "y2=\"%.1f\" stroke=\"#1f77b4\"/>\n",
+		      px(&a, capacity), a.y0, px(&a, capacity), a.y0 + PANEL_H);
+	if (n > 0) {
+		hx_buf_printf(&b, "<path class=\"curve\" fill=\"none\" stroke=\"#888\" d=\"");
+		for (int k = 0; k < n; k++)
+			hx_buf_printf(&b, "%s%.1f %.1f", k ? " L" : "M",
+				      px(&a, pt[ord[k]].rate_rps),
+				      py(&a, fmax(a.lo, pt[ord[k]].attainment)));
+		hx_buf_printf(&b, "\"/>\n");
+	}
+	for (int k = 0; k < n; k++) {
+		const hx_cap_pt *q = &pt[ord[k]];
+		hx_buf_printf(
+		    &b,
+		    "<circle class=\"%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
+		    "fill=\"%s\"><title>%.4g req/s: attainment %.4f</title></circle>\n",
+		    q->meets ? "meets" : "misses", px(&a, q->rate_rps),
+		    py(&a, fmax(a.lo, q->attainment)), q->meets ? "#2ca02c" : "#d62728",
+		    q->rate_rps, q->attainment);
+	}
+	legend(&b, LEFT + 10, TOP - 10, "#2ca02c", "6 3", "attainment target");
+	legend(&b, LEFT + 170, TOP - 10, "#1f77b4", NULL, "capacity at the SLO");
+	hx_buf_printf(&b, "</svg>\n");
+	free(ord);
 	return b.s;
 }

@@ -1748,6 +1748,7 @@ void hx_sim_report_release(hx_sim_report *r)
 {
 	free(r->groups);
 	free(r->records);
+	free(r->curve);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -1771,7 +1772,7 @@ static double request_life_s(const hx_plan *p, const hx_workload *w)
  * says whether the SLO attainment target held on the requests that arrived
  * after the warm-up. */
 static int try_rate(const hx_plan *p, const hx_workload *w, int n, const hx_sim_opts *o,
-		    double rate, hx_sim_report *r, int *ok, hx_err *err)
+		    double rate, hx_sim_report *r, int *ok, hx_cap_point *pt, hx_err *err)
 {
 	hx_sim_opts so = {o ? o->seed : 1, 1, NULL, NULL};
 	double life = request_life_s(p, w), warm, met = 0, counted = 0;
@@ -1801,6 +1802,8 @@ static int try_rate(const hx_plan *p, const hx_workload *w, int n, const hx_sim_
 		}
 	*ok = counted > 0 ? met / counted >= w->slo.attainment
 			  : r->slo_attainment >= w->slo.attainment;
+	*pt = (hx_cap_point){rate, counted > 0 ? met / counted : r->slo_attainment, r->requests,
+			     counted > 0 ? (long)counted : r->requests, *ok};
 	if (!(o && o->keep_records)) {
 		free(r->records);
 		r->records = NULL;
@@ -1826,12 +1829,15 @@ int hx_sim_capacity(const hx_plan *p, const hx_workload *w, int n, const hx_sim_
 	       hi = p->predicted.capacity_rps > 0 ? p->predicted.capacity_rps * 1.25 : 1;
 	double tol = o && o->cap_tol > 0 ? o->cap_tol : 0.01;
 	hx_sim_report best = {0}, r;
-	int rc, ok, i;
+	/* 40 doublings at most, then a bisection of 1e-6 / tol or fewer */
+	hx_cap_point *curve = hx_xcalloc(128, sizeof(hx_cap_point));
+	int rc, ok, i, nc = 0;
 
 	/* Double hi while the SLO holds there, then bisect to 1%.  Every rate
 	 * uses the same seed: the same requests, only closer together. */
 	for (i = 0; i < 40; i++) {
-		if ((rc = cap_past(o, err)) || (rc = try_rate(p, w, n, o, hi, &r, &ok, err)))
+		if ((rc = cap_past(o, err)) ||
+		    (rc = try_rate(p, w, n, o, hi, &r, &ok, &curve[nc < 127 ? nc++ : nc], err)))
 			goto fail;
 		if (!ok) {
 			hx_sim_report_release(&r);
@@ -1844,7 +1850,9 @@ int hx_sim_capacity(const hx_plan *p, const hx_workload *w, int n, const hx_sim_
 	}
 	while (hi - lo > tol * hi && hi > 1e-6) {
 		double mid = (lo + hi) / 2;
-		if ((rc = cap_past(o, err)) || (rc = try_rate(p, w, n, o, mid, &r, &ok, err)))
+		if ((rc = cap_past(o, err)) ||
+		    (rc =
+			 try_rate(p, w, n, o, mid, &r, &ok, &curve[nc < 127 ? nc++ : nc], err)))
 			goto fail;
 		if (ok) {
 			hx_sim_report_release(&best);
@@ -1856,12 +1864,17 @@ int hx_sim_capacity(const hx_plan *p, const hx_workload *w, int n, const hx_sim_
 		}
 	}
 	*rps = lo;
-	if (at)
+	if (at) {
 		*at = best;
-	else
+		at->curve = curve;
+		at->ncurve = nc;
+	} else {
 		hx_sim_report_release(&best);
+		free(curve);
+	}
 	return 0;
 fail:
 	hx_sim_report_release(&best);
+	free(curve);
 	return rc;
 }

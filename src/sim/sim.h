@@ -63,6 +63,15 @@ typedef struct hx_sim_group_stats {
 	double decode_batch, decode_context;
 } hx_sim_group_stats;
 
+/* One rate the capacity search tried: the SLO attainment over the JUDGED
+ * requests that arrived after the warm-up (of REQUESTS run), and whether
+ * it met the workload's target. */
+typedef struct hx_cap_point {
+	double rate_rps, attainment;
+	long requests, judged;
+	int meets;
+} hx_cap_point;
+
 typedef struct hx_sim_report {
 	long requests, finished, dropped, preemptions, iterations;
 	double makespan_s, offered_s;
@@ -78,6 +87,10 @@ typedef struct hx_sim_report {
 	long spot_preemptions, spot_moved;
 	hx_sim_record *records;
 	int nrecords;
+	/* hx_sim_capacity's report at the capacity: every rate it tried, in
+	 * the order it tried them. */
+	hx_cap_point *curve;
+	int ncurve;
 } hx_sim_report;
 
 /* Replay the requests of T (arrivals and lengths) against plan P, with the
@@ -101,7 +114,7 @@ void hx_sim_report_release(hx_sim_report *r);
  * N requests drawn from W, or two minutes or HX_CAP_LIVES lives of
  * arrivals when that is more (at most HX_CAP_MAX_REQUESTS), the same seed
  * for every rate; 0 when even a trickle misses the SLO.  AT (may be NULL)
- * gets the report at that rate. */
+ * gets the report at that rate, with the curve of every rate tried. */
 int hx_sim_capacity(const hx_plan *p, const hx_workload *w, int n, const hx_sim_opts *o,
 		    double *rps, hx_sim_report *at, hx_err *err);
 

@@ -30,6 +30,42 @@ cap=$(jnum capacity_rps)
 pred=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["predicted"]["capacity_rps"])' "$TMP/p.json")
 approx "$cap" "$pred" 0.25 && ok || fail "simulated capacity $cap vs predicted $pred"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["slo_attainment"] >= 0.99 else 1)' "$TMP/out" && ok || fail "attainment at capacity"
+# The curve the search bisected: the capacity is the highest rate tried
+# that met the target, every rate above it that was tried missed, and each
+# point's verdict is its attainment against the target.
+python3 - "$TMP/out" <<'PY' && ok || fail "capacity curve: $(head -c 600 "$TMP/out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c, cap, tgt = d["curve"], d["capacity_rps"], d["slo"]["attainment_target"]
+assert len(c) >= 3, c
+assert all(p["meets"] == (p["attainment"] >= tgt) for p in c), c
+assert max(p["rate_rps"] for p in c if p["meets"]) == cap, (cap, c)
+assert all(not p["meets"] for p in c if p["rate_rps"] > cap), c
+assert all(0 < p["judged"] <= p["requests"] for p in c), c
+PY
+# --plot draws it: one point per rate tried, the two lines; the table
+# lists the rates tried; the SVG is the same bytes for the same run.
+run simulate -p "$TMP/p.json" -w examples/workloads/chat.json --capacity --plot "$TMP/cap.svg" -o "$TMP/cap.json" --format table
+expect_rc 0 "capacity --plot"
+expect_out "^tried +[0-9.]+ req/s: attainment [0-9.]+ over [0-9]+ of [0-9]+ requests, (meets the target|misses it)$" "table's tried lines"
+python3 - "$TMP/cap.svg" "$TMP/cap.json" <<'PY' && ok || fail "capacity plot"
+import json, sys
+import xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+n = len(json.load(open(sys.argv[2]))["curve"])
+circles = [e for e in root.iter() if e.tag.endswith("circle")]
+assert len(circles) == n, (len(circles), n)
+classes = {e.get("class") for e in root.iter()}
+assert {"target", "capacity", "curve"} <= classes, classes
+PY
+cp "$TMP/cap.svg" "$TMP/cap1.svg"
+run simulate -p "$TMP/p.json" -w examples/workloads/chat.json --capacity --plot "$TMP/cap.svg"
+cmp -s "$TMP/cap.svg" "$TMP/cap1.svg" && ok || fail "capacity plot not deterministic"
+run simulate -p "$TMP/p.json" -w examples/workloads/chat.json --plot "$TMP/x.svg"
+expect_rc 2 "--plot without --capacity"
+[ ! -e "$TMP/x.svg" ] && ok || fail "--plot without --capacity wrote a file"
+run simulate -p "$TMP/p.json" -w examples/workloads/chat.json --capacity --plot "$TMP/cap.json" -o "$TMP/cap.json"
+expect_rc 2 "--plot and -o the same file"
 
 # A trace: its requests, the workload's SLOs; --rate rescales arrivals.
 hx trace --shape conversation --rate 50 --duration 30 --seed 4 -o "$TMP/t.csv" 2>/dev/null

@@ -16,7 +16,7 @@
 
 const char *const hx_simulate_usage[] = {
     "hexplan simulate -p plan.json -w workload.json [-t trace.csv] [--requests N] [--rate R] "
-    "[--capacity [--plot FILE.svg]] [--seed N] [--preempt-spot] [-o report.json] [--per-request FILE] [--format json|table]",
+    "[--capacity [--precision F] [--plot FILE.svg]] [--seed N] [--preempt-spot] [-o report.json] [--per-request FILE] [--format json|table]",
     NULL};
 
 enum {
@@ -26,7 +26,8 @@ enum {
 	OPT_SEED,
 	OPT_PER_REQUEST,
 	OPT_PREEMPT_SPOT,
-	OPT_PLOT
+	OPT_PLOT,
+	OPT_PRECISION
 };
 
 static void progress(double done, void *ctx)
@@ -54,6 +55,7 @@ static json_t *report_json(const hx_plan *p, const hx_workload *w, const hx_sim_
 
 	if (capacity) {
 		hx_jset_num(o, "capacity_rps", cap_rps);
+		hx_jset_num(o, "capacity_se_rps", r->capacity_se_rps);
 		/* The rates the search tried, in its order. */
 		a = json_array();
 		for (int i = 0; i < r->ncurve; i++) {
@@ -61,6 +63,7 @@ static json_t *report_json(const hx_plan *p, const hx_workload *w, const hx_sim_
 			json_t *co = json_object();
 			hx_jset_num(co, "rate_rps", c->rate_rps);
 			hx_jset_num(co, "attainment", c->attainment);
+			hx_jset_num(co, "attainment_se", c->attainment_se);
 			hx_jset_int(co, "requests", c->requests);
 			hx_jset_int(co, "judged", c->judged);
 			json_object_set_new(co, "meets", json_boolean(c->meets));
@@ -118,8 +121,11 @@ static char *report_table(const hx_plan *p, const hx_workload *w, const hx_sim_r
 	hx_buf t = {0};
 
 	if (capacity) {
-		hx_buf_printf(&t, "capacity at the SLO: %.3f req/s (plan predicted %.3f)\n",
-			      cap_rps, p->predicted.capacity_rps);
+		hx_buf_printf(
+		    &t,
+		    "capacity at the SLO: %.3f req/s, standard error %.3f (plan predicted "
+		    "%.3f)\n",
+		    cap_rps, r->capacity_se_rps, p->predicted.capacity_rps);
 		for (int i = 0; i < r->ncurve; i++)
 			hx_buf_printf(
 			    &t,
@@ -276,13 +282,14 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	    {"per-request", required_argument, NULL, OPT_PER_REQUEST},
 	    {"preempt-spot", no_argument, NULL, OPT_PREEMPT_SPOT},
 	    {"plot", required_argument, NULL, OPT_PLOT},
+	    {"precision", required_argument, NULL, OPT_PRECISION},
 	    {"format", required_argument, NULL, HX_OPT_FORMAT},
 	    HX_GLOBAL_LONGOPTS,
 	    {NULL, 0, NULL, 0}};
 	const char *ppath = NULL, *wpath = NULL, *tpath = NULL, *out = NULL, *per = NULL,
 		   *plot = NULL;
 	long nreq = 0, seed = 1;
-	double rate = 0, cap_rps = 0;
+	double rate = 0, cap_rps = 0, precision = 0;
 	int c, rc, table = 0, capacity = 0, have_p = 0, have_w = 0, have_t = 0, have_r = 0;
 	hx_plan p;
 	hx_workload w;
@@ -313,6 +320,9 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 		case OPT_PER_REQUEST: per = optarg; break;
 		case OPT_PREEMPT_SPOT: o.preempt_spot = 1; break;
 		case OPT_PLOT: plot = optarg; break;
+		case OPT_PRECISION:
+			rc = hx_cli_num(CMD, "--precision", optarg, 1e-3, 0.5, &precision);
+			break;
 		default:
 			if ((rc = hx_cli_common(cli, CMD, c, argv, &table)) != HX_CLI_GO)
 				return rc;
@@ -340,6 +350,9 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	if (plot && !capacity)
 		return hx_cli_usage_error(
 		    CMD, "--plot draws the capacity search: it goes with --capacity");
+	if (precision > 0 && !capacity)
+		return hx_cli_usage_error(
+		    CMD, "--precision sets the capacity search's: it goes with --capacity");
 	o.seed = (uint64_t)seed;
 	if ((rc = hx_plan_load(&p, ppath, &err)))
 		goto out;
@@ -352,9 +365,25 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	}
 	o.keep_records = per != NULL;
 	if (capacity) {
-		if ((rc = hx_sim_capacity(&p, &w, nreq ? (int)nreq : HX_CAP_REQUESTS, &o,
-					  &cap_rps, &r, &err)))
-			goto plan_error;
+		/* With --precision, search again on longer runs until the
+		 * capacity's standard error is within F of it (the error falls
+		 * as one over the root of the requests) or the runs reach
+		 * HX_CAP_MAX_REQUESTS. */
+		long n = nreq ? nreq : HX_CAP_REQUESTS;
+		for (;;) {
+			double want, grow;
+			if ((rc = hx_sim_capacity(&p, &w, (int)n, &o, &cap_rps, &r, &err)))
+				goto plan_error;
+			want = precision * cap_rps;
+			if (!(precision > 0) || !(r.capacity_se_rps > want) ||
+			    r.requests >= HX_CAP_MAX_REQUESTS || n >= HX_CAP_MAX_REQUESTS)
+				break;
+			grow = r.capacity_se_rps / want;
+			n = (long)fmin(
+			    HX_CAP_MAX_REQUESTS,
+			    fmax(2.0 * r.requests, ceil(r.requests * grow * grow * 1.2)));
+			hx_sim_report_release(&r);
+		}
 	} else {
 		if (tpath) {
 			if ((rc = hx_trace_load(&t, tpath, &err)))

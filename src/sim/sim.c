@@ -1802,14 +1802,60 @@ static int try_rate(const hx_plan *p, const hx_workload *w, int n, const hx_sim_
 		}
 	*ok = counted > 0 ? met / counted >= w->slo.attainment
 			  : r->slo_attainment >= w->slo.attainment;
-	*pt = (hx_cap_point){rate, counted > 0 ? met / counted : r->slo_attainment, r->requests,
-			     counted > 0 ? (long)counted : r->requests, *ok};
+	{
+		/* Batch means over the judged requests, in arrival order. */
+		double bm[HX_CAP_BATCHES] = {0}, bn[HX_CAP_BATCHES] = {0}, m = 0, v = 0;
+		long j = 0;
+		for (int i = 0; i < r->nrecords; i++)
+			if (r->records[i].arrival_s >= warm) {
+				int b = (int)((double)j++ * HX_CAP_BATCHES / fmax(counted, 1));
+				bn[b] += 1;
+				bm[b] += r->records[i].met_slo;
+			}
+		for (int b = 0; b < HX_CAP_BATCHES; b++)
+			m += (bn[b] > 0 ? bm[b] / bn[b] : 0) / HX_CAP_BATCHES;
+		for (int b = 0; b < HX_CAP_BATCHES; b++) {
+			double d = (bn[b] > 0 ? bm[b] / bn[b] : 0) - m;
+			v += d * d / (HX_CAP_BATCHES - 1);
+		}
+		pt->attainment_se = counted >= HX_CAP_BATCHES ? sqrt(v / HX_CAP_BATCHES) : 0;
+	}
+	pt->rate_rps = rate;
+	pt->attainment = counted > 0 ? met / counted : r->slo_attainment;
+	pt->requests = r->requests;
+	pt->judged = counted > 0 ? (long)counted : r->requests;
+	pt->meets = *ok;
 	if (!(o && o->keep_records)) {
 		free(r->records);
 		r->records = NULL;
 		r->nrecords = 0;
 	}
 	return 0;
+}
+
+/* The capacity CAP's standard error from the NC rates of CURVE: the
+ * attainment's at CAP over the least-squares slope of attainment against
+ * rate within 0.7 to 1.5 times CAP (0 without a falling slope). */
+static double capacity_se(const hx_cap_point *curve, int nc, double cap)
+{
+	double sx = 0, sy = 0, sxx = 0, sxy = 0, n = 0, se = 0, slope;
+
+	for (int i = 0; i < nc; i++) {
+		const hx_cap_point *q = &curve[i];
+		if (q->rate_rps < 0.7 * cap || q->rate_rps > 1.5 * cap)
+			continue;
+		n++;
+		sx += q->rate_rps;
+		sy += q->attainment;
+		sxx += q->rate_rps * q->rate_rps;
+		sxy += q->rate_rps * q->attainment;
+		if (q->rate_rps == cap)
+			se = q->attainment_se;
+	}
+	if (n < 2 || !(cap > 0) || !(n * sxx - sx * sx > 0))
+		return 0;
+	slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+	return slope < 0 ? se / -slope : 0;
 }
 
 /* A planner's deadline in O, passed: HX_ELIMIT. */
@@ -1868,6 +1914,7 @@ int hx_sim_capacity(const hx_plan *p, const hx_workload *w, int n, const hx_sim_
 		*at = best;
 		at->curve = curve;
 		at->ncurve = nc;
+		at->capacity_se_rps = capacity_se(curve, nc, lo);
 	} else {
 		hx_sim_report_release(&best);
 		free(curve);

@@ -70,7 +70,12 @@ typedef struct hx_cap_point {
 	double rate_rps, attainment;
 	long requests, judged;
 	int meets;
+	/* The attainment's standard error by batch means: the judged
+	 * requests in HX_CAP_BATCHES runs of consecutive arrivals, so that
+	 * misses that come in bursts (a queue) count as the bursts they are. */
+	double attainment_se;
 } hx_cap_point;
+#define HX_CAP_BATCHES 10
 
 typedef struct hx_sim_report {
 	long requests, finished, dropped, preemptions, iterations;
@@ -91,6 +96,11 @@ typedef struct hx_sim_report {
 	 * the order it tried them. */
 	hx_cap_point *curve;
 	int ncurve;
+	/* The capacity's standard error: the attainment's at the capacity
+	 * over the curve's slope there (least squares over the rates tried
+	 * within 0.7 to 1.5 times the capacity); 0 when the curve gives no
+	 * falling slope. */
+	double capacity_se_rps;
 } hx_sim_report;
 
 /* Replay the requests of T (arrivals and lengths) against plan P, with the

@@ -24,8 +24,9 @@ expect_rc 0 "simulate table"
 expect_out '^slo +ttft 2000 ms, tpot 100 ms: attainment' "table slo line"
 
 # Capacity: the highest rate meeting the SLO; the plan's prediction is near.
-run simulate -p "$TMP/p.json" -w examples/workloads/chat.json --capacity
+run simulate -p "$TMP/p.json" -w examples/workloads/chat.json --capacity --plot "$TMP/cap.svg"
 expect_rc 0 "capacity"
+cp "$TMP/out" "$TMP/cap.json"
 cap=$(jnum capacity_rps)
 pred=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["predicted"]["capacity_rps"])' "$TMP/p.json")
 approx "$cap" "$pred" 0.25 && ok || fail "simulated capacity $cap vs predicted $pred"
@@ -44,10 +45,7 @@ assert all(not p["meets"] for p in c if p["rate_rps"] > cap), c
 assert all(0 < p["judged"] <= p["requests"] for p in c), c
 PY
 # --plot draws it: one point per rate tried, the two lines; the table
-# lists the rates tried; the SVG is the same bytes for the same run.
-run simulate -p "$TMP/p.json" -w examples/workloads/chat.json --capacity --plot "$TMP/cap.svg" -o "$TMP/cap.json" --format table
-expect_rc 0 "capacity --plot"
-expect_out "^tried +[0-9.]+ req/s: attainment [0-9.]+ over [0-9]+ of [0-9]+ requests, (meets the target|misses it)$" "table's tried lines"
+# lists the rates tried; the same run draws the same bytes.
 python3 - "$TMP/cap.svg" "$TMP/cap.json" <<'PY' && ok || fail "capacity plot"
 import json, sys
 import xml.etree.ElementTree as ET
@@ -58,13 +56,24 @@ assert len(circles) == n, (len(circles), n)
 classes = {e.get("class") for e in root.iter()}
 assert {"target", "capacity", "curve"} <= classes, classes
 PY
-cp "$TMP/cap.svg" "$TMP/cap1.svg"
-run simulate -p "$TMP/p.json" -w examples/workloads/chat.json --capacity --plot "$TMP/cap.svg"
-cmp -s "$TMP/cap.svg" "$TMP/cap1.svg" && ok || fail "capacity plot not deterministic"
+run simulate -p "$TMP/p.json" -w examples/workloads/chat.json --capacity --plot "$TMP/cap2.svg" --format table
+expect_rc 0 "capacity --plot --format table"
+expect_out "^tried +[0-9.]+ req/s: attainment [0-9.]+ over [0-9]+ of [0-9]+ requests, (meets the target|misses it)$" "table's tried lines"
+cmp -s "$TMP/cap.svg" "$TMP/cap2.svg" && ok || fail "capacity plot not deterministic"
+# --precision: the capacity's standard error is reported, and a search
+# asked for a precision ends with it met (or at the longest runs).
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d["capacity_se_rps"] >= 0 and all(p["attainment_se"] >= 0 for p in d["curve"])))' "$TMP/cap.json" && ok || fail "capacity_se_rps"
+run simulate -p "$TMP/p.json" -w examples/workloads/chat.json --capacity --precision 0.1 --requests 500
+expect_rc 0 "capacity --precision 0.1"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d["capacity_se_rps"] <= 0.1 * d["capacity_rps"] or d["requests"]["total"] >= 100000))' "$TMP/out" && ok || fail "--precision 0.1 not met: $(head -c 300 "$TMP/out")"
+run simulate -p "$TMP/p.json" -w examples/workloads/chat.json --precision 0.1
+expect_rc 2 "--precision without --capacity"
+run simulate -p "$TMP/p.json" -w examples/workloads/chat.json --capacity --precision 0.9
+expect_rc 2 "--precision above 0.5"
 run simulate -p "$TMP/p.json" -w examples/workloads/chat.json --plot "$TMP/x.svg"
 expect_rc 2 "--plot without --capacity"
 [ ! -e "$TMP/x.svg" ] && ok || fail "--plot without --capacity wrote a file"
-run simulate -p "$TMP/p.json" -w examples/workloads/chat.json --capacity --plot "$TMP/cap.json" -o "$TMP/cap.json"
+run simulate -p "$TMP/p.json" -w examples/workloads/chat.json --capacity --plot "$TMP/same.json" -o "$TMP/same.json"
 expect_rc 2 "--plot and -o the same file"
 
 # A trace: its requests, the workload's SLOs; --rate rescales arrivals.

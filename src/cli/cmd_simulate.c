@@ -268,6 +268,51 @@ static int write_outputs(const hx_plan *p, const hx_workload *w, const hx_sim_re
 	return rc;
 }
 
+/* The options that go with --capacity, and those that do not. */
+static int check_modes(int capacity, const char *tpath, int spot, double rate, const char *plot,
+		       double precision)
+{
+	if (capacity && tpath)
+		return hx_cli_usage_error(
+		    CMD, "--capacity draws its requests from the workload: no -t");
+	if (capacity && spot)
+		return hx_cli_usage_error(
+		    CMD, "--capacity searches the rate without preemptions: no --preempt-spot");
+	if (capacity && rate > 0)
+		return hx_cli_usage_error(CMD,
+					  "--capacity searches the rate itself: no --rate");
+	if (plot && !capacity)
+		return hx_cli_usage_error(
+		    CMD, "--plot draws the capacity search: it goes with --capacity");
+	if (precision > 0 && !capacity)
+		return hx_cli_usage_error(
+		    CMD, "--precision sets the capacity search's: it goes with --capacity");
+	return 0;
+}
+
+/* --capacity: the search, and with --precision (PRECISION > 0) the search
+ * again on longer runs until the capacity's standard error is within
+ * PRECISION of it (the error falls as one over the root of the requests)
+ * or the runs reach HX_CAP_MAX_REQUESTS.  R: the last search's report. */
+static int capacity_search(const hx_plan *p, const hx_workload *w, long n, double precision,
+			   const hx_sim_opts *o, double *cap_rps, hx_sim_report *r, hx_err *err)
+{
+	for (;;) {
+		double want, grow;
+		int rc = hx_sim_capacity(p, w, (int)n, o, cap_rps, r, err);
+		if (rc)
+			return rc;
+		want = precision * *cap_rps;
+		if (!(precision > 0) || !(r->capacity_se_rps > want) ||
+		    r->requests >= HX_CAP_MAX_REQUESTS || n >= HX_CAP_MAX_REQUESTS)
+			return 0;
+		grow = r->capacity_se_rps / want;
+		n = (long)fmin(HX_CAP_MAX_REQUESTS,
+			       fmax(2.0 * r->requests, ceil(r->requests * grow * grow * 1.2)));
+		hx_sim_report_release(r);
+	}
+}
+
 int cmd_simulate(hx_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -338,21 +383,8 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	if (!ppath || !wpath)
 		return hx_cli_usage_error(CMD,
 					  "-p plan.json and -w workload.json are required");
-	if (capacity && tpath)
-		return hx_cli_usage_error(
-		    CMD, "--capacity draws its requests from the workload: no -t");
-	if (capacity && o.preempt_spot)
-		return hx_cli_usage_error(
-		    CMD, "--capacity searches the rate without preemptions: no --preempt-spot");
-	if (capacity && rate > 0)
-		return hx_cli_usage_error(CMD,
-					  "--capacity searches the rate itself: no --rate");
-	if (plot && !capacity)
-		return hx_cli_usage_error(
-		    CMD, "--plot draws the capacity search: it goes with --capacity");
-	if (precision > 0 && !capacity)
-		return hx_cli_usage_error(
-		    CMD, "--precision sets the capacity search's: it goes with --capacity");
+	if ((rc = check_modes(capacity, tpath, o.preempt_spot, rate, plot, precision)))
+		return rc;
 	o.seed = (uint64_t)seed;
 	if ((rc = hx_plan_load(&p, ppath, &err)))
 		goto out;
@@ -365,25 +397,9 @@ int cmd_simulate(hx_cli *cli, int argc, char **argv)
 	}
 	o.keep_records = per != NULL;
 	if (capacity) {
-		/* With --precision, search again on longer runs until the
-		 * capacity's standard error is within F of it (the error falls
-		 * as one over the root of the requests) or the runs reach
-		 * HX_CAP_MAX_REQUESTS. */
-		long n = nreq ? nreq : HX_CAP_REQUESTS;
-		for (;;) {
-			double want, grow;
-			if ((rc = hx_sim_capacity(&p, &w, (int)n, &o, &cap_rps, &r, &err)))
-				goto plan_error;
-			want = precision * cap_rps;
-			if (!(precision > 0) || !(r.capacity_se_rps > want) ||
-			    r.requests >= HX_CAP_MAX_REQUESTS || n >= HX_CAP_MAX_REQUESTS)
-				break;
-			grow = r.capacity_se_rps / want;
-			n = (long)fmin(
-			    HX_CAP_MAX_REQUESTS,
-			    fmax(2.0 * r.requests, ceil(r.requests * grow * grow * 1.2)));
-			hx_sim_report_release(&r);
-		}
+		if ((rc = capacity_search(&p, &w, nreq ? nreq : HX_CAP_REQUESTS, precision, &o,
+					  &cap_rps, &r, &err)))
+			goto plan_error;
 	} else {
 		if (tpath) {
 			if ((rc = hx_trace_load(&t, tpath, &err)))

@@ -1718,6 +1718,21 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 		double k = fmax(1, fmin(P, c)), ch;
 		double tk = chunk_iter(r, B, ctx, ps.k, k, H + k / 2, k, k, H + k / 2, &ch);
 		service = P * fmax(tk - (B > 0 ? ps.t_dec : 0), 0) / (k * ps.k);
+		/* A prefill-only replica's DP ranks step together as an
+		 * aggregated one's do (iter_at): a step costs its largest
+		 * prompt's chunks at the busiest rank, and admits the prompts
+		 * that arrived while the one before ran (not the mean
+		 * iteration's fraction of a prompt, which no step carries),
+		 * which share it. */
+		if (phase == HX_SERVE_PREFILL && dp > 1) {
+			double kk = ps.k, step = 0;
+			for (int i = 0; i < 16; i++) {
+				step = dp_step_stall(r, w, 0, ctx, kk, k, H + k / 2, c, 0);
+				kk = prompts_per_iter(lambda, step, P, c, (int)dp);
+			}
+			step = dp_step_stall(r, w, 0, ctx, kk, k, H + k / 2, c, 0);
+			service = step / kk;
+		}
 	}
 	u = lambda * service;
 	scale = (ca2 + hx_dist_cv2(&w->prompt)) / 2 * service / fmax(1 - u, 1e-9);

@@ -517,10 +517,18 @@ static double kv_time_s(const actx *x, double gbps, double latency_ms, double rp
  * decode capacity) -> sink, each NIC and link carrying the transfers that
  * end within the reserve (hx_kv_link_rps); a transfer within one node
  * takes the GPU's own link and no NIC. */
+typedef struct apair {
+	int a, b;    /* prefill node, unit node */
+	int e;       /* the pair's link edge */
+	double flow; /* KV from a to b (requests/s) */
+} apair;
+
 typedef struct aflow {
 	double value;
 	double *pin;  /* per node: requests/s into its prefill replicas */
-	double *pair; /* per node a, node b: KV from a to b (n x n) */
+	apair *pairs; /* the node pairs with a link edge, by a then b */
+	int npairs;
+	int *first;   /* per node a (n + 1): its pairs are first[a]..first[a+1]-1 */
 	double *bin;  /* per node: KV into its units */
 	double *unit; /* per unit: requests/s it decodes */
 } aflow;
@@ -528,17 +536,21 @@ typedef struct aflow {
 static void aflow_release(aflow *f)
 {
 	free(f->pin);
-	free(f->pair);
+	free(f->pairs);
+	free(f->first);
 	free(f->bin);
 	free(f->unit);
 }
 
 /* The network of PL's prefill and the NU units (first GPUs in REFS) into
- * G; *PE (per node) the prefill edges, *UE (per unit) the unit edges, *LE
- * (n x n) the pair edges (-1: none). */
+ * G; *PE (per node) the prefill edges, *UE (per unit) the unit edges, F's
+ * pairs (and first) the pair edges, only the pairs that get one: a list,
+ * not an n x n table, for at the node limit (4096) that table alone is
+ * 16.8M entries. */
 static void aflow_net(const actx *x, const place *pl, int *const *refs, int nu, hx_graph *g,
-		      int *pe, int *ue, int *le)
+		      int *pe, int *ue, aflow *f)
 {
+	int cap = 0;
 	int n = x->c->nnodes, v = 2 + 5 * n, *has = hx_xcalloc((size_t)n + 1, sizeof(int));
 	double inf = 1;
 
@@ -547,9 +559,8 @@ static void aflow_net(const actx *x, const place *pl, int *const *refs, int nu, 
 		inf += pl->pre[i];
 	for (int u = 0; u < nu; u++)
 		has[refs[u][0]] = 1;
-	hx_graph_init(g, v + nu + 2 * n * n);
-	for (int i = 0; i < n * n; i++)
-		le[i] = -1;
+	hx_graph_init(g, v + nu);
+	f->first = hx_xcalloc((size_t)n + 1, sizeof(int));
 	/* node i: 2+5i prefill, +1/+2 egress NIC, +3/+4 ingress NIC (+4 the units' hub) */
 	for (int i = 0; i < n; i++) {
 		int b0 = 2 + 5 * i;
@@ -566,18 +577,32 @@ static void aflow_net(const actx *x, const place *pl, int *const *refs, int nu, 
 	}
 	v += nu;
 	for (int a = 0; a < n; a++) {
+		f->first[a] = f->npairs;
 		if (!pl->pre_tp[a] || !(pl->pre[a] > 0))
 			continue;
 		for (int b = 0; b < n; b++) {
 			double r;
+			apair *q;
 			if (!has[b] || !((r = kv_rps(x, kv_link(x, a, b))) > 0))
 				continue; /* no unit, or the link misses the reserve */
+			if (f->npairs == cap) {
+				cap = cap ? 2 * cap : 64;
+				f->pairs = hx_xrealloc(f->pairs, (size_t)cap * sizeof(apair));
+			}
+			q = &f->pairs[f->npairs++];
+			q->a = a;
+			q->b = b;
+			q->flow = 0;
 			hx_graph_add_edge(g, a == b ? 2 + 5 * a : 2 + 5 * a + 2, v, inf);
-			le[a * n + b] = hx_graph_add_edge(g, v, v + 1, r);
+			q->e = hx_graph_add_edge(g, v, v + 1, r);
 			hx_graph_add_edge(g, v + 1, 2 + 5 * b + (a == b ? 4 : 3), inf);
 			v += 2;
 		}
 	}
+	f->first[n] = f->npairs;
+	/* As many vertices as room for every pair: igraph's split among equal
+	 * paths depends on the count, and the plans are to stay as they were */
+	g->n = 2 + 5 * n + nu + 2 * n * n;
 	free(has);
 }
 
@@ -596,13 +621,12 @@ static int aflow_solve(const actx *x, const place *pl, const int *units, int *co
 	int n = x->c->nnodes, rc;
 	int *pe = hx_xcalloc((size_t)n + 1, sizeof(int)),
 	    *ue = hx_xcalloc((size_t)nu + 1, sizeof(int));
-	int *le = hx_xmalloc((size_t)(n * n) * sizeof(int) + 1);
 	double u[2] = {1, 1}, value;
 	hx_graph g;
 	hx_flow_result res = {0};
 
 	memset(f, 0, sizeof(*f));
-	aflow_net(x, pl, refs, nu, &g, pe, ue, le);
+	aflow_net(x, pl, refs, nu, &g, pe, ue, f);
 	for (int k = 0; k < nu; k++)
 		g.cap[ue[k]] = x->sh[units[k]].cap;
 	if ((rc = hx_flow_max(&g, 0, 1, &res, err)))
@@ -637,7 +661,6 @@ static int aflow_solve(const actx *x, const place *pl, const int *units, int *co
 	f->value = value;
 	f->pin = hx_xcalloc((size_t)n + 1, sizeof(double));
 	f->bin = hx_xcalloc((size_t)n + 1, sizeof(double));
-	f->pair = hx_xcalloc((size_t)(n * n) + 1, sizeof(double));
 	f->unit = hx_xcalloc((size_t)nu + 1, sizeof(double));
 	for (int i = 0; i < n; i++)
 		f->pin[i] = fmax(0, res.flow[pe[i]]);
@@ -645,15 +668,17 @@ static int aflow_solve(const actx *x, const place *pl, const int *units, int *co
 		f->unit[k] = fmax(0, res.flow[ue[k]]);
 		f->bin[refs[k][0]] += f->unit[k];
 	}
-	for (int i = 0; i < n * n; i++)
-		if (le[i] >= 0)
-			f->pair[i] = fmax(0, res.flow[le[i]]);
+	for (int i = 0; i < f->npairs; i++)
+		f->pairs[i].flow = fmax(0, res.flow[f->pairs[i].e]);
 out:
+	if (rc) { /* none of F on an error */
+		aflow_release(f);
+		memset(f, 0, sizeof(*f));
+	}
 	hx_flow_result_release(&res);
 	hx_graph_release(&g);
 	free(pe);
 	free(ue);
-	free(le);
 	return rc;
 }
 
@@ -713,6 +738,7 @@ static void emit_routes(const actx *x, hx_plan *p, int npre, const int *node_of,
 {
 	const hx_cluster *c = x->c;
 	int n = c->nnodes;
+	double *row = hx_xcalloc((size_t)n + 1, sizeof(double)); /* node a's pairs' flows */
 
 	for (int g = 0; g < npre; g++) {
 		hx_route *rt = hx_plan_add_route(&p->ingress, &p->ningress);
@@ -723,11 +749,11 @@ static void emit_routes(const actx *x, hx_plan *p, int npre, const int *node_of,
 	for (int g = 0; g < npre; g++)
 		for (int r = 0; r < p->groups[g].nreplicas; r++) {
 			int first = p->nkv, a = node_of[g];
+			for (int i = f->first[a]; i < f->first[a + 1]; i++)
+				row[f->pairs[i].b] = f->pairs[i].flow;
 			for (int u = 0; u < nu; u++) {
 				int b = refs[u][0];
-				double w = f->bin[b] > 0
-					       ? f->pair[a * n + b] * f->unit[u] / f->bin[b]
-					       : 0;
+				double w = f->bin[b] > 0 ? row[b] * f->unit[u] / f->bin[b] : 0;
 				hx_route *rt;
 				if (!(w > 0))
 					continue;
@@ -739,8 +765,11 @@ static void emit_routes(const actx *x, hx_plan *p, int npre, const int *node_of,
 				rt->weight = w;
 				hx_route_set_node_link(rt, c, a, b);
 			}
+			for (int i = f->first[a]; i < f->first[a + 1]; i++)
+				row[f->pairs[i].b] = 0;
 			hx_routes_normalize(p->kv + first, p->nkv - first);
 		}
+	free(row);
 }
 
 /* The longest mean time (s) of the percentile prompt's KV over the node
@@ -753,28 +782,27 @@ static double kv_worst_s(const actx *x, const aflow *f, double scale)
 	double worst = 0, *out = hx_xcalloc((size_t)n + 1, sizeof(double)),
 	       *in = hx_xcalloc((size_t)n + 1, sizeof(double));
 
-	for (int a = 0; a < n; a++) /* the NICs' loads */
-		for (int b = 0; b < n; b++)
-			if (a != b) {
-				out[a] += f->pair[a * n + b];
-				in[b] += f->pair[a * n + b];
-			}
-	for (int a = 0; a < n; a++)
-		for (int b = 0; b < n; b++) {
-			hx_linkspec l;
-			double t;
-			if (!(f->pair[a * n + b] > 0))
-				continue;
-			l = kv_link(x, a, b);
-			t = kv_time_s(x, l.bw_gbps, l.latency_ms, scale * f->pair[a * n + b]);
-			if (a != b) {
-				t = fmax(t, kv_time_s(x, c->nodes[a].nic_gbps, l.latency_ms,
-						      scale * out[a]));
-				t = fmax(t, kv_time_s(x, c->nodes[b].nic_gbps, l.latency_ms,
-						      scale * in[b]));
-			}
-			worst = fmax(worst, t);
+	for (int i = 0; i < f->npairs; i++) /* the NICs' loads */
+		if (f->pairs[i].a != f->pairs[i].b) {
+			out[f->pairs[i].a] += f->pairs[i].flow;
+			in[f->pairs[i].b] += f->pairs[i].flow;
 		}
+	for (int i = 0; i < f->npairs; i++) {
+		int a = f->pairs[i].a, b = f->pairs[i].b;
+		hx_linkspec l;
+		double t;
+		if (!(f->pairs[i].flow > 0))
+			continue;
+		l = kv_link(x, a, b);
+		t = kv_time_s(x, l.bw_gbps, l.latency_ms, scale * f->pairs[i].flow);
+		if (a != b) {
+			t = fmax(t, kv_time_s(x, c->nodes[a].nic_gbps, l.latency_ms,
+					      scale * out[a]));
+			t = fmax(
+			    t, kv_time_s(x, c->nodes[b].nic_gbps, l.latency_ms, scale * in[b]));
+		}
+		worst = fmax(worst, t);
+	}
 	free(out);
 	free(in);
 	return worst;

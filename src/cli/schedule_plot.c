@@ -63,6 +63,21 @@ static void xml_text(hx_buf *b, const char *s)
 	}
 }
 
+/* The SVG's opening, a white page HEIGHT high, and its TITLE. */
+static void svg_head(hx_buf *b, double height, const char *title)
+{
+	hx_buf_printf(b,
+		      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		      "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" "
+		      "width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+		      "font-family=\"sans-serif\">\n"
+		      "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+		      "<text x=\"%.1f\" y=\"20\" font-size=\"14\">",
+		      W, height, W, height, LEFT);
+	xml_text(b, title);
+	hx_buf_printf(b, "</text>\n");
+}
+
 typedef struct axes {
 	double t0, t1, unit; /* the x span (time: s) and x per axis unit */
 	const char *xtitle;  /* the x axis' title */
@@ -169,16 +184,7 @@ char *hx_schedule_svg(const char *title, const hx_sched_pt *pt, int n)
 	lo = up;
 	lo.y0 = TOP + PANEL_H + GAP;
 	lo.hi = umax > 0 ? ceil(umax * 1.1 / nice_step(umax * 1.1)) * nice_step(umax * 1.1) : 1;
-	hx_buf_printf(&b,
-		      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		      "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" "
-		      "width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
-		      "font-family=\"sans-serif\">\n"
-		      "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-		      "<text x=\"%.1f\" y=\"20\" font-size=\"14\">",
-		      W, lo.y0 + PANEL_H + 44, W, lo.y0 + PANEL_H + 44, LEFT);
-	xml_text(&b, title);
-	hx_buf_printf(&b, "</text>\n");
+	svg_head(&b, lo.y0 + PANEL_H + 44, title);
 	panel(&b, &up, "req/s");
 	panel(&b, &lo, "USD per hour");
 	steps(&b, &up, pt, n, 0, "load", "#1f77b4", NULL);
@@ -227,16 +233,7 @@ char *hx_capacity_svg(const char *title, const hx_cap_pt *pt, int n, double targ
 	a.lo = fmax(0, target - 4 * (1 - target));
 	if (!(a.hi - a.lo > 1e-6))
 		a.lo = 0;
-	hx_buf_printf(&b,
-		      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		      "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" "
-		      "width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
-		      "font-family=\"sans-serif\">\n"
-		      "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-		      "<text x=\"%.1f\" y=\"20\" font-size=\"14\">",
-		      W, TOP + PANEL_H + 44, W, TOP + PANEL_H + 44, LEFT);
-	xml_text(&b, title);
-	hx_buf_printf(&b, "</text>\n");
+	svg_head(&b, TOP + PANEL_H + 44, title);
 	panel(&b, &a, "SLO attainment");
 	hx_buf_printf(&b,
 		      "<line class=\"target\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "

@@ -1635,6 +1635,46 @@ static double wait_stall_tail(const stall_tab *tb, double lambda, double d, doub
 #undef WAIT_TAIL
 }
 
+/* A prefill-only replica's service per prompt under DP attention (DP
+ * ranks): its ranks step together, a step costing its largest prompt's
+ * chunks of K tokens (context CK) at the busiest rank (dp_step_stall) and
+ * admitting the prompts that arrived while the one before ran, which
+ * share it: KK, from K0, the fixed point of prompts_per_iter at LAMBDA
+ * over the step (16 passes). */
+static double dp_prefill_service(const hx_replica *r, const hx_workload *w, double lambda,
+				 double ctx, double k0, double k, double ck, double P, double c,
+				 double dp)
+{
+	double kk = k0, step;
+
+	for (int i = 0; i < 16; i++) {
+		step = dp_step_stall(r, w, 0, ctx, kk, k, ck, c, 0);
+		kk = prompts_per_iter(lambda, step, P, c, (int)dp);
+	}
+	step = dp_step_stall(r, w, 0, ctx, kk, k, ck, c, 0);
+	return step / kk;
+}
+
+/* The service per prompt of the M/G/1 queue in which prompts wait for
+ * prefill: a prompt's own compute, its tokens at the marginal time a
+ * prompt token adds to an iteration of the decode batch B at context CTX
+ * (not its share of a mean iteration, which spreads each prompt thinly
+ * over many steps and hides the queue).  A prompt arrives whole and the
+ * engine computes its tokens (P, H cached) in as few chunks as the rank's
+ * budget C allows.  A prefill-only replica under DP attention steps its
+ * ranks together (dp_prefill_service). */
+static double prompt_service(const hx_replica *r, const hx_workload *w, int phase,
+			     double lambda, double B, double ctx, const prompt_steps *ps,
+			     double P, double H, double c, double dp)
+{
+	double k = fmax(1, fmin(P, c)), ch, tk;
+
+	if (phase == HX_SERVE_PREFILL && dp > 1)
+		return dp_prefill_service(r, w, lambda, ctx, ps->k, k, H + k / 2, P, c, dp);
+	tk = chunk_iter(r, B, ctx, ps->k, k, H + k / 2, k, k, H + k / 2, &ch);
+	return P * fmax(tk - (B > 0 ? ps->t_dec : 0), 0) / (k * ps->k);
+}
+
 static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens *lens,
 		      int phase, double kv_tokens, double lambda, cap_eval *ev)
 {
@@ -1708,32 +1748,8 @@ static void cap_check(const hx_replica *r, const hx_workload *w, const cap_lens 
 	c = fmax((budget - B) / dp, 1); /* a prompt is one rank's */
 	prompt_steps_at(r, w, lens, B, ctx, c, prompts_per_iter(lambda, t, P, c, (int)dp), P, H,
 			Pq, &ps);
-	/* The prompts queue for prefill as an M/G/1 server whose service is a
-	 * prompt's own compute: its tokens at the marginal time a prompt token
-	 * adds to an iteration of the decode batch (not its share of a mean
-	 * iteration, which spreads each prompt thinly over many steps and
-	 * hides the queue).  A prompt arrives whole and the engine computes
-	 * its tokens in as few chunks as the token budget allows. */
-	{
-		double k = fmax(1, fmin(P, c)), ch;
-		double tk = chunk_iter(r, B, ctx, ps.k, k, H + k / 2, k, k, H + k / 2, &ch);
-		service = P * fmax(tk - (B > 0 ? ps.t_dec : 0), 0) / (k * ps.k);
-		/* A prefill-only replica's DP ranks step together as an
-		 * aggregated one's do (iter_at): a step costs its largest
-		 * prompt's chunks at the busiest rank, and admits the prompts
-		 * that arrived while the one before ran (not the mean
-		 * iteration's fraction of a prompt, which no step carries),
-		 * which share it. */
-		if (phase == HX_SERVE_PREFILL && dp > 1) {
-			double kk = ps.k, step = 0;
-			for (int i = 0; i < 16; i++) {
-				step = dp_step_stall(r, w, 0, ctx, kk, k, H + k / 2, c, 0);
-				kk = prompts_per_iter(lambda, step, P, c, (int)dp);
-			}
-			step = dp_step_stall(r, w, 0, ctx, kk, k, H + k / 2, c, 0);
-			service = step / kk;
-		}
-	}
+	/* The prompts queue for prefill as an M/G/1 server (prompt_service). */
+	service = prompt_service(r, w, phase, lambda, B, ctx, &ps, P, H, c, dp);
 	u = lambda * service;
 	scale = (ca2 + hx_dist_cv2(&w->prompt)) / 2 * service / fmax(1 - u, 1e-9);
 	if (u >= 1) {

@@ -9,10 +9,11 @@
  * usage: bench/cost_accuracy [DATA_DIR [OWN_DIR]]
  *   DATA_DIR (default ../shared/data/measured/vidur/compute): vidur's
  *   profiles (A100, H100, A40);
- *   OWN_DIR (default bench/data/kernels): the same tables measured by
- *   bench/gpu/kernels.py on GPUs vidur did not profile (H200, 2026-12-04),
- *   read where DATA_DIR has no table for a GPU.  No constant of the
- *   catalog was fitted to OWN_DIR's tables: they are held out.
+ *   OWN_DIR (default bench/data): our own tables in vidur's columns,
+ *   measured by bench/gpu/kernels.py on GPUs vidur did not profile
+ *   (OWN_DIR/h200/mlp-MODEL.csv, 2026-12-04), read where DATA_DIR has no
+ *   table for a GPU.  No constant of the catalog was fitted to them: they
+ *   are held out.
  */
 #include "config.h"
 
@@ -183,7 +184,7 @@ static void stats(const hx_catalog *cat, const hx_gpu *g, const point *p, int n,
 int main(int argc, char **argv)
 {
 	const char *data = argc > 1 ? argv[1] : "../shared/data/measured/vidur/compute";
-	const char *own = argc > 2 ? argv[2] : "bench/data/kernels";
+	const char *own = argc > 2 ? argv[2] : "bench/data";
 	int ngpus = 0;
 	hx_catalog cat;
 	hx_err err = {0};
@@ -204,8 +205,12 @@ int main(int argc, char **argv)
 			for (size_t mi = 0; mi < HX_ARRAY_LEN(models); mi++) {
 				char path[1024];
 				int before = np;
-				snprintf(path, sizeof(path), "%s/%s/%s/mlp.csv",
-					 root ? own : data, gpus[gi].dir, models[mi].dir);
+				if (root) /* ours: OWN/GPU/mlp-MODEL.csv */
+					snprintf(path, sizeof(path), "%s/%s/mlp-%s.csv", own,
+						 gpus[gi].dir, strchr(models[mi].dir, '/') + 1);
+				else
+					snprintf(path, sizeof(path), "%s/%s/%s/mlp.csv", data,
+						 gpus[gi].dir, models[mi].dir);
 				if (read_csv(path, (int)mi, &pts, &np) != 0 || np == before)
 					continue;
 				stats(&cat, g, pts + before, np - before, models[mi].model);

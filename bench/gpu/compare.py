@@ -2,7 +2,7 @@
 """Set the cost model's predictions beside what bench/gpu/kernels.py measured.
 
 usage: python3 bench/gpu/compare.py [DIR] [--gpu NAME] [--hexplan PATH]
-  DIR   a kernels.py output folder (default bench/data/kernels/h200)
+  DIR   a kernels.py output folder (default bench/data/h200)
   NAME  the catalog GPU the tables were measured on (default h200)
 
 Prints, for each whole forward step (step.csv) and each attention kernel
@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 args = sys.argv[1:]
-gpu, hexplan, folder = "h200", "./hexplan", "bench/data/kernels/h200"
+gpu, hexplan, folder = "h200", "./hexplan", "bench/data/h200"
 i = 0
 while i < len(args):
     if args[i] == "--gpu":
@@ -89,7 +89,7 @@ if os.path.exists(fp8):
                                            "predicted_ms", "ratio"))
     bf = {}
     for name in MLP_MODEL:
-        path = os.path.join(folder, "meta-llama", name, "mlp.csv")
+        path = os.path.join(folder, "mlp-%s.csv" % name)
         if os.path.exists(path):
             with open(path) as f:
                 for r in csv.DictReader(f):

@@ -8,7 +8,8 @@ Writes, into OUTDIR (default ./kernels-out):
                     shape columns, num_tokens, num_tensor_parallel_workers),
                     for Llama-2-7B, Llama-2-70B, Llama-3-8B and Llama-3-70B
                     at TP 1, 2, 4, 8 (one GPU's shard); bench/cost_accuracy
-                    reads them as it reads vidur's.
+                    reads them as it reads vidur's (OUTDIR as its
+                    OWN_DIR/GPU, e.g. bench/data/h200).
   attention.csv     FlashAttention (PyTorch SDPA) prefill and decode times.
   step.csv          whole Llama-3.1-8B forward steps (32 layers and the LM
                     head, random weights) captured as one CUDA graph: decode

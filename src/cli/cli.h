@@ -54,13 +54,11 @@ typedef struct hx_sched_pt {
 } hx_sched_pt;
 char *hx_schedule_svg(const char *title, const hx_sched_pt *pt, int n);
 
-/* simulate --capacity --plot (schedule_plot.c): the rates the capacity
- * search tried and the SVG of their attainment (a new string; free it). */
-typedef struct hx_cap_pt {
-	double rate_rps, attainment;
-	int meets;
-} hx_cap_pt;
-char *hx_capacity_svg(const char *title, const hx_cap_pt *pt, int n, double target,
+/* simulate --capacity --plot (schedule_plot.c): the SVG of the N rates
+ * the capacity search tried (sim.h's hx_cap_point; a new string; free
+ * it). */
+struct hx_cap_point;
+char *hx_capacity_svg(const char *title, const struct hx_cap_point *pt, int n, double target,
 		      double capacity);
 
 /* plan --mode auto (plan_auto.c): one candidate per mode tried. */

@@ -230,19 +230,13 @@ static int check_files(const hx_cli *cli, const char *ppath, const char *wpath,
 static char *capacity_plot(const hx_plan *p, const hx_workload *w, const hx_sim_report *r,
 			   double cap_rps)
 {
-	hx_cap_pt *pt = hx_xcalloc((size_t)r->ncurve + 1, sizeof(hx_cap_pt));
-	char title[160], *svg;
+	char title[160];
 
-	for (int i = 0; i < r->ncurve; i++)
-		pt[i] = (hx_cap_pt){r->curve[i].rate_rps, r->curve[i].attainment,
-				    r->curve[i].meets};
 	snprintf(
 	    title, sizeof(title),
 	    "capacity at the SLO: %.3f req/s (plan predicted %.3f), target attainment %.4g",
 	    cap_rps, p->predicted.capacity_rps, w->slo.attainment);
-	svg = hx_capacity_svg(title, pt, r->ncurve, w->slo.attainment, cap_rps);
-	free(pt);
-	return svg;
+	return hx_capacity_svg(title, r->curve, r->ncurve, w->slo.attainment, cap_rps);
 }
 
 /* --per-request, --plot and -o together: all files are replaced, or none. */

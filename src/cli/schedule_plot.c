@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "sim/sim.h"
 
 #define W       760.0
 #define PANEL_H 190.0
@@ -201,7 +202,7 @@ char *hx_schedule_svg(const char *title, const hx_sched_pt *pt, int n)
  * warm-up) at each rate the capacity search tried, the target as a dashed
  * line and the capacity found as a vertical one; the points that met the
  * target green, the others red, joined in the order of their rates. */
-char *hx_capacity_svg(const char *title, const hx_cap_pt *pt, int n, double target,
+char *hx_capacity_svg(const char *title, const hx_cap_point *pt, int n, double target,
 		      double capacity)
 {
 	hx_buf b = {0};
@@ -252,7 +253,7 @@ char *hx_capacity_svg(const char *title, const hx_cap_pt *pt, int n, double targ
 		hx_buf_printf(&b, "\"/>\n");
 	}
 	for (int k = 0; k < n; k++) {
-		const hx_cap_pt *q = &pt[ord[k]];
+		const hx_cap_point *q = &pt[ord[k]];
 		hx_buf_printf(
 		    &b,
 		    "<circle class=\"%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "

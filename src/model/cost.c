@@ -1640,18 +1640,21 @@ static double wait_stall_tail(const stall_tab *tb, double lambda, double d, doub
  * chunks of K tokens (context CK) at the busiest rank (dp_step_stall) and
  * admitting the prompts that arrived while the one before ran, which
  * share it: KK, from K0, the fixed point of prompts_per_iter at LAMBDA
- * over the step (16 passes). */
+ * over the step (16 passes at most; once KK repeats, every later pass
+ * would give it again). */
 static double dp_prefill_service(const hx_replica *r, const hx_workload *w, double lambda,
 				 double ctx, double k0, double k, double ck, double P, double c,
 				 double dp)
 {
-	double kk = k0, step;
+	double kk = k0, step = dp_step_stall(r, w, 0, ctx, kk, k, ck, c, 0);
 
 	for (int i = 0; i < 16; i++) {
+		double next = prompts_per_iter(lambda, step, P, c, (int)dp);
+		if (next == kk)
+			break;
+		kk = next;
 		step = dp_step_stall(r, w, 0, ctx, kk, k, ck, c, 0);
-		kk = prompts_per_iter(lambda, step, P, c, (int)dp);
 	}
-	step = dp_step_stall(r, w, 0, ctx, kk, k, ck, c, 0);
 	return step / kk;
 }
 

@@ -1767,10 +1767,37 @@ static double request_life_s(const hx_plan *p, const hx_workload *w)
 	       1e-3;
 }
 
+/* The standard error of R's SLO attainment over the COUNTED requests that
+ * arrived from WARM on, by batch means: those requests in arrival order
+ * cut into HX_CAP_BATCHES runs, the spread of the runs' attainments (0
+ * under one request a run). */
+static double batch_se(const hx_sim_report *r, double warm, double counted)
+{
+	double met[HX_CAP_BATCHES] = {0}, n[HX_CAP_BATCHES] = {0}, a[HX_CAP_BATCHES];
+	double m = 0, v = 0;
+	long j = 0;
+
+	if (counted < HX_CAP_BATCHES)
+		return 0;
+	for (int i = 0; i < r->nrecords; i++)
+		if (r->records[i].arrival_s >= warm) {
+			int b = (int)((double)j++ * HX_CAP_BATCHES / counted);
+			n[b] += 1;
+			met[b] += r->records[i].met_slo;
+		}
+	for (int b = 0; b < HX_CAP_BATCHES; b++) {
+		a[b] = n[b] > 0 ? met[b] / n[b] : 0;
+		m += a[b] / HX_CAP_BATCHES;
+	}
+	for (int b = 0; b < HX_CAP_BATCHES; b++)
+		v += (a[b] - m) * (a[b] - m) / (HX_CAP_BATCHES - 1);
+	return sqrt(v / HX_CAP_BATCHES);
+}
+
 /* Simulate N requests of W at RATE (more where two minutes or HX_CAP_LIVES
  * request lives of arrivals need more, at most HX_CAP_MAX_REQUESTS); *OK
  * says whether the SLO attainment target held on the requests that arrived
- * after the warm-up. */
+ * after the warm-up, and *PT is the rate's point of the curve. */
 static int try_rate(const hx_plan *p, const hx_workload *w, int n, const hx_sim_opts *o,
 		    double rate, hx_sim_report *r, int *ok, hx_cap_point *pt, hx_err *err)
 {
@@ -1802,24 +1829,7 @@ static int try_rate(const hx_plan *p, const hx_workload *w, int n, const hx_sim_
 		}
 	*ok = counted > 0 ? met / counted >= w->slo.attainment
 			  : r->slo_attainment >= w->slo.attainment;
-	{
-		/* Batch means over the judged requests, in arrival order. */
-		double bm[HX_CAP_BATCHES] = {0}, bn[HX_CAP_BATCHES] = {0}, m = 0, v = 0;
-		long j = 0;
-		for (int i = 0; i < r->nrecords; i++)
-			if (r->records[i].arrival_s >= warm) {
-				int b = (int)((double)j++ * HX_CAP_BATCHES / fmax(counted, 1));
-				bn[b] += 1;
-				bm[b] += r->records[i].met_slo;
-			}
-		for (int b = 0; b < HX_CAP_BATCHES; b++)
-			m += (bn[b] > 0 ? bm[b] / bn[b] : 0) / HX_CAP_BATCHES;
-		for (int b = 0; b < HX_CAP_BATCHES; b++) {
-			double d = (bn[b] > 0 ? bm[b] / bn[b] : 0) - m;
-			v += d * d / (HX_CAP_BATCHES - 1);
-		}
-		pt->attainment_se = counted >= HX_CAP_BATCHES ? sqrt(v / HX_CAP_BATCHES) : 0;
-	}
+	pt->attainment_se = batch_se(r, warm, counted);
 	pt->rate_rps = rate;
 	pt->attainment = counted > 0 ? met / counted : r->slo_attainment;
 	pt->requests = r->requests;
@@ -1831,6 +1841,14 @@ static int try_rate(const hx_plan *p, const hx_workload *w, int n, const hx_sim_
 		r->nrecords = 0;
 	}
 	return 0;
+}
+
+/* The slot of CURVE (NC points so far) for the next rate tried: a new one
+ * while there is room (40 doublings and a bisection to 1e-6 are far fewer
+ * than HX_CAP_MAX_POINTS), else the last again. */
+static hx_cap_point *next_point(hx_cap_point *curve, int *nc)
+{
+	return &curve[*nc < HX_CAP_MAX_POINTS - 1 ? (*nc)++ : *nc];
 }
 
 /* The capacity CAP's standard error from the NC rates of CURVE: the
@@ -1875,15 +1893,14 @@ int hx_sim_capacity(const hx_plan *p, const hx_workload *w, int n, const hx_sim_
 	       hi = p->predicted.capacity_rps > 0 ? p->predicted.capacity_rps * 1.25 : 1;
 	double tol = o && o->cap_tol > 0 ? o->cap_tol : 0.01;
 	hx_sim_report best = {0}, r;
-	/* 40 doublings at most, then a bisection of 1e-6 / tol or fewer */
-	hx_cap_point *curve = hx_xcalloc(128, sizeof(hx_cap_point));
+	hx_cap_point *curve = hx_xcalloc(HX_CAP_MAX_POINTS, sizeof(hx_cap_point));
 	int rc, ok, i, nc = 0;
 
 	/* Double hi while the SLO holds there, then bisect to 1%.  Every rate
 	 * uses the same seed: the same requests, only closer together. */
 	for (i = 0; i < 40; i++) {
 		if ((rc = cap_past(o, err)) ||
-		    (rc = try_rate(p, w, n, o, hi, &r, &ok, &curve[nc < 127 ? nc++ : nc], err)))
+		    (rc = try_rate(p, w, n, o, hi, &r, &ok, next_point(curve, &nc), err)))
 			goto fail;
 		if (!ok) {
 			hx_sim_report_release(&r);
@@ -1897,8 +1914,7 @@ int hx_sim_capacity(const hx_plan *p, const hx_workload *w, int n, const hx_sim_
 	while (hi - lo > tol * hi && hi > 1e-6) {
 		double mid = (lo + hi) / 2;
 		if ((rc = cap_past(o, err)) ||
-		    (rc =
-			 try_rate(p, w, n, o, mid, &r, &ok, &curve[nc < 127 ? nc++ : nc], err)))
+		    (rc = try_rate(p, w, n, o, mid, &r, &ok, next_point(curve, &nc), err)))
 			goto fail;
 		if (ok) {
 			hx_sim_report_release(&best);

@@ -75,7 +75,8 @@ typedef struct hx_cap_point {
 	 * misses that come in bursts (a queue) count as the bursts they are. */
 	double attainment_se;
 } hx_cap_point;
-#define HX_CAP_BATCHES 10
+#define HX_CAP_BATCHES    10
+#define HX_CAP_MAX_POINTS 128
 
 typedef struct hx_sim_report {
 	long requests, finished, dropped, preemptions, iterations;
